@@ -1,0 +1,207 @@
+package batch
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// Info is what Validate learned about a batch.
+type Info struct {
+	// Header is the batch header as sent. Its MaxTimestamp is the client's
+	// claim; the computed one is Info.MaxTimestamp, which shadows it.
+	Header
+
+	// NumRecords is the number of records decoded (== RecordCount).
+	NumRecords int
+
+	// MaxTimestamp is the largest record timestamp (Header.RecordTimestamp),
+	// or NoTimestamp (-1) if none is larger: what Kafka's leader writes back
+	// into a CreateTime batch (SetMaxTimestamp) and indexes.
+	MaxTimestamp int64
+
+	// MinTimestamp is the smallest record timestamp other than NoTimestamp,
+	// or NoTimestamp if there is none. With MaxTimestamp it lets the broker
+	// apply message.timestamp.before/after.max.ms, which Kafka checks on
+	// every record whose timestamp is set (LogValidator.validateTimestamp).
+	MinTimestamp int64
+
+	// NullKeys counts records with a null key; a compacted topic refuses the
+	// batch (INVALID_RECORD, LogValidator.validateKey) if it is not 0.
+	NullKeys int
+
+	// UncompressedBytes is the size of the records section after
+	// decompression (len(batch) - HeaderSize if uncompressed).
+	UncompressedBytes int
+}
+
+// Validate checks one v2 batch b that a client produced, as Kafka's partition
+// leader does before appending it (ProduceRequest.validateRecords,
+// UnifiedLog.analyzeAndValidateRecords, LogValidator), and in Kafka's order:
+//
+//  1. framing and magic (Split's checks; b must be exactly one entry):
+//     ErrCorrupt, ErrTruncated; magic 0 or 1: ErrUnsupportedMagic
+//  2. baseOffset must be 0: ErrInvalidRecord
+//  3. at least HeaderSize bytes, CRC-32C of bytes [21:]: ErrCorrupt
+//  4. codec 0..4: ErrUnsupportedCompression
+//  5. lastOffsetDelta+1 > 0, recordCount > 0 and equal to it; not a control
+//     batch; a producer id >= 0 needs baseSequence >= 0: ErrInvalidRecord
+//  6. the records: decompressed into s, at most s.MaxUncompressed bytes
+//     (ErrDecompress, ErrTooLarge); exactly recordCount well-formed records,
+//     offset deltas 0, 1, …, recordCount-1, nothing left over: ErrInvalidRecord
+//
+// Limits and policies that depend on configuration are the broker's: batch
+// size (max.message.bytes), timestamps (see Info.MinTimestamp), keys on
+// compacted topics (Info.NullKeys), a LogAppendTime bit sent by a client,
+// producer state, and zstd on produce versions below 7.
+//
+// Validate neither modifies nor retains b. With an uncompressed batch it does
+// not allocate; with a compressed one it reuses s's buffers and decoders. s
+// may be nil, at the cost of allocating.
+func Validate(b []byte, s *Scratch) (Info, error) {
+	if err := checkPrefix(b); err != nil {
+		return Info{}, err
+	}
+	if off := int64(binary.BigEndian.Uint64(b[offBaseOffset:])); off != 0 {
+		return Info{}, invalidf("base offset %d of a produced batch must be 0", off)
+	}
+	h, err := checkCRC(b)
+	if err != nil {
+		return Info{}, err
+	}
+	if !h.Compression().known() {
+		return Info{}, unsupportedCompression(h.Compression())
+	}
+	if err := checkClientHeader(&h); err != nil {
+		return Info{}, err
+	}
+	if s == nil {
+		s = new(Scratch)
+	}
+	buf, err := s.decompress(h.Compression(), b[HeaderSize:])
+	if err != nil {
+		return Info{}, err
+	}
+	info := Info{
+		Header:            h,
+		MaxTimestamp:      NoTimestamp,
+		MinTimestamp:      NoTimestamp,
+		UncompressedBytes: len(buf),
+	}
+	var r Record
+	for i := int32(0); i < h.RecordCount; i++ {
+		if len(buf) == 0 {
+			return Info{}, invalidf("premature end of records: read %d of %d", i, h.RecordCount)
+		}
+		if buf, err = s.readRecord(buf, &r, false); err != nil {
+			return Info{}, err
+		}
+		if r.OffsetDelta != i {
+			return Info{}, invalidf("record %d has offset delta %d", i, r.OffsetDelta)
+		}
+		ts := h.RecordTimestamp(&r)
+		if ts > info.MaxTimestamp {
+			info.MaxTimestamp = ts
+		}
+		if ts != NoTimestamp && (info.MinTimestamp == NoTimestamp || ts < info.MinTimestamp) {
+			info.MinTimestamp = ts
+		}
+		if r.Key == nil {
+			info.NullKeys++
+		}
+	}
+	if len(buf) != 0 {
+		return Info{}, invalidf("%d bytes remain after the last of %d records", len(buf), h.RecordCount)
+	}
+	info.NumRecords = int(h.RecordCount)
+	return info, nil
+}
+
+// Check verifies the framing, magic, header size and CRC of the v2 batch b and
+// returns its header, without decoding records or applying client rules:
+// what Kafka checks on every append, a follower's included
+// (UnifiedLog.analyzeAndValidateRecords), and what log recovery checks. Errors
+// are as for Validate.
+func Check(b []byte) (Header, error) {
+	if err := checkPrefix(b); err != nil {
+		return Header{}, err
+	}
+	return checkCRC(b)
+}
+
+// checkPrefix checks what ByteBufferLogInputStream checks before a batch is
+// read at all, and then that b is one whole v2 batch.
+func checkPrefix(b []byte) error {
+	if len(b) < prefixSize {
+		return truncatedf("%d bytes, shorter than the %d-byte prefix", len(b), prefixSize)
+	}
+	length := int32(binary.BigEndian.Uint32(b[offLength:]))
+	if length < minEntryLength {
+		return corruptf("batch length %d is below the minimum %d", length, minEntryLength)
+	}
+	if len(b) <= offMagic {
+		return truncatedf("%d bytes, too short to hold the magic byte", len(b))
+	}
+	switch m := int8(b[offMagic]); {
+	case m < 0 || m > 2:
+		return corruptf("invalid magic %d", m)
+	case m != 2:
+		return fmt.Errorf("%w: magic %d (a v0/v1 message set)", ErrUnsupportedMagic, m)
+	}
+	switch want := int64(length) + prefixSize; {
+	case want > int64(len(b)):
+		return truncatedf("batch length %d, but %d bytes follow the prefix", length, len(b)-prefixSize)
+	case want < int64(len(b)):
+		return corruptf("batch length %d, but %d bytes follow the prefix", length, len(b)-prefixSize)
+	}
+	return nil
+}
+
+// checkCRC is DefaultRecordBatch.isValid: the size covers a header and the
+// CRC matches.
+func checkCRC(b []byte) (Header, error) {
+	if len(b) < HeaderSize {
+		return Header{}, corruptf("batch of %d bytes is smaller than the %d-byte header", len(b), HeaderSize)
+	}
+	h, _ := ParseHeader(b)
+	if got := computeCRC(b); got != h.CRC {
+		return Header{}, corruptf("stored crc %#08x, computed %#08x", h.CRC, got)
+	}
+	return h, nil
+}
+
+// checkFraming is checkPrefix and the header size, for readers that skip the
+// CRC.
+func checkFraming(b []byte) (Header, error) {
+	if err := checkPrefix(b); err != nil {
+		return Header{}, err
+	}
+	if len(b) < HeaderSize {
+		return Header{}, corruptf("batch of %d bytes is smaller than the %d-byte header", len(b), HeaderSize)
+	}
+	return ParseHeader(b)
+}
+
+// checkClientHeader is LogValidator.validateBatch for AppendOrigin.CLIENT.
+func checkClientHeader(h *Header) error {
+	countFromOffsets := int64(h.LastOffsetDelta) + 1
+	if countFromOffsets <= 0 {
+		return invalidf("invalid offset range: last offset delta %d", h.LastOffsetDelta)
+	}
+	if h.RecordCount <= 0 {
+		return invalidf("invalid record count %d", h.RecordCount)
+	}
+	if countFromOffsets != int64(h.RecordCount) {
+		return invalidf("last offset delta %d does not match record count %d", h.LastOffsetDelta, h.RecordCount)
+	}
+	if h.Control() {
+		return invalidf("clients may not write control batches")
+	}
+	if h.ProducerID >= 0 && h.BaseSequence < 0 {
+		return invalidf("producer id %d with base sequence %d", h.ProducerID, h.BaseSequence)
+	}
+	return nil
+}
+
+func unsupportedCompression(c Compression) error {
+	return fmt.Errorf("%w: codec id %d", ErrUnsupportedCompression, int8(c))
+}
