@@ -1,0 +1,82 @@
+package storage
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+)
+
+func benchFS(b *testing.B) []testEnv {
+	return []testEnv{
+		{name: "os", fs: OSFS{}, dir: filepath.Join(b.TempDir(), "bench-0")},
+		{name: "mem", fs: NewMemFS(), dir: "/bench-0"},
+	}
+}
+
+// BenchmarkAppend appends one batch per call (records of 1 KiB total or 64
+// KiB total) with default settings, so segments roll at 1 GiB; MemFS
+// segments are recreated every 256 MiB to bound memory.
+func BenchmarkAppend(b *testing.B) {
+	for _, size := range []int{1 << 10, 64 << 10} {
+		for _, env := range benchFS(b) {
+			b.Run(fmt.Sprintf("%dKiB/%s", size>>10, env.name), func(b *testing.B) {
+				cfg := DefaultConfig()
+				cfg.Logger = quietLogger
+				l := mustOpen(b, env.fs, env.dir, cfg)
+				defer l.Delete()
+				batch := makeBatch(batchSpec{records: 10, maxTs: 1, valueSize: size/10 - 8})
+				b.SetBytes(int64(len(batch)))
+				b.ReportAllocs()
+				written := 0
+				for b.Loop() {
+					if _, _, err := l.Append(batch); err != nil {
+						b.Fatal(err)
+					}
+					if written += len(batch); env.name == "mem" && written > 256<<20 {
+						b.StopTimer()
+						if err := l.TruncateFully(l.EndOffset()); err != nil {
+							b.Fatal(err)
+						}
+						written = 0
+						b.StartTimer()
+					}
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkRead fetches 1 MiB (Kafka's default max.partition.fetch.bytes)
+// at offsets spread over a 64 MiB log of 1 KiB batches, into a reused
+// buffer, as a fetch handler would.
+func BenchmarkRead(b *testing.B) {
+	for _, env := range benchFS(b) {
+		b.Run(env.name, func(b *testing.B) {
+			cfg := DefaultConfig()
+			cfg.SegmentBytes = 16 << 20
+			cfg.Logger = quietLogger
+			l := mustOpen(b, env.fs, env.dir, cfg)
+			defer l.Delete()
+			batch := makeBatch(batchSpec{records: 10, maxTs: 1, valueSize: 1024/10 - 8})
+			for written := 0; written < 64<<20; written += len(batch) {
+				if _, _, err := l.Append(batch); err != nil {
+					b.Fatal(err)
+				}
+			}
+			end := l.EndOffset()
+			dst := make([]byte, 0, 1<<20+len(batch))
+			b.SetBytes(1 << 20)
+			b.ReportAllocs()
+			i := int64(0)
+			for b.Loop() {
+				off := (i * 7919 * 10) % (end - 20000)
+				i++
+				var err error
+				dst, err = l.ReadInto(dst[:0], off, 1<<20, end)
+				if err != nil || len(dst) < 1<<20-2*len(batch) {
+					b.Fatalf("read %d bytes: %v", len(dst), err)
+				}
+			}
+		})
+	}
+}

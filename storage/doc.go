@@ -1,0 +1,99 @@
+// Package storage is the on-disk partition log: record batches stored by
+// offset in segment files with sparse offset and time indexes, written so
+// that Apache Kafka's own kafka-dump-log tool can read them.
+//
+// storage imports nothing of the project and not kmsg. It knows the 61-byte
+// Kafka v2 record-batch header and nothing of records, requests or sockets;
+// the broker validates batches before Append and finds records inside the
+// batches it reads. All disk access goes through the FS seam (OSFS, MemFS,
+// and FaultFS for fault injection).
+//
+// # On-disk layout
+//
+// One directory per partition (the broker names it <topic>-<partition>):
+//
+//	orders-0/
+//	  00000000000000000000.log        segment: batches with offsets [0, 1200)
+//	  00000000000000000000.index      its sparse offset index
+//	  00000000000000000000.timeindex  its sparse time index
+//	  00000000000000001200.log        the active segment, base offset 1200
+//	  00000000000000001200.index
+//	  00000000000000001200.timeindex
+//	  gregor.checkpoint               log start offset and recovery point
+//	  .gregor_cleanshutdown           present only while closed cleanly
+//
+// A segment is named by its base offset in 20 digits: the offset of its
+// first batch. Segments are contiguous: each starts where the previous one
+// ends.
+//
+// A .log file is record batches back to back, byte for byte as Kafka stores
+// them (big-endian; the CRC-32C covers bytes 21 to the end, so the broker
+// may set baseOffset and partitionLeaderEpoch without recomputing it):
+//
+//	+--------------------+ 0
+//	| baseOffset   int64 |   rewritten by Append
+//	| batchLength  int32 |   bytes after this field
+//	| leaderEpoch  int32 |
+//	| magic        int8  |   always 2
+//	| crc          uint32|   CRC-32C of [21, end)
+//	+--------------------+ 21
+//	| attributes   int16 |
+//	| lastOffsetDelta    |   int32: the batch holds baseOffset..+delta
+//	| baseTimestamp int64|
+//	| maxTimestamp int64 |   what the time index and BatchAtTimestamp use
+//	| producerId   int64 |
+//	| producerEpoch int16|
+//	| baseSequence int32 |
+//	| recordCount  int32 |
+//	+--------------------+ 61
+//	| records ...        |   never read by storage
+//	+--------------------+ 12 + batchLength
+//
+// A .index file is 8-byte entries; a .timeindex file 12-byte entries, both
+// Kafka's exact formats, offsets relative to the segment's base:
+//
+//	.index      | relOffset int32 | position int32 |
+//	            offset of the LAST record of the batch starting at position
+//
+//	.timeindex  | timestamp int64 | relOffset int32 |
+//	            the largest batch max timestamp up to and including the
+//	            batch ending at relOffset; that batch is the first to reach it
+//
+// A batch gets an entry in both (the time entry only if the maximum grew)
+// when more than IndexIntervalBytes were written since the last entry, as
+// in Kafka's LogSegment.append and recover; a segment leaving the active
+// state (roll, Close, recovery) gets a final time entry with its maximum.
+// Appending several batches as one unit indexes each batch on its own, as
+// Kafka's recovery does, so that kafka-dump-log's index check (the batch at
+// each position ends at the entry's offset) holds.
+//
+// Unlike Kafka, index files are NOT preallocated to SegmentIndexBytes:
+// entries are appended, so a file is always exactly its entries and there
+// are no zero slots to tell from real ones after a crash. kafka-dump-log
+// reads such files as Kafka's own trimmed ones. SegmentIndexBytes still
+// bounds the entries a segment takes before it is rolled (the time index
+// keeping one slot free for the final entry, as Kafka's does). Indexes are
+// also held in memory for every segment; the files are for restarts and
+// for Kafka's tools.
+//
+// gregor.checkpoint is text, replaced atomically (temporary file, fsync,
+// rename, directory fsync):
+//
+//	0                       version
+//	log-start-offset 42     the start offset, moved by SetStartOffset
+//	recovery-point 1200     offsets below it were fsynced
+//
+// Kafka keeps these two per log directory (log-start-offset-checkpoint,
+// recovery-point-offset-checkpoint); storage keeps them per partition.
+//
+// # Durability and recovery
+//
+// Append writes to the page cache only. Sync fsyncs the segments written
+// since the last Sync, their indexes and, if segments were created, the
+// directory; it rewrites the checkpoint when the recovery point crosses a
+// segment boundary. Close syncs everything, writes the checkpoint and then
+// the clean-shutdown marker. Open removes the marker (durably) and, after
+// an unclean shutdown, CRC-scans the segments at or above the recovery
+// point; see Open for the rules. In short: a damaged tail of the last
+// segment is cut (a torn write); damage anywhere else is ErrCorrupt.
+package storage

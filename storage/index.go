@@ -1,0 +1,103 @@
+package storage
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+)
+
+const offsetEntrySize = 8
+
+// offsetIndex is a segment's sparse offset index, kept in memory in the
+// exact bytes of its .index file: entries of (offset - base) int32 and the
+// file position int32 of the batch whose LAST offset that is. Kafka writes
+// the same entries, and kafka-dump-log checks that the batch at each
+// position ends at the entry's offset.
+//
+// Entries only grow at the end (by the appender) or shrink (Truncate); both
+// happen under Log.mu held for writing, and lookups hold it for reading.
+type offsetIndex struct {
+	base       int64
+	buf        []byte
+	maxEntries int
+}
+
+func (x *offsetIndex) entries() int { return len(x.buf) / offsetEntrySize }
+
+func (x *offsetIndex) entry(i int) (offset, pos int64) {
+	e := x.buf[i*offsetEntrySize:]
+	return x.base + int64(int32(binary.BigEndian.Uint32(e))), int64(int32(binary.BigEndian.Uint32(e[4:])))
+}
+
+// isFull reports whether n more entries would exceed the configured size.
+func (x *offsetIndex) isFull(n int) bool { return x.entries()+n > x.maxEntries }
+
+// last returns the last entry, or (base, 0) when there is none, as Kafka's
+// lastEntry does.
+func (x *offsetIndex) last() (offset, pos int64) {
+	if n := x.entries(); n > 0 {
+		return x.entry(n - 1)
+	}
+	return x.base, 0
+}
+
+// lookup returns the entry with the largest offset <= target, or (base, 0)
+// when there is none. The batch holding target starts at or after pos.
+func (x *offsetIndex) lookup(target int64) (offset, pos int64) {
+	// Binary search for the first entry with offset > target.
+	lo, hi := 0, x.entries()
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if o, _ := x.entry(mid); o <= target {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	if lo == 0 {
+		return x.base, 0
+	}
+	return x.entry(lo - 1)
+}
+
+// appendEntry adds an entry to dst in file format.
+func appendOffsetEntry(dst []byte, base, offset, pos int64) []byte {
+	dst = binary.BigEndian.AppendUint32(dst, uint32(int32(offset-base)))
+	return binary.BigEndian.AppendUint32(dst, uint32(int32(pos)))
+}
+
+// truncatedLen returns the byte length of the index after removing every
+// entry whose offset is >= offset.
+func (x *offsetIndex) truncatedLen(offset int64) int {
+	lo, hi := 0, x.entries()
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if o, _ := x.entry(mid); o < offset {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo * offsetEntrySize
+}
+
+// check verifies what can be verified without reading the log: whole
+// entries, offsets and positions strictly increasing and inside the segment.
+// It is Kafka's sanity check and somewhat more.
+func (x *offsetIndex) check(logSize int64) error {
+	if len(x.buf)%offsetEntrySize != 0 {
+		return fmt.Errorf("length %d is not a multiple of %d", len(x.buf), offsetEntrySize)
+	}
+	prevOff, prevPos := int64(math.MinInt64), int64(-1)
+	for i := range x.entries() {
+		o, p := x.entry(i)
+		if o < x.base || o <= prevOff {
+			return fmt.Errorf("entry %d: offset %d out of order", i, o)
+		}
+		if p <= prevPos || p >= logSize {
+			return fmt.Errorf("entry %d: position %d out of order or past the log (%d bytes)", i, p, logSize)
+		}
+		prevOff, prevPos = o, p
+	}
+	return nil
+}

@@ -1,0 +1,665 @@
+package storage
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
+)
+
+// Sentinel errors. Every error the package returns is prefixed "storage: "
+// and wraps one of these or an FS error.
+var (
+	// ErrOffsetOutOfRange: the offset is below the log start or above the log end.
+	ErrOffsetOutOfRange = errors.New("storage: offset out of range")
+	// ErrCorrupt: stored data is damaged in a way recovery must not repair
+	// by truncating (anything but a torn tail); Open refuses to start.
+	// Errors that match it are *CorruptError.
+	ErrCorrupt = errors.New("storage: log is corrupt")
+	// ErrClosed: the Log was closed or deleted.
+	ErrClosed = errors.New("storage: log is closed")
+	// ErrInvalidBatch: Append was given bytes that are not whole v2 batches.
+	ErrInvalidBatch = errors.New("storage: invalid record batch")
+	// ErrFailed: an earlier I/O error left the files in a state the Log
+	// could not undo, or an fsync failed; the Log refuses further writes
+	// (reads still work) until it is reopened, which runs recovery.
+	ErrFailed = errors.New("storage: log failed after an I/O error")
+)
+
+// CorruptError describes damaged stored data. errors.Is(err, ErrCorrupt)
+// holds for it.
+type CorruptError struct {
+	Path     string // the damaged file
+	Position int64  // byte position in it, when known
+	Reason   string
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("storage: %s is corrupt at byte %d: %s", e.Path, e.Position, e.Reason)
+}
+
+func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt }
+
+// failedError is the error a failed Log returns: it matches ErrFailed and
+// unwraps to the I/O error that failed it.
+type failedError struct{ cause error }
+
+func (e *failedError) Error() string {
+	return "storage: log failed after an I/O error: " + e.cause.Error()
+}
+func (e *failedError) Unwrap() error        { return e.cause }
+func (e *failedError) Is(target error) bool { return target == ErrFailed }
+
+// Config holds the Kafka log settings storage uses.
+type Config struct {
+	// SegmentBytes is log.segment.bytes (default 1 GiB, at most 2^31-1): a
+	// new segment is rolled when an append would make the active one exceed
+	// it. An append larger than it still goes, alone, into an empty segment.
+	SegmentBytes int64
+	// IndexIntervalBytes is log.index.interval.bytes (default 4096): a batch
+	// gets an index entry when more than this many bytes were written since
+	// the last entry.
+	IndexIntervalBytes int
+	// SegmentIndexBytes is segment.index.bytes (default 10 MiB): the most an
+	// index file may hold; a full index rolls the segment.
+	SegmentIndexBytes int
+	// Logger receives recovery reports; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// DefaultConfig returns Kafka's defaults.
+func DefaultConfig() Config {
+	return Config{SegmentBytes: 1 << 30, IndexIntervalBytes: 4096, SegmentIndexBytes: 10 << 20}
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.SegmentBytes < 1 || c.SegmentBytes > math.MaxInt32:
+		return fmt.Errorf("storage: SegmentBytes %d not in [1, 2^31-1]", c.SegmentBytes)
+	case c.IndexIntervalBytes < 0:
+		return fmt.Errorf("storage: IndexIntervalBytes %d is negative", c.IndexIntervalBytes)
+	case c.SegmentIndexBytes < 4:
+		return fmt.Errorf("storage: SegmentIndexBytes %d is below 4", c.SegmentIndexBytes)
+	}
+	return nil
+}
+
+// Log is one partition's log in one directory.
+//
+// It is safe for concurrent use: mutating calls (Append, Truncate,
+// TruncateFully, SetStartOffset, Close, Delete) are serialized, and any
+// number of reads run alongside them and each other. Sync runs alongside
+// Append.
+//
+// Lock order (take left before right, never the reverse):
+//
+//	syncMu -> appendMu -> mu
+//
+// syncMu is held by Sync and by every call that removes or closes segment
+// files or writes the checkpoint, so Sync can fsync files without holding
+// appendMu. appendMu serializes mutators. mu guards the segment list and
+// every segment's published state; mutators take it for writing only to
+// publish, readers for reading for the whole read.
+type Log struct {
+	fsys   FS
+	dir    string
+	cfg    Config
+	logger *slog.Logger
+
+	syncMu   sync.Mutex
+	appendMu sync.Mutex
+	mu       sync.RWMutex
+
+	segments []*segment // ascending base offsets, contiguous; guarded by mu
+	closed   bool       // guarded by mu; set holding appendMu too
+	start    atomic.Int64
+	end      atomic.Int64
+	failure  atomic.Pointer[failedError]
+
+	// Guarded by appendMu.
+	dirDirty   bool   // segment files created since the last SyncDir
+	idxScratch []byte // index entries being appended
+	timScratch []byte
+
+	// Guarded by syncMu.
+	recoveryPoint  int64 // offsets below it are durable
+	checkpointedRP int64 // the recovery point the checkpoint file holds
+
+	recovery RecoveryStats // set by Open, then read-only
+}
+
+// RecoveryStats reports what Open did.
+type RecoveryStats struct {
+	CleanShutdown   bool  // the clean-shutdown marker was found, no CRC scan was needed
+	SegmentsScanned int   // segments whose batches were CRC-checked and indexes rebuilt
+	TruncatedBytes  int64 // torn or corrupt tail bytes cut from the last segment
+}
+
+// Recovery reports what Open did to recover the log.
+func (l *Log) Recovery() RecoveryStats { return l.recovery }
+
+// StartOffset returns the log start offset, the first offset a read may ask
+// for.
+func (l *Log) StartOffset() int64 { return l.start.Load() }
+
+// EndOffset returns the log end offset, the offset the next appended record
+// gets.
+func (l *Log) EndOffset() int64 { return l.end.Load() }
+
+// Dir returns the log's directory.
+func (l *Log) Dir() string { return l.dir }
+
+// active returns the last segment. mu or appendMu must be held.
+func (l *Log) active() *segment { return l.segments[len(l.segments)-1] }
+
+// writable returns why mutations are refused, if they are; appendMu held.
+func (l *Log) writable() error {
+	if l.closed {
+		return ErrClosed
+	}
+	if f := l.failure.Load(); f != nil {
+		return f
+	}
+	return nil
+}
+
+// fail marks the log failed with cause and returns the error to report.
+func (l *Log) fail(cause error) error {
+	fe := &failedError{cause: cause}
+	if !l.failure.CompareAndSwap(nil, fe) {
+		return l.failure.Load()
+	}
+	l.logger.Error("storage: log failed; writes refused until reopened", "dir", l.dir, "err", cause)
+	return fe
+}
+
+// Append writes one or more v2 record batches, concatenated, as one unit,
+// and returns the first and last offsets it assigned.
+//
+// The caller must have validated the batches (CRC, records); Append checks
+// only the header fields it walks by. It assigns offsets by rewriting each
+// batch's baseOffset IN PLACE in the caller's buffer, starting at the log
+// end offset and stepping by lastOffsetDelta+1, so the caller must not
+// share batches with another goroutine during the call; Append keeps no
+// reference to it afterwards. The unit is written to the active segment,
+// which is rolled first if the unit would not fit.
+//
+// Either the whole unit is appended or, on error, none of it is: a failed
+// write is cut off the file again (if that fails too, the Log fails with
+// ErrFailed). Nothing is fsynced; see Sync. Append does not allocate per
+// record or per batch.
+func (l *Log) Append(batches []byte) (first, last int64, err error) {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.writable(); err != nil {
+		return -1, -1, err
+	}
+	if len(batches) == 0 {
+		return -1, -1, fmt.Errorf("%w: no batches", ErrInvalidBatch)
+	}
+	if len(batches) > math.MaxInt32 {
+		return -1, -1, fmt.Errorf("%w: %d bytes is more than one segment can hold", ErrInvalidBatch, len(batches))
+	}
+
+	// Walk the headers once to check them and learn the unit's shape.
+	first = l.end.Load()
+	next, count := first, 0
+	for p := 0; p < len(batches); count++ {
+		h, reason := parseHeader(batches[p:])
+		if reason != "" {
+			return -1, -1, fmt.Errorf("%w: batch %d at byte %d: %s", ErrInvalidBatch, count, p, reason)
+		}
+		if h.size > int64(len(batches)-p) {
+			return -1, -1, fmt.Errorf("%w: batch %d at byte %d: length %d runs past the input", ErrInvalidBatch, count, p, h.size)
+		}
+		if next > math.MaxInt64-int64(h.lastOffsetDelta)-1 {
+			return -1, -1, fmt.Errorf("%w: offsets overflow", ErrInvalidBatch)
+		}
+		next += int64(h.lastOffsetDelta) + 1
+		p += int(h.size)
+	}
+	if next-1-first > math.MaxInt32 {
+		// Even an empty segment could not index it with 32-bit relative offsets.
+		return -1, -1, fmt.Errorf("%w: the unit spans %d offsets", ErrInvalidBatch, next-first)
+	}
+
+	seg := l.active()
+	if l.shouldRoll(seg, int64(len(batches)), count, next-1) {
+		if err := l.roll(); err != nil {
+			return -1, -1, err
+		}
+		seg = l.active()
+	}
+
+	// Assign offsets and work out the index entries, exactly as recovery
+	// would rebuild them (see scanSegment).
+	idx, tim := l.idxScratch[:0], l.timScratch[:0]
+	maxTs, maxTsOffset := seg.maxTs, seg.maxTsOffset
+	_, lastIdxPos := seg.offsets.last()
+	lastTimeTs, _ := seg.times.last()
+	pos, off := seg.size, first
+	for p := 0; p < len(batches); {
+		b := batches[p:]
+		binary.BigEndian.PutUint64(b[offBaseOffset:], uint64(off))
+		h, _ := parseHeader(b)
+		if h.maxTimestamp > maxTs {
+			maxTs, maxTsOffset = h.maxTimestamp, h.lastOffset()
+		}
+		if pos-lastIdxPos > int64(l.cfg.IndexIntervalBytes) {
+			idx = appendOffsetEntry(idx, seg.base, h.lastOffset(), pos)
+			lastIdxPos = pos
+			if maxTs > lastTimeTs {
+				tim = appendTimeEntry(tim, seg.base, maxTs, maxTsOffset)
+				lastTimeTs = maxTs
+			}
+		}
+		pos += h.size
+		p += int(h.size)
+		off = h.nextOffset()
+	}
+	l.idxScratch, l.timScratch = idx, tim
+
+	idxLen, timLen := int64(len(seg.offsets.buf)), int64(len(seg.times.buf))
+	err = writeFull(seg.log, batches, seg.size)
+	if err == nil && len(idx) > 0 {
+		err = writeFull(seg.idxFile, idx, idxLen)
+	}
+	if err == nil && len(tim) > 0 {
+		err = writeFull(seg.timeFile, tim, timLen)
+	}
+	if err != nil {
+		err = fmt.Errorf("storage: append to %s: %w", seg.path, err)
+		if rerr := l.undoWrite(seg, seg.size, idxLen, timLen); rerr != nil {
+			return -1, -1, l.fail(errors.Join(err, rerr))
+		}
+		return -1, -1, err
+	}
+
+	l.mu.Lock()
+	seg.size = pos
+	seg.end = off
+	seg.offsets.buf = append(seg.offsets.buf, idx...)
+	seg.times.buf = append(seg.times.buf, tim...)
+	seg.maxTs, seg.maxTsOffset = maxTs, maxTsOffset
+	l.end.Store(off)
+	l.mu.Unlock()
+	return first, off - 1, nil
+}
+
+// writeFull writes all of b at off.
+func writeFull(f File, b []byte, off int64) error {
+	n, err := f.WriteAt(b, off)
+	if err == nil && n < len(b) {
+		err = io.ErrShortWrite
+	}
+	return err
+}
+
+// undoWrite cuts a segment's files back to the given lengths after a failed
+// write.
+func (l *Log) undoWrite(seg *segment, logLen, idxLen, timLen int64) error {
+	return errors.Join(seg.log.Truncate(logLen), seg.idxFile.Truncate(idxLen), seg.timeFile.Truncate(timLen))
+}
+
+// shouldRoll is Kafka's LogSegment.shouldRoll, size and index parts: roll
+// when the unit would overflow the segment, either index, or the 32-bit
+// relative offsets. An empty segment is never rolled.
+func (l *Log) shouldRoll(seg *segment, n int64, batches int, lastOffset int64) bool {
+	if seg.size == 0 {
+		return false
+	}
+	return seg.size+n > l.cfg.SegmentBytes ||
+		seg.offsets.isFull(batches) || seg.times.isFull(batches) ||
+		lastOffset-seg.base > math.MaxInt32
+}
+
+// roll starts a new active segment at the log end offset, after appending
+// the old one's final time index entry as Kafka does. appendMu held.
+func (l *Log) roll() error {
+	old := l.active()
+	ns := newSegment(l.dir, l.end.Load(), l.cfg)
+	if _, err := ns.openFiles(l.fsys, l.dir, true); err != nil {
+		ns.remove(l.fsys, l.dir)
+		return err
+	}
+	l.dirDirty = true
+	entry := old.finalTimeEntry()
+	if entry != nil {
+		timLen := int64(len(old.times.buf))
+		if err := writeFull(old.timeFile, entry, timLen); err != nil {
+			err = fmt.Errorf("storage: roll %s: %w", old.path, err)
+			ns.remove(l.fsys, l.dir)
+			if terr := old.timeFile.Truncate(timLen); terr != nil {
+				return l.fail(errors.Join(err, terr))
+			}
+			return err
+		}
+	}
+	l.mu.Lock()
+	old.times.buf = append(old.times.buf, entry...)
+	l.segments = append(l.segments, ns)
+	l.mu.Unlock()
+	return nil
+}
+
+// Read returns whole batches starting with the batch that holds offset (or
+// the next batch if offset falls in a gap), in a new slice the caller owns.
+// It is ReadInto(nil, ...).
+func (l *Log) Read(offset int64, maxBytes int, maxOffset int64) ([]byte, error) {
+	return l.ReadInto(nil, offset, maxBytes, maxOffset)
+}
+
+// ReadInto appends to dst whole batches starting with the batch that holds
+// offset, and returns the extended slice. It stops before any batch whose
+// baseOffset is >= maxOffset (the broker passes the high watermark) and
+// before any batch that would take the bytes appended past maxBytes -
+// except that the first batch is always returned whole, however large, if
+// it is below maxOffset (Kafka's minOneMessage). Reads may continue into
+// the following segments.
+//
+// offset == EndOffset returns dst unchanged and nil; offset below
+// StartOffset or above EndOffset is ErrOffsetOutOfRange. The bytes between
+// len(dst) and cap(dst) may be overwritten even when nothing is appended.
+// It finds the first batch through the sparse offset index and reads with
+// positional reads; it never scans the log. Safe to call concurrently with
+// everything.
+func (l *Log) ReadInto(dst []byte, offset int64, maxBytes int, maxOffset int64) ([]byte, error) {
+	if maxBytes < 0 {
+		return dst, fmt.Errorf("storage: read: negative maxBytes %d", maxBytes)
+	}
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		return dst, ErrClosed
+	}
+	start, end := l.start.Load(), l.end.Load()
+	if offset < start || offset > end {
+		return dst, fmt.Errorf("%w: %d not in [%d, %d]", ErrOffsetOutOfRange, offset, start, end)
+	}
+	if offset == end {
+		return dst, nil
+	}
+	budget := int64(maxBytes)
+	i := l.segmentFor(offset)
+	var (
+		pos   int64
+		first batchHeader
+		found bool
+	)
+	for ; i < len(l.segments); i++ {
+		dst = slices.Grow(dst, batchHeaderSize)
+		var err error
+		pos, first, found, err = l.segments[i].locate(offset, dst[len(dst):len(dst)+batchHeaderSize])
+		if err != nil {
+			return dst, err
+		}
+		if found {
+			break
+		}
+	}
+	if !found || first.baseOffset >= maxOffset {
+		return dst, nil
+	}
+	budget = max(budget, first.size)
+	for ; i < len(l.segments); i, pos = i+1, 0 {
+		seg := l.segments[i]
+		var (
+			n   int64
+			err error
+		)
+		dst, n, found, err = seg.readBatches(dst, pos, budget, maxOffset)
+		if err != nil {
+			return dst, err
+		}
+		budget -= n
+		if found || budget <= 0 {
+			break // a batch stopped us, or the budget is spent
+		}
+	}
+	return dst, nil
+}
+
+// readBatches appends the whole batches at pos.. that fit in budget bytes
+// and lie below maxOffset. stopped reports that a batch was left out (so
+// the read must not go on into the next segment).
+func (s *segment) readBatches(dst []byte, pos, budget, maxOffset int64) (_ []byte, n int64, stopped bool, err error) {
+	window := min(s.size-pos, budget)
+	if window <= 0 {
+		return dst, 0, s.size-pos > 0, nil
+	}
+	base := len(dst)
+	dst = slices.Grow(dst, int(window))[:base+int(window)]
+	buf := dst[base:]
+	if _, err := s.log.ReadAt(buf, pos); err != nil && !errors.Is(err, io.EOF) {
+		return dst[:base], 0, true, fmt.Errorf("storage: read %s at %d: %w", s.path, pos, err)
+	}
+	var p int64
+	for p < window {
+		if window-p < batchHeaderSize {
+			stopped = true
+			break
+		}
+		h, reason := parseHeader(buf[p:])
+		if reason != "" {
+			return dst[:base], 0, true, s.corrupt(pos+p, reason)
+		}
+		if h.size > window-p || h.baseOffset >= maxOffset {
+			stopped = true
+			break
+		}
+		p += h.size
+	}
+	if p == window && pos+window < s.size {
+		stopped = true // the budget ran out exactly at a batch boundary
+	}
+	return dst[:base+int(p)], p, stopped, nil
+}
+
+// segmentFor returns the index of the last segment whose base offset is <=
+// offset (0 if none). mu or appendMu held.
+func (l *Log) segmentFor(offset int64) int {
+	i := sort.Search(len(l.segments), func(i int) bool { return l.segments[i].base > offset })
+	return max(i-1, 0)
+}
+
+// BatchAtTimestamp returns a copy of the first batch, in offset order, whose
+// max timestamp is >= ts and whose last offset is at or above the log start
+// offset; found=false if there is none. It follows Kafka's
+// fetchOffsetByTimestamp: the first segment whose largest timestamp is >=
+// ts, then its time index entry with the largest timestamp <= ts, the
+// offset index to a position before that entry's offset, and a forward walk
+// over batch headers. Time index entries (T, O) mark the earliest batch
+// reaching T, and every batch before it has a smaller max timestamp, so the
+// walk misses nothing although batch timestamps are not monotonic. The
+// caller finds the record inside.
+func (l *Log) BatchAtTimestamp(ts int64) (batch []byte, found bool, err error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		return nil, false, ErrClosed
+	}
+	start := l.start.Load()
+	for _, seg := range l.segments {
+		if seg.maxTs < ts || seg.maxTs == noTimestamp {
+			continue
+		}
+		_, tOffset := seg.times.lookup(ts)
+		_, pos := seg.offsets.lookup(max(tOffset, start))
+		var scratch [batchHeaderSize]byte
+		for pos < seg.size {
+			h, err := seg.readHeader(pos, scratch[:])
+			if err != nil {
+				return nil, false, err
+			}
+			if h.maxTimestamp >= ts && h.lastOffset() >= start {
+				b, err := seg.readBatch(pos, h.size)
+				return b, err == nil, err
+			}
+			pos += h.size
+		}
+		return nil, false, nil // as Kafka: only the first such segment is searched
+	}
+	return nil, false, nil
+}
+
+// MaxTimestampBatch returns a copy of the batch holding the largest
+// timestamp in the log, the earliest such batch on ties; found=false when no
+// batch has a timestamp. It uses the per-segment maximum kept as batches
+// are appended (Kafka's maxTimestampSoFar) and one index lookup.
+func (l *Log) MaxTimestampBatch() (batch []byte, found bool, err error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		return nil, false, ErrClosed
+	}
+	var best *segment
+	for _, seg := range l.segments {
+		if seg.maxTs > noTimestamp && (best == nil || seg.maxTs > best.maxTs) {
+			best = seg
+		}
+	}
+	if best == nil {
+		return nil, false, nil
+	}
+	var scratch [batchHeaderSize]byte
+	pos, h, ok, err := best.locate(best.maxTsOffset, scratch[:])
+	if err != nil {
+		return nil, false, err
+	}
+	if !ok || h.maxTimestamp != best.maxTs {
+		return nil, false, best.corrupt(pos, fmt.Sprintf("no batch holds the segment's max timestamp %d at offset %d", best.maxTs, best.maxTsOffset))
+	}
+	b, err := best.readBatch(pos, h.size)
+	return b, err == nil, err
+}
+
+// Sync makes everything appended before the call durable: it fsyncs the
+// segments written since the last Sync (data and indexes) and, when new
+// segment files were created, the directory. When the recovery point
+// passes a segment boundary it also rewrites the checkpoint, so that a
+// restart after a crash CRC-scans only the segments written since. A failed
+// fsync fails the Log (ErrFailed), since the kernel may have dropped the
+// dirty pages. Appends proceed while Sync waits on the disk.
+func (l *Log) Sync() error {
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	l.appendMu.Lock()
+	if err := l.writable(); err != nil {
+		l.appendMu.Unlock()
+		return err
+	}
+	target := l.end.Load()
+	activeBase := l.active().base
+	var segs []*segment
+	for _, seg := range l.segments {
+		if seg.end >= l.recoveryPoint {
+			segs = append(segs, seg)
+		}
+	}
+	dirDirty := l.dirDirty
+	l.dirDirty = false
+	l.appendMu.Unlock()
+
+	for _, seg := range segs {
+		if err := seg.sync(); err != nil {
+			return l.fail(err)
+		}
+	}
+	if dirDirty {
+		if err := l.fsys.SyncDir(l.dir); err != nil {
+			return l.fail(fmt.Errorf("storage: sync %s: %w", l.dir, err))
+		}
+	}
+	l.recoveryPoint = target
+	if l.checkpointedRP < activeBase {
+		if err := writeCheckpoint(l.fsys, l.dir, checkpoint{logStart: l.start.Load(), recoveryPoint: target}); err != nil {
+			return err
+		}
+		l.checkpointedRP = target
+	}
+	return nil
+}
+
+// Close syncs everything, writes the checkpoint and the clean-shutdown
+// marker (so the next Open skips the CRC scan) and closes the files. A
+// failed Log is closed without the marker, so that the next Open recovers.
+// Close waits for reads in progress; later calls return ErrClosed. Closing
+// twice returns nil.
+func (l *Log) Close() error {
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if l.closed {
+		return nil
+	}
+	var err error
+	if f := l.failure.Load(); f != nil {
+		err = f
+	} else {
+		err = l.shutdownCleanly()
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed = true
+	for _, seg := range l.segments {
+		if cerr := seg.closeFiles(); err == nil {
+			err = cerr
+		}
+	}
+	return err
+}
+
+func (l *Log) shutdownCleanly() error {
+	act := l.active()
+	if entry := act.finalTimeEntry(); entry != nil {
+		if err := writeFull(act.timeFile, entry, int64(len(act.times.buf))); err != nil {
+			return fmt.Errorf("storage: close %s: %w", act.path, err)
+		}
+		l.mu.Lock()
+		act.times.buf = append(act.times.buf, entry...)
+		l.mu.Unlock()
+	}
+	for _, seg := range l.segments {
+		if seg.end >= l.recoveryPoint {
+			if err := seg.sync(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := l.fsys.SyncDir(l.dir); err != nil {
+		return fmt.Errorf("storage: sync %s: %w", l.dir, err)
+	}
+	end := l.end.Load()
+	if err := writeCheckpoint(l.fsys, l.dir, checkpoint{logStart: l.start.Load(), recoveryPoint: end}); err != nil {
+		return err
+	}
+	l.recoveryPoint, l.checkpointedRP = end, end
+	return writeCleanShutdown(l.fsys, l.dir)
+}
+
+// Delete closes the log without syncing and removes its directory.
+func (l *Log) Delete() error {
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	l.mu.Lock()
+	if !l.closed {
+		l.closed = true
+		for _, seg := range l.segments {
+			seg.closeFiles()
+		}
+	}
+	l.mu.Unlock()
+	if err := l.fsys.RemoveAll(l.dir); err != nil {
+		return fmt.Errorf("storage: delete %s: %w", l.dir, err)
+	}
+	return nil
+}

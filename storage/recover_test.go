@@ -1,0 +1,327 @@
+package storage
+
+import (
+	"bytes"
+	"errors"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// lastSegmentPath returns the .log path of the active segment.
+func lastSegmentPath(t testing.TB, env testEnv) string {
+	bases := segmentFiles(t, env.fs, env.dir)
+	return segmentPath(env.dir, bases[len(bases)-1], logSuffix)
+}
+
+func TestRecoveryTruncatesTornTailAtEveryByte(t *testing.T) {
+	forEachFS(t, func(t *testing.T, env testEnv) {
+		for _, clean := range []bool{false, true} {
+			l := mustOpen(t, env.fs, env.dir, testConfig())
+			var m model
+			fillLog(t, l, &m, 30)
+			m.append(t, l, batchSpec{records: 2, maxTs: 99999, valueSize: 4})
+			if clean {
+				if err := l.Close(); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				crash(l)
+			}
+			path := lastSegmentPath(t, env)
+			full := readFile(t, env.fs, path)
+			lastLen := len(m.batches[len(m.batches)-1].data)
+			want := m
+			want.batches = m.batches[:len(m.batches)-1]
+			want.end = m.batches[len(m.batches)-1].first
+			for cut := len(full) - lastLen; cut < len(full); cut++ {
+				writeFile(t, env.fs, path, full[:cut])
+				if clean {
+					writeFile(t, env.fs, filepath.Join(env.dir, cleanShutdownName), nil)
+				}
+				l := mustOpen(t, env.fs, env.dir, testConfig())
+				if got := l.Recovery().TruncatedBytes; got != int64(cut-(len(full)-lastLen)) {
+					t.Fatalf("clean=%v cut at %d: TruncatedBytes = %d", clean, cut, got)
+				}
+				want.check(t, l)
+				crash(l)
+				// Recovery is idempotent: a second open finds the same end.
+				l = mustOpen(t, env.fs, env.dir, testConfig())
+				if l.EndOffset() != want.end || l.Recovery().TruncatedBytes != 0 {
+					t.Fatalf("reopen: end %d, truncated %d", l.EndOffset(), l.Recovery().TruncatedBytes)
+				}
+				crash(l)
+			}
+			// Restore the full file and the log for the next round.
+			writeFile(t, env.fs, path, full)
+			l = mustOpen(t, env.fs, env.dir, testConfig())
+			m.check(t, l)
+			if err := l.Delete(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}
+
+func TestRecoveryTruncatesZerosAndGarbageAfterLastBatch(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	garbage := make([]byte, 3000)
+	rng.Read(garbage)
+	// A plausible header with a bad CRC.
+	fake := makeBatch(batchSpec{records: 2, maxTs: 1})
+	fake[len(fake)-1] ^= 0xff
+	for _, tc := range []struct {
+		name string
+		tail []byte
+	}{
+		{"zeros", make([]byte, 4096)},
+		{"few zeros", make([]byte, 7)},
+		{"random", garbage},
+		{"bad crc batch", fake},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			forEachFS(t, func(t *testing.T, env testEnv) {
+				l := mustOpen(t, env.fs, env.dir, testConfig())
+				var m model
+				fillLog(t, l, &m, 25)
+				crash(l)
+				path := lastSegmentPath(t, env)
+				full := readFile(t, env.fs, path)
+				tail := tc.tail
+				if baseOf(tail) == 0 && len(tail) > batchHeaderSize && tail[offMagic] == 2 {
+					tail = withOffset(tail, m.end) // only its CRC is wrong
+				}
+				// The inode grew but the data never arrived.
+				writeFile(t, env.fs, path, append(bytes.Clone(full), tail...))
+				l = mustOpen(t, env.fs, env.dir, testConfig())
+				defer l.Close()
+				if got := l.Recovery().TruncatedBytes; got != int64(len(tc.tail)) {
+					t.Fatalf("TruncatedBytes = %d, want %d", got, len(tc.tail))
+				}
+				if got := fileSize(t, env.fs, path); got != int64(len(full)) {
+					t.Fatalf("segment is %d bytes after recovery, want %d", got, len(full))
+				}
+				m.check(t, l)
+				fillLog(t, l, &m, 5)
+				m.check(t, l)
+			})
+		})
+	}
+}
+
+func TestRecoveryTruncatesGarbageAppendedAfterCleanClose(t *testing.T) {
+	forEachFS(t, func(t *testing.T, env testEnv) {
+		l := mustOpen(t, env.fs, env.dir, testConfig())
+		var m model
+		fillLog(t, l, &m, 25)
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		path := lastSegmentPath(t, env)
+		writeFile(t, env.fs, path, append(readFile(t, env.fs, path), make([]byte, 100)...))
+		l = mustOpen(t, env.fs, env.dir, testConfig())
+		defer l.Close()
+		if l.Recovery().TruncatedBytes != 100 {
+			t.Fatalf("Recovery = %+v", l.Recovery())
+		}
+		m.check(t, l)
+	})
+}
+
+func TestRecoveryRebuildsMissingOrCorruptIndex(t *testing.T) {
+	damage := []struct {
+		name   string
+		suffix string
+		mutate func([]byte) []byte // nil deletes the file
+	}{
+		{"offset index deleted", indexSuffix, nil},
+		{"time index deleted", timeIndexSuffix, nil},
+		{"offset index emptied", indexSuffix, func([]byte) []byte { return nil }},
+		{"offset index partial entry", indexSuffix, func(b []byte) []byte { return b[:len(b)-3] }},
+		{"offset index zero-filled tail", indexSuffix, func(b []byte) []byte { return append(b, make([]byte, 80)...) }},
+		{"offset index entry shifted", indexSuffix, func(b []byte) []byte {
+			b = bytes.Clone(b)
+			b[len(b)-1]++ // last entry's position off by one
+			return b
+		}},
+		{"time index garbage", timeIndexSuffix, func(b []byte) []byte { return bytes.Repeat([]byte{0xab}, len(b)) }},
+		{"time index missing its final entry", timeIndexSuffix, func(b []byte) []byte { return b[:len(b)-timeEntrySize] }},
+	}
+	for _, d := range damage {
+		t.Run(d.name, func(t *testing.T) {
+			forEachFS(t, func(t *testing.T, env testEnv) {
+				l := mustOpen(t, env.fs, env.dir, testConfig())
+				var m model
+				fillLog(t, l, &m, 60)
+				// Give the active segment a few index entries too.
+				for i := 0; len(l.active().offsets.buf) < 3*offsetEntrySize || len(l.active().times.buf) < 2*timeEntrySize; i++ {
+					m.append(t, l, batchSpec{records: 2, maxTs: int64(5000 + i), valueSize: 90})
+				}
+				if err := l.Close(); err != nil {
+					t.Fatal(err)
+				}
+				bases := segmentFiles(t, env.fs, env.dir)
+				for _, base := range []int64{bases[1], bases[len(bases)-1]} {
+					path := segmentPath(env.dir, base, d.suffix)
+					orig := readFile(t, env.fs, path)
+					if len(orig) < 2*timeEntrySize {
+						t.Fatalf("segment %d: %s has too few entries to damage; fill more", base, d.suffix)
+					}
+					if d.mutate == nil {
+						if err := env.fs.Remove(path); err != nil {
+							t.Fatal(err)
+						}
+					} else {
+						writeFile(t, env.fs, path, d.mutate(orig))
+					}
+					l := mustOpen(t, env.fs, env.dir, testConfig())
+					if l.Recovery().SegmentsScanned != 1 {
+						t.Fatalf("segment %d: Recovery = %+v, want one segment rebuilt", base, l.Recovery())
+					}
+					m.check(t, l)
+					if err := l.Close(); err != nil {
+						t.Fatal(err)
+					}
+					if got := readFile(t, env.fs, path); !bytes.Equal(got, orig) {
+						t.Fatalf("segment %d: rebuilt %s differs from the original", base, d.suffix)
+					}
+				}
+			})
+		})
+	}
+}
+
+func TestRecoveryRefusesCorruptionInNonFinalSegment(t *testing.T) {
+	damage := []struct {
+		name   string
+		mutate func([]byte) []byte
+	}{
+		{"flipped record byte", func(b []byte) []byte {
+			// A byte inside the records of the batch at the middle, which
+			// only the CRC covers.
+			pos := int64(0)
+			for pos < int64(len(b)/2) {
+				h, _ := parseHeader(b[pos:])
+				pos += h.size
+			}
+			b[pos+batchHeaderSize+2] ^= 1
+			return b
+		}},
+		{"flipped length", func(b []byte) []byte { b[offBatchLength+3] ^= 4; return b }},
+		{"lost tail", func(b []byte) []byte { return b[:len(b)-10] }},
+		{"zeroed middle", func(b []byte) []byte { clear(b[len(b)/3 : len(b)/2]); return b }},
+	}
+	for _, d := range damage {
+		t.Run(d.name, func(t *testing.T) {
+			forEachFS(t, func(t *testing.T, env testEnv) {
+				l := mustOpen(t, env.fs, env.dir, testConfig())
+				var m model
+				fillLog(t, l, &m, 60)
+				crash(l) // unclean and never synced: every segment is scanned
+				bases := segmentFiles(t, env.fs, env.dir)
+				path := segmentPath(env.dir, bases[1], logSuffix)
+				writeFile(t, env.fs, path, d.mutate(readFile(t, env.fs, path)))
+				_, err := Open(env.fs, env.dir, testConfig())
+				var ce *CorruptError
+				if !errors.Is(err, ErrCorrupt) || !errors.As(err, &ce) || ce.Path != path {
+					t.Fatalf("Open = %v, want a CorruptError for %s", err, path)
+				}
+				// Refusing changes nothing on disk.
+				if got := segmentFiles(t, env.fs, env.dir); len(got) != len(bases) {
+					t.Fatalf("segments %v after a refused open, want %v", got, bases)
+				}
+			})
+		})
+	}
+}
+
+func TestRecoveryRefusesMissingMiddleSegment(t *testing.T) {
+	forEachFS(t, func(t *testing.T, env testEnv) {
+		l := mustOpen(t, env.fs, env.dir, testConfig())
+		var m model
+		fillLog(t, l, &m, 60)
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		bases := segmentFiles(t, env.fs, env.dir)
+		for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+			if err := env.fs.Remove(segmentPath(env.dir, bases[2], suffix)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := Open(env.fs, env.dir, testConfig()); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("Open with a hole in the log = %v, want ErrCorrupt", err)
+		}
+	})
+}
+
+func TestRecoveryRemovesLeftovers(t *testing.T) {
+	forEachFS(t, func(t *testing.T, env testEnv) {
+		l := mustOpen(t, env.fs, env.dir, testConfig())
+		var m model
+		fillLog(t, l, &m, 10)
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		orphan := segmentPath(env.dir, 999999, indexSuffix)
+		writeFile(t, env.fs, orphan, make([]byte, 16))
+		tmp := filepath.Join(env.dir, checkpointTempName)
+		writeFile(t, env.fs, tmp, []byte("junk"))
+		other := filepath.Join(env.dir, "leader-epoch-checkpoint")
+		writeFile(t, env.fs, other, []byte("0\n0\n"))
+		l = mustOpen(t, env.fs, env.dir, testConfig())
+		defer l.Close()
+		for _, p := range []string{orphan, tmp, filepath.Join(env.dir, cleanShutdownName)} {
+			if _, err := env.fs.Stat(p); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("%s still exists (%v)", p, err)
+			}
+		}
+		if _, err := env.fs.Stat(other); err != nil {
+			t.Errorf("unrelated file removed: %v", err)
+		}
+		m.check(t, l)
+	})
+}
+
+func TestRecoveryRefusesUnreadableCheckpoint(t *testing.T) {
+	fsys := NewMemFS()
+	l := mustOpen(t, fsys, "/p-0", testConfig())
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, fsys, "/p-0/"+checkpointName, []byte("0\nlog-start-offset x\n"))
+	if _, err := Open(fsys, "/p-0", testConfig()); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Open = %v, want ErrCorrupt", err)
+	}
+}
+
+// TestCrashLosesOnlyUnsyncedData simulates power loss with MemFS: what was
+// appended before a Sync survives, what came after is lost, and the log
+// opens.
+func TestCrashLosesOnlyUnsyncedData(t *testing.T) {
+	mem := NewMemFS()
+	l := mustOpen(t, mem, "/p-0", testConfig())
+	var m model
+	fillLog(t, l, &m, 40)
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	synced := m
+	synced.batches = append([]modelBatch(nil), m.batches...)
+	// At most one roll after the Sync, so no unsynced segment is followed
+	// by another (that would be refused; see Open).
+	m.append(t, l, batchSpec{records: 2, maxTs: 5, valueSize: 20})
+	m.append(t, l, batchSpec{records: 3, maxTs: 6, valueSize: 20})
+	lost := mem.CrashClone()
+	crash(l)
+
+	l = mustOpen(t, lost, "/p-0", testConfig())
+	defer l.Close()
+	synced.check(t, l)
+	if r := l.Recovery(); r.CleanShutdown || r.SegmentsScanned == 0 {
+		t.Fatalf("Recovery = %+v", r)
+	}
+	synced.append(t, l, batchSpec{records: 1, maxTs: 7})
+	synced.check(t, l)
+}

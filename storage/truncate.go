@@ -1,0 +1,201 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+)
+
+// SetStartOffset moves the log start offset forward to offset (the
+// DeleteRecords API and retention): reads below it fail with
+// ErrOffsetOutOfRange from then on, and segments wholly below it are
+// deleted. The active segment is never deleted. The new start offset is
+// durable (checkpointed) when it returns. An offset at or below the current
+// start is a no-op, as in Kafka; one above EndOffset is ErrOffsetOutOfRange.
+// offset may fall inside a batch: reads at it return that whole batch.
+func (l *Log) SetStartOffset(offset int64) error {
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.writable(); err != nil {
+		return err
+	}
+	if offset <= l.start.Load() {
+		return nil
+	}
+	if end := l.end.Load(); offset > end {
+		return fmt.Errorf("%w: start offset %d past the end %d", ErrOffsetOutOfRange, offset, end)
+	}
+	// Keep the checkpointed recovery point; 0 when there was none means
+	// "scan everything", as no checkpoint did.
+	rp := max(l.checkpointedRP, 0)
+	if err := writeCheckpoint(l.fsys, l.dir, checkpoint{logStart: offset, recoveryPoint: rp}); err != nil {
+		return err
+	}
+	l.checkpointedRP = rp
+	l.mu.Lock()
+	l.start.Store(offset)
+	n := 0
+	for n < len(l.segments)-1 && l.segments[n+1].base <= offset {
+		n++
+	}
+	dead := l.segments[:n:n]
+	l.segments = append([]*segment(nil), l.segments[n:]...)
+	l.mu.Unlock()
+
+	// No reader can reach the dead segments any more; a crash before they
+	// are gone leaves files that Open deletes, being below the start.
+	var errs []error
+	for _, seg := range dead {
+		errs = append(errs, seg.remove(l.fsys, l.dir))
+	}
+	return errors.Join(errs...)
+}
+
+// Truncate removes every batch holding an offset at or above offset, for
+// replicas that diverged from the leader. A batch that straddles offset is
+// removed whole, so EndOffset afterwards is that batch's base offset (<=
+// offset); callers truncate at batch boundaries. offset >= EndOffset is a
+// no-op. offset below the first segment's base is TruncateFully(offset),
+// as in Kafka; otherwise, if the log start is above the new end it moves
+// down to it.
+//
+// The lowered recovery point is checkpointed first, so a crash part way
+// leaves a state the next Open recovers by scanning.
+func (l *Log) Truncate(offset int64) error {
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.writable(); err != nil {
+		return err
+	}
+	if offset < 0 {
+		return fmt.Errorf("%w: truncate to negative offset %d", ErrOffsetOutOfRange, offset)
+	}
+	if offset >= l.end.Load() {
+		return nil
+	}
+	if offset < l.segments[0].base {
+		return l.truncateFully(offset)
+	}
+	k := l.segmentFor(offset)
+	seg := l.segments[k]
+	var scratch [batchHeaderSize]byte
+	pos, h, found, err := seg.locate(offset, scratch[:])
+	if err != nil {
+		return err
+	}
+	newEnd := seg.end
+	if found {
+		newEnd = h.baseOffset
+	} else {
+		pos = seg.size
+	}
+	newStart := min(l.start.Load(), newEnd)
+	if rp := min(l.recoveryPoint, newEnd); rp < l.checkpointedRP || newStart != l.start.Load() {
+		if err := writeCheckpoint(l.fsys, l.dir, checkpoint{logStart: newStart, recoveryPoint: rp}); err != nil {
+			return err
+		}
+		l.checkpointedRP = rp
+	}
+	l.recoveryPoint = min(l.recoveryPoint, newEnd)
+
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	dead := l.segments[k+1:]
+	l.segments = l.segments[: k+1 : k+1]
+	l.end.Store(newEnd)
+	l.start.Store(newStart)
+	// From here on memory says the log ends at newEnd; if the files cannot
+	// be made to agree the log is failed, and reopening recovers.
+	for i := len(dead) - 1; i >= 0; i-- {
+		if err := dead[i].remove(l.fsys, l.dir); err != nil {
+			return l.fail(err)
+		}
+	}
+	idxLen, timLen := seg.offsets.truncatedLen(newEnd), seg.times.truncatedLen(newEnd)
+	if err := errors.Join(seg.log.Truncate(pos), seg.idxFile.Truncate(int64(idxLen)), seg.timeFile.Truncate(int64(timLen))); err != nil {
+		return l.fail(fmt.Errorf("storage: truncate %s: %w", seg.path, err))
+	}
+	seg.size, seg.end = pos, newEnd
+	seg.offsets.buf = seg.offsets.buf[:idxLen]
+	seg.times.buf = seg.times.buf[:timLen]
+	if err := seg.recomputeMaxTimestamp(); err != nil {
+		return l.fail(err)
+	}
+	return nil
+}
+
+// TruncateFully removes all data and restarts the log empty at offset:
+// StartOffset and EndOffset both become offset. It is Kafka's
+// truncateFullyAndStartAt, for a follower whose fetch offset fell below the
+// leader's log start. Durable when it returns.
+func (l *Log) TruncateFully(offset int64) error {
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.writable(); err != nil {
+		return err
+	}
+	if offset < 0 {
+		return fmt.Errorf("%w: negative start offset %d", ErrOffsetOutOfRange, offset)
+	}
+	return l.truncateFully(offset)
+}
+
+// truncateFully: syncMu and appendMu held.
+func (l *Log) truncateFully(offset int64) error {
+	if err := writeCheckpoint(l.fsys, l.dir, checkpoint{logStart: offset, recoveryPoint: offset}); err != nil {
+		return err
+	}
+	l.recoveryPoint, l.checkpointedRP = offset, offset
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	dead := l.segments
+	for i := len(dead) - 1; i >= 0; i-- {
+		if err := dead[i].remove(l.fsys, l.dir); err != nil {
+			l.segments = dead[:i+1]
+			return l.fail(err)
+		}
+	}
+	ns := newSegment(l.dir, offset, l.cfg)
+	if _, err := ns.openFiles(l.fsys, l.dir, true); err != nil {
+		ns.remove(l.fsys, l.dir)
+		l.segments = nil
+		return l.fail(err)
+	}
+	if err := l.fsys.SyncDir(l.dir); err != nil {
+		l.segments = []*segment{ns}
+		return l.fail(fmt.Errorf("storage: sync %s: %w", l.dir, err))
+	}
+	l.segments = []*segment{ns}
+	l.start.Store(offset)
+	l.end.Store(offset)
+	return nil
+}
+
+// recomputeMaxTimestamp is Kafka's readLargestTimestamp after a
+// truncation: the time index's last entry, then the batches after the
+// position the offset index gives for it.
+func (s *segment) recomputeMaxTimestamp() error {
+	ts, off := s.times.last()
+	if s.times.entries() == 0 {
+		ts, off = noTimestamp, -1
+	}
+	_, pos := s.offsets.lookup(max(off, s.base))
+	var scratch [batchHeaderSize]byte
+	for pos < s.size {
+		h, err := s.readHeader(pos, scratch[:])
+		if err != nil {
+			return err
+		}
+		if h.maxTimestamp > ts {
+			ts, off = h.maxTimestamp, h.lastOffset()
+		}
+		pos += h.size
+	}
+	s.maxTs, s.maxTsOffset = ts, off
+	return nil
+}
