@@ -1,0 +1,227 @@
+package broker
+
+// Produce (key 0), v0-v13.
+//
+// v0-v2 are advertised but refused with UNSUPPORTED_VERSION on every
+// partition, exactly as Kafka 4 does (KIP-896 removed them; KAFKA-18659 kept
+// them in ApiVersions because librdkafka disables compression unless Produce
+// is advertised from v0). Those versions carry magic v0/v1 message sets,
+// which Gregor neither stores nor converts: it keeps one record format.
+// v3+ must carry exactly one magic v2 batch per partition (INVALID_RECORD
+// otherwise, as Kafka's ProduceRequest.validateRecords), and zstd needs v7+
+// (UNSUPPORTED_COMPRESSION_TYPE). v8+ reports the failing records of
+// INVALID_TIMESTAMP (KIP-467). v13 names topics by id.
+//
+// Each batch is checked as Kafka's leader does (size against
+// max.message.bytes, CRC-32C, records, timestamps), stamped with its offsets
+// and the leader epoch in place — neither is covered by the CRC, so the
+// stored batch is byte-identical to what the client sent otherwise — and
+// appended. With message.timestamp.type=LogAppendTime the broker sets the
+// batch timestamp and recomputes the CRC. acks=0 gets no response at all;
+// acks=1 and acks=-1 are answered after the append, since this broker is the
+// whole ISR (min.insync.replicas above 1 is NOT_ENOUGH_REPLICAS).
+//
+// Idempotent batches are stored as sent: sequence checking arrives with
+// InitProducerId, which is not advertised yet. Transactional batches are
+// refused with INVALID_TXN_STATE, since no transaction can have added the
+// partition.
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-broker/gregor/protocol/batch"
+)
+
+func init() { register(0, 0, 13, handleProduce) }
+
+func handleProduce(b *Broker, r *request, req *kmsg.ProduceRequest) (kmsg.Response, error) {
+	resp := newResponse[*kmsg.ProduceResponse](req)
+	validAcks := req.Acks == -1 || req.Acks == 0 || req.Acks == 1
+	for _, rt := range req.Topics {
+		st := kmsg.NewProduceResponseTopic()
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		var t *topic
+		if req.Version >= 13 {
+			t = b.lookupTopicID(rt.TopicID)
+		} else {
+			t = b.lookupTopic(rt.Topic)
+		}
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewProduceResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = -1, -1, -1
+			var p *partition
+			if t != nil {
+				p = b.partition(t, rp.Partition)
+			}
+			switch {
+			case req.Version < 3:
+				sp.ErrorCode = kerr.UnsupportedVersion.Code
+			case t == nil && req.Version >= 13:
+				sp.ErrorCode = kerr.UnknownTopicID.Code
+			case p == nil:
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case !validAcks:
+				sp.ErrorCode = kerr.InvalidRequiredAcks.Code
+			default:
+				b.produceTo(r, req, t, p, rp.Records, &sp)
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	if req.Acks == 0 {
+		return nil, nil
+	}
+	return resp, nil
+}
+
+// produceTo validates one partition's records and appends them, filling sp.
+func (b *Broker) produceTo(r *request, req *kmsg.ProduceRequest, t *topic, p *partition, records []byte, sp *kmsg.ProduceResponseTopicPartition) {
+	fail := func(e *kerr.Error, msg string) {
+		sp.ErrorCode = e.Code
+		if msg != "" && req.Version >= 8 {
+			sp.ErrorMessage = &msg
+		}
+	}
+	one, err := singleBatch(records)
+	if err != nil {
+		if errors.Is(err, batch.ErrCorrupt) {
+			fail(kerr.CorruptMessage, err.Error())
+		} else {
+			fail(kerr.InvalidRecord, err.Error())
+		}
+		return
+	}
+	if magic, _ := batch.Magic(one); magic != 2 {
+		fail(kerr.InvalidRecord, fmt.Sprintf("Produce requests with version %d are only allowed to contain record batches with magic version 2", req.Version))
+		return
+	}
+	cfg := t.effective
+	if len(one) > int(cfg.maxMessageBytes) {
+		fail(kerr.MessageTooLarge, fmt.Sprintf("The batch size of %d bytes exceeds max.message.bytes %d", len(one), cfg.maxMessageBytes))
+		return
+	}
+	if int64(len(one)) > cfg.segmentBytes {
+		fail(kerr.RecordListTooLarge, fmt.Sprintf("The batch size of %d bytes exceeds segment.bytes %d", len(one), cfg.segmentBytes))
+		return
+	}
+	if hdr, err := batch.ParseHeader(one); err == nil && hdr.Compression() == batch.Zstd && req.Version < 7 {
+		fail(kerr.UnsupportedCompressionType, fmt.Sprintf("Produce requests with version %d are not allowed to use ZStandard compression", req.Version))
+		return
+	}
+	info, err := batch.Validate(one, &r.conn.scratch)
+	if err != nil {
+		fail(batchErrorCode(err), err.Error())
+		return
+	}
+	if info.Transactional() {
+		fail(kerr.InvalidTxnState, "Gregor does not serve transactions yet: no transaction added this partition")
+		return
+	}
+	now := time.Now().UnixMilli()
+	if !cfg.logAppendTime {
+		if bad, msg := b.checkTimestamps(one, &info, cfg, now, r); bad >= 0 {
+			fail(kerr.InvalidTimestamp, msg)
+			if req.Version >= 8 {
+				rec := kmsg.NewProduceResponseTopicPartitionErrorRecord()
+				rec.RelativeOffset = int32(bad)
+				rec.ErrorMessage = &msg
+				sp.ErrorRecords = []kmsg.ProduceResponseTopicPartitionErrorRecord{rec}
+			}
+			return
+		}
+	}
+	if req.Acks == -1 && cfg.minInsyncReplicas > 1 {
+		fail(kerr.NotEnoughReplicas, fmt.Sprintf("The size of the current ISR 1 is insufficient to satisfy the min.isr requirement of %d for partition %s-%d",
+			cfg.minInsyncReplicas, p.topic, p.index))
+		return
+	}
+	if cfg.logAppendTime {
+		batch.SetLogAppendTime(one, now)
+		sp.LogAppendTime = now
+	} else if info.MaxTimestamp != info.Header.MaxTimestamp {
+		// Kafka corrects a batch whose header disagrees with its records.
+		batch.SetMaxTimestamp(one, false, info.MaxTimestamp)
+	}
+	batch.SetPartitionLeaderEpoch(one, p.leaderEpoch)
+	first, _, err := p.log.Append(one)
+	if err != nil {
+		b.log.Error("append failed", "topic", p.topic, "partition", p.index, "err", err)
+		fail(kerr.KafkaStorageError, "")
+		return
+	}
+	p.appended()
+	sp.BaseOffset = first
+	sp.LogStartOffset = p.log.StartOffset()
+}
+
+// singleBatch returns the one batch a v3+ partition entry must hold. As in
+// Kafka, bytes after the last complete batch that do not form a whole batch
+// are ignored; a blob with no complete batch is INVALID_RECORD.
+func singleBatch(records []byte) ([]byte, error) {
+	var one []byte
+	err := batch.Split(records, func(b []byte) error {
+		if one != nil {
+			return errors.New("produce requests with version 3 and above are only allowed to contain exactly one record batch per partition")
+		}
+		one = b
+		return nil
+	})
+	if errors.Is(err, batch.ErrTruncated) {
+		err = nil
+	}
+	if err == nil && one == nil {
+		err = errors.New("produce requests with version 3 and above must have at least one record batch per partition")
+	}
+	return one, err
+}
+
+// batchErrorCode maps a batch validation error to its Kafka code.
+func batchErrorCode(err error) *kerr.Error {
+	switch {
+	case errors.Is(err, batch.ErrCorrupt):
+		return kerr.CorruptMessage
+	case errors.Is(err, batch.ErrUnsupportedCompression):
+		return kerr.UnsupportedCompressionType
+	default:
+		return kerr.InvalidRecord
+	}
+}
+
+// checkTimestamps enforces message.timestamp.before.max.ms and
+// message.timestamp.after.max.ms for CreateTime topics. It returns the index
+// of the first offending record and a message, or -1. The records are only
+// walked when the batch's bounds say one may be out of range.
+func (b *Broker) checkTimestamps(one []byte, info *batch.Info, cfg effectiveTopicConfig, now int64, r *request) (int, string) {
+	tooNew := cfg.timestampAfterMaxMs < math.MaxInt64-now && info.MaxTimestamp > now+cfg.timestampAfterMaxMs
+	checkOld := cfg.timestampBeforeMaxMs < now && info.MinTimestamp != batch.NoTimestamp && info.MinTimestamp < now-cfg.timestampBeforeMaxMs
+	if !tooNew && !checkOld {
+		return -1, ""
+	}
+	bad, msg := -1, ""
+	i := 0
+	batch.ForEachRecord(one, &r.conn.scratch, func(h *batch.Header, rec *batch.Record) bool {
+		ts := h.RecordTimestamp(rec)
+		switch {
+		case ts > now+cfg.timestampAfterMaxMs && cfg.timestampAfterMaxMs < math.MaxInt64-now:
+			msg = fmt.Sprintf("Timestamp %d of message with offset %d is out of range. The timestamp should be within [%d, %d]",
+				ts, i, now-cfg.timestampBeforeMaxMs, now+cfg.timestampAfterMaxMs)
+		case checkOld && ts < now-cfg.timestampBeforeMaxMs:
+			msg = fmt.Sprintf("Timestamp %d of message with offset %d is out of range. The timestamp should be within [%d, %d]",
+				ts, i, now-cfg.timestampBeforeMaxMs, now+cfg.timestampAfterMaxMs)
+		default:
+			i++
+			return true
+		}
+		bad = i
+		return false
+	})
+	return bad, msg
+}

@@ -1,0 +1,206 @@
+package broker
+
+// Fetch (key 1), v4-v18, the range Kafka 4 serves.
+//
+// Fetch sessions (KIP-227) are not offered: every response carries session
+// id 0, which tells clients to keep sending full, sessionless fetches, and
+// they do. A request with session id 0 and epoch 0 or -1 is such a fetch;
+// epoch > 0 without a session is INVALID_FETCH_SESSION_EPOCH, and any
+// non-zero session id FETCH_SESSION_ID_NOT_FOUND.
+//
+// Reads return whole batches from the batch containing the fetch offset up
+// to the high watermark (the last stable offset under read_committed),
+// within the partition's max bytes and the response's max bytes; the first
+// batch of the first partition with data is returned even when it alone
+// exceeds them, as in Kafka. An offset outside [log start, log end] is
+// OFFSET_OUT_OF_RANGE. A current leader epoch older than the partition's is
+// FENCED_LEADER_EPOCH, a newer one UNKNOWN_LEADER_EPOCH. v13+ names topics by
+// id (UNKNOWN_TOPIC_ID).
+//
+// Long poll: when fewer than min.bytes are available and no partition has
+// an error, the fetch waits up to max.wait.ms and is woken by any append to
+// one of its partitions. While it waits, the connection's later requests
+// wait too, as in Kafka.
+
+import (
+	"encoding/binary"
+	"errors"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-broker/gregor/storage"
+)
+
+func init() { register(1, 4, 18, handleFetch) }
+
+func handleFetch(b *Broker, r *request, req *kmsg.FetchRequest) (kmsg.Response, error) {
+	resp := newResponse[*kmsg.FetchResponse](req)
+	if req.Version >= 7 {
+		switch {
+		case req.SessionID != 0:
+			resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+			return resp, nil
+		case req.SessionEpoch > 0:
+			resp.ErrorCode = kerr.InvalidFetchSessionEpoch.Code
+			return resp, nil
+		}
+	}
+
+	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
+	var wake chan struct{}
+	for {
+		total, anyError, parts := b.readFetch(req, resp)
+		if total >= int(req.MinBytes) || anyError || req.MaxWaitMillis <= 0 || total >= int(req.MaxBytes) {
+			return resp, nil
+		}
+		remaining := time.Until(deadline)
+		if remaining <= 0 {
+			return resp, nil
+		}
+		if wake == nil {
+			wake = make(chan struct{}, 1)
+		}
+		for _, p := range parts {
+			p.watch(wake)
+		}
+		// Re-check once registered: an append may have landed in between.
+		if t2, _, _ := b.readFetch(req, resp); t2 >= int(req.MinBytes) {
+			for _, p := range parts {
+				p.unwatch(wake)
+			}
+			return resp, nil
+		}
+		timer := time.NewTimer(remaining)
+		select {
+		case <-wake:
+		case <-timer.C:
+		case <-r.ctx.Done():
+		}
+		timer.Stop()
+		for _, p := range parts {
+			p.unwatch(wake)
+		}
+		if r.ctx.Err() != nil {
+			return nil, r.ctx.Err()
+		}
+	}
+}
+
+// readFetch fills resp.Topics from the logs and returns the record bytes
+// gathered, whether any partition failed, and the partitions read.
+func (b *Broker) readFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) (total int, anyError bool, parts []*partition) {
+	resp.Topics = resp.Topics[:0]
+	responseBudget := int(req.MaxBytes)
+	if req.Version < 3 || responseBudget <= 0 {
+		responseBudget = int(^uint32(0) >> 1)
+	}
+	minOneBatch := true
+	for _, rt := range req.Topics {
+		st := kmsg.NewFetchResponseTopic()
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		var t *topic
+		if req.Version >= 13 {
+			t = b.lookupTopicID(rt.TopicID)
+		} else {
+			t = b.lookupTopic(rt.Topic)
+		}
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewFetchResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
+			sp.PreferredReadReplica = -1
+			var p *partition
+			if t != nil {
+				p = b.partition(t, rp.Partition)
+			}
+			switch {
+			case t == nil && req.Version >= 13:
+				sp.ErrorCode = kerr.UnknownTopicID.Code
+			case p == nil:
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			default:
+				parts = append(parts, p)
+				limit := min(int(rp.PartitionMaxBytes), responseBudget)
+				n := b.readPartition(req, rp, p, limit, minOneBatch, &sp)
+				total += n
+				responseBudget -= n
+				if n > 0 {
+					minOneBatch = false
+				}
+			}
+			if sp.ErrorCode != 0 {
+				anyError = true
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return total, anyError, parts
+}
+
+// readPartition reads one partition into sp and returns the bytes read.
+func (b *Broker) readPartition(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopicPartition, p *partition, limit int, minOneBatch bool, sp *kmsg.FetchResponseTopicPartition) int {
+	if e := checkLeaderEpoch(rp.CurrentLeaderEpoch, p.leaderEpoch); e != nil {
+		sp.ErrorCode = e.Code
+		return 0
+	}
+	hw, lso := p.highWatermark(), p.lastStableOffset()
+	upTo := hw
+	if req.IsolationLevel == 1 {
+		upTo = lso
+		sp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+	}
+	start := p.log.StartOffset()
+	if rp.FetchOffset < start || rp.FetchOffset > p.log.EndOffset() {
+		sp.ErrorCode = kerr.OffsetOutOfRange.Code
+		return 0
+	}
+	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = hw, lso, start
+	if limit <= 0 && !minOneBatch {
+		return 0
+	}
+	data, err := p.log.Read(rp.FetchOffset, max(limit, 0), upTo)
+	if err != nil {
+		if errors.Is(err, storage.ErrOffsetOutOfRange) {
+			sp.ErrorCode = kerr.OffsetOutOfRange.Code
+		} else {
+			b.log.Error("read failed", "topic", p.topic, "partition", p.index, "err", err)
+			sp.ErrorCode = kerr.KafkaStorageError.Code
+		}
+		sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
+		return 0
+	}
+	if !minOneBatch {
+		data = wholeBatchesWithin(data, limit)
+	}
+	sp.RecordBatches = data
+	return len(data)
+}
+
+// wholeBatchesWithin trims data to the whole batches that fit in limit.
+func wholeBatchesWithin(data []byte, limit int) []byte {
+	n := 0
+	for n+12 <= len(data) {
+		size := 12 + int(binary.BigEndian.Uint32(data[n+8:]))
+		if n+size > limit || n+size > len(data) {
+			break
+		}
+		n += size
+	}
+	return data[:n]
+}
+
+// checkLeaderEpoch compares a client's current leader epoch (-1: none) with
+// the partition's.
+func checkLeaderEpoch(clientEpoch, leaderEpoch int32) *kerr.Error {
+	switch {
+	case clientEpoch == -1 || clientEpoch == leaderEpoch:
+		return nil
+	case clientEpoch < leaderEpoch:
+		return kerr.FencedLeaderEpoch
+	default:
+		return kerr.UnknownLeaderEpoch
+	}
+}

@@ -1,0 +1,131 @@
+package broker
+
+// ListOffsets (key 2), v1-v11, the range Kafka 4 serves.
+//
+// Special timestamps, each from the version that introduced it:
+// -2 earliest and -1 latest (v1+), -3 the record with the largest timestamp
+// (v7+), -4 earliest local (v8+; with no tiered storage, the log start),
+// -5 latest tiered (v9+) and -6 earliest pending upload (v11+), both
+// "none" (offset -1) without tiered storage. Below its version a special
+// value is an ordinary timestamp, as in Kafka.
+// A timestamp lookup returns the first record, in offset order, whose
+// timestamp is at or after the target; answers at or past the high
+// watermark (the last stable offset under read_committed) are "none": offset
+// and timestamp -1. Latest is the high watermark or last stable offset.
+// A partition named twice is INVALID_REQUEST; an old or new current leader
+// epoch is FENCED_LEADER_EPOCH or UNKNOWN_LEADER_EPOCH (v4+).
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-broker/gregor/protocol/batch"
+)
+
+func init() { register(2, 1, 11, handleListOffsets) }
+
+// Special ListOffsets timestamps.
+const (
+	latestTimestamp                = -1
+	earliestTimestamp              = -2
+	maxTimestamp                   = -3
+	earliestLocalTimestamp         = -4
+	latestTieredTimestamp          = -5
+	earliestPendingUploadTimestamp = -6
+)
+
+func handleListOffsets(b *Broker, r *request, req *kmsg.ListOffsetsRequest) (kmsg.Response, error) {
+	resp := newResponse[*kmsg.ListOffsetsResponse](req)
+	type tp struct {
+		topic     string
+		partition int32
+	}
+	seen := map[tp]int{}
+	for _, rt := range req.Topics {
+		for _, rp := range rt.Partitions {
+			seen[tp{rt.Topic, rp.Partition}]++
+		}
+	}
+	for _, rt := range req.Topics {
+		st := kmsg.NewListOffsetsResponseTopic()
+		st.Topic = rt.Topic
+		t := b.lookupTopic(rt.Topic)
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewListOffsetsResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
+			var p *partition
+			if t != nil {
+				p = b.partition(t, rp.Partition)
+			}
+			switch {
+			case seen[tp{rt.Topic, rp.Partition}] > 1:
+				sp.ErrorCode = kerr.InvalidRequest.Code
+			case p == nil:
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			default:
+				if e := checkLeaderEpoch(rp.CurrentLeaderEpoch, p.leaderEpoch); e != nil && req.Version >= 4 {
+					sp.ErrorCode = e.Code
+					break
+				}
+				if err := b.listOffset(req, r, p, rp.Timestamp, &sp); err != nil {
+					b.log.Error("list offsets failed", "topic", p.topic, "partition", p.index, "err", err)
+					sp.ErrorCode = kerr.KafkaStorageError.Code
+					sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
+				}
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, nil
+}
+
+func (b *Broker) listOffset(req *kmsg.ListOffsetsRequest, r *request, p *partition, ts int64, sp *kmsg.ListOffsetsResponseTopicPartition) error {
+	fetchable := p.highWatermark()
+	if req.IsolationLevel == 1 {
+		fetchable = p.lastStableOffset()
+	}
+	v := req.Version
+	switch {
+	case ts == latestTimestamp:
+		sp.Offset, sp.LeaderEpoch = fetchable, p.leaderEpoch
+		return nil
+	case ts == earliestTimestamp, ts == earliestLocalTimestamp && v >= 8:
+		sp.Offset = p.log.StartOffset()
+		if p.log.EndOffset() > sp.Offset {
+			sp.LeaderEpoch = p.leaderEpoch
+		}
+		return nil
+	case ts == latestTieredTimestamp && v >= 9, ts == earliestPendingUploadTimestamp && v >= 11:
+		return nil // no tiered storage: none
+	case ts == maxTimestamp && v >= 7:
+		one, found, err := p.log.MaxTimestampBatch()
+		if err != nil || !found {
+			return err
+		}
+		return b.recordAt(one, r, fetchable, sp, func(h *batch.Header, recTS int64) bool { return recTS == h.MaxTimestamp })
+	default:
+		one, found, err := p.log.BatchAtTimestamp(ts)
+		if err != nil || !found {
+			return err
+		}
+		return b.recordAt(one, r, fetchable, sp, func(_ *batch.Header, recTS int64) bool { return recTS >= ts })
+	}
+}
+
+// recordAt fills sp with the first record of one that matches, if it lies
+// below fetchable.
+func (b *Broker) recordAt(one []byte, r *request, fetchable int64, sp *kmsg.ListOffsetsResponseTopicPartition, match func(*batch.Header, int64) bool) error {
+	return batch.ForEachRecord(one, &r.conn.scratch, func(h *batch.Header, rec *batch.Record) bool {
+		recTS := h.RecordTimestamp(rec)
+		if !match(h, recTS) {
+			return true
+		}
+		if offset := h.BaseOffset + int64(rec.OffsetDelta); offset < fetchable {
+			sp.Offset, sp.Timestamp = offset, recTS
+			sp.LeaderEpoch = h.PartitionLeaderEpoch
+		}
+		return false
+	})
+}

@@ -1,0 +1,129 @@
+package broker
+
+// Metadata (key 3), v0-v13.
+//
+// This broker is the only one, the controller, and the leader of every
+// partition at leader epoch 0, with itself as the sole replica and ISR.
+//
+// Topic selection: v0 empty list or v1+ null list means every topic; v1+
+// empty list means none. v10-v11 must name topics; v12+ may ask by topic id
+// instead, and an unknown id is UNKNOWN_TOPIC_ID.
+// Auto-creation (v4+ AllowAutoTopicCreation, always on below v4) happens
+// when the broker allows it and the request names topics. Kafka creates the
+// topic asynchronously and answers LEADER_NOT_AVAILABLE once; Gregor creates
+// it before answering and returns its metadata at once, which clients take
+// without the retry. An invalid name is INVALID_TOPIC_EXCEPTION; a missing
+// topic that may not be created is UNKNOWN_TOPIC_OR_PARTITION.
+// Authorized operations (v8+) are reported as everything, since the broker
+// has no authorizer yet.
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(3, 0, 13, handleMetadata) }
+
+// Authorized-operation bit sets reported without an authorizer: every
+// operation Kafka defines for the resource type.
+const (
+	allTopicOperations   = 1<<3 | 1<<4 | 1<<5 | 1<<6 | 1<<7 | 1<<8 | 1<<10 | 1<<11
+	allClusterOperations = 1<<5 | 1<<7 | 1<<8 | 1<<9 | 1<<10 | 1<<11 | 1<<12 | 1<<13 | 1<<14
+)
+
+func handleMetadata(b *Broker, r *request, req *kmsg.MetadataRequest) (kmsg.Response, error) {
+	resp := newResponse[*kmsg.MetadataResponse](req)
+	broker := kmsg.NewMetadataResponseBroker()
+	broker.NodeID = b.cfg.NodeID
+	broker.Host = b.advertised.host
+	broker.Port = b.advertised.port
+	resp.Brokers = []kmsg.MetadataResponseBroker{broker}
+	clusterID := b.catalog.clusterID
+	resp.ClusterID = &clusterID
+	resp.ControllerID = b.cfg.NodeID
+	if req.Version >= 8 && req.Version <= 10 && req.IncludeClusterAuthorizedOperations {
+		resp.AuthorizedOperations = allClusterOperations
+	}
+
+	allTopics := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
+	if allTopics {
+		b.mu.RLock()
+		topics := b.catalog.sortedTopics()
+		b.mu.RUnlock()
+		for _, t := range topics {
+			resp.Topics = append(resp.Topics, b.topicMetadata(req, t))
+		}
+		return resp, nil
+	}
+
+	autoCreate := *b.cfg.AutoCreateTopics && (req.Version < 4 || req.AllowAutoTopicCreation)
+	seen := make(map[string]bool, len(req.Topics))
+	for _, rt := range req.Topics {
+		if rt.Topic == nil && req.Version < 12 {
+			return nil, fmt.Errorf("metadata v%d request with a null topic name", req.Version)
+		}
+		if rt.TopicID != ([16]byte{}) && req.Version < 12 {
+			return nil, fmt.Errorf("metadata v%d request with a topic id", req.Version)
+		}
+		var t *topic
+		switch {
+		case rt.TopicID != ([16]byte{}):
+			if t = b.lookupTopicID(rt.TopicID); t == nil {
+				mt := kmsg.NewMetadataResponseTopic()
+				mt.ErrorCode = kerr.UnknownTopicID.Code
+				mt.TopicID = rt.TopicID
+				resp.Topics = append(resp.Topics, mt)
+				continue
+			}
+		case rt.Topic != nil:
+			name := *rt.Topic
+			if seen[name] {
+				continue
+			}
+			seen[name] = true
+			if t = b.lookupTopic(name); t == nil {
+				var kErr *kerr.Error = kerr.UnknownTopicOrPartition
+				if autoCreate {
+					t, kErr = b.autoCreateTopic(name)
+				}
+				if t == nil {
+					mt := kmsg.NewMetadataResponseTopic()
+					mt.ErrorCode = kErr.Code
+					mt.Topic = &name
+					mt.IsInternal = internalTopics[name]
+					resp.Topics = append(resp.Topics, mt)
+					continue
+				}
+			}
+		default:
+			return nil, errors.New("metadata request topic with neither name nor id")
+		}
+		resp.Topics = append(resp.Topics, b.topicMetadata(req, t))
+	}
+	return resp, nil
+}
+
+func (b *Broker) topicMetadata(req *kmsg.MetadataRequest, t *topic) kmsg.MetadataResponseTopic {
+	mt := kmsg.NewMetadataResponseTopic()
+	name := t.name
+	mt.Topic = &name
+	mt.TopicID = t.id
+	mt.IsInternal = internalTopics[t.name]
+	if req.Version >= 8 && req.IncludeTopicAuthorizedOperations {
+		mt.AuthorizedOperations = allTopicOperations
+	}
+	for _, p := range b.partitions(t) {
+		mp := kmsg.NewMetadataResponseTopicPartition()
+		mp.Partition = p.index
+		mp.Leader = b.cfg.NodeID
+		mp.LeaderEpoch = p.leaderEpoch
+		mp.Replicas = []int32{b.cfg.NodeID}
+		mp.ISR = []int32{b.cfg.NodeID}
+		mp.OfflineReplicas = []int32{}
+		mt.Partitions = append(mt.Partitions, mp)
+	}
+	return mt
+}

@@ -1,0 +1,192 @@
+package broker
+
+// CreateTopics (key 19), v0-v7. Kafka 4 serves v2+; v0-v1 differ only in
+// fields the handler fills or ignores, so old pinned clients keep working.
+//
+// Per topic, in Kafka's order: a name repeated in one request is
+// INVALID_REQUEST for every copy; an invalid name INVALID_TOPIC_EXCEPTION;
+// an existing name TOPIC_ALREADY_EXISTS; partitions and replication factor
+// must be positive or -1 for the broker default (v4+); a replication factor
+// above the number of brokers (one) is INVALID_REPLICATION_FACTOR; a manual
+// assignment must be consecutive partitions from 0, each on this broker
+// alone (INVALID_REPLICA_ASSIGNMENT); unknown or invalid configs are
+// INVALID_CONFIG. ValidateOnly (v1+) checks without creating.
+// v5+ answers with the partition count, replication factor and every
+// config of the created topic; v7+ with its topic id.
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(19, 0, 7, handleCreateTopics) }
+
+func handleCreateTopics(b *Broker, r *request, req *kmsg.CreateTopicsRequest) (kmsg.Response, error) {
+	resp := newResponse[*kmsg.CreateTopicsResponse](req)
+	count := map[string]int{}
+	for _, t := range req.Topics {
+		count[t.Topic]++
+	}
+	var dups []string
+	for name, n := range count {
+		if n > 1 {
+			dups = append(dups, name)
+		}
+	}
+	sort.Strings(dups)
+	for _, rt := range req.Topics {
+		st := kmsg.NewCreateTopicsResponseTopic()
+		st.Topic = rt.Topic
+		if count[rt.Topic] > 1 {
+			setCreateError(&st, kerr.InvalidRequest, fmt.Sprintf(
+				"Create topics request from client `%s` contains multiple entries for the following topics: %s",
+				clientID(r), strings.Join(dups, ",")))
+			resp.Topics = append(resp.Topics, st)
+			continue
+		}
+		t, kErr, msg := b.createFromRequest(req, rt)
+		if kErr != nil {
+			setCreateError(&st, kErr, msg)
+			resp.Topics = append(resp.Topics, st)
+			continue
+		}
+		if t != nil {
+			st.TopicID = t.id
+			st.NumPartitions = int32(len(b.partitions(t)))
+			st.ReplicationFactor = 1
+			if req.Version >= 5 {
+				st.Configs = describeTopicConfigs(t.configs, b.cfg.TopicDefaults)
+			}
+		} else { // validate only: report what would have been created
+			st.NumPartitions = rt.NumPartitions
+			if st.NumPartitions == -1 {
+				st.NumPartitions = b.cfg.NumPartitions
+			}
+			if len(rt.ReplicaAssignment) > 0 {
+				st.NumPartitions = int32(len(rt.ReplicaAssignment))
+			}
+			st.ReplicationFactor = 1
+			if req.Version >= 5 {
+				configs, _ := createConfigs(rt)
+				st.Configs = describeTopicConfigs(configs, b.cfg.TopicDefaults)
+			}
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, nil
+}
+
+func setCreateError(st *kmsg.CreateTopicsResponseTopic, e *kerr.Error, msg string) {
+	st.ErrorCode = e.Code
+	if msg != "" {
+		st.ErrorMessage = &msg
+	}
+	st.NumPartitions, st.ReplicationFactor = -1, -1
+}
+
+func createConfigs(rt kmsg.CreateTopicsRequestTopic) (topicConfigs, error) {
+	in := make(map[string]*string, len(rt.Configs))
+	for _, c := range rt.Configs {
+		in[c.Name] = c.Value
+	}
+	return validateTopicConfigs(in)
+}
+
+func (b *Broker) createFromRequest(req *kmsg.CreateTopicsRequest, rt kmsg.CreateTopicsRequestTopic) (*topic, *kerr.Error, string) {
+	if err := validateTopicName(rt.Topic); err != nil {
+		return nil, kerr.InvalidTopicException, err.Error()
+	}
+	if b.lookupTopic(rt.Topic) != nil {
+		return nil, kerr.TopicAlreadyExists, fmt.Sprintf("Topic '%s' already exists.", rt.Topic)
+	}
+	partitions, rf := rt.NumPartitions, rt.ReplicationFactor
+	if len(rt.ReplicaAssignment) > 0 {
+		if partitions != -1 || rf != -1 {
+			return nil, kerr.InvalidRequest, "Both numPartitions or replicationFactor and replicasAssignments were set. Both cannot be used at the same time."
+		}
+		if msg := b.checkAssignment(rt.ReplicaAssignment, 0); msg != "" {
+			return nil, kerr.InvalidReplicaAssignment, msg
+		}
+		partitions, rf = int32(len(rt.ReplicaAssignment)), int16(len(rt.ReplicaAssignment[0].Replicas))
+	} else {
+		if req.Version >= 4 && partitions == -1 {
+			partitions = b.cfg.NumPartitions
+		}
+		if req.Version >= 4 && rf == -1 {
+			rf = b.cfg.DefaultReplicationFactor
+		}
+		if partitions <= 0 {
+			return nil, kerr.InvalidPartitions, "Number of partitions was set to an invalid non-positive value."
+		}
+		if rf <= 0 {
+			return nil, kerr.InvalidReplicationFactor, "Replication factor must be larger than 0, or -1 to use the default value."
+		}
+	}
+	configs, err := createConfigs(rt)
+	if err != nil {
+		return nil, kerr.InvalidConfig, err.Error()
+	}
+	return b.createTopic(topicCreation{
+		name:              rt.Topic,
+		partitions:        partitions,
+		replicationFactor: rf,
+		configs:           configs,
+		validateOnly:      req.ValidateOnly,
+	})
+}
+
+// checkAssignment validates manual replica assignments for partitions
+// first, first+1, ...: consecutive, each with the same non-empty set of
+// distinct, existing brokers. It returns a message, or "" when valid.
+func (b *Broker) checkAssignment(assignments []kmsg.CreateTopicsRequestTopicReplicaAssignment, first int32) string {
+	sorted := append([]kmsg.CreateTopicsRequestTopicReplicaAssignment(nil), assignments...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Partition < sorted[j].Partition })
+	for i, a := range sorted {
+		if a.Partition != first+int32(i) {
+			return "Partitions should be a consecutive 0-based integer sequence"
+		}
+		if len(a.Replicas) == 0 {
+			return fmt.Sprintf("The manual partition assignment includes an empty replica list for partition %d.", a.Partition)
+		}
+		if len(a.Replicas) != len(sorted[0].Replicas) {
+			return "All partitions should have the same number of replicas"
+		}
+		for j, id := range a.Replicas {
+			for _, other := range a.Replicas[:j] {
+				if other == id {
+					return fmt.Sprintf("The manual partition assignment includes the broker %d more than once.", id)
+				}
+			}
+			if id != b.cfg.NodeID {
+				return fmt.Sprintf("The manual partition assignment includes broker %d, but no such broker is registered.", id)
+			}
+		}
+	}
+	return ""
+}
+
+// describeTopicConfigs lists every topic config as CreateTopics v5+ reports it.
+func describeTopicConfigs(c topicConfigs, brokerDefaults map[string]string) []kmsg.CreateTopicsResponseTopicConfig {
+	resolved := c.resolve(brokerDefaults)
+	out := make([]kmsg.CreateTopicsResponseTopicConfig, 0, len(resolved))
+	for _, rc := range resolved {
+		cfg := kmsg.NewCreateTopicsResponseTopicConfig()
+		cfg.Name = rc.def.name
+		value := rc.value
+		cfg.Value = &value
+		cfg.Source = rc.source
+		out = append(out, cfg)
+	}
+	return out
+}
+
+func clientID(r *request) string {
+	if r.hdr.ClientID == nil {
+		return ""
+	}
+	return *r.hdr.ClientID
+}

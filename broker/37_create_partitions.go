@@ -1,0 +1,81 @@
+package broker
+
+// CreatePartitions (key 37), v0-v3.
+//
+// Grows a topic to Count partitions. An unknown topic is
+// UNKNOWN_TOPIC_OR_PARTITION; a count not above the current one
+// INVALID_PARTITIONS; a topic named twice INVALID_REQUEST; manual
+// assignments must cover exactly the new partitions, each on this broker
+// alone (INVALID_REPLICA_ASSIGNMENT). ValidateOnly checks without changing.
+
+import (
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(37, 0, 3, handleCreatePartitions) }
+
+func handleCreatePartitions(b *Broker, r *request, req *kmsg.CreatePartitionsRequest) (kmsg.Response, error) {
+	resp := newResponse[*kmsg.CreatePartitionsResponse](req)
+	count := map[string]int{}
+	for _, t := range req.Topics {
+		count[t.Topic]++
+	}
+	for _, rt := range req.Topics {
+		st := kmsg.NewCreatePartitionsResponseTopic()
+		st.Topic = rt.Topic
+		var kErr *kerr.Error
+		var msg string
+		if count[rt.Topic] > 1 {
+			kErr, msg = kerr.InvalidRequest, "Duplicate topic in request."
+		} else {
+			kErr, msg = b.growTopic(rt, req.ValidateOnly)
+		}
+		if kErr != nil {
+			st.ErrorCode = kErr.Code
+			if msg != "" {
+				st.ErrorMessage = &msg
+			}
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, nil
+}
+
+func (b *Broker) growTopic(rt kmsg.CreatePartitionsRequestTopic, validateOnly bool) (*kerr.Error, string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t := b.catalog.byName[rt.Topic]
+	if t == nil {
+		return kerr.UnknownTopicOrPartition, fmt.Sprintf("This server does not host this topic: %s", rt.Topic)
+	}
+	current := int32(len(t.partitions))
+	switch {
+	case rt.Count < current:
+		return kerr.InvalidPartitions, fmt.Sprintf("The topic %s currently has %d partition(s); %d would not be an increase.", rt.Topic, current, rt.Count)
+	case rt.Count == current:
+		return kerr.InvalidPartitions, fmt.Sprintf("Topic already has %d partition(s).", current)
+	}
+	if rt.Assignment != nil {
+		if int32(len(rt.Assignment)) != rt.Count-current {
+			return kerr.InvalidReplicaAssignment, fmt.Sprintf("Attempted to add %d additional partition(s), but only %d assignment(s) were specified.",
+				rt.Count-current, len(rt.Assignment))
+		}
+		for _, a := range rt.Assignment {
+			if len(a.Replicas) != 1 || a.Replicas[0] != b.cfg.NodeID {
+				return kerr.InvalidReplicaAssignment, fmt.Sprintf("The manual partition assignment %v is not valid: this cluster has only broker %d and replication factor 1.", a.Replicas, b.cfg.NodeID)
+			}
+		}
+	}
+	if validateOnly {
+		return nil, ""
+	}
+	if err := b.catalog.addPartitions(t, rt.Count); err != nil {
+		b.log.Error("adding partitions failed", "topic", t.name, "err", err)
+		return kerr.UnknownServerError, err.Error()
+	}
+	b.log.Info("added partitions", "topic", t.name, "partitions", rt.Count)
+	return nil, ""
+}

@@ -1,0 +1,205 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+
+	"github.com/gregor-broker/gregor/storage"
+)
+
+// Broker is a running single-node broker. Its methods are safe for
+// concurrent use.
+type Broker struct {
+	cfg        Config
+	log        *slog.Logger
+	listener   net.Listener
+	advertised struct {
+		host string
+		port int32
+	}
+
+	// mu guards the topic catalogue: read-locked for lookups, write-locked
+	// to create, grow or delete topics.
+	mu      sync.RWMutex
+	catalog catalog
+
+	ctx    context.Context // cancelled by Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	connMu sync.Mutex
+	conns  map[*conn]struct{}
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Start opens the data directory, recovers every partition log, starts
+// listening and returns the running broker. ctx bounds only the start-up; the
+// broker runs until Close.
+func Start(ctx context.Context, cfg Config) (*Broker, error) {
+	cfg.setDefaults()
+	for name, value := range cfg.TopicDefaults {
+		def, ok := topicConfigByName[name]
+		if !ok {
+			return nil, fmt.Errorf("broker: unknown topic config %q in TopicDefaults", name)
+		}
+		v, err := def.validate(value)
+		if err != nil {
+			return nil, fmt.Errorf("broker: TopicDefaults: %v", err)
+		}
+		cfg.TopicDefaults[name] = v
+	}
+	b := &Broker{cfg: cfg, log: cfg.Logger, conns: map[*conn]struct{}{}}
+
+	var fsys storage.FS = storage.OSFS{}
+	dir := cfg.DataDir
+	if dir == "" {
+		fsys, dir = storage.NewMemFS(), "/gregor"
+	}
+	if err := fsys.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("broker: creating data dir: %w", err)
+	}
+	b.catalog = catalog{fs: fsys, dir: dir, defaults: cfg.TopicDefaults}
+	if err := b.catalog.load(); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		b.catalog.closeAll()
+		return nil, err
+	}
+
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", cfg.Listen)
+	if err != nil {
+		b.catalog.closeAll()
+		return nil, fmt.Errorf("broker: listen: %w", err)
+	}
+	b.listener = ln
+	advertise := cfg.Advertise
+	if advertise == "" {
+		advertise = ln.Addr().String()
+	}
+	host, port, err := net.SplitHostPort(advertise)
+	if err != nil {
+		ln.Close()
+		b.catalog.closeAll()
+		return nil, fmt.Errorf("broker: advertised address %q: %w", advertise, err)
+	}
+	portNum, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		ln.Close()
+		b.catalog.closeAll()
+		return nil, fmt.Errorf("broker: advertised port %q: %w", port, err)
+	}
+	b.advertised.host, b.advertised.port = host, int32(portNum)
+
+	b.ctx, b.cancel = context.WithCancel(context.Background())
+	b.wg.Add(1)
+	go b.acceptLoop()
+	b.log.Info("gregor: ready", "listen", ln.Addr().String(), "advertise", advertise,
+		"node_id", cfg.NodeID, "data_dir", cfg.DataDir, "topics", len(b.catalog.byName))
+	return b, nil
+}
+
+// Addr returns the address the broker listens on, host:port.
+func (b *Broker) Addr() string { return b.listener.Addr().String() }
+
+// ClusterID returns the cluster id, persisted in the data directory.
+func (b *Broker) ClusterID() string { return b.catalog.clusterID }
+
+// Close stops accepting connections, closes the open ones, waits for their
+// requests to finish, syncs and closes every partition log. It is safe to
+// call more than once.
+func (b *Broker) Close() error {
+	b.closeOnce.Do(func() {
+		b.cancel()
+		b.listener.Close()
+		b.connMu.Lock()
+		for c := range b.conns {
+			c.nc.Close()
+		}
+		b.connMu.Unlock()
+		b.wg.Wait()
+
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		var errs []error
+		for _, t := range b.catalog.byName {
+			for _, p := range t.partitions {
+				p.close()
+				if err := p.log.Close(); err != nil {
+					errs = append(errs, err)
+				}
+			}
+		}
+		b.closeErr = errors.Join(errs...)
+		b.log.Info("gregor: stopped")
+	})
+	return b.closeErr
+}
+
+func (b *Broker) acceptLoop() {
+	defer b.wg.Done()
+	for {
+		nc, err := b.listener.Accept()
+		if err != nil {
+			if b.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			b.log.Warn("accept failed", "err", err)
+			continue
+		}
+		c := newConn(b, nc)
+		b.connMu.Lock()
+		if b.ctx.Err() != nil {
+			b.connMu.Unlock()
+			nc.Close()
+			return
+		}
+		b.conns[c] = struct{}{}
+		b.connMu.Unlock()
+		b.wg.Add(1)
+		go func() {
+			defer b.wg.Done()
+			c.serve()
+			b.connMu.Lock()
+			delete(b.conns, c)
+			b.connMu.Unlock()
+		}()
+	}
+}
+
+// lookupTopic returns the named topic, or nil.
+func (b *Broker) lookupTopic(name string) *topic {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.catalog.byName[name]
+}
+
+// lookupTopicID returns the topic with the id, or nil.
+func (b *Broker) lookupTopicID(id [16]byte) *topic {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.catalog.byID[id]
+}
+
+// partitions returns a snapshot of t's partitions.
+func (b *Broker) partitions(t *topic) []*partition {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return t.partitions
+}
+
+// partition returns partition p of t, or nil.
+func (b *Broker) partition(t *topic, p int32) *partition {
+	parts := b.partitions(t)
+	if p < 0 || int(p) >= len(parts) {
+		return nil
+	}
+	return parts[p]
+}

@@ -1,0 +1,26 @@
+// Package broker is Gregor's Kafka-compatible server: listeners and
+// connections, the handler for each API key, the topic and partition state,
+// and delayed operations such as long-poll fetches.
+//
+// It is also a library: Start runs a complete single-node broker in-process,
+// which is how Gregor's own integration tests, and any Go test elsewhere,
+// get a real broker:
+//
+//	b, err := broker.Start(ctx, broker.Config{}) // random loopback port, in-memory data
+//	...
+//	defer b.Close()
+//	client, _ := kgo.NewClient(kgo.SeedBrokers(b.Addr()))
+//
+// Handlers live one file per API key, named by key number (00_produce.go,
+// 01_fetch.go, ...). Each registers its version range in its init function,
+// and ApiVersions is built from that registry alone, so the broker advertises
+// exactly what it serves. A handler takes the kmsg request and returns the
+// kmsg response; a per-topic or per-partition failure is a Kafka error code
+// inside the response, and a Go error returned from a handler means one
+// thing: close the connection.
+//
+// Imports: protocol, protocol/batch and storage of this project; never cmd.
+//
+// Lock order: Broker.mu (topic map) before partition.mu (fetch waiters).
+// storage.Log serializes its own appends.
+package broker

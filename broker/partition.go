@@ -1,0 +1,80 @@
+package broker
+
+import (
+	"sync"
+
+	"github.com/gregor-broker/gregor/storage"
+)
+
+// partition is one partition led by this broker. Its log serializes appends;
+// mu guards only the set of fetches waiting for new data.
+type partition struct {
+	topic string
+	index int32
+	log   *storage.Log
+	// leaderEpoch is the partition's leader epoch. A single node leads every
+	// partition from epoch 0 for its whole life; replication will move it.
+	leaderEpoch int32
+
+	mu      sync.Mutex
+	waiters map[chan struct{}]struct{}
+	closed  bool
+}
+
+func newPartition(topic string, index int32, l *storage.Log) *partition {
+	return &partition{topic: topic, index: index, log: l, waiters: map[chan struct{}]struct{}{}}
+}
+
+// highWatermark is the offset below which records are committed and visible
+// to consumers. With one replica, every appended record is committed.
+func (p *partition) highWatermark() int64 { return p.log.EndOffset() }
+
+// lastStableOffset is the read_committed limit; with no transactions it is
+// the high watermark.
+func (p *partition) lastStableOffset() int64 { return p.highWatermark() }
+
+// watch registers ch to be signalled (without blocking) on the next append
+// or when the partition goes away. unwatch must follow.
+func (p *partition) watch(ch chan struct{}) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		notify(ch)
+		return
+	}
+	p.waiters[ch] = struct{}{}
+	p.mu.Unlock()
+}
+
+func (p *partition) unwatch(ch chan struct{}) {
+	p.mu.Lock()
+	delete(p.waiters, ch)
+	p.mu.Unlock()
+}
+
+// appended wakes every waiting fetch.
+func (p *partition) appended() {
+	p.mu.Lock()
+	for ch := range p.waiters {
+		notify(ch)
+	}
+	p.mu.Unlock()
+}
+
+// close wakes every waiting fetch for good: the partition is being deleted
+// or the broker is stopping.
+func (p *partition) close() {
+	p.mu.Lock()
+	p.closed = true
+	for ch := range p.waiters {
+		notify(ch)
+	}
+	p.mu.Unlock()
+}
+
+func notify(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}

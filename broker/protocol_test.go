@@ -1,0 +1,492 @@
+package broker
+
+import (
+	"encoding/binary"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-broker/gregor/protocol/batch"
+)
+
+func createTopic(t *testing.T, c *rawConn, name string, partitions int32, configs map[string]string) {
+	t.Helper()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.SetVersion(7)
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, partitions, 1
+	for k, v := range configs {
+		c := kmsg.NewCreateTopicsRequestTopicConfig()
+		c.Name, c.Value = k, kmsg.StringPtr(v)
+		rt.Configs = append(rt.Configs, c)
+	}
+	req.Topics = append(req.Topics, rt)
+	resp := c.do(req).(*kmsg.CreateTopicsResponse)
+	if err := kerr.ErrorForCode(resp.Topics[0].ErrorCode); err != nil {
+		t.Fatalf("creating %s: %v", name, err)
+	}
+}
+
+func makeBatch(t testing.TB, codec batch.Compression, n int, ts int64) []byte {
+	t.Helper()
+	recs := make([]batch.Record, n)
+	for i := range recs {
+		recs[i] = batch.Record{OffsetDelta: int32(i), TimestampDelta: int64(i), Key: []byte("k"), Value: []byte(strings.Repeat("v", 10))}
+	}
+	b, err := batch.AppendBatch(nil, batch.BuildOptions{Compression: codec, BaseTimestamp: ts, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}, recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func produceRaw(c *rawConn, version int16, acks int16, topic string, partition int32, records []byte) kmsg.ProduceResponseTopicPartition {
+	req := kmsg.NewPtrProduceRequest()
+	req.SetVersion(version)
+	req.Acks, req.TimeoutMillis = acks, 5000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition, rp.Records = partition, records
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return c.do(req).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+}
+
+func TestProduceErrors(t *testing.T) {
+	b := startBroker(t, Config{})
+	c := dialRaw(t, b.Addr())
+	createTopic(t, c, "small", 1, map[string]string{"max.message.bytes": "200"})
+	createTopic(t, c, "strict", 1, map[string]string{"min.insync.replicas": "2"})
+	now := time.Now().UnixMilli()
+	good := func() []byte { return makeBatch(t, batch.None, 3, now) }
+	badCRC := good()
+	badCRC[len(badCRC)-1] ^= 0xff
+	twoBatches := append(good(), good()...)
+	future := makeBatch(t, batch.None, 3, now+2*3600*1000)
+
+	tests := []struct {
+		name    string
+		version int16
+		acks    int16
+		topic   string
+		part    int32
+		records []byte
+		want    *kerr.Error
+	}{
+		{"unknown topic", 9, 1, "nope", 0, good(), kerr.UnknownTopicOrPartition},
+		{"unknown partition", 9, 1, "small", 7, good(), kerr.UnknownTopicOrPartition},
+		{"acks 2", 9, 2, "small", 0, good(), kerr.InvalidRequiredAcks},
+		{"v2 is refused as in Kafka 4", 2, 1, "small", 0, good(), kerr.UnsupportedVersion},
+		{"bad crc", 9, 1, "small", 0, badCRC, kerr.CorruptMessage},
+		{"two batches", 9, 1, "small", 0, twoBatches, kerr.InvalidRecord},
+		{"no batch", 9, 1, "small", 0, nil, kerr.InvalidRecord},
+		{"too large", 9, 1, "small", 0, makeBatch(t, batch.None, 20, now), kerr.MessageTooLarge},
+		{"zstd before v7", 6, 1, "small", 0, makeBatch(t, batch.Zstd, 1, now), kerr.UnsupportedCompressionType},
+		{"timestamp too far ahead", 9, 1, "small", 0, future, kerr.InvalidTimestamp},
+		{"min isr above replicas", 9, -1, "strict", 0, good(), kerr.NotEnoughReplicas},
+		{"accepted", 9, 1, "small", 0, good(), nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := produceRaw(c, tt.version, tt.acks, tt.topic, tt.part, tt.records)
+			if err := kerr.ErrorForCode(got.ErrorCode); err != tt.want && !(tt.want == nil && err == nil) {
+				t.Fatalf("error %v, want %v", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestProduceMagicV1IsInvalidRecord(t *testing.T) {
+	b := startBroker(t, Config{})
+	c := dialRaw(t, b.Addr())
+	createTopic(t, c, "t", 1, nil)
+	// A magic v1 message: offset, size, crc, magic 1, attributes, timestamp, key -1, value "x".
+	msg := []byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 23, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 1, 'x'}
+	if got := produceRaw(c, 9, 1, "t", 0, msg); got.ErrorCode != kerr.InvalidRecord.Code {
+		t.Fatalf("error %v, want INVALID_RECORD", kerr.ErrorForCode(got.ErrorCode))
+	}
+}
+
+func TestProduceTimestampErrorNamesTheRecord(t *testing.T) {
+	b := startBroker(t, Config{})
+	c := dialRaw(t, b.Addr())
+	createTopic(t, c, "t", 1, map[string]string{"message.timestamp.after.max.ms": "1000"})
+	now := time.Now().UnixMilli()
+	recs := []batch.Record{{OffsetDelta: 0, Value: []byte("ok")}, {OffsetDelta: 1, TimestampDelta: 60000, Value: []byte("late")}}
+	one, err := batch.AppendBatch(nil, batch.BuildOptions{BaseTimestamp: now, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}, recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := produceRaw(c, 9, 1, "t", 0, one)
+	if got.ErrorCode != kerr.InvalidTimestamp.Code || len(got.ErrorRecords) != 1 || got.ErrorRecords[0].RelativeOffset != 1 {
+		t.Fatalf("got %v with record errors %+v", kerr.ErrorForCode(got.ErrorCode), got.ErrorRecords)
+	}
+}
+
+func TestProduceAcksZeroSendsNoResponse(t *testing.T) {
+	b := startBroker(t, Config{})
+	c := dialRaw(t, b.Addr())
+	createTopic(t, c, "t", 1, nil)
+	req := kmsg.NewPtrProduceRequest()
+	req.SetVersion(9)
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "t"
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = makeBatch(t, batch.None, 2, time.Now().UnixMilli())
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	c.send(req) // acks=0: no response
+	meta := kmsg.NewPtrMetadataRequest()
+	meta.SetVersion(12)
+	corr := c.send(meta)
+	resp := kmsg.NewPtrMetadataResponse()
+	resp.SetVersion(12)
+	c.readResponse(corr, resp) // the next frame answers the metadata request
+	waitFor(t, "the acks=0 records", func() bool { return b.lookupTopic("t").partitions[0].log.EndOffset() == 2 })
+}
+
+func TestCreateTopicsErrors(t *testing.T) {
+	b := startBroker(t, Config{})
+	c := dialRaw(t, b.Addr())
+	createTopic(t, c, "exists", 1, nil)
+	createTopic(t, c, "dot.ted", 1, nil)
+	tests := []struct {
+		name       string
+		topic      string
+		partitions int32
+		rf         int16
+		configs    map[string]string
+		want       *kerr.Error
+	}{
+		{"exists", "exists", 1, 1, nil, kerr.TopicAlreadyExists},
+		{"slash", "bad/name", 1, 1, nil, kerr.InvalidTopicException},
+		{"dot", ".", 1, 1, nil, kerr.InvalidTopicException},
+		{"dotdot", "..", 1, 1, nil, kerr.InvalidTopicException},
+		{"empty", "", 1, 1, nil, kerr.InvalidTopicException},
+		{"too long", strings.Repeat("a", 250), 1, 1, nil, kerr.InvalidTopicException},
+		{"longest", strings.Repeat("a", 249), 1, 1, nil, nil},
+		{"collides", "dot_ted", 1, 1, nil, kerr.InvalidTopicException},
+		{"zero partitions", "z", 0, 1, nil, kerr.InvalidPartitions},
+		{"negative partitions", "z", -5, 1, nil, kerr.InvalidPartitions},
+		{"replication 3 on one broker", "z", 1, 3, nil, kerr.InvalidReplicationFactor},
+		{"replication 0", "z", 1, 0, nil, kerr.InvalidReplicationFactor},
+		{"unknown config", "z", 1, 1, map[string]string{"no.such.config": "1"}, kerr.InvalidConfig},
+		{"bad config value", "z", 1, 1, map[string]string{"retention.ms": "soon"}, kerr.InvalidConfig},
+		{"defaults", "d", -1, -1, nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := kmsg.NewPtrCreateTopicsRequest()
+			req.SetVersion(7)
+			rt := kmsg.NewCreateTopicsRequestTopic()
+			rt.Topic, rt.NumPartitions, rt.ReplicationFactor = tt.topic, tt.partitions, tt.rf
+			for k, v := range tt.configs {
+				cfg := kmsg.NewCreateTopicsRequestTopicConfig()
+				cfg.Name, cfg.Value = k, kmsg.StringPtr(v)
+				rt.Configs = append(rt.Configs, cfg)
+			}
+			req.Topics = append(req.Topics, rt)
+			got := c.do(req).(*kmsg.CreateTopicsResponse).Topics[0]
+			if err := kerr.ErrorForCode(got.ErrorCode); err != tt.want && !(tt.want == nil && err == nil) {
+				t.Fatalf("error %v, want %v (message %v)", err, tt.want, got.ErrorMessage)
+			}
+			if tt.want == nil && (got.NumPartitions < 1 || got.ReplicationFactor != 1 || len(got.Configs) == 0 || got.TopicID == [16]byte{}) {
+				t.Fatalf("success without the created topic's details: %+v", got)
+			}
+		})
+	}
+}
+
+func TestCreateTopicsDuplicateInOneRequest(t *testing.T) {
+	b := startBroker(t, Config{})
+	c := dialRaw(t, b.Addr())
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.SetVersion(5)
+	for range 2 {
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "twice", 1, 1
+		req.Topics = append(req.Topics, rt)
+	}
+	for _, got := range c.do(req).(*kmsg.CreateTopicsResponse).Topics {
+		if got.ErrorCode != kerr.InvalidRequest.Code {
+			t.Fatalf("error %v, want INVALID_REQUEST", kerr.ErrorForCode(got.ErrorCode))
+		}
+	}
+	if b.lookupTopic("twice") != nil {
+		t.Fatal("the duplicated topic was created")
+	}
+}
+
+func TestDeleteAndCreatePartitions(t *testing.T) {
+	b := startBroker(t, Config{})
+	c := dialRaw(t, b.Addr())
+	createTopic(t, c, "grow", 2, nil)
+
+	grow := func(topic string, count int32) *kerr.Error {
+		req := kmsg.NewPtrCreatePartitionsRequest()
+		req.SetVersion(3)
+		rt := kmsg.NewCreatePartitionsRequestTopic()
+		rt.Topic, rt.Count = topic, count
+		req.Topics = append(req.Topics, rt)
+		e, _ := kerr.ErrorForCode(c.do(req).(*kmsg.CreatePartitionsResponse).Topics[0].ErrorCode).(*kerr.Error)
+		return e
+	}
+	if e := grow("grow", 2); e != kerr.InvalidPartitions {
+		t.Fatalf("same count: %v", e)
+	}
+	if e := grow("grow", 1); e != kerr.InvalidPartitions {
+		t.Fatalf("fewer: %v", e)
+	}
+	if e := grow("missing", 3); e != kerr.UnknownTopicOrPartition {
+		t.Fatalf("unknown topic: %v", e)
+	}
+	if e := grow("grow", 5); e != nil {
+		t.Fatalf("growing: %v", e)
+	}
+	if n := len(b.lookupTopic("grow").partitions); n != 5 {
+		t.Fatalf("%d partitions after growing to 5", n)
+	}
+
+	del := kmsg.NewPtrDeleteTopicsRequest()
+	del.SetVersion(4)
+	del.TopicNames = []string{"grow", "missing"}
+	resp := c.do(del).(*kmsg.DeleteTopicsResponse)
+	if resp.Topics[0].ErrorCode != 0 || resp.Topics[1].ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("delete errors %d, %d", resp.Topics[0].ErrorCode, resp.Topics[1].ErrorCode)
+	}
+	if b.lookupTopic("grow") != nil {
+		t.Fatal("the topic survived its deletion")
+	}
+	byID := kmsg.NewPtrDeleteTopicsRequest()
+	byID.SetVersion(6)
+	dt := kmsg.NewDeleteTopicsRequestTopic()
+	dt.TopicID = [16]byte{1, 2, 3}
+	byID.Topics = append(byID.Topics, dt)
+	if got := c.do(byID).(*kmsg.DeleteTopicsResponse).Topics[0].ErrorCode; got != kerr.UnknownTopicID.Code {
+		t.Fatalf("unknown id: %v", kerr.ErrorForCode(got))
+	}
+}
+
+func TestMetadataAutoCreation(t *testing.T) {
+	no := false
+	tests := []struct {
+		name       string
+		cfg        Config
+		allow      bool
+		topic      string
+		want       *kerr.Error
+		partitions int
+	}{
+		{"created with defaults", Config{NumPartitions: 3}, true, "auto", nil, 3},
+		{"client forbids", Config{}, false, "auto", kerr.UnknownTopicOrPartition, 0},
+		{"broker forbids", Config{AutoCreateTopics: &no}, true, "auto", kerr.UnknownTopicOrPartition, 0},
+		{"invalid name", Config{}, true, "bad/name", kerr.InvalidTopicException, 0},
+		{"internal topic", Config{}, true, "__consumer_offsets", kerr.UnknownTopicOrPartition, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := startBroker(t, tt.cfg)
+			c := dialRaw(t, b.Addr())
+			req := kmsg.NewPtrMetadataRequest()
+			req.SetVersion(12)
+			req.AllowAutoTopicCreation = tt.allow
+			mt := kmsg.NewMetadataRequestTopic()
+			mt.Topic = kmsg.StringPtr(tt.topic)
+			req.Topics = append(req.Topics, mt)
+			resp := c.do(req).(*kmsg.MetadataResponse)
+			got := resp.Topics[0]
+			if err := kerr.ErrorForCode(got.ErrorCode); err != tt.want && !(tt.want == nil && err == nil) {
+				t.Fatalf("error %v, want %v", err, tt.want)
+			}
+			if len(got.Partitions) != tt.partitions {
+				t.Fatalf("%d partitions, want %d", len(got.Partitions), tt.partitions)
+			}
+			if len(resp.Brokers) != 1 || net.JoinHostPort(resp.Brokers[0].Host, strconv.Itoa(int(resp.Brokers[0].Port))) != b.Addr() {
+				t.Fatalf("brokers %+v, want one at %s", resp.Brokers, b.Addr())
+			}
+		})
+	}
+}
+
+func TestMetadataVersions(t *testing.T) {
+	b := startBroker(t, Config{})
+	c := dialRaw(t, b.Addr())
+	createTopic(t, c, "a", 2, nil)
+	createTopic(t, c, "b", 1, nil)
+	for v := int16(0); v <= 13; v++ {
+		req := kmsg.NewPtrMetadataRequest()
+		req.SetVersion(v)
+		if v > 0 {
+			req.Topics = nil // all topics
+		}
+		resp := c.do(req).(*kmsg.MetadataResponse)
+		if len(resp.Topics) != 2 || len(resp.Topics[0].Partitions) != 2 {
+			t.Fatalf("v%d: topics %+v", v, resp.Topics)
+		}
+	}
+	// v1+: an empty list means no topics.
+	req := kmsg.NewPtrMetadataRequest()
+	req.SetVersion(4)
+	req.Topics = []kmsg.MetadataRequestTopic{}
+	if got := c.do(req).(*kmsg.MetadataResponse).Topics; len(got) != 0 {
+		t.Fatalf("empty list returned %d topics", len(got))
+	}
+	// v12: by topic id, known and unknown.
+	id := b.lookupTopic("a").id
+	req = kmsg.NewPtrMetadataRequest()
+	req.SetVersion(12)
+	req.Topics = []kmsg.MetadataRequestTopic{{TopicID: id}, {TopicID: [16]byte{9}}}
+	got := c.do(req).(*kmsg.MetadataResponse).Topics
+	if len(got) != 2 || *got[0].Topic != "a" || got[1].ErrorCode != kerr.UnknownTopicID.Code {
+		t.Fatalf("by id: %+v", got)
+	}
+}
+
+func TestAPIVersions(t *testing.T) {
+	b := startBroker(t, Config{})
+	c := dialRaw(t, b.Addr())
+	for v := int16(0); v <= 4; v++ {
+		req := kmsg.NewPtrApiVersionsRequest()
+		req.SetVersion(v)
+		req.ClientSoftwareName, req.ClientSoftwareVersion = "gregor-test", "1.0"
+		resp := c.do(req).(*kmsg.ApiVersionsResponse)
+		if resp.ErrorCode != 0 || len(resp.ApiKeys) != len(handlers) {
+			t.Fatalf("v%d: error %d, %d keys", v, resp.ErrorCode, len(resp.ApiKeys))
+		}
+		for _, k := range resp.ApiKeys {
+			h := handlers[k.ApiKey]
+			if h == nil || h.min != k.MinVersion || h.max != k.MaxVersion {
+				t.Fatalf("v%d advertises key %d v%d-v%d, registry has %+v", v, k.ApiKey, k.MinVersion, k.MaxVersion, h)
+			}
+		}
+	}
+	// Produce is advertised from v0 (for librdkafka's compression check).
+	if handlers[0].min != 0 {
+		t.Fatal("Produce must be advertised from v0")
+	}
+	bad := kmsg.NewPtrApiVersionsRequest()
+	bad.SetVersion(3)
+	bad.ClientSoftwareName, bad.ClientSoftwareVersion = "-bad name", "1"
+	if got := c.do(bad).(*kmsg.ApiVersionsResponse).ErrorCode; got != kerr.InvalidRequest.Code {
+		t.Fatalf("invalid software name: error %d", got)
+	}
+}
+
+func TestAPIVersionsUnknownVersionAnswersV0(t *testing.T) {
+	b := startBroker(t, Config{})
+	c := dialRaw(t, b.Addr())
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.SetVersion(5) // kmsg knows it, Gregor serves up to 4
+	corr := c.send(req)
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.SetVersion(0)
+	c.readResponse(corr, resp)
+	if resp.ErrorCode != kerr.UnsupportedVersion.Code || len(resp.ApiKeys) != 1 || resp.ApiKeys[0].ApiKey != 18 || resp.ApiKeys[0].MaxVersion != 4 {
+		t.Fatalf("got %+v", resp)
+	}
+	// The connection stays usable.
+	ok := kmsg.NewPtrApiVersionsRequest()
+	ok.SetVersion(3)
+	ok.ClientSoftwareName, ok.ClientSoftwareVersion = "a", "1"
+	if c.do(ok).(*kmsg.ApiVersionsResponse).ErrorCode != 0 {
+		t.Fatal("retry at v3 failed")
+	}
+}
+
+func TestUnsupportedVersionClosesConnection(t *testing.T) {
+	b := startBroker(t, Config{})
+	c := dialRaw(t, b.Addr())
+	req := kmsg.NewPtrFetchRequest()
+	req.SetVersion(3) // Kafka 4 serves Fetch from v4
+	c.send(req)
+	c.expectClosed()
+}
+
+func TestMalformedFramesNeverDisturbOtherConnections(t *testing.T) {
+	b := startBroker(t, Config{MaxFrameBytes: 1 << 20})
+	healthy := dialRaw(t, b.Addr())
+	frames := map[string][]byte{
+		"negative length": {0xff, 0xff, 0xff, 0xf0},
+		"huge length":     {0x7f, 0xff, 0xff, 0xff},
+		"over the limit":  binary.BigEndian.AppendUint32(nil, 1<<20+1),
+		"garbage":         append(binary.BigEndian.AppendUint32(nil, 12), "garbagegarba"...),
+		"unknown api key": {0, 0, 0, 10, 0x7f, 0x00, 0, 0, 0, 0, 0, 1, 0xff, 0xff},
+		"bad body":        {0, 0, 0, 13, 0, 3, 0, 9, 0, 0, 0, 1, 0xff, 0xff, 0, 0x7f, 0x7f},
+		"short header":    {0, 0, 0, 3, 0, 3, 0},
+	}
+	for name, frame := range frames {
+		t.Run(name, func(t *testing.T) {
+			c := dialRaw(t, b.Addr())
+			if _, err := c.nc.Write(frame); err != nil {
+				t.Fatal(err)
+			}
+			c.expectClosed()
+			meta := kmsg.NewPtrMetadataRequest()
+			meta.SetVersion(12)
+			healthy.do(meta)
+		})
+	}
+	t.Run("truncated then hang up", func(t *testing.T) {
+		c := dialRaw(t, b.Addr())
+		c.nc.Write([]byte{0, 0, 1, 0, 0, 3})
+		c.nc.Close()
+		meta := kmsg.NewPtrMetadataRequest()
+		meta.SetVersion(1)
+		healthy.do(meta)
+	})
+}
+
+func TestPipelinedRequestsAnswerInOrder(t *testing.T) {
+	b := startBroker(t, Config{})
+	c := dialRaw(t, b.Addr())
+	createTopic(t, c, "t", 1, nil)
+	var stream []byte
+	var reqs []kmsg.Request
+	for i := range 50 {
+		var req kmsg.Request
+		switch i % 3 {
+		case 0:
+			m := kmsg.NewPtrMetadataRequest()
+			m.SetVersion(int16(i % 13))
+			req = m
+		case 1:
+			a := kmsg.NewPtrApiVersionsRequest()
+			a.SetVersion(2)
+			req = a
+		default:
+			p := kmsg.NewPtrProduceRequest()
+			p.SetVersion(9)
+			p.Acks = 1
+			rt := kmsg.NewProduceRequestTopic()
+			rt.Topic = "t"
+			rp := kmsg.NewProduceRequestTopicPartition()
+			rp.Records = makeBatch(t, batch.None, 1, time.Now().UnixMilli())
+			rt.Partitions = append(rt.Partitions, rp)
+			p.Topics = append(p.Topics, rt)
+			req = p
+		}
+		reqs = append(reqs, req)
+		stream = append(stream, encodeRequest(req, int32(i+1))...)
+	}
+	if _, err := c.nc.Write(stream); err != nil {
+		t.Fatal(err)
+	}
+	next := int64(0)
+	for i, req := range reqs {
+		resp := req.ResponseKind()
+		resp.SetVersion(req.GetVersion())
+		c.readResponse(int32(i+1), resp)
+		if p, ok := resp.(*kmsg.ProduceResponse); ok {
+			if got := p.Topics[0].Partitions[0].BaseOffset; got != next {
+				t.Fatalf("produce %d got offset %d, want %d", i, got, next)
+			}
+			next++
+		}
+	}
+}

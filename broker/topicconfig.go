@@ -1,0 +1,232 @@
+package broker
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// configKind is the type of a topic config's value, as Kafka's ConfigDef
+// declares it (DescribeConfigs v3+ reports it to clients).
+type configKind int8
+
+// The values are Kafka's DescribeConfigs config types.
+const (
+	kindBoolean configKind = 1
+	kindString  configKind = 2
+	kindInt     configKind = 3
+	kindLong    configKind = 5
+	kindDouble  configKind = 6
+	kindList    configKind = 7
+)
+
+// topicConfigDef describes one topic config: its Kafka name, the default a
+// broker ships with, its type and its lower bound or allowed values.
+type topicConfigDef struct {
+	name    string
+	def     string
+	kind    configKind
+	min     int64    // for int and long kinds; math.MinInt64 when unbounded
+	allowed []string // for string and list kinds; nil when any value is allowed
+}
+
+const unbounded = math.MinInt64
+
+// topicConfigDefs are the topic configs of Apache Kafka 4.x with their
+// defaults. Every one is accepted and stored; which ones the broker already
+// acts on is listed in docs/configuration.md.
+var topicConfigDefs = []topicConfigDef{
+	{"cleanup.policy", "delete", kindList, 0, []string{"delete", "compact"}},
+	{"compression.gzip.level", "-1", kindInt, -1, nil},
+	{"compression.lz4.level", "9", kindInt, 1, nil},
+	{"compression.type", "producer", kindString, 0, []string{"producer"}},
+	{"compression.zstd.level", "3", kindInt, -131072, nil},
+	{"delete.retention.ms", "86400000", kindLong, 0, nil},
+	{"file.delete.delay.ms", "60000", kindLong, 0, nil},
+	{"flush.messages", "9223372036854775807", kindLong, 1, nil},
+	{"flush.ms", "9223372036854775807", kindLong, 0, nil},
+	{"follower.replication.throttled.replicas", "", kindList, 0, nil},
+	{"index.interval.bytes", "4096", kindInt, 0, nil},
+	{"leader.replication.throttled.replicas", "", kindList, 0, nil},
+	{"local.retention.bytes", "-2", kindLong, -2, nil},
+	{"local.retention.ms", "-2", kindLong, -2, nil},
+	{"max.compaction.lag.ms", "9223372036854775807", kindLong, 1, nil},
+	{"max.message.bytes", "1048588", kindInt, 0, nil},
+	{"message.timestamp.after.max.ms", "3600000", kindLong, 0, nil},
+	{"message.timestamp.before.max.ms", "9223372036854775807", kindLong, 0, nil},
+	{"message.timestamp.type", "CreateTime", kindString, 0, []string{"CreateTime", "LogAppendTime"}},
+	{"min.cleanable.dirty.ratio", "0.5", kindDouble, 0, nil},
+	{"min.compaction.lag.ms", "0", kindLong, 0, nil},
+	{"min.insync.replicas", "1", kindInt, 1, nil},
+	{"preallocate", "false", kindBoolean, 0, nil},
+	{"remote.log.copy.disable", "false", kindBoolean, 0, nil},
+	{"remote.log.delete.on.disable", "false", kindBoolean, 0, nil},
+	{"remote.storage.enable", "false", kindBoolean, 0, []string{"false"}},
+	{"retention.bytes", "-1", kindLong, unbounded, nil},
+	{"retention.ms", "604800000", kindLong, -1, nil},
+	{"segment.bytes", "1073741824", kindInt, 1024 * 1024, nil},
+	{"segment.index.bytes", "10485760", kindInt, 4, nil},
+	{"segment.jitter.ms", "0", kindLong, 0, nil},
+	{"segment.ms", "604800000", kindLong, 1, nil},
+	{"unclean.leader.election.enable", "false", kindBoolean, 0, nil},
+}
+
+var topicConfigByName = func() map[string]*topicConfigDef {
+	m := make(map[string]*topicConfigDef, len(topicConfigDefs))
+	for i := range topicConfigDefs {
+		m[topicConfigDefs[i].name] = &topicConfigDefs[i]
+	}
+	return m
+}()
+
+// validate checks value against the definition and returns it normalized
+// (trimmed), or an error whose text is fit for a client.
+func (d *topicConfigDef) validate(value string) (string, error) {
+	value = strings.TrimSpace(value)
+	switch d.kind {
+	case kindBoolean:
+		switch strings.ToLower(value) {
+		case "true", "false":
+			value = strings.ToLower(value)
+		default:
+			return "", fmt.Errorf("invalid value %s for configuration %s: expected a boolean", value, d.name)
+		}
+	case kindInt, kindLong:
+		bits := 64
+		if d.kind == kindInt {
+			bits = 32
+		}
+		n, err := strconv.ParseInt(value, 10, bits)
+		if err != nil {
+			return "", fmt.Errorf("invalid value %s for configuration %s: not a number", value, d.name)
+		}
+		if n < d.min {
+			return "", fmt.Errorf("invalid value %s for configuration %s: value must be at least %d", value, d.name, d.min)
+		}
+	case kindDouble:
+		f, err := strconv.ParseFloat(value, 64)
+		if err != nil || f < 0 || f > 1 {
+			return "", fmt.Errorf("invalid value %s for configuration %s: expected a number between 0 and 1", value, d.name)
+		}
+	}
+	if d.allowed != nil {
+		items := []string{value}
+		if d.kind == kindList {
+			items = strings.Split(value, ",")
+		}
+		for _, item := range items {
+			if !contains(d.allowed, strings.TrimSpace(item)) {
+				return "", fmt.Errorf("invalid value %s for configuration %s: Gregor supports %s", value, d.name, strings.Join(d.allowed, ", "))
+			}
+		}
+	}
+	return value, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// topicConfigs is a topic's explicitly set configs; anything absent takes
+// the broker default.
+type topicConfigs map[string]string
+
+// validateTopicConfigs checks a set of configs as CreateTopics receives them
+// and returns the normalized set.
+func validateTopicConfigs(in map[string]*string) (topicConfigs, error) {
+	out := make(topicConfigs, len(in))
+	for name, value := range in {
+		def, ok := topicConfigByName[name]
+		if !ok {
+			return nil, fmt.Errorf("unknown topic config name: %s", name)
+		}
+		if value == nil {
+			return nil, fmt.Errorf("null value not supported for topic configs: %s", name)
+		}
+		v, err := def.validate(*value)
+		if err != nil {
+			return nil, err
+		}
+		out[name] = v
+	}
+	return out, nil
+}
+
+// resolvedConfig is one config's effective value and where it came from.
+type resolvedConfig struct {
+	def    *topicConfigDef
+	value  string
+	source int8 // Kafka's DescribeConfigs source: 1 topic, 4 static broker, 5 default
+}
+
+// Kafka's config sources, as DescribeConfigs v1+ reports them.
+const (
+	sourceDynamicTopic int8 = 1
+	sourceStaticBroker int8 = 4
+	sourceDefault      int8 = 5
+)
+
+// resolve returns every topic config with its effective value, sorted by
+// name, taking explicit topic values over broker overrides over defaults.
+func (c topicConfigs) resolve(brokerDefaults map[string]string) []resolvedConfig {
+	out := make([]resolvedConfig, 0, len(topicConfigDefs))
+	for i := range topicConfigDefs {
+		def := &topicConfigDefs[i]
+		rc := resolvedConfig{def: def, value: def.def, source: sourceDefault}
+		if v, ok := brokerDefaults[def.name]; ok {
+			rc.value, rc.source = v, sourceStaticBroker
+		}
+		if v, ok := c[def.name]; ok {
+			rc.value, rc.source = v, sourceDynamicTopic
+		}
+		out = append(out, rc)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].def.name < out[j].def.name })
+	return out
+}
+
+// effectiveTopicConfig is the subset of a topic's configs that the data path
+// consults on every request, parsed once.
+type effectiveTopicConfig struct {
+	maxMessageBytes      int32
+	logAppendTime        bool
+	timestampBeforeMaxMs int64
+	timestampAfterMaxMs  int64
+	minInsyncReplicas    int32
+	segmentBytes         int64
+	segmentIndexBytes    int
+	indexIntervalBytes   int
+}
+
+func (c topicConfigs) effective(brokerDefaults map[string]string) effectiveTopicConfig {
+	get := func(name string) string {
+		if v, ok := c[name]; ok {
+			return v
+		}
+		if v, ok := brokerDefaults[name]; ok {
+			return v
+		}
+		return topicConfigByName[name].def
+	}
+	num := func(name string) int64 {
+		n, _ := strconv.ParseInt(get(name), 10, 64) // validated on the way in
+		return n
+	}
+	return effectiveTopicConfig{
+		maxMessageBytes:      int32(num("max.message.bytes")),
+		logAppendTime:        get("message.timestamp.type") == "LogAppendTime",
+		timestampBeforeMaxMs: num("message.timestamp.before.max.ms"),
+		timestampAfterMaxMs:  num("message.timestamp.after.max.ms"),
+		minInsyncReplicas:    int32(num("min.insync.replicas")),
+		segmentBytes:         num("segment.bytes"),
+		segmentIndexBytes:    int(num("segment.index.bytes")),
+		indexIntervalBytes:   int(num("index.interval.bytes")),
+	}
+}

@@ -1,0 +1,322 @@
+package broker
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"sort"
+	"strconv"
+
+	"github.com/gregor-broker/gregor/storage"
+)
+
+// topic is one topic's metadata and its partitions. The partitions slice only
+// grows (CreatePartitions) and is replaced, never mutated, under Broker.mu.
+type topic struct {
+	name       string
+	id         [16]byte
+	configs    topicConfigs
+	effective  effectiveTopicConfig
+	partitions []*partition
+}
+
+// topicRecord is how a topic is persisted in the metadata file.
+type topicRecord struct {
+	Name       string            `json:"name"`
+	ID         string            `json:"id"`
+	Partitions int32             `json:"partitions"`
+	Configs    map[string]string `json:"configs,omitempty"`
+}
+
+// metadataFile is the broker's durable topic catalogue, a JSON document
+// replaced atomically (write to a temporary file, sync, rename). Partition
+// data lives beside it in <topic>-<partition> directories, as in Kafka.
+const metadataFile = "gregor-topics.json"
+
+type metadataDoc struct {
+	ClusterID string        `json:"cluster_id"`
+	Topics    []topicRecord `json:"topics"`
+}
+
+// Legal topic names: Kafka's rules (Topic.validate).
+const maxTopicNameLength = 249
+
+var errInvalidTopic = errors.New("invalid topic name")
+
+func validateTopicName(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("%w: the empty string is not allowed", errInvalidTopic)
+	case name == "." || name == "..":
+		return fmt.Errorf("%w: '.' and '..' are not allowed", errInvalidTopic)
+	case len(name) > maxTopicNameLength:
+		return fmt.Errorf("%w: the length of '%s' is longer than the max allowed length %d", errInvalidTopic, name, maxTopicNameLength)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("%w: '%s' contains a character other than ASCII alphanumerics, '.', '_' and '-'", errInvalidTopic, name)
+		}
+	}
+	return nil
+}
+
+func newTopicID() [16]byte {
+	var id [16]byte
+	for {
+		if _, err := io.ReadFull(rand.Reader, id[:]); err != nil {
+			panic("broker: crypto/rand failed: " + err.Error())
+		}
+		// Kafka reserves the zero UUID and the "metadata topic" UUID 1.
+		if id != ([16]byte{}) && id != ([16]byte{15: 1}) {
+			return id
+		}
+	}
+}
+
+func partitionDir(topic string, p int32) string {
+	return topic + "-" + strconv.Itoa(int(p))
+}
+
+// storageConfig turns a topic's effective configs into the log's config.
+func (e effectiveTopicConfig) storageConfig() storage.Config {
+	return storage.Config{
+		SegmentBytes:       e.segmentBytes,
+		IndexIntervalBytes: e.indexIntervalBytes,
+		SegmentIndexBytes:  e.segmentIndexBytes,
+	}
+}
+
+// catalog holds the topics. Its methods that change topics must be called
+// with Broker.mu held for writing; lookups with it held for reading.
+type catalog struct {
+	fs        storage.FS
+	dir       string
+	clusterID string
+	byName    map[string]*topic
+	byID      map[[16]byte]*topic
+	defaults  map[string]string
+}
+
+// load reads the metadata file and opens every partition log.
+func (c *catalog) load() error {
+	c.byName = map[string]*topic{}
+	c.byID = map[[16]byte]*topic{}
+	raw, err := readAll(c.fs, path.Join(c.dir, metadataFile))
+	if errors.Is(err, os.ErrNotExist) {
+		c.clusterID = newClusterID()
+		return c.save()
+	}
+	if err != nil {
+		return err
+	}
+	var doc metadataDoc
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return fmt.Errorf("broker: %s is corrupt: %w", metadataFile, err)
+	}
+	c.clusterID = doc.ClusterID
+	for _, rec := range doc.Topics {
+		idBytes, err := hex.DecodeString(rec.ID)
+		if err != nil || len(idBytes) != 16 {
+			return fmt.Errorf("broker: %s: topic %q has a bad id %q", metadataFile, rec.Name, rec.ID)
+		}
+		t := &topic{name: rec.Name, configs: rec.Configs}
+		copy(t.id[:], idBytes)
+		if t.configs == nil {
+			t.configs = topicConfigs{}
+		}
+		t.effective = t.configs.effective(c.defaults)
+		for p := int32(0); p < rec.Partitions; p++ {
+			part, err := c.openPartition(t, p)
+			if err != nil {
+				c.closeAll()
+				return err
+			}
+			t.partitions = append(t.partitions, part)
+		}
+		c.byName[t.name] = t
+		c.byID[t.id] = t
+	}
+	return nil
+}
+
+func (c *catalog) openPartition(t *topic, p int32) (*partition, error) {
+	l, err := storage.Open(c.fs, path.Join(c.dir, partitionDir(t.name, p)), t.effective.storageConfig())
+	if err != nil {
+		return nil, fmt.Errorf("broker: opening partition %s-%d: %w", t.name, p, err)
+	}
+	return newPartition(t.name, p, l), nil
+}
+
+// create adds a topic with n partitions and persists the catalogue.
+func (c *catalog) create(name string, n int32, configs topicConfigs) (*topic, error) {
+	t := &topic{name: name, id: newTopicID(), configs: configs}
+	t.effective = configs.effective(c.defaults)
+	for p := int32(0); p < n; p++ {
+		part, err := c.openPartition(t, p)
+		if err != nil {
+			for _, opened := range t.partitions {
+				opened.log.Delete()
+			}
+			return nil, err
+		}
+		t.partitions = append(t.partitions, part)
+	}
+	c.byName[name] = t
+	c.byID[t.id] = t
+	if err := c.save(); err != nil {
+		delete(c.byName, name)
+		delete(c.byID, t.id)
+		for _, part := range t.partitions {
+			part.log.Delete()
+		}
+		return nil, err
+	}
+	return t, nil
+}
+
+// addPartitions grows t to n partitions.
+func (c *catalog) addPartitions(t *topic, n int32) error {
+	parts := append([]*partition(nil), t.partitions...)
+	for p := int32(len(parts)); p < n; p++ {
+		part, err := c.openPartition(t, p)
+		if err != nil {
+			for _, added := range parts[len(t.partitions):] {
+				added.log.Delete()
+			}
+			return err
+		}
+		parts = append(parts, part)
+	}
+	old := t.partitions
+	t.partitions = parts
+	if err := c.save(); err != nil {
+		for _, added := range parts[len(old):] {
+			added.log.Delete()
+		}
+		t.partitions = old
+		return err
+	}
+	return nil
+}
+
+// remove deletes a topic and its data.
+func (c *catalog) remove(t *topic) error {
+	delete(c.byName, t.name)
+	delete(c.byID, t.id)
+	if err := c.save(); err != nil {
+		c.byName[t.name] = t
+		c.byID[t.id] = t
+		return err
+	}
+	var firstErr error
+	for _, p := range t.partitions {
+		p.close()
+		if err := p.log.Delete(); err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	return firstErr
+}
+
+func (c *catalog) sortedTopics() []*topic {
+	out := make([]*topic, 0, len(c.byName))
+	for _, t := range c.byName {
+		out = append(out, t)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out
+}
+
+// save writes the catalogue atomically.
+func (c *catalog) save() error {
+	doc := metadataDoc{ClusterID: c.clusterID}
+	for _, t := range c.sortedTopics() {
+		doc.Topics = append(doc.Topics, topicRecord{
+			Name:       t.name,
+			ID:         hex.EncodeToString(t.id[:]),
+			Partitions: int32(len(t.partitions)),
+			Configs:    t.configs,
+		})
+	}
+	raw, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeAtomic(c.fs, path.Join(c.dir, metadataFile), raw)
+}
+
+func (c *catalog) closeAll() {
+	for _, t := range c.byName {
+		for _, p := range t.partitions {
+			p.close()
+			p.log.Close()
+		}
+	}
+}
+
+func newClusterID() string {
+	id := newTopicID()
+	// Kafka cluster ids are URL-safe base64 of a UUID, 22 characters.
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	out := make([]byte, 0, 22)
+	var acc uint32
+	bits := 0
+	for _, b := range id {
+		acc = acc<<8 | uint32(b)
+		bits += 8
+		for bits >= 6 {
+			bits -= 6
+			out = append(out, alphabet[(acc>>bits)&63])
+		}
+	}
+	if bits > 0 {
+		out = append(out, alphabet[(acc<<(6-bits))&63])
+	}
+	return string(out)
+}
+
+func readAll(fsys storage.FS, name string) ([]byte, error) {
+	f, err := fsys.OpenFile(name, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	buf := make([]byte, st.Size())
+	if _, err := f.ReadAt(buf, 0); err != nil && err != io.EOF {
+		return nil, err
+	}
+	return buf, nil
+}
+
+func writeAtomic(fsys storage.FS, name string, data []byte) error {
+	tmp := name + ".tmp"
+	f, err := fsys.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("broker: writing %s: %w", name, err)
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("broker: writing %s: %w", name, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("broker: syncing %s: %w", name, err)
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := fsys.Rename(tmp, name); err != nil {
+		return fmt.Errorf("broker: replacing %s: %w", name, err)
+	}
+	return nil
+}
