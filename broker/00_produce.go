@@ -21,9 +21,12 @@ package broker
 // acks=1 and acks=-1 are answered after the append, since this broker is the
 // whole ISR (min.insync.replicas above 1 is NOT_ENOUGH_REPLICAS).
 //
-// Idempotent batches are stored as sent: sequence checking arrives with
-// InitProducerId, which is not advertised yet. Transactional batches are
-// refused with INVALID_TXN_STATE, since no transaction can have added the
+// A batch with a producer id goes through the producer state
+// (producer_state.go) as it is appended: a retry of one of the producer's
+// last five batches succeeds with the original offset and is not stored
+// again; an older epoch is INVALID_PRODUCER_EPOCH, a sequence that does not
+// follow OUT_OF_ORDER_SEQUENCE_NUMBER. Transactional batches are refused
+// with INVALID_TXN_STATE, since no transaction can have added the
 // partition.
 
 import (
@@ -151,14 +154,21 @@ func (b *Broker) produceTo(r *request, req *kmsg.ProduceRequest, t *topic, p *pa
 		batch.SetMaxTimestamp(one, false, info.MaxTimestamp)
 	}
 	batch.SetPartitionLeaderEpoch(one, p.leaderEpoch)
-	first, _, err := p.log.Append(one)
-	if err != nil {
+	out, err := p.appendBatch(one, now)
+	switch {
+	case err != nil:
 		b.log.Error("append failed", "topic", p.topic, "partition", p.index, "err", err)
 		fail(kerr.KafkaStorageError, "")
 		return
+	case out.refused != nil:
+		fail(out.refused, out.message)
+		return
+	case out.duplicate:
+		sp.LogAppendTime = out.timestamp
+	default:
+		p.appended()
 	}
-	p.appended()
-	sp.BaseOffset = first
+	sp.BaseOffset = out.baseOffset
 	sp.LogStartOffset = p.log.StartOffset()
 }
 

@@ -67,9 +67,8 @@ var franzCodecs = map[string]kgo.CompressionCodec{
 func franzProduceConsume(t *testing.T, addr, topic string, codec kgo.CompressionCodec) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	// Idempotent writes need InitProducerId, which is not served yet.
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic),
-		kgo.ProducerBatchCompression(codec), kgo.DisableIdempotentWrite(), kgo.RequiredAcks(kgo.AllISRAcks()))
+		kgo.ProducerBatchCompression(codec), kgo.RequiredAcks(kgo.AllISRAcks()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 
 // internalTopics are created by Gregor's coordinators, never by clients'
 // auto-creation.
-var internalTopics = map[string]bool{"__consumer_offsets": true, "__transaction_state": true}
+var internalTopics = map[string]bool{"__consumer_offsets": true, "__transaction_state": true, "__share_group_state": true}
 
 // topicCreation is one topic to create, already defaulted.
 type topicCreation struct {

@@ -21,6 +21,8 @@
 //
 // Imports: protocol, protocol/batch and storage of this project; never cmd.
 //
-// Lock order: Broker.mu (topic map) before partition.mu (fetch waiters).
-// storage.Log serializes its own appends.
+// Lock order: Broker.mu (topic map and producer ids) before
+// partition.appendMu (an append and its producer-state check) before
+// partition.mu (fetch waiters); storage.Log's own locks come last. No lock
+// is taken while holding a later one.
 package broker

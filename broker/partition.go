@@ -6,8 +6,9 @@ import (
 	"github.com/gregor-broker/gregor/storage"
 )
 
-// partition is one partition led by this broker. Its log serializes appends;
-// mu guards only the set of fetches waiting for new data.
+// partition is one partition led by this broker. appendMu serializes
+// appends with the producer-state checks before them; mu guards only the
+// set of fetches waiting for new data.
 type partition struct {
 	topic string
 	index int32
@@ -15,6 +16,11 @@ type partition struct {
 	// leaderEpoch is the partition's leader epoch. A single node leads every
 	// partition from epoch 0 for its whole life; replication will move it.
 	leaderEpoch int32
+
+	// appendMu is held around every append to log, so that a batch's
+	// producer-state check and its append are one step (producer_state.go).
+	appendMu  sync.Mutex
+	producers producerStates // guarded by appendMu
 
 	mu      sync.Mutex
 	waiters map[chan struct{}]struct{}

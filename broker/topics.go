@@ -11,6 +11,7 @@ import (
 	"path"
 	"sort"
 	"strconv"
+	"time"
 
 	"github.com/gregor-broker/gregor/storage"
 )
@@ -41,26 +42,31 @@ const metadataFile = "gregor-topics.json"
 type metadataDoc struct {
 	ClusterID string        `json:"cluster_id"`
 	Topics    []topicRecord `json:"topics"`
+	// ProducerIDBlockEnd is the end of the last block of producer ids
+	// reserved (22_init_producer_id.go): ids below it may have been handed
+	// out, so a restart allocates from it on.
+	ProducerIDBlockEnd int64 `json:"producer_id_block_end,omitempty"`
 }
 
 // Legal topic names: Kafka's rules (Topic.validate).
 const maxTopicNameLength = 249
 
-var errInvalidTopic = errors.New("invalid topic name")
+var errInvalidTopic = errors.New("Topic name is invalid")
 
+// validateTopicName applies Kafka's rules (Topic.validate), with its messages.
 func validateTopicName(name string) error {
 	switch {
 	case name == "":
 		return fmt.Errorf("%w: the empty string is not allowed", errInvalidTopic)
 	case name == "." || name == "..":
-		return fmt.Errorf("%w: '.' and '..' are not allowed", errInvalidTopic)
+		return fmt.Errorf("%w: '%s' is not allowed", errInvalidTopic, name)
 	case len(name) > maxTopicNameLength:
 		return fmt.Errorf("%w: the length of '%s' is longer than the max allowed length %d", errInvalidTopic, name, maxTopicNameLength)
 	}
 	for i := 0; i < len(name); i++ {
 		c := name[i]
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return fmt.Errorf("%w: '%s' contains a character other than ASCII alphanumerics, '.', '_' and '-'", errInvalidTopic, name)
+			return fmt.Errorf("%w: '%s' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'", errInvalidTopic, name)
 		}
 	}
 	return nil
@@ -101,6 +107,10 @@ type catalog struct {
 	byName    map[string]*topic
 	byID      map[[16]byte]*topic
 	defaults  map[string]string
+
+	// nextProducerID is the next producer id to hand out, producerIDBlockEnd
+	// the end of the reserved block it is taken from (persisted).
+	nextProducerID, producerIDBlockEnd int64
 }
 
 // load reads the metadata file and opens every partition log.
@@ -120,6 +130,7 @@ func (c *catalog) load() error {
 		return fmt.Errorf("broker: %s is corrupt: %w", metadataFile, err)
 	}
 	c.clusterID = doc.ClusterID
+	c.nextProducerID, c.producerIDBlockEnd = doc.ProducerIDBlockEnd, doc.ProducerIDBlockEnd
 	for _, rec := range doc.Topics {
 		idBytes, err := hex.DecodeString(rec.ID)
 		if err != nil || len(idBytes) != 16 {
@@ -150,7 +161,12 @@ func (c *catalog) openPartition(t *topic, p int32) (*partition, error) {
 	if err != nil {
 		return nil, fmt.Errorf("broker: opening partition %s-%d: %w", t.name, p, err)
 	}
-	return newPartition(t.name, p, l), nil
+	part := newPartition(t.name, p, l)
+	if err := part.producers.load(l, time.Now().UnixMilli()); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("broker: rebuilding the producer state of %s-%d: %w", t.name, p, err)
+	}
+	return part, nil
 }
 
 // create adds a topic with n partitions and persists the catalogue.
@@ -235,7 +251,7 @@ func (c *catalog) sortedTopics() []*topic {
 
 // save writes the catalogue atomically.
 func (c *catalog) save() error {
-	doc := metadataDoc{ClusterID: c.clusterID}
+	doc := metadataDoc{ClusterID: c.clusterID, ProducerIDBlockEnd: c.producerIDBlockEnd}
 	for _, t := range c.sortedTopics() {
 		doc.Topics = append(doc.Topics, topicRecord{
 			Name:       t.name,

@@ -1,0 +1,116 @@
+package broker
+
+// InitProducerId (key 22), v0-v5, the range Kafka 4 serves. v2: flexible.
+// v3 adds ProducerId and ProducerEpoch (KIP-360); v4 and v5 only allow new
+// error codes (PRODUCER_FENCED, TRANSACTION_ABORTABLE) that this broker
+// never returns.
+//
+// Idempotent (non-transactional) producers get a fresh producer id with
+// epoch 0, whatever ProducerId and ProducerEpoch they send: Kafka's
+// TransactionCoordinator.handleInitProducerId "blindly accepts" a request
+// without a transactional id, so the KIP-360 epoch bump of an idempotent
+// producer happens in the client (which bumps its epoch itself and asks for
+// a new id only when the epoch is exhausted). As in KafkaApis, a request
+// naming a producer id without an epoch, or an epoch without an id (one of
+// them -1, the other not), is INVALID_REQUEST first. TransactionTimeoutMs
+// is not looked at without a transactional id, as in Kafka.
+//
+// Producer ids are unique for the life of the data directory: they are
+// reserved in blocks of 1000 (Kafka's ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE)
+// whose end is written to gregor-topics.json before an id of the block is
+// handed out. A restart, clean or not, continues after the last reserved
+// block, skipping what was left of it, as Kafka does. If the catalogue
+// cannot be written the answer is COORDINATOR_LOAD_IN_PROGRESS (retriable),
+// what Kafka's broker answers while it waits for a new block.
+//
+// Transactional producers (a non-null TransactionalId) are not served yet.
+// After Kafka's own checks (an empty id is INVALID_REQUEST; a timeout not in
+// (0, transaction.max.timeout.ms = 15 min] is INVALID_TRANSACTION_TIMEOUT)
+// the answer is UNSUPPORTED_VERSION, which is what Kafka's transactional
+// APIs answer when the cluster cannot do transactions
+// (KafkaApis.ensureInterBrokerVersion). It is not retriable, so clients
+// fail at once (the Java producer: "Unexpected error in
+// InitProducerIdResponse; The version of API is not supported") instead of
+// retrying until a timeout, as COORDINATOR_NOT_AVAILABLE or NOT_COORDINATOR
+// would make them, and it blames no authorization as
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED would.
+
+import (
+	"errors"
+	"math"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(22, 0, 5, handleInitProducerID) }
+
+const (
+	// producerIDBlockSize is how many producer ids one catalogue write
+	// reserves.
+	producerIDBlockSize = 1000
+	// transactionMaxTimeoutMs is Kafka's transaction.max.timeout.ms default.
+	transactionMaxTimeoutMs = 15 * 60 * 1000
+)
+
+var errProducerIDsExhausted = errors.New("broker: every producer id has been handed out")
+
+func handleInitProducerID(b *Broker, r *request, req *kmsg.InitProducerIDRequest) (kmsg.Response, error) {
+	resp := newResponse[*kmsg.InitProducerIDResponse](req)
+	fail := func(e *kerr.Error) (kmsg.Response, error) {
+		resp.ErrorCode, resp.ProducerID, resp.ProducerEpoch = e.Code, -1, -1
+		return resp, nil
+	}
+	if (req.ProducerID == -1) != (req.ProducerEpoch == -1) {
+		return fail(kerr.InvalidRequest)
+	}
+	if id := req.TransactionalID; id != nil {
+		switch {
+		case *id == "":
+			return fail(kerr.InvalidRequest)
+		case req.TransactionTimeoutMillis <= 0 || req.TransactionTimeoutMillis > transactionMaxTimeoutMs:
+			return fail(kerr.InvalidTransactionTimeout)
+		default:
+			return fail(kerr.UnsupportedVersion)
+		}
+	}
+	pid, err := b.allocateProducerID()
+	switch {
+	case errors.Is(err, errProducerIDsExhausted):
+		b.log.Error("cannot allocate a producer id", "err", err)
+		return fail(kerr.UnknownServerError)
+	case err != nil:
+		b.log.Error("cannot reserve producer ids", "err", err)
+		return fail(kerr.CoordinatorLoadInProgress)
+	}
+	resp.ProducerID, resp.ProducerEpoch = pid, 0
+	return resp, nil
+}
+
+// allocateProducerID returns a producer id never handed out before from
+// this data directory.
+func (b *Broker) allocateProducerID() (int64, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.catalog.allocateProducerID()
+}
+
+// allocateProducerID takes the next producer id, first reserving a new
+// block durably if the current one is used up. Broker.mu must be held for
+// writing.
+func (c *catalog) allocateProducerID() (int64, error) {
+	if c.nextProducerID >= c.producerIDBlockEnd {
+		if c.nextProducerID > math.MaxInt64-producerIDBlockSize {
+			return -1, errProducerIDsExhausted
+		}
+		end := c.producerIDBlockEnd
+		c.producerIDBlockEnd = c.nextProducerID + producerIDBlockSize
+		if err := c.save(); err != nil {
+			c.producerIDBlockEnd = end
+			return -1, err
+		}
+	}
+	id := c.nextProducerID
+	c.nextProducerID++
+	return id, nil
+}

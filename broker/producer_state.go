@@ -1,0 +1,313 @@
+package broker
+
+// Producer state: what a partition remembers of each idempotent producer so
+// that a retried batch is not appended twice and a batch out of order is
+// refused. It is Kafka's ProducerStateManager, ProducerStateEntry and
+// ProducerAppendInfo for non-transactional producers.
+//
+// For each producer id the state holds the epoch and the metadata of its last
+// five batches (Kafka's NUM_BATCHES_TO_RETAIN): first and last sequence, last
+// offset, offset delta and max timestamp. A batch with a producer id (>= 0)
+// is checked in Kafka's order (UnifiedLog.analyzeAndValidateProducerState,
+// then ProducerAppendInfo.checkProducerEpoch and checkSequence):
+//
+//  1. Same epoch and the exact sequence range of one of the last five
+//     batches: a duplicate. Nothing is appended; the response is success
+//     with the original batch's base offset, and its max timestamp as
+//     LogAppendTime, even on a CreateTime topic, as Kafka does
+//     (appendInfo.setLogAppendTime(duplicate.timestamp)). Kafka stopped
+//     sending DUPLICATE_SEQUENCE_NUMBER long ago; nothing in its broker
+//     throws DuplicateSequenceException.
+//  2. An epoch older than the producer's: INVALID_PRODUCER_EPOCH (Kafka 2.7+
+//     answers this, not PRODUCER_FENCED, on produce).
+//  3. A newer epoch (the KIP-360 bump of an idempotent producer) must start
+//     at sequence 0: OUT_OF_ORDER_SEQUENCE_NUMBER otherwise.
+//  4. The same epoch must continue at the last sequence + 1, wrapping from
+//     2^31-1 to 0: OUT_OF_ORDER_SEQUENCE_NUMBER otherwise (a gap, an
+//     overlap, or a retry of a batch older than the last five).
+//  5. An unknown producer (never seen, or expired) is accepted at any
+//     sequence, so UNKNOWN_PRODUCER_ID is never returned: KIP-360 removed it
+//     from the produce path, and Kafka's check accepts any sequence when the
+//     current epoch is NO_PRODUCER_EPOCH.
+//
+// The state changes only after a successful append, and the check and the
+// append happen under partition.appendMu, so two connections producing with
+// the same producer id cannot both pass the check for the same sequence.
+//
+// Expiry: a producer whose last batch's max timestamp is
+// producer.id.expiration.ms (one day) old is forgotten, checked at most every
+// producer.id.expiration.check.interval.ms (ten minutes) as Kafka does, but
+// lazily on the next append rather than on a timer.
+//
+// Restart: the state is rebuilt when a partition opens, after a clean
+// shutdown and after a crash alike, by reading the log's batches from the
+// first batch whose max timestamp is within producer.id.expiration.ms of now
+// (Log.BatchAtTimestamp; every earlier batch belongs to producers Kafka
+// would have expired) to the end, and replaying their headers without
+// checks, as Kafka's loadProducersFromRecords does. Trade-off: Kafka reads
+// a snapshot (<offset>.snapshot, written at every segment roll and at
+// shutdown) and replays only the batches after it; Gregor writes no snapshot
+// yet, so opening a partition reads up to a day of its data, whole batches
+// since storage has no header-only read, once per partition at start-up.
+// What is rebuilt is no more than what Kafka keeps (unexpired producers,
+// five batches each); it is more than Kafka keeps after a restart, whose
+// snapshot holds only each producer's last batch. Snapshots are the way to
+// bound start-up by producers rather than by bytes.
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/gregor-broker/gregor/protocol/batch"
+	"github.com/gregor-broker/gregor/storage"
+)
+
+const (
+	// producerBatchesRetained is Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN.
+	producerBatchesRetained = 5
+	// producerIDExpirationMs is Kafka's producer.id.expiration.ms default.
+	producerIDExpirationMs = int64(24 * time.Hour / time.Millisecond)
+	// producerIDExpirationCheckMs is Kafka's
+	// producer.id.expiration.check.interval.ms default.
+	producerIDExpirationCheckMs = int64(10 * time.Minute / time.Millisecond)
+	// producerStateReadBytes is how much of the log one read takes while the
+	// state is rebuilt.
+	producerStateReadBytes = 1 << 20
+)
+
+// producerBatch is Kafka's BatchMetadata: one appended batch of a producer.
+type producerBatch struct {
+	lastSeq     int32
+	offsetDelta int32
+	lastOffset  int64
+	timestamp   int64 // the batch's max timestamp as stored
+}
+
+func (b producerBatch) firstSeq() int32    { return decrementSequence(b.lastSeq, b.offsetDelta) }
+func (b producerBatch) firstOffset() int64 { return b.lastOffset - int64(b.offsetDelta) }
+
+// producerEntry is Kafka's ProducerStateEntry without transaction fields.
+type producerEntry struct {
+	epoch         int16
+	lastTimestamp int64
+	n             int // batches in use, oldest first
+	batches       [producerBatchesRetained]producerBatch
+}
+
+// lastSeq is the last sequence appended, or -1 (Kafka's NO_SEQUENCE).
+func (e *producerEntry) lastSeq() int32 {
+	if e.n == 0 {
+		return -1
+	}
+	return e.batches[e.n-1].lastSeq
+}
+
+// producerStates is one partition's producer state. All of it is guarded by
+// partition.appendMu.
+type producerStates struct {
+	byID      map[int64]*producerEntry
+	lastSweep int64 // when expired producers were last removed, Unix ms
+}
+
+// sequenceOf returns the first and last sequence of the batch h heads, as
+// Kafka's DefaultRecordBatch.lastSequence does (wrapping past 2^31-1).
+func sequenceOf(h *batch.Header) (first, last int32) {
+	return h.BaseSequence, incrementSequence(h.BaseSequence, h.LastOffsetDelta)
+}
+
+func incrementSequence(seq, n int32) int32 {
+	if seq > math.MaxInt32-n {
+		return n - (math.MaxInt32 - seq) - 1
+	}
+	return seq + n
+}
+
+func decrementSequence(seq, n int32) int32 {
+	if seq < n {
+		return math.MaxInt32 - (n - seq) + 1
+	}
+	return seq - n
+}
+
+// inSequence is Kafka's ProducerAppendInfo.inSequence.
+func inSequence(lastSeq, nextSeq int32) bool {
+	return int64(nextSeq) == int64(lastSeq)+1 || (nextSeq == 0 && lastSeq == math.MaxInt32)
+}
+
+// duplicate returns the retained batch that h repeats: same producer, same
+// epoch, same sequence range (ProducerStateEntry.findDuplicateBatch).
+func (s *producerStates) duplicate(h *batch.Header) (producerBatch, bool) {
+	e := s.byID[h.ProducerID]
+	if e == nil || e.epoch != h.ProducerEpoch {
+		return producerBatch{}, false
+	}
+	first, last := sequenceOf(h)
+	for _, b := range e.batches[:e.n] {
+		if b.firstSeq() == first && b.lastSeq == last {
+			return b, true
+		}
+	}
+	return producerBatch{}, false
+}
+
+// check applies ProducerAppendInfo's epoch and sequence checks to a batch
+// that is not a duplicate, returning the Kafka error and message that refuse
+// it, or nil.
+func (s *producerStates) check(h *batch.Header) (*kerr.Error, string) {
+	pid, epoch := h.ProducerID, h.ProducerEpoch
+	current, lastSeq := int16(-1), int32(-1) // an unknown producer: NO_PRODUCER_EPOCH, NO_SEQUENCE
+	if e := s.byID[pid]; e != nil {
+		current, lastSeq = e.epoch, e.lastSeq()
+	}
+	switch {
+	case epoch < current:
+		return kerr.InvalidProducerEpoch, fmt.Sprintf("Epoch of producer %d is %d, which is smaller than the last seen epoch %d", pid, epoch, current)
+	case epoch != current:
+		if h.BaseSequence != 0 && current != -1 {
+			return kerr.OutOfOrderSequenceNumber, fmt.Sprintf("Invalid sequence number for new epoch of producer %d: %d (request epoch), %d (seq. number), %d (current producer epoch)",
+				pid, epoch, h.BaseSequence, current)
+		}
+	case current != -1 && !inSequence(lastSeq, h.BaseSequence):
+		return kerr.OutOfOrderSequenceNumber, fmt.Sprintf("Out of order sequence number for producer %d: %d (incoming seq. number), %d (current end sequence number)",
+			pid, h.BaseSequence, lastSeq)
+	}
+	return nil, ""
+}
+
+// update records a batch of h's producer appended at baseOffset, with h's
+// max timestamp as stored. A new epoch forgets the old epoch's batches.
+func (s *producerStates) update(h *batch.Header, baseOffset int64) {
+	e := s.byID[h.ProducerID]
+	if e == nil {
+		if s.byID == nil {
+			s.byID = map[int64]*producerEntry{}
+		}
+		e = &producerEntry{epoch: -1}
+		s.byID[h.ProducerID] = e
+	}
+	if e.epoch != h.ProducerEpoch {
+		e.epoch, e.n = h.ProducerEpoch, 0
+	}
+	if e.n == producerBatchesRetained {
+		copy(e.batches[:], e.batches[1:])
+		e.n--
+	}
+	_, last := sequenceOf(h)
+	e.batches[e.n] = producerBatch{lastSeq: last, offsetDelta: h.LastOffsetDelta,
+		lastOffset: baseOffset + int64(h.LastOffsetDelta), timestamp: h.MaxTimestamp}
+	e.n++
+	e.lastTimestamp = h.MaxTimestamp
+}
+
+// removeExpired forgets the producers whose last batch is
+// producer.id.expiration.ms older than now (ProducerStateManager.isProducerExpired).
+func (s *producerStates) removeExpired(now int64) {
+	for pid, e := range s.byID {
+		if now-e.lastTimestamp >= producerIDExpirationMs {
+			delete(s.byID, pid)
+		}
+	}
+	s.lastSweep = now
+}
+
+// maybeRemoveExpired runs removeExpired if the last run is
+// producer.id.expiration.check.interval.ms old.
+func (s *producerStates) maybeRemoveExpired(now int64) {
+	if now-s.lastSweep >= producerIDExpirationCheckMs {
+		s.removeExpired(now)
+	}
+}
+
+// load rebuilds the state from the log, which nothing else may use yet:
+// every batch with a producer id from the first batch that may belong to
+// an unexpired producer up to the log end, replayed without checks.
+func (s *producerStates) load(l *storage.Log, now int64) error {
+	s.lastSweep = now
+	first, found, err := l.BatchAtTimestamp(now - producerIDExpirationMs + 1)
+	if err != nil || !found {
+		return err
+	}
+	h, err := batch.ParseHeader(first)
+	if err != nil {
+		return err
+	}
+	offset, end := max(h.BaseOffset, l.StartOffset()), l.EndOffset()
+	var buf []byte
+	for offset < end {
+		if buf, err = l.ReadInto(buf[:0], offset, producerStateReadBytes, end); err != nil {
+			return err
+		}
+		if len(buf) == 0 {
+			return fmt.Errorf("broker: no batch at offset %d below the log end %d", offset, end)
+		}
+		for rest := buf; len(rest) > 0; {
+			h, err := batch.ParseHeader(rest)
+			if err != nil {
+				return err
+			}
+			size := 12 + int(h.BatchLength)
+			if size < batch.HeaderSize || size > len(rest) {
+				return errors.New("broker: the log returned a partial batch")
+			}
+			if h.ProducerID >= 0 && !h.Control() {
+				s.update(&h, h.BaseOffset)
+			}
+			offset = h.LastOffset() + 1
+			rest = rest[size:]
+		}
+	}
+	s.removeExpired(now)
+	return nil
+}
+
+// appendOutcome is what appendBatch did with a batch.
+type appendOutcome struct {
+	// baseOffset is where the batch was appended or, for a duplicate, where
+	// the original was.
+	baseOffset int64
+	// duplicate is set for a retry of a batch still in the producer state:
+	// nothing was appended, and timestamp is the original's max timestamp.
+	duplicate bool
+	timestamp int64
+	// refused is the error the producer state refuses the batch with, and
+	// message says why; nothing was appended.
+	refused *kerr.Error
+	message string
+}
+
+// appendBatch appends one validated batch, stamped and ready to store, to
+// p's log. A batch with a producer id is first checked against the
+// producer state, and the state is updated once the append succeeded; the
+// check and the append are atomic with respect to other appends to p. now
+// (Unix ms) drives expiry. A non-nil error is the log's and nothing was
+// appended.
+func (p *partition) appendBatch(one []byte, now int64) (appendOutcome, error) {
+	h, err := batch.ParseHeader(one)
+	if err != nil {
+		return appendOutcome{}, err
+	}
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	idempotent := h.ProducerID >= 0
+	if idempotent {
+		p.producers.maybeRemoveExpired(now)
+		if dup, ok := p.producers.duplicate(&h); ok {
+			return appendOutcome{baseOffset: dup.firstOffset(), duplicate: true, timestamp: dup.timestamp}, nil
+		}
+		if e, msg := p.producers.check(&h); e != nil {
+			return appendOutcome{refused: e, message: fmt.Sprintf("%s in partition %s-%d", msg, p.topic, p.index)}, nil
+		}
+	}
+	first, _, err := p.log.Append(one)
+	if err != nil {
+		return appendOutcome{}, err
+	}
+	if idempotent {
+		p.producers.update(&h, first)
+	}
+	return appendOutcome{baseOffset: first}, nil
+}
