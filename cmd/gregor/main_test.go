@@ -1,0 +1,124 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// TestMain lets a test run the real binary: the test executable re-runs
+// itself with GREGOR_RUN_MAIN set and then behaves as gregor.
+func TestMain(m *testing.M) {
+	if os.Getenv("GREGOR_RUN_MAIN") != "" {
+		os.Args = append([]string{"gregor"}, strings.Fields(os.Getenv("GREGOR_RUN_MAIN"))...)
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// startGregor runs the binary with args and waits for its readiness line.
+func startGregor(t *testing.T, args string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), "GREGOR_RUN_MAIN="+args)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	ready := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		found := false
+		for sc.Scan() {
+			if !found && strings.Contains(sc.Text(), "gregor: ready") {
+				found = true
+				ready <- true
+			}
+		}
+		if !found {
+			ready <- false
+		}
+	}()
+	select {
+	case ok := <-ready:
+		if !ok {
+			t.Fatal("gregor exited without logging its readiness line")
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("gregor did not log its readiness line")
+	}
+	return cmd
+}
+
+func TestServeStopsCleanlyOnSignalsAndRestartsWithItsData(t *testing.T) {
+	dir := t.TempDir()
+	for i, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		addr := freePort(t)
+		cmd := startGregor(t, "serve --listen "+addr+" --data-dir "+dir)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic("kept"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			if _, err := kadm.NewClient(cl).CreateTopic(ctx, 2, 1, nil, "kept"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("v")}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		offsets, err := kadm.NewClient(cl).ListEndOffsets(ctx, "kept")
+		if err != nil {
+			t.Fatal(err)
+		}
+		total := int64(0)
+		offsets.Each(func(o kadm.ListedOffset) { total += o.Offset })
+		if total != int64(i+1) {
+			t.Fatalf("start %d: %d records in the topic, want %d", i+1, total, i+1)
+		}
+		cl.Close()
+		cancel()
+		if err := cmd.Process.Signal(sig); err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("gregor did not exit cleanly on %v: %v", sig, err)
+		}
+	}
+}
+
+func TestServeRefusesBadFlags(t *testing.T) {
+	for _, args := range []string{"serve --node-id -1", "serve --listen not-an-address", "serve --log-level loud"} {
+		cmd := exec.Command(os.Args[0])
+		cmd.Env = append(os.Environ(), "GREGOR_RUN_MAIN="+args+" --data-dir "+t.TempDir())
+		out, err := cmd.CombinedOutput()
+		if err == nil {
+			t.Fatalf("%q started: %s", args, out)
+		}
+	}
+}
