@@ -106,7 +106,7 @@ func (b *Broker) produceTo(r *request, req *kmsg.ProduceRequest, t *topic, p *pa
 		fail(kerr.InvalidRecord, fmt.Sprintf("Produce requests with version %d are only allowed to contain record batches with magic version 2", req.Version))
 		return
 	}
-	cfg := t.effective
+	cfg := *t.effective.Load()
 	if len(one) > int(cfg.maxMessageBytes) {
 		fail(kerr.MessageTooLarge, fmt.Sprintf("The batch size of %d bytes exceeds max.message.bytes %d", len(one), cfg.maxMessageBytes))
 		return

@@ -59,7 +59,7 @@ func handleCreateTopics(b *Broker, r *request, req *kmsg.CreateTopicsRequest) (k
 			st.NumPartitions = int32(len(b.partitions(t)))
 			st.ReplicationFactor = 1
 			if req.Version >= 5 {
-				st.Configs = describeTopicConfigs(t.configs, b.cfg.TopicDefaults)
+				st.Configs = describeTopicConfigs(b.topicConfigs(t), b.cfg.TopicDefaults)
 			}
 		} else { // validate only: report what would have been created
 			st.NumPartitions = rt.NumPartitions

@@ -145,10 +145,10 @@ func validateTopicConfigs(in map[string]*string) (topicConfigs, error) {
 	for name, value := range in {
 		def, ok := topicConfigByName[name]
 		if !ok {
-			return nil, fmt.Errorf("unknown topic config name: %s", name)
+			return nil, fmt.Errorf("Unknown topic config name: %s", name)
 		}
 		if value == nil {
-			return nil, fmt.Errorf("null value not supported for topic configs: %s", name)
+			return nil, fmt.Errorf("Null value not supported for topic configs: %s", name)
 		}
 		v, err := def.validate(*value)
 		if err != nil {
@@ -229,4 +229,97 @@ func (c topicConfigs) effective(brokerDefaults map[string]string) effectiveTopic
 		segmentIndexBytes:    int(num("segment.index.bytes")),
 		indexIntervalBytes:   int(num("index.interval.bytes")),
 	}
+}
+
+// brokerSynonyms maps a topic config to the broker config that sets its
+// default cluster-wide (Kafka's ServerTopicConfigSynonyms), the name under
+// which DescribeConfigs reports broker-level and default synonyms. Configs
+// absent here have no broker-level synonym.
+var brokerSynonyms = map[string]string{
+	"cleanup.policy":                  "log.cleanup.policy",
+	"compression.gzip.level":          "compression.gzip.level",
+	"compression.lz4.level":           "compression.lz4.level",
+	"compression.type":                "compression.type",
+	"compression.zstd.level":          "compression.zstd.level",
+	"delete.retention.ms":             "log.cleaner.delete.retention.ms",
+	"file.delete.delay.ms":            "log.segment.delete.delay.ms",
+	"flush.messages":                  "log.flush.interval.messages",
+	"flush.ms":                        "log.flush.interval.ms",
+	"index.interval.bytes":            "log.index.interval.bytes",
+	"local.retention.bytes":           "log.local.retention.bytes",
+	"local.retention.ms":              "log.local.retention.ms",
+	"max.compaction.lag.ms":           "log.cleaner.max.compaction.lag.ms",
+	"max.message.bytes":               "message.max.bytes",
+	"message.timestamp.after.max.ms":  "log.message.timestamp.after.max.ms",
+	"message.timestamp.before.max.ms": "log.message.timestamp.before.max.ms",
+	"message.timestamp.type":          "log.message.timestamp.type",
+	"min.cleanable.dirty.ratio":       "log.cleaner.min.cleanable.ratio",
+	"min.compaction.lag.ms":           "log.cleaner.min.compaction.lag.ms",
+	"min.insync.replicas":             "min.insync.replicas",
+	"preallocate":                     "log.preallocate",
+	"retention.bytes":                 "log.retention.bytes",
+	"retention.ms":                    "log.retention.ms",
+	"segment.bytes":                   "log.segment.bytes",
+	"segment.index.bytes":             "log.index.size.max.bytes",
+	"segment.jitter.ms":               "log.roll.jitter.ms",
+	"segment.ms":                      "log.roll.ms",
+	"unclean.leader.election.enable":  "unclean.leader.election.enable",
+}
+
+// topicConfigDocs are Gregor's one-line descriptions of the topic configs,
+// reported by DescribeConfigs v3+ when documentation is asked for. They say
+// what Gregor does with each value.
+var topicConfigDocs = map[string]string{
+	"cleanup.policy":                          "How old log segments are removed: delete by retention, or compact by key (stored; Gregor does not compact yet).",
+	"compression.gzip.level":                  "Gzip level used when the broker recompresses batches (stored only).",
+	"compression.lz4.level":                   "LZ4 level used when the broker recompresses batches (stored only).",
+	"compression.type":                        "Codec of stored batches; Gregor keeps the producer's codec.",
+	"compression.zstd.level":                  "Zstandard level used when the broker recompresses batches (stored only).",
+	"delete.retention.ms":                     "How long compaction keeps tombstones (stored only).",
+	"file.delete.delay.ms":                    "Delay before a deleted segment's files are removed (stored only).",
+	"flush.messages":                          "Records between forced fsyncs of the log (stored only).",
+	"flush.ms":                                "Milliseconds between forced fsyncs of the log (stored only).",
+	"follower.replication.throttled.replicas": "Replicas whose follower replication is throttled (stored only).",
+	"index.interval.bytes":                    "Bytes of log between two offset index entries.",
+	"leader.replication.throttled.replicas":   "Replicas whose leader replication is throttled (stored only).",
+	"local.retention.bytes":                   "Local size limit when tiered storage is on (stored only).",
+	"local.retention.ms":                      "Local time limit when tiered storage is on (stored only).",
+	"max.compaction.lag.ms":                   "Longest a record may stay uncompacted (stored only).",
+	"max.message.bytes":                       "Largest record batch a produce request may carry for this topic.",
+	"message.timestamp.after.max.ms":          "How far a CreateTime timestamp may lie ahead of the broker clock.",
+	"message.timestamp.before.max.ms":         "How far a CreateTime timestamp may lie behind the broker clock.",
+	"message.timestamp.type":                  "Whether records keep the producer's CreateTime or get the broker's LogAppendTime.",
+	"min.cleanable.dirty.ratio":               "Share of uncompacted log that triggers compaction (stored only).",
+	"min.compaction.lag.ms":                   "Shortest a record stays uncompacted (stored only).",
+	"min.insync.replicas":                     "Replicas that must hold a record before an acks=all produce succeeds.",
+	"preallocate":                             "Whether segment files are preallocated (stored only).",
+	"remote.log.copy.disable":                 "Stop copying segments to tiered storage (stored only).",
+	"remote.log.delete.on.disable":            "Delete tiered data when tiered storage is turned off (stored only).",
+	"remote.storage.enable":                   "Tiered storage for this topic; Gregor has none, so only false is accepted.",
+	"retention.bytes":                         "Size limit per partition before old segments are deleted (stored; retention is not enforced yet).",
+	"retention.ms":                            "Age limit before old segments are deleted (stored; retention is not enforced yet).",
+	"segment.bytes":                           "Size at which a new log segment is rolled; no batch may be larger.",
+	"segment.index.bytes":                     "Size of each new segment's offset and time indexes; a full index rolls the segment.",
+	"segment.jitter.ms":                       "Random jitter subtracted from segment.ms (stored only).",
+	"segment.ms":                              "Age at which a new log segment is rolled (stored only).",
+	"unclean.leader.election.enable":          "Whether an out-of-sync replica may become leader (stored only).",
+}
+
+// clone returns a copy of c, for building a changed config set without
+// touching the published one.
+func (c topicConfigs) clone() topicConfigs {
+	out := make(topicConfigs, len(c))
+	for k, v := range c {
+		out[k] = v
+	}
+	return out
+}
+
+// validateAll checks every value of a complete set, returning it normalized.
+func (c topicConfigs) validateAll() (topicConfigs, error) {
+	in := make(map[string]*string, len(c))
+	for k, v := range c {
+		in[k] = &v
+	}
+	return validateTopicConfigs(in)
 }

@@ -11,6 +11,7 @@ import (
 	"path"
 	"sort"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/gregor-broker/gregor/storage"
@@ -18,12 +19,23 @@ import (
 
 // topic is one topic's metadata and its partitions. The partitions slice only
 // grows (CreatePartitions) and is replaced, never mutated, under Broker.mu.
+//
+// configs is replaced, never mutated, under Broker.mu (alterConfigs), so a
+// reader holding Broker.mu for reading may keep the map it read. effective
+// is the parsed form the data path loads without any lock.
 type topic struct {
 	name       string
 	id         [16]byte
 	configs    topicConfigs
-	effective  effectiveTopicConfig
+	effective  atomic.Pointer[effectiveTopicConfig]
 	partitions []*partition
+}
+
+// setConfigs publishes a new config set and its effective form.
+func (t *topic) setConfigs(configs topicConfigs, brokerDefaults map[string]string) {
+	t.configs = configs
+	e := configs.effective(brokerDefaults)
+	t.effective.Store(&e)
 }
 
 // topicRecord is how a topic is persisted in the metadata file.
@@ -136,12 +148,12 @@ func (c *catalog) load() error {
 		if err != nil || len(idBytes) != 16 {
 			return fmt.Errorf("broker: %s: topic %q has a bad id %q", metadataFile, rec.Name, rec.ID)
 		}
-		t := &topic{name: rec.Name, configs: rec.Configs}
+		t := &topic{name: rec.Name}
 		copy(t.id[:], idBytes)
-		if t.configs == nil {
-			t.configs = topicConfigs{}
+		if rec.Configs == nil {
+			rec.Configs = topicConfigs{}
 		}
-		t.effective = t.configs.effective(c.defaults)
+		t.setConfigs(rec.Configs, c.defaults)
 		for p := int32(0); p < rec.Partitions; p++ {
 			part, err := c.openPartition(t, p)
 			if err != nil {
@@ -157,7 +169,7 @@ func (c *catalog) load() error {
 }
 
 func (c *catalog) openPartition(t *topic, p int32) (*partition, error) {
-	l, err := storage.Open(c.fs, path.Join(c.dir, partitionDir(t.name, p)), t.effective.storageConfig())
+	l, err := storage.Open(c.fs, path.Join(c.dir, partitionDir(t.name, p)), t.effective.Load().storageConfig())
 	if err != nil {
 		return nil, fmt.Errorf("broker: opening partition %s-%d: %w", t.name, p, err)
 	}
@@ -171,8 +183,8 @@ func (c *catalog) openPartition(t *topic, p int32) (*partition, error) {
 
 // create adds a topic with n partitions and persists the catalogue.
 func (c *catalog) create(name string, n int32, configs topicConfigs) (*topic, error) {
-	t := &topic{name: name, id: newTopicID(), configs: configs}
-	t.effective = configs.effective(c.defaults)
+	t := &topic{name: name, id: newTopicID()}
+	t.setConfigs(configs, c.defaults)
 	for p := int32(0); p < n; p++ {
 		part, err := c.openPartition(t, p)
 		if err != nil {
@@ -219,6 +231,28 @@ func (c *catalog) addPartitions(t *topic, n int32) error {
 		return err
 	}
 	return nil
+}
+
+// alterConfigs replaces t's configs with configs (already validated) and
+// persists the catalogue; on failure t keeps its old configs. The new
+// effective config applies to the next request at once, and the segment
+// settings to each partition log's next append (segment.bytes,
+// index.interval.bytes) or next segment (segment.index.bytes).
+func (c *catalog) alterConfigs(t *topic, configs topicConfigs) error {
+	old := t.configs
+	t.setConfigs(configs, c.defaults)
+	if err := c.save(); err != nil {
+		t.setConfigs(old, c.defaults)
+		return err
+	}
+	sc := t.effective.Load().storageConfig()
+	var errs []error
+	for _, p := range t.partitions {
+		if err := p.log.SetConfig(sc); err != nil {
+			errs = append(errs, fmt.Errorf("broker: applying configs to %s-%d: %w", t.name, p.index, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // remove deletes a topic and its data.

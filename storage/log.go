@@ -663,3 +663,32 @@ func (l *Log) Delete() error {
 	}
 	return nil
 }
+
+// Size returns the bytes of record batches the log holds, summed over its
+// segments (index files are not counted), as DescribeLogDirs reports a
+// partition's size. It is safe to call concurrently with appends.
+func (l *Log) Size() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	var n int64
+	for _, s := range l.segments {
+		n += s.size
+	}
+	return n
+}
+
+// SetConfig replaces the log's segment settings while it is open, as a
+// topic config alteration does. SegmentBytes and IndexIntervalBytes apply
+// from the next append; SegmentIndexBytes to segments created after the
+// call, existing segments keeping the index capacity they were created
+// with. cfg.Logger is ignored: the log keeps the logger it was opened with.
+func (l *Log) SetConfig(cfg Config) error {
+	if err := cfg.validate(); err != nil {
+		return err
+	}
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	cfg.Logger = l.cfg.Logger
+	l.cfg = cfg
+	return nil
+}

@@ -1,0 +1,261 @@
+package broker
+
+// IncrementalAlterConfigs (key 44), v0-v1, the range Kafka 4 serves.
+//
+// Per resource, changes apply all or nothing, are persisted in
+// gregor-topics.json before the response, and act on the next request
+// (max.message.bytes, the timestamp checks, min.insync.replicas) or, for
+// the segment settings, the next append (segment.bytes,
+// index.interval.bytes) or next segment (segment.index.bytes).
+// Operations: SET (0), DELETE (1, back to the broker default), APPEND (2)
+// and SUBTRACT (3) on list-typed configs (cleanup.policy and the throttled
+// replica lists), which add missing items or remove present ones.
+// ValidateOnly checks without changing anything.
+//
+// Errors, in the order Kafka checks them (ConfigAdminManager.preprocess,
+// then the controller's ConfigurationControlManager): a resource named
+// twice is INVALID_REQUEST for both; a config named twice, a null value for
+// an operation other than DELETE, or an operation outside 0-3 is
+// INVALID_REQUEST. TOPIC: an empty name is INVALID_REQUEST, an invalid one
+// INVALID_TOPIC_EXCEPTION, a missing one UNKNOWN_TOPIC_OR_PARTITION; APPEND
+// or SUBTRACT on a non-list config, an unknown name or a bad value is
+// INVALID_CONFIG with Kafka's message. BROKER: the name must be "" or this
+// node's id, else INVALID_REQUEST; Gregor has no dynamic broker configs, so
+// altering one it reports is INVALID_REQUEST ("Cannot update these configs
+// dynamically", as Kafka says of a read-only broker config) and any other
+// name INVALID_CONFIG ("Unknown config name"). BROKER_LOGGER, CLIENT_METRICS
+// and GROUP, which Kafka serves, are INVALID_REQUEST until Gregor has them;
+// other types INVALID_REQUEST "Unknown resource type".
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(44, 0, 1, handleIncrementalAlterConfigs) }
+
+// Incremental config operations.
+const (
+	opSet      = 0
+	opDelete   = 1
+	opAppend   = 2
+	opSubtract = 3
+)
+
+var opNames = [...]string{"SET", "DELETE", "APPEND", "SUBTRACT"}
+
+// configChange is one requested change of a config resource.
+type configChange struct {
+	name  string
+	op    int8
+	value *string
+}
+
+// alterResult is a resource's outcome: nil error for success.
+type alterResult struct {
+	err *kerr.Error
+	msg string
+}
+
+func handleIncrementalAlterConfigs(b *Broker, r *request, req *kmsg.IncrementalAlterConfigsRequest) (kmsg.Response, error) {
+	resp := newResponse[*kmsg.IncrementalAlterConfigsResponse](req)
+	keys := make([]resourceKey, len(req.Resources))
+	for i, rr := range req.Resources {
+		keys[i] = resourceKey{int8(rr.ResourceType), rr.ResourceName}
+	}
+	dups := duplicateResources(keys)
+	for i, rr := range req.Resources {
+		changes := make([]configChange, len(rr.Configs))
+		for j, c := range rr.Configs {
+			changes[j] = configChange{c.Name, int8(c.Op), c.Value}
+		}
+		res := alterResult{kerr.InvalidRequest, "Each resource must appear at most once."}
+		if !dups[keys[i]] {
+			res = b.alterConfigs(keys[i], changes, true, req.ValidateOnly)
+		}
+		out := kmsg.NewIncrementalAlterConfigsResponseResource()
+		out.ResourceType, out.ResourceName = rr.ResourceType, rr.ResourceName
+		out.ErrorCode = errCode(res.err)
+		if res.err != nil && res.msg != "" {
+			msg := res.msg
+			out.ErrorMessage = &msg
+		}
+		resp.Resources = append(resp.Resources, out)
+	}
+	return resp, nil
+}
+
+type resourceKey struct {
+	typ  int8
+	name string
+}
+
+func duplicateResources(keys []resourceKey) map[resourceKey]bool {
+	seen := map[resourceKey]int{}
+	for _, k := range keys {
+		seen[k]++
+	}
+	dups := map[resourceKey]bool{}
+	for k, n := range seen {
+		if n > 1 {
+			dups[k] = true
+		}
+	}
+	return dups
+}
+
+// alterConfigs checks and applies the changes to one resource. incremental
+// selects IncrementalAlterConfigs semantics; otherwise the changes (all
+// SET) replace the resource's whole config set, as legacy AlterConfigs does.
+func (b *Broker) alterConfigs(key resourceKey, changes []configChange, incremental, validateOnly bool) alterResult {
+	seen := map[string]bool{}
+	var nulls []string
+	for _, c := range changes {
+		if seen[c.name] {
+			return alterResult{kerr.InvalidRequest, "Error due to duplicate config keys"}
+		}
+		seen[c.name] = true
+		if c.op != opDelete && c.value == nil {
+			nulls = append(nulls, c.name)
+		}
+	}
+	if len(nulls) > 0 {
+		return alterResult{kerr.InvalidRequest, "Null value not supported for : " + strings.Join(nulls, ", ")}
+	}
+	for _, c := range changes {
+		if c.op < opSet || c.op > opSubtract {
+			return alterResult{kerr.InvalidRequest, fmt.Sprintf("Unknown operations type %d", c.op)}
+		}
+	}
+	switch key.typ {
+	case resourceTopic:
+		return b.alterTopicConfigs(key.name, changes, incremental, validateOnly)
+	case resourceBroker:
+		return b.alterBrokerConfigs(key.name, changes, incremental)
+	case resourceBrokerLogger:
+		if !incremental {
+			return alterResult{kerr.InvalidRequest, fmt.Sprintf("Unknown resource type %d", key.typ)}
+		}
+		fallthrough
+	case resourceClientMetrics, resourceGroup:
+		return alterResult{kerr.InvalidRequest, "Unsupported resource type: " + resourceTypeName(key.typ)}
+	}
+	return alterResult{kerr.InvalidRequest, fmt.Sprintf("Unknown resource type %d", key.typ)}
+}
+
+func (b *Broker) alterTopicConfigs(name string, changes []configChange, incremental, validateOnly bool) alterResult {
+	if name == "" {
+		return alterResult{kerr.InvalidRequest, "Default topic resources are not allowed."}
+	}
+	if err := validateTopicName(name); err != nil {
+		return alterResult{kerr.InvalidTopicException, err.Error()}
+	}
+	// Broker.mu is held for writing throughout, so the set validated is the
+	// set replaced and a concurrent alteration cannot be lost.
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t := b.catalog.byName[name]
+	if t == nil {
+		return alterResult{kerr.UnknownTopicOrPartition, fmt.Sprintf("The topic '%s' does not exist.", name)}
+	}
+	next := topicConfigs{}
+	if incremental {
+		next = t.configs.clone()
+	}
+	for _, c := range changes {
+		switch c.op {
+		case opSet:
+			next[c.name] = *c.value
+		case opDelete:
+			delete(next, c.name)
+		case opAppend, opSubtract:
+			def := topicConfigByName[c.name]
+			if def == nil || def.kind != kindList {
+				return alterResult{kerr.InvalidConfig, fmt.Sprintf("Can't %s to key %s because its type is not LIST.", opNames[c.op], c.name)}
+			}
+			current, ok := next[c.name]
+			if !ok { // Kafka edits the schema default, not the broker's
+				current = def.def
+			}
+			next[c.name] = editList(current, *c.value, c.op == opAppend)
+		}
+	}
+	next, err := next.validateAll()
+	if err != nil {
+		return alterResult{kerr.InvalidConfig, err.Error()}
+	}
+	if validateOnly {
+		return alterResult{}
+	}
+	if err := b.catalog.alterConfigs(t, next); err != nil {
+		b.log.Error("altering topic configs failed", "topic", name, "err", err)
+		return alterResult{kerr.UnknownServerError, err.Error()}
+	}
+	b.log.Info("altered topic configs", "topic", name, "configs", len(next))
+	return alterResult{}
+}
+
+// editList appends the items of change missing from list, or removes those
+// present, keeping list's order.
+func editList(list, change string, appendItems bool) string {
+	var items []string
+	for _, s := range strings.Split(list, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			items = append(items, s)
+		}
+	}
+	for _, s := range strings.Split(change, ",") {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		i := indexOf(items, s)
+		switch {
+		case appendItems && i < 0:
+			items = append(items, s)
+		case !appendItems && i >= 0:
+			items = append(items[:i], items[i+1:]...)
+		}
+	}
+	return strings.Join(items, ",")
+}
+
+func indexOf(list []string, s string) int {
+	for i, x := range list {
+		if x == s {
+			return i
+		}
+	}
+	return -1
+}
+
+// alterBrokerConfigs refuses every change: Gregor's broker settings are all
+// read-only at run time.
+func (b *Broker) alterBrokerConfigs(name string, changes []configChange, incremental bool) alterResult {
+	if name != "" {
+		id, err := strconv.ParseInt(name, 10, 32)
+		if err != nil {
+			return alterResult{kerr.InvalidRequest, "Node id must be an integer, but it is: " + name}
+		}
+		if int32(id) != b.cfg.NodeID {
+			return alterResult{kerr.InvalidRequest, fmt.Sprintf("Unexpected broker id, expected %d, but received %s", b.cfg.NodeID, name)}
+		}
+	}
+	var names []string
+	for _, c := range changes {
+		if incremental && brokerConfigByName[c.name] == nil {
+			return alterResult{kerr.InvalidConfig, "Unknown config name: " + c.name}
+		}
+		names = append(names, c.name)
+	}
+	if len(names) == 0 {
+		return alterResult{}
+	}
+	sort.Strings(names)
+	return alterResult{kerr.InvalidRequest, fmt.Sprintf("Cannot update these configs dynamically: Set(%s)", strings.Join(names, ", "))}
+}

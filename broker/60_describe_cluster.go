@@ -1,0 +1,54 @@
+package broker
+
+// DescribeCluster (key 60), v0-v2, what the Java admin client's
+// describeCluster uses.
+//
+// Answers this broker alone, as controller id too (a KRaft broker answers a
+// live broker's id there). ClusterAuthorizedOperations, when asked for, is
+// every cluster operation, since there is no authorizer; otherwise Kafka's
+// "not asked" value, the minimum int32.
+// v1: EndpointType. 1 (brokers) is served; 2 (controllers) is
+// MISMATCHED_ENDPOINT_TYPE, since clients reach the broker listener; any
+// other value UNSUPPORTED_ENDPOINT_TYPE, both with Kafka's message and
+// nothing else filled in (AuthHelper.computeDescribeClusterResponse).
+// v2: IncludeFencedBrokers and IsFenced; this broker is never fenced.
+
+import (
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(60, 0, 2, handleDescribeCluster) }
+
+func handleDescribeCluster(b *Broker, r *request, req *kmsg.DescribeClusterRequest) (kmsg.Response, error) {
+	resp := newResponse[*kmsg.DescribeClusterResponse](req)
+	endpoint := req.EndpointType
+	if req.Version < 1 {
+		endpoint = 1
+	}
+	switch endpoint {
+	case 1:
+	case 2:
+		resp.ErrorCode = kerr.MismatchedEndpointType.Code
+		msg := "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER"
+		resp.ErrorMessage = &msg
+		return resp, nil
+	default:
+		resp.ErrorCode = kerr.UnsupportedEndpointType.Code
+		msg := fmt.Sprintf("Unsupported endpoint type %d", endpoint)
+		resp.ErrorMessage = &msg
+		return resp, nil
+	}
+	resp.EndpointType = 1
+	resp.ClusterID = b.catalog.clusterID
+	resp.ControllerID = b.cfg.NodeID
+	if req.IncludeClusterAuthorizedOperations {
+		resp.ClusterAuthorizedOperations = allClusterOperations
+	}
+	broker := kmsg.NewDescribeClusterResponseBroker()
+	broker.NodeID, broker.Host, broker.Port = b.cfg.NodeID, b.advertised.host, b.advertised.port
+	resp.Brokers = []kmsg.DescribeClusterResponseBroker{broker}
+	return resp, nil
+}
