@@ -1,0 +1,601 @@
+package gregor.compat;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicIntegerArray;
+import java.util.concurrent.atomic.AtomicReference;
+
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.AlterConfigOp;
+import org.apache.kafka.clients.admin.Config;
+import org.apache.kafka.clients.admin.ConfigEntry;
+import org.apache.kafka.clients.admin.ConsumerGroupDescription;
+import org.apache.kafka.clients.admin.DeletedRecords;
+import org.apache.kafka.clients.admin.ListOffsetsResult;
+import org.apache.kafka.clients.admin.MemberDescription;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.admin.RecordsToDelete;
+import org.apache.kafka.clients.admin.TopicDescription;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.GroupState;
+import org.apache.kafka.common.IsolationLevel;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.config.ConfigResource;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+
+import gregor.compat.Main.Args;
+import gregor.compat.Main.NotApplicable;
+import gregor.compat.Main.Outcome;
+
+/** The scenarios of compat-tests/scenarios.md, written with the official Java client. */
+final class Scenarios {
+    private Scenarios() {}
+
+    private static final Duration POLL = Duration.ofMillis(100);
+    /** How long a scenario waits for something that should happen (well inside run.py's 60 s). */
+    private static final long WAIT_MS = 30_000;
+
+    static Outcome run(Args a) throws Exception {
+        return switch (a.scenario()) {
+            case "admin-topics" -> adminTopics(a);
+            case "produce-consume-none" -> produceConsume(a, "none");
+            case "produce-consume-gzip" -> produceConsume(a, "gzip");
+            case "produce-consume-snappy" -> produceConsume(a, "snappy");
+            case "produce-consume-lz4" -> produceConsume(a, "lz4");
+            case "produce-consume-zstd" -> produceConsume(a, "zstd");
+            case "offsets-by-timestamp" -> offsetsByTimestamp(a);
+            case "consumer-group" -> consumerGroup(a);
+            case "idempotent-producer" -> idempotentProducer(a);
+            case "transactions" -> transactions(a);
+            case "configs" -> configs(a);
+            case "delete-records" -> deleteRecords(a);
+            // helper for the kafka-cli adapter: no CLI tool can set record timestamps
+            case "_seed-offsets-by-timestamp" -> seedOffsetsByTimestamp(a);
+            default -> throw new NotApplicable("scenario '" + a.scenario() + "' is not implemented by the java adapter");
+        };
+    }
+
+    // ---------------------------------------------------------------- clients
+
+    static Admin admin(Args a) {
+        Properties p = new Properties();
+        p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, a.bootstrap());
+        p.put(AdminClientConfig.CLIENT_ID_CONFIG, "compat-java-admin");
+        p.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, 10_000);
+        p.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, 30_000);
+        return Admin.create(p);
+    }
+
+    static KafkaProducer<byte[], byte[]> producer(Args a, Map<String, Object> extra) {
+        Properties p = new Properties();
+        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, a.bootstrap());
+        p.put(ProducerConfig.CLIENT_ID_CONFIG, "compat-java-producer");
+        p.put(ProducerConfig.ACKS_CONFIG, "all");
+        p.put(ProducerConfig.LINGER_MS_CONFIG, 5);
+        p.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, 10_000);
+        p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, 30_000);
+        p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, 30_000);
+        p.putAll(extra);
+        return new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer());
+    }
+
+    static KafkaConsumer<byte[], byte[]> consumer(Args a, Map<String, Object> extra) {
+        Properties p = new Properties();
+        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, a.bootstrap());
+        p.put(ConsumerConfig.CLIENT_ID_CONFIG, "compat-java-consumer");
+        p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
+        p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        p.put(ConsumerConfig.REQUEST_TIMEOUT_MS_CONFIG, 10_000);
+        p.put(ConsumerConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, 30_000);
+        p.putAll(extra);
+        return new KafkaConsumer<>(p, new ByteArrayDeserializer(), new ByteArrayDeserializer());
+    }
+
+    static void createTopic(Admin admin, String topic, int partitions) throws Exception {
+        admin.createTopics(List.of(new NewTopic(topic, partitions, (short) 1))).all().get(WAIT_MS, TimeUnit.MILLISECONDS);
+        // wait until every partition has a leader in the metadata we get back
+        long deadline = System.currentTimeMillis() + WAIT_MS;
+        while (true) {
+            try {
+                TopicDescription d = admin.describeTopics(List.of(topic)).allTopicNames().get().get(topic);
+                if (d.partitions().size() == partitions && d.partitions().stream().allMatch(p -> p.leader() != null)) {
+                    return;
+                }
+            } catch (ExecutionException e) {
+                if (System.currentTimeMillis() > deadline) throw e;
+            }
+            if (System.currentTimeMillis() > deadline) throw new IllegalStateException("topic " + topic + " has no leaders");
+            Thread.sleep(100);
+        }
+    }
+
+    /** Sends records first..first+count-1 of the generator, to partition i % partitions. Returns their metadata. */
+    static List<RecordMetadata> produce(KafkaProducer<byte[], byte[]> producer, String topic, int first, int count,
+                                        int partitions, long tsStep) throws Exception {
+        List<Future<RecordMetadata>> futures = new ArrayList<>(count);
+        for (int i = first; i < first + count; i++) {
+            futures.add(producer.send(new ProducerRecord<>(topic, i % partitions, Records.TS_BASE + tsStep * i,
+                    Records.key(i), Records.value(i), Records.headers(i))));
+        }
+        producer.flush();
+        List<RecordMetadata> out = new ArrayList<>(count);
+        for (Future<RecordMetadata> f : futures) out.add(f.get(WAIT_MS, TimeUnit.MILLISECONDS));
+        return out;
+    }
+
+    /** Reads one partition from its earliest offset up to its end offset (the LSO under read_committed). */
+    static List<ConsumerRecord<byte[], byte[]>> readAll(Args a, TopicPartition tp, IsolationLevel isolation) {
+        try (KafkaConsumer<byte[], byte[]> c = consumer(a, Map.of(
+                ConsumerConfig.ISOLATION_LEVEL_CONFIG, isolation.toString(),
+                ConsumerConfig.CLIENT_ID_CONFIG, "compat-java-reader"))) {
+            c.assign(List.of(tp));
+            c.seekToBeginning(List.of(tp));
+            long end = c.endOffsets(List.of(tp)).get(tp);
+            List<ConsumerRecord<byte[], byte[]>> out = new ArrayList<>();
+            long deadline = System.currentTimeMillis() + WAIT_MS;
+            while (c.position(tp) < end) {
+                if (System.currentTimeMillis() > deadline) {
+                    throw new IllegalStateException("reading " + tp + " stalled at offset " + c.position(tp) + " of " + end);
+                }
+                for (ConsumerRecord<byte[], byte[]> r : c.poll(POLL)) out.add(r);
+            }
+            return out;
+        }
+    }
+
+    /**
+     * Checks records read back against the generator (index i at offset offsetBase+i, timestamps TS_BASE+tsStep*i)
+     * and puts count, first/last offset and both digests into the outcome.
+     */
+    static void verifyAndDigest(Outcome o, List<ConsumerRecord<byte[], byte[]>> recs, int expectedCount, long tsStep) {
+        Records.Digest d = new Records.Digest();
+        int bad = 0;
+        String firstBad = null;
+        for (int n = 0; n < recs.size(); n++) {
+            ConsumerRecord<byte[], byte[]> r = recs.get(n);
+            d.add(r.offset(), r.key(), r.value(), r.headers(), r.timestamp());
+            String why = null;
+            if (r.offset() != n) why = "offset " + r.offset() + " at position " + n;
+            else if (!java.util.Arrays.equals(r.key(), Records.key(n))) why = "key at offset " + n;
+            else if (!java.util.Arrays.equals(r.value(), Records.value(n))) why = "value at offset " + n;
+            else if (!Records.headerText(r.headers()).equals(Records.headerText(Records.headers(n)))) why = "headers at offset " + n;
+            else if (r.timestamp() != Records.TS_BASE + tsStep * n) why = "timestamp at offset " + n + ": " + r.timestamp();
+            else if (!"CreateTime".equals(r.timestampType().toString())) why = "timestamp type " + r.timestampType();
+            if (why != null && bad++ == 0) firstBad = why;
+        }
+        o.put("count", recs.size());
+        o.put("first_offset", recs.isEmpty() ? null : recs.get(0).offset());
+        o.put("last_offset", recs.isEmpty() ? null : recs.get(recs.size() - 1).offset());
+        o.put("sha256", d.full());
+        o.put("sha256_kvh", d.kvh());
+        o.expect("count", expectedCount, recs.size());
+        o.check(bad == 0, bad + " records differ from what was produced (first: " + firstBad + ")");
+    }
+
+    // ---------------------------------------------------------------- scenarios
+
+    static Outcome adminTopics(Args a) throws Exception {
+        Outcome o = new Outcome();
+        String t = a.topic();
+        try (Admin admin = admin(a)) {
+            admin.createTopics(List.of(new NewTopic(t, 3, (short) 1))).all().get();
+            o.put("create", "NONE");
+
+            boolean listed = false;
+            int partitions = -1;
+            long deadline = System.currentTimeMillis() + WAIT_MS;
+            while (System.currentTimeMillis() < deadline) {
+                listed = admin.listTopics().names().get().contains(t);
+                try {
+                    partitions = admin.describeTopics(List.of(t)).allTopicNames().get().get(t).partitions().size();
+                } catch (ExecutionException e) {
+                    partitions = -1;
+                }
+                if (listed && partitions == 3) break;
+                Thread.sleep(100);
+            }
+            o.put("listed", listed);
+            o.put("partitions", partitions);
+            o.expect("listed", true, listed);
+            o.expect("partitions", 3, partitions);
+
+            o.put("create_again_error", errorOf(() -> admin.createTopics(List.of(new NewTopic(t, 3, (short) 1))).all().get()));
+            o.put("create_invalid_error", errorOf(() -> admin.createTopics(List.of(new NewTopic("bad/name", 1, (short) 1))).all().get()));
+            o.put("delete", errorOf(() -> admin.deleteTopics(List.of(t)).all().get()));
+
+            String after = "NONE";
+            deadline = System.currentTimeMillis() + WAIT_MS;
+            while (System.currentTimeMillis() < deadline) {
+                after = errorOf(() -> admin.describeTopics(List.of(t)).allTopicNames().get());
+                if (!after.equals("NONE")) break;
+                Thread.sleep(100);
+            }
+            o.put("describe_after_delete_error", after);
+        }
+        o.expect("create_again_error", "TOPIC_ALREADY_EXISTS", o.observed.get("create_again_error"));
+        o.expect("create_invalid_error", "INVALID_TOPIC_EXCEPTION", o.observed.get("create_invalid_error"));
+        o.expect("delete", "NONE", o.observed.get("delete"));
+        o.expect("describe_after_delete_error", "UNKNOWN_TOPIC_OR_PARTITION", o.observed.get("describe_after_delete_error"));
+        return o;
+    }
+
+    interface Call {
+        void run() throws Exception;
+    }
+
+    /** "NONE" when the call succeeds, else Kafka's error name. */
+    static String errorOf(Call c) {
+        try {
+            c.run();
+            return "NONE";
+        } catch (Exception e) {
+            return Main.errorName(e);
+        }
+    }
+
+    static Outcome produceConsume(Args a, String codec) throws Exception {
+        Outcome o = new Outcome();
+        String t = a.topic();
+        TopicPartition tp = new TopicPartition(t, 0);
+        try (Admin admin = admin(a)) {
+            createTopic(admin, t, 1);
+        }
+        List<RecordMetadata> md;
+        try (KafkaProducer<byte[], byte[]> p = producer(a, Map.of(ProducerConfig.COMPRESSION_TYPE_CONFIG, codec))) {
+            md = produce(p, t, 0, 1000, 1, 1);
+        }
+        int misplaced = 0;
+        for (int i = 0; i < md.size(); i++) if (md.get(i).offset() != i) misplaced++;
+        o.check(misplaced == 0, misplaced + " produce acknowledgements carry an unexpected offset");
+        verifyAndDigest(o, readAll(a, tp, IsolationLevel.READ_UNCOMMITTED), 1000, 1);
+        o.put("timestamp_type", "CreateTime");
+        o.expect("first_offset", 0L, o.observed.get("first_offset"));
+        o.expect("last_offset", 999L, o.observed.get("last_offset"));
+        return o;
+    }
+
+    static Outcome seedOffsetsByTimestamp(Args a) throws Exception {
+        Outcome o = new Outcome();
+        try (Admin admin = admin(a)) {
+            createTopic(admin, a.topic(), 1);
+        }
+        try (KafkaProducer<byte[], byte[]> p = producer(a, Map.of())) {
+            List<RecordMetadata> md = produce(p, a.topic(), 0, 100, 1, 10);
+            o.put("produced", md.size());
+        }
+        return o;
+    }
+
+    static Outcome offsetsByTimestamp(Args a) throws Exception {
+        Outcome o = new Outcome();
+        String t = a.topic();
+        TopicPartition tp = new TopicPartition(t, 0);
+        seedOffsetsByTimestamp(a);
+        try (Admin admin = admin(a)) {
+            Map<String, OffsetSpec> specs = new java.util.LinkedHashMap<>();
+            specs.put("earliest", OffsetSpec.earliest());
+            specs.put("latest", OffsetSpec.latest());
+            specs.put("by_timestamp", OffsetSpec.forTimestamp(Records.TS_BASE + 505));
+            specs.put("max_timestamp", OffsetSpec.maxTimestamp());
+            specs.put("past_end", OffsetSpec.forTimestamp(Records.TS_BASE + 10_000));
+            for (Map.Entry<String, OffsetSpec> e : specs.entrySet()) {
+                ListOffsetsResult.ListOffsetsResultInfo info =
+                        admin.listOffsets(Map.of(tp, e.getValue())).partitionResult(tp).get();
+                o.put(e.getKey(), info.offset());
+            }
+        }
+        o.expect("earliest", 0L, o.observed.get("earliest"));
+        o.expect("latest", 100L, o.observed.get("latest"));
+        o.expect("by_timestamp", 51L, o.observed.get("by_timestamp"));
+        o.expect("max_timestamp", 99L, o.observed.get("max_timestamp"));
+        o.expect("past_end", -1L, o.observed.get("past_end"));
+        return o;
+    }
+
+    static Outcome consumerGroup(Args a) throws Exception {
+        Outcome o = new Outcome();
+        String t = a.topic();
+        String group = t + "-g";
+        final int partitions = 6;
+        try (Admin admin = admin(a)) {
+            createTopic(admin, t, partitions);
+
+            // phase 1: three members, stable with 2 partitions each, then 600 records between them
+            Set<Integer> seen = ConcurrentHashMap.newKeySet();
+            AtomicIntegerArray perConsumer = new AtomicIntegerArray(3);
+            AtomicBoolean stop = new AtomicBoolean();
+            AtomicReference<Throwable> failure = new AtomicReference<>();
+            List<Thread> threads = new ArrayList<>();
+            for (int n = 0; n < 3; n++) {
+                final int id = n;
+                Thread th = new Thread(() -> {
+                    try (KafkaConsumer<byte[], byte[]> c = consumer(a, Map.of(
+                            ConsumerConfig.GROUP_ID_CONFIG, group,
+                            ConsumerConfig.GROUP_PROTOCOL_CONFIG, "classic",
+                            ConsumerConfig.CLIENT_ID_CONFIG, "compat-java-member-" + id))) {
+                        c.subscribe(List.of(t), new ConsumerRebalanceListener() {
+                            @Override
+                            public void onPartitionsRevoked(java.util.Collection<TopicPartition> parts) {
+                                commitQuietly(c);
+                            }
+
+                            @Override
+                            public void onPartitionsAssigned(java.util.Collection<TopicPartition> parts) {}
+                        });
+                        while (!stop.get()) {
+                            ConsumerRecords<byte[], byte[]> recs = c.poll(POLL);
+                            for (ConsumerRecord<byte[], byte[]> r : recs) {
+                                seen.add(Records.indexOf(r.key()));
+                                perConsumer.incrementAndGet(id);
+                            }
+                            if (!recs.isEmpty()) commitQuietly(c);
+                        }
+                        commitQuietly(c);
+                    } catch (Throwable e) {
+                        failure.compareAndSet(null, e);
+                    }
+                }, "member-" + n);
+                th.start();
+                threads.add(th);
+            }
+            try {
+                boolean stable = waitFor(() -> {
+                    ConsumerGroupDescription d = admin.describeConsumerGroups(List.of(group)).all().get().get(group);
+                    if (d.groupState() != GroupState.STABLE || d.members().size() != 3) return false;
+                    for (MemberDescription m : d.members()) {
+                        if (m.assignment().topicPartitions().size() != 2) return false;
+                    }
+                    return true;
+                });
+                o.put("members_stable", stable ? 3 : 0);
+                o.check(stable, "the group never became Stable with 3 members of 2 partitions each");
+                try (KafkaProducer<byte[], byte[]> p = producer(a, Map.of())) {
+                    produce(p, t, 0, 600, partitions, 1);
+                }
+                boolean all = waitFor(() -> seen.size() >= 600 || failure.get() != null);
+                o.check(all, "the members consumed only " + seen.size() + " of 600 records");
+                // every member commits after each poll: wait until the commits cover all 600
+                waitFor(() -> sum(committed(admin, group, t, partitions)) >= 600 || failure.get() != null);
+            } finally {
+                stop.set(true);
+                for (Thread th : threads) th.join(WAIT_MS);
+            }
+            if (failure.get() != null) throw new ExecutionException("a group member failed", failure.get());
+            List<Integer> counts = new ArrayList<>();
+            for (int n = 0; n < 3; n++) counts.add(perConsumer.get(n));
+            Collections.sort(counts);
+            o.put("distinct_consumed", seen.size());
+            o.put("per_consumer", counts);
+            List<Long> committed = committed(admin, group, t, partitions);
+            o.put("committed", committed);
+            o.expect("distinct_consumed", 600, seen.size());
+            o.expect("per_consumer", List.of(200, 200, 200), counts);
+            o.expect("committed", List.of(100L, 100L, 100L, 100L, 100L, 100L), committed);
+
+            // phase 2: a new member resumes from the commits: nothing old, then exactly the 10 new records
+            int old = 0, fresh = 0;
+            try (KafkaConsumer<byte[], byte[]> c = consumer(a, Map.of(
+                    ConsumerConfig.GROUP_ID_CONFIG, group,
+                    ConsumerConfig.GROUP_PROTOCOL_CONFIG, "classic",
+                    ConsumerConfig.CLIENT_ID_CONFIG, "compat-java-member-4"))) {
+                c.subscribe(List.of(t));
+                long deadline = System.currentTimeMillis() + WAIT_MS;
+                while (c.assignment().size() < partitions && System.currentTimeMillis() < deadline) {
+                    for (ConsumerRecord<byte[], byte[]> r : c.poll(POLL)) old++;
+                }
+                o.check(c.assignment().size() == partitions, "the new member got " + c.assignment().size() + " partitions");
+                long quiet = System.currentTimeMillis() + 2000;
+                while (System.currentTimeMillis() < quiet) {
+                    for (ConsumerRecord<byte[], byte[]> r : c.poll(POLL)) old++;
+                }
+                try (KafkaProducer<byte[], byte[]> p = producer(a, Map.of())) {
+                    produce(p, t, 600, 10, partitions, 1);
+                }
+                deadline = System.currentTimeMillis() + WAIT_MS;
+                while (fresh < 10 && System.currentTimeMillis() < deadline) {
+                    for (ConsumerRecord<byte[], byte[]> r : c.poll(POLL)) {
+                        if (Records.indexOf(r.key()) >= 600) fresh++;
+                        else old++;
+                    }
+                }
+                c.commitSync();
+            }
+            o.put("resumed_old", old);
+            o.put("new_seen", fresh);
+            List<Long> after = committed(admin, group, t, partitions);
+            o.put("committed_after", after);
+            o.expect("resumed_old", 0, old);
+            o.expect("new_seen", 10, fresh);
+            o.expect("committed_after", List.of(102L, 102L, 102L, 102L, 101L, 101L), after);
+        }
+        return o;
+    }
+
+    static void commitQuietly(KafkaConsumer<byte[], byte[]> c) {
+        try {
+            c.commitSync();
+        } catch (Exception e) {
+            // a rebalance got in the way; the next owner re-reads from the last commit
+        }
+    }
+
+    static List<Long> committed(Admin admin, String group, String topic, int partitions) throws Exception {
+        Map<TopicPartition, OffsetAndMetadata> m =
+                admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get();
+        List<Long> out = new ArrayList<>();
+        for (int p = 0; p < partitions; p++) {
+            OffsetAndMetadata om = m.get(new TopicPartition(topic, p));
+            out.add(om == null ? -1L : om.offset());
+        }
+        return out;
+    }
+
+    static long sum(List<Long> l) {
+        long s = 0;
+        for (long v : l) s += Math.max(0, v);
+        return s;
+    }
+
+    interface Condition {
+        boolean test() throws Exception;
+    }
+
+    static boolean waitFor(Condition c) throws InterruptedException {
+        long deadline = System.currentTimeMillis() + WAIT_MS;
+        while (System.currentTimeMillis() < deadline) {
+            try {
+                if (c.test()) return true;
+            } catch (Exception e) {
+                // not yet
+            }
+            Thread.sleep(100);
+        }
+        return false;
+    }
+
+    static Outcome idempotentProducer(Args a) throws Exception {
+        Outcome o = new Outcome();
+        String t = a.topic();
+        try (Admin admin = admin(a)) {
+            createTopic(admin, t, 1);
+        }
+        try (KafkaProducer<byte[], byte[]> p = producer(a, Map.of(
+                ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true,
+                ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION, 5,
+                ProducerConfig.BATCH_SIZE_CONFIG, 4096))) {
+            produce(p, t, 0, 1000, 1, 1);
+        }
+        verifyAndDigest(o, readAll(a, new TopicPartition(t, 0), IsolationLevel.READ_UNCOMMITTED), 1000, 1);
+        o.expect("first_offset", 0L, o.observed.get("first_offset"));
+        o.expect("last_offset", 999L, o.observed.get("last_offset"));
+        return o;
+    }
+
+    static Outcome transactions(Args a) throws Exception {
+        Outcome o = new Outcome();
+        String t = a.topic();
+        TopicPartition tp = new TopicPartition(t, 0);
+        try (Admin admin = admin(a)) {
+            createTopic(admin, t, 1);
+        }
+        try (KafkaProducer<byte[], byte[]> p = producer(a, Map.of(
+                ProducerConfig.TRANSACTIONAL_ID_CONFIG, t + "-tx",
+                ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, 30_000))) {
+            p.initTransactions();
+            p.beginTransaction();
+            produce(p, t, 0, 100, 1, 1);
+            p.commitTransaction();
+            p.beginTransaction();
+            produce(p, t, 100, 100, 1, 1);
+            p.abortTransaction();
+        }
+        List<ConsumerRecord<byte[], byte[]>> committed = readAll(a, tp, IsolationLevel.READ_COMMITTED);
+        List<ConsumerRecord<byte[], byte[]>> uncommitted = readAll(a, tp, IsolationLevel.READ_UNCOMMITTED);
+        int committedOk = 0, abortedSeen = 0;
+        for (ConsumerRecord<byte[], byte[]> r : committed) {
+            int i = Records.indexOf(r.key());
+            if (i >= 0 && i < 100) committedOk++;
+            else abortedSeen++;
+        }
+        long endOffset, lso;
+        try (KafkaConsumer<byte[], byte[]> c = consumer(a, Map.of())) {
+            endOffset = c.endOffsets(List.of(tp)).get(tp);
+        }
+        try (KafkaConsumer<byte[], byte[]> c = consumer(a, Map.of(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed"))) {
+            lso = c.endOffsets(List.of(tp)).get(tp);
+        }
+        o.put("committed_seen", committed.size());
+        o.put("aborted_seen", abortedSeen);
+        o.put("read_uncommitted_seen", uncommitted.size());
+        o.put("end_offset", endOffset);
+        o.put("last_stable_offset", lso);
+        o.expect("committed_seen", 100, committed.size());
+        o.expect("committed records are records 0..99", 100, committedOk);
+        o.expect("aborted_seen", 0, abortedSeen);
+        o.expect("read_uncommitted_seen", 200, uncommitted.size());
+        o.expect("end_offset", 202L, endOffset);
+        o.expect("last_stable_offset", 202L, lso);
+        return o;
+    }
+
+    static Outcome configs(Args a) throws Exception {
+        Outcome o = new Outcome();
+        String t = a.topic();
+        ConfigResource res = new ConfigResource(ConfigResource.Type.TOPIC, t);
+        try (Admin admin = admin(a)) {
+            createTopic(admin, t, 1);
+            ConfigEntry before = admin.describeConfigs(List.of(res)).all().get().get(res).get("retention.ms");
+            o.put("before", before == null ? null : before.value());
+            o.put("before_source", before == null ? null : before.source().name());
+            admin.incrementalAlterConfigs(Map.of(res, List.of(
+                    new AlterConfigOp(new ConfigEntry("retention.ms", "3600000"), AlterConfigOp.OpType.SET))))
+                    .all().get();
+            AtomicReference<ConfigEntry> after = new AtomicReference<>();
+            waitFor(() -> {
+                Config c = admin.describeConfigs(List.of(res)).all().get().get(res);
+                after.set(c.get("retention.ms"));
+                return after.get() != null && "3600000".equals(after.get().value());
+            });
+            ConfigEntry e = after.get();
+            o.put("after", e == null ? null : e.value());
+            o.put("after_source", e == null ? null : e.source().name());
+        }
+        o.expect("before", "604800000", o.observed.get("before"));
+        o.expect("before_source", "DEFAULT_CONFIG", o.observed.get("before_source"));
+        o.expect("after", "3600000", o.observed.get("after"));
+        o.expect("after_source", "DYNAMIC_TOPIC_CONFIG", o.observed.get("after_source"));
+        return o;
+    }
+
+    static Outcome deleteRecords(Args a) throws Exception {
+        Outcome o = new Outcome();
+        String t = a.topic();
+        TopicPartition tp = new TopicPartition(t, 0);
+        try (Admin admin = admin(a)) {
+            createTopic(admin, t, 1);
+            try (KafkaProducer<byte[], byte[]> p = producer(a, Map.of())) {
+                produce(p, t, 0, 100, 1, 1);
+            }
+            DeletedRecords dr = admin.deleteRecords(Map.of(tp, RecordsToDelete.beforeOffset(40)))
+                    .lowWatermarks().get(tp).get();
+            o.put("low_watermark", dr.lowWatermark());
+            Map<String, Long> offs = new HashMap<>();
+            offs.put("earliest", admin.listOffsets(Map.of(tp, OffsetSpec.earliest())).partitionResult(tp).get().offset());
+            offs.put("latest", admin.listOffsets(Map.of(tp, OffsetSpec.latest())).partitionResult(tp).get().offset());
+            o.put("earliest", offs.get("earliest"));
+            o.put("latest", offs.get("latest"));
+        }
+        List<ConsumerRecord<byte[], byte[]>> recs = readAll(a, tp, IsolationLevel.READ_UNCOMMITTED);
+        o.put("first_consumed", recs.isEmpty() ? null : recs.get(0).offset());
+        o.put("consumed", recs.size());
+        o.expect("low_watermark", 40L, o.observed.get("low_watermark"));
+        o.expect("earliest", 40L, o.observed.get("earliest"));
+        o.expect("latest", 100L, o.observed.get("latest"));
+        o.expect("first_consumed", 40L, o.observed.get("first_consumed"));
+        o.expect("consumed", 60, recs.size());
+        return o;
+    }
+}

@@ -1,0 +1,247 @@
+#!/usr/bin/env bash
+# Apache Kafka reference broker for the compatibility tests.
+#
+#   kafka.sh fetch              resolve Kafka ${KAFKA_VERSION} (broker, tools, clients and their
+#                               runtime deps) from Maven Central into $GREGOR_CACHE; idempotent, and
+#                               a no-op (no mvn, no network) when the cache is complete
+#   kafka.sh start DIR          format a fresh single-node combined KRaft node in DIR and start it on
+#                               free 127.0.0.1 ports; prints BOOTSTRAP=127.0.0.1:PORT and
+#                               DATA_DIR=<log dir> on stdout once the broker answers requests
+#   kafka.sh stop DIR           stop the broker started in DIR (TERM, then KILL after 15 s)
+#   kafka.sh classpath          print the classpath of the cached jars
+#   kafka.sh run CLASS ARGS...  run a Kafka main class (a CLI tool) with the cached classpath
+#   kafka.sh build-cds          build the class-data-sharing archive that speeds up tool start-up
+#   kafka.sh version            print the Kafka version
+#
+# Environment: GREGOR_CACHE (default <repo>/.cache), JAVA (default java), MVN (default mvn);
+# for start: KAFKA_PORT (listener port, default a free one), KAFKA_LOG_DIR (default DIR/data),
+# KAFKA_START_TIMEOUT (seconds, default 120).
+set -euo pipefail
+
+KAFKA_VERSION=4.2.2
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO="$(cd "$HERE/../.." && pwd)"
+GREGOR_CACHE="${GREGOR_CACHE:-$REPO/.cache}"
+KAFKA_HOME="$GREGOR_CACHE/kafka-$KAFKA_VERSION"
+LIBS="$KAFKA_HOME/libs"
+JAVA="${JAVA:-java}"
+MVN="${MVN:-mvn}"
+
+# JVM options for short-lived tools: a small heap, C1 only (start-up matters more than peak speed)
+# and, once built, a class-data-sharing archive of the tools' classes (see build_cds).
+TOOL_JVM_OPTS=(-Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xshare:auto
+  -Djava.awt.headless=true "-Dlog4j2.configurationFile=$HERE/log4j2-tools.properties")
+
+log() { echo "kafka.sh: $*" >&2; }
+die() { log "$*"; exit 1; }
+
+classpath() {
+  [ -f "$KAFKA_HOME/.complete" ] || die "Kafka $KAFKA_VERSION is not fetched; run: $0 fetch"
+  # a fixed order keeps the CDS archive valid from run to run
+  local cp="" j
+  for j in $(cd "$LIBS" && ls -1 *.jar | LC_ALL=C sort); do cp="$cp${cp:+:}$LIBS/$j"; done
+  printf '%s\n' "$cp"
+}
+
+cmd_fetch() {
+  if [ -f "$KAFKA_HOME/.complete" ] && [ -f "$KAFKA_HOME/pom.xml" ] && cmp -s "$HERE/pom.xml" "$KAFKA_HOME/pom.xml"; then
+    return 0
+  fi
+  command -v "$MVN" >/dev/null || die "mvn not found (needed once to fetch Kafka from Maven Central)"
+  log "fetching Apache Kafka $KAFKA_VERSION into $KAFKA_HOME"
+  local tmp="$KAFKA_HOME.tmp.$$"
+  rm -rf "$tmp"
+  mkdir -p "$tmp"
+  cp "$HERE/pom.xml" "$tmp/pom.xml"
+  if ! (cd "$tmp" && "$MVN" -q -B -Dstyle.color=never -f pom.xml org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy-dependencies \
+          -DincludeScope=runtime -DoutputDirectory="$tmp/libs" >&2); then
+    rm -rf "$tmp"
+    die "mvn could not resolve Kafka $KAFKA_VERSION"
+  fi
+  [ -f "$tmp/libs/kafka_2.13-$KAFKA_VERSION.jar" ] || { rm -rf "$tmp"; die "kafka_2.13-$KAFKA_VERSION.jar missing after fetch"; }
+  touch "$tmp/.complete"
+  rm -rf "$KAFKA_HOME"
+  mv "$tmp" "$KAFKA_HOME"
+  log "fetched $(ls "$LIBS" | wc -l) jars"
+}
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}
+
+random_cluster_id() {
+  # 16 random bytes, URL-safe base64 without padding: the form Kafka's Uuid.toString() has
+  head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n'
+}
+
+cmd_run() {
+  [ $# -ge 1 ] || die "usage: $0 run CLASS [ARGS...]"
+  local cls="$1"; shift
+  local cp; cp="$(classpath)"
+  local cds=()
+  if [ -f "$KAFKA_HOME/tools.jsa" ] && [ "$(cat "$KAFKA_HOME/tools.jsa.jvm" 2>/dev/null)" = "$(jvm_id)" ]; then
+    cds=(-XX:SharedArchiveFile="$KAFKA_HOME/tools.jsa")
+  fi
+  exec "$JAVA" "${TOOL_JVM_OPTS[@]}" "${cds[@]}" -cp "$cp" "$cls" "$@"
+}
+
+# build_cds: a static AppCDS archive of the classes the CLI tools load, made once per cache.
+# It roughly halves the start-up of each tool JVM. It is only an optimisation: any failure
+# leaves no archive and the tools run without one.
+# a CDS archive is only valid for the JVM that wrote it
+jvm_id() {
+  readlink -f "$(command -v "$JAVA")"
+}
+
+cmd_build_cds() {
+  local cp; cp="$(classpath)"
+  if [ -f "$KAFKA_HOME/tools.jsa" ] && [ "$(cat "$KAFKA_HOME/tools.jsa.jvm" 2>/dev/null)" = "$(jvm_id)" ]; then
+    return 0
+  fi
+  rm -f "$KAFKA_HOME/tools.jsa" "$KAFKA_HOME/tools.jsa.jvm"
+  local list="$KAFKA_HOME/tools.classlist.tmp"
+  rm -f "$list" "$list".*
+  local cls i=0
+  for cls in org.apache.kafka.tools.TopicCommand org.apache.kafka.tools.ConsoleProducer \
+             org.apache.kafka.tools.consumer.ConsoleConsumer org.apache.kafka.tools.consumer.group.ConsumerGroupCommand \
+             kafka.admin.ConfigCommand org.apache.kafka.tools.GetOffsetShell org.apache.kafka.tools.DeleteRecordsCommand \
+             org.apache.kafka.tools.ProducerPerformance org.apache.kafka.tools.ConsumerPerformance \
+             kafka.tools.DumpLogSegments; do
+    i=$((i+1))
+    "$JAVA" "${TOOL_JVM_OPTS[@]}" -Xshare:off -XX:DumpLoadedClassList="$list.$i" -cp "$cp" "$cls" --help >/dev/null 2>&1 || true
+  done
+  cat "$list".* 2>/dev/null | grep -v '^#' | LC_ALL=C sort -u > "$list" || true
+  rm -f "$list".*
+  if [ -s "$list" ] && "$JAVA" -Xshare:dump -XX:SharedClassListFile="$list" \
+        -XX:SharedArchiveFile="$KAFKA_HOME/tools.jsa.tmp" -cp "$cp" >/dev/null 2>&1; then
+    mv "$KAFKA_HOME/tools.jsa.tmp" "$KAFKA_HOME/tools.jsa"
+    jvm_id > "$KAFKA_HOME/tools.jsa.jvm"
+  else
+    rm -f "$KAFKA_HOME/tools.jsa.tmp"
+    log "note: no class-data-sharing archive (tools start a little slower)"
+  fi
+  rm -f "$list"
+}
+
+cmd_start() {
+  [ $# -eq 1 ] || die "usage: $0 start DIR"
+  local dir="$1"
+  mkdir -p "$dir"
+  dir="$(cd "$dir" && pwd)"
+  if [ -f "$dir/kafka.pid" ] && kill -0 "$(cat "$dir/kafka.pid")" 2>/dev/null; then
+    die "a broker is already running from $dir (pid $(cat "$dir/kafka.pid"))"
+  fi
+  local cp; cp="$(classpath)"
+  local port cport
+  port="${KAFKA_PORT:-$(free_port)}"
+  cport="$(free_port)"
+  while [ "$cport" = "$port" ]; do cport="$(free_port)"; done
+  local logdir="${KAFKA_LOG_DIR:-$dir/data}"
+  if [ -z "${KAFKA_LOG_DIR:-}" ]; then rm -rf "$logdir"; fi
+  mkdir -p "$logdir"
+  cat > "$dir/server.properties" <<EOF
+# written by compat-tests/kafka/kafka.sh: single-node combined KRaft broker
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:$cport
+listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
+advertised.listeners=PLAINTEXT://127.0.0.1:$port
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+log.dirs=$logdir
+auto.create.topics.enable=true
+num.partitions=1
+default.replication.factor=1
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+transaction.state.log.num.partitions=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+group.initial.rebalance.delay.ms=0
+delete.topic.enable=true
+# The scenarios write records with fixed 2023 CreateTimes, which the default 7-day retention
+# would delete at the first retention check (30 s after start). Keep retention's defaults
+# (the configs scenario reads retention.ms) but run no retention check during a test run.
+log.initial.task.delay.ms=3600000
+log.retention.check.interval.ms=3600000
+EOF
+  local cid; cid="$(random_cluster_id)"
+  echo "$cid" > "$dir/cluster.id"
+  if ! "$JAVA" "${TOOL_JVM_OPTS[@]}" -cp "$cp" kafka.tools.StorageTool format \
+         -t "$cid" -c "$dir/server.properties" > "$dir/format.log" 2>&1; then
+    cat "$dir/format.log" >&2
+    die "formatting the KRaft data dir failed"
+  fi
+  : > "$dir/server.log"
+  # not exec'd from a subshell that we wait on: the broker outlives this script; 'stop' ends it
+  "$JAVA" -Xms512m -Xmx512m -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -Djava.awt.headless=true \
+    -Dkafka.logs.dir="$dir" "-Dlog4j2.configurationFile=$HERE/log4j2-server.properties" \
+    -cp "$cp" kafka.Kafka "$dir/server.properties" > "$dir/kafka.out" 2>&1 < /dev/null &
+  local pid=$!
+  echo "$pid" > "$dir/kafka.pid"
+  disown "$pid" 2>/dev/null || true
+  local deadline=$((SECONDS + ${KAFKA_START_TIMEOUT:-120}))
+  while :; do
+    if ! kill -0 "$pid" 2>/dev/null; then
+      tail -n 40 "$dir/kafka.out" "$dir/server.log" >&2 || true
+      die "Kafka exited during start-up (logs in $dir)"
+    fi
+    if grep -q 'Kafka Server started' "$dir/server.log" 2>/dev/null \
+       && (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+      break
+    fi
+    if [ $SECONDS -ge $deadline ]; then
+      tail -n 40 "$dir/kafka.out" "$dir/server.log" >&2 || true
+      cmd_stop "$dir" || true
+      die "Kafka did not become ready within ${KAFKA_START_TIMEOUT:-120}s (logs in $dir)"
+    fi
+    sleep 0.2
+  done
+  echo "127.0.0.1:$port" > "$dir/bootstrap"
+  echo "BOOTSTRAP=127.0.0.1:$port"
+  echo "DATA_DIR=$logdir"
+  echo "PID=$pid"
+}
+
+cmd_stop() {
+  [ $# -eq 1 ] || die "usage: $0 stop DIR"
+  local dir="$1"
+  [ -f "$dir/kafka.pid" ] || return 0
+  local pid; pid="$(cat "$dir/kafka.pid")"
+  # make sure the pid is still our broker before signalling it
+  if kill -0 "$pid" 2>/dev/null && tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q 'kafka.Kafka'; then
+    kill -TERM "$pid" 2>/dev/null || true
+    local i
+    for i in $(seq 1 75); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.2
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+      log "Kafka (pid $pid) did not stop on TERM; killing it"
+      kill -KILL "$pid" 2>/dev/null || true
+      sleep 0.2
+    fi
+  fi
+  rm -f "$dir/kafka.pid"
+}
+
+main() {
+  local sub="${1:-}"
+  [ $# -gt 0 ] && shift
+  case "$sub" in
+    fetch) cmd_fetch "$@" ;;
+    start) cmd_start "$@" ;;
+    stop) cmd_stop "$@" ;;
+    classpath) classpath ;;
+    run) cmd_run "$@" ;;
+    build-cds) cmd_build_cds ;;
+    version) echo "$KAFKA_VERSION" ;;
+    libs) echo "$LIBS" ;;
+    *) sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+  esac
+}
+
+main "$@"

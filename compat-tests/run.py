@@ -1,0 +1,618 @@
+#!/usr/bin/env python3
+"""Compatibility matrix runner: real Kafka clients against Apache Kafka and against Gregor.
+
+    run.py [--targets kafka,gregor] [--clients java,kafka-cli,...] [--scenarios a,b,...]
+           [--out docs/compatibility.md] [--jobs N] [--gregor-bin PATH] [--gregor-arg ARG ...]
+
+For each target it starts a fresh single-node broker (Apache Kafka through compat-tests/kafka/kafka.sh;
+Gregor as `bin/gregor serve --listen 127.0.0.1:PORT --data-dir DIR`), runs every client adapter on every
+scenario (the contract is in compat-tests/README.md, the scenarios in compat-tests/scenarios.md), stops the
+broker, and then compares Gregor's observations with Kafka's for every client x scenario that passed on both
+("may differ" keys of scenarios.md are masked). compat-tests/expected.json lists the expected failures.
+Exits 1 on any unexpected failure or unexpected pass, 2 on a usage error. Python 3.11 standard library only.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import fnmatch
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+KAFKA_SH = HERE / "kafka" / "kafka.sh"
+SCENARIOS_MD = HERE / "scenarios.md"
+EXPECTED_JSON = HERE / "expected.json"
+
+SCENARIO_TIMEOUT = 60.0        # seconds per adapter run (the contract)
+GREGOR_READY_TIMEOUT = 30.0
+GREGOR_READY_LINE = "gregor: ready"
+
+# Adapters that do not live at compat-tests/clients/<client>/run.
+ADAPTERS = {
+    "java": HERE / "java" / "run-java",
+    "kafka-cli": HERE / "java" / "run-cli",
+}
+# Row order of the table; clients found under compat-tests/clients/ but not named here follow, sorted.
+CLIENT_ORDER = ["java", "kafka-cli", "kcat", "confluent-kafka-python", "kafka-python", "kafkajs",
+                "franz-go", "sarama", "kafka-go", "confluent-kafka-go"]
+TARGET_ORDER = ["kafka", "gregor"]
+
+# cell statuses
+PASS, FAIL, NA, MISSING, TIMEOUT, DIFF, NOSTART = "pass", "FAIL", "n/a", "missing", "timeout", "DIFF", "no-start"
+FAILING = {FAIL, MISSING, TIMEOUT, DIFF, NOSTART}
+
+
+def log(msg: str) -> None:
+    print(msg, flush=True)
+
+
+# ----------------------------------------------------------------------------- scenarios.md
+
+@dataclass
+class Scenario:
+    name: str
+    may_differ: list[str] = field(default_factory=list)
+
+
+def load_scenarios(path: Path = SCENARIOS_MD) -> list[Scenario]:
+    """Scenario names are the `### \\`name\\`` headings of scenarios.md, in order; each may have a line
+    `May differ: \\`key\\`, \\`key\\`` (or `May differ: none`)."""
+    out: list[Scenario] = []
+    for line in path.read_text().splitlines():
+        m = re.match(r"^###\s+`([a-z0-9][a-z0-9-]*)`", line)
+        if m:
+            out.append(Scenario(m.group(1)))
+            continue
+        m = re.match(r"^\s*(?:[-*]\s*)?\**May differ\**:\s*(.*)$", line, re.I)
+        if m and out:
+            out[-1].may_differ = re.findall(r"`([^`]+)`", m.group(1))
+    if not out:
+        raise SystemExit(f"run.py: no scenarios found in {path}")
+    return out
+
+
+# ----------------------------------------------------------------------------- expected.json
+
+def load_expected(path: Path = EXPECTED_JSON) -> dict[str, dict[str, str]]:
+    if not path.exists():
+        return {}
+    data = json.loads(path.read_text())
+    return {t: v for t, v in data.items() if not t.startswith("_") and isinstance(v, dict)}
+
+
+def expectation(expected: dict[str, dict[str, str]], target: str, client: str, scenario: str) -> str | None:
+    """The reason a cell is expected to fail, or None. Keys are `client/scenario`; shell patterns
+    (`*/transactions`, `kcat/*`) are allowed, an exact key wins over a pattern."""
+    table = expected.get(target, {})
+    cell = f"{client}/{scenario}"
+    if cell in table:
+        return table[cell]
+    for pat, why in table.items():
+        if not pat.startswith("_") and fnmatch.fnmatchcase(cell, pat):
+            return why
+    return None
+
+
+# ----------------------------------------------------------------------------- processes
+
+_live: set[subprocess.Popen] = set()
+_stopping = threading.Event()  # set on interruption: start no new adapter
+_live_lock = threading.Lock()
+
+
+def _track(p: subprocess.Popen) -> None:
+    with _live_lock:
+        _live.add(p)
+
+
+def _untrack(p: subprocess.Popen) -> None:
+    with _live_lock:
+        _live.discard(p)
+
+
+def kill_group(p: subprocess.Popen, grace: float = 3.0) -> None:
+    """TERM then KILL a process started with start_new_session=True, and everything in its group."""
+    pgid = p.pid  # started with start_new_session=True: it leads its own process group
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
+        if pgid is not None:
+            try:
+                os.killpg(pgid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+        try:
+            p.wait(timeout=wait)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    # stragglers of a group whose leader already exited
+    if pgid is not None:
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def kill_all_live() -> None:
+    with _live_lock:
+        procs = list(_live)
+    for p in procs:
+        kill_group(p, grace=1.0)
+        _untrack(p)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# ----------------------------------------------------------------------------- targets
+
+class Target:
+    name = "?"
+    bootstrap = ""
+    data_dir = ""
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+class KafkaTarget(Target):
+    name = "kafka"
+
+    def __init__(self, workdir: Path):
+        self.dir = workdir / "kafka"
+
+    def start(self) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        p = subprocess.Popen([str(KAFKA_SH), "start", str(self.dir)], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL, start_new_session=True)
+        _track(p)
+        try:
+            out, err = p.communicate(timeout=180)
+        except subprocess.TimeoutExpired:
+            kill_group(p)
+            raise RuntimeError("kafka.sh start did not finish within 180 s")
+        finally:
+            _untrack(p)
+        if p.returncode != 0:
+            raise RuntimeError(f"kafka.sh start failed ({p.returncode}): {err.strip()[-2000:]}")
+        vals = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+        self.bootstrap = vals["BOOTSTRAP"]
+        self.data_dir = vals["DATA_DIR"]
+
+    def stop(self) -> None:
+        subprocess.run([str(KAFKA_SH), "stop", str(self.dir)], stdin=subprocess.DEVNULL, timeout=60,
+                       check=False)
+
+
+class GregorTarget(Target):
+    name = "gregor"
+
+    def __init__(self, workdir: Path, binary: Path, extra_args: list[str]):
+        self.dir = workdir / "gregor"
+        self.binary = binary
+        self.extra = extra_args
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        if not os.access(self.binary, os.X_OK):
+            raise RuntimeError(f"{self.binary} not found or not executable (build it with `make build`)")
+        self.dir.mkdir(parents=True, exist_ok=True)
+        data = self.dir / "data"
+        data.mkdir(exist_ok=True)
+        port = free_port()
+        logf = open(self.dir / "gregor.log", "w")
+        cmd = [str(self.binary), "serve", "--listen", f"127.0.0.1:{port}", "--data-dir", str(data), *self.extra]
+        logf.write("$ " + " ".join(cmd) + "\n")
+        logf.flush()
+        self.proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                                     start_new_session=True, text=True, errors="replace")
+        _track(self.proc)
+        ready = threading.Event()
+
+        def pump() -> None:  # keep draining stderr into the log for the broker's whole life
+            assert self.proc is not None and self.proc.stderr is not None
+            for line in self.proc.stderr:
+                logf.write(line)
+                logf.flush()
+                if GREGOR_READY_LINE in line:
+                    ready.set()
+            logf.close()
+
+        threading.Thread(target=pump, daemon=True, name="gregor-stderr").start()
+        deadline = time.time() + GREGOR_READY_TIMEOUT
+        while not ready.wait(0.1):
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"gregor exited with {self.proc.returncode} before '{GREGOR_READY_LINE}' "
+                                   f"(log: {self.dir / 'gregor.log'})")
+            if time.time() > deadline:
+                raise RuntimeError(f"no '{GREGOR_READY_LINE}' within {GREGOR_READY_TIMEOUT:.0f} s "
+                                   f"(log: {self.dir / 'gregor.log'})")
+        self.bootstrap = f"127.0.0.1:{port}"
+        self.data_dir = str(data)
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            kill_group(self.proc, grace=10.0)
+            _untrack(self.proc)
+            self.proc = None
+
+
+# ----------------------------------------------------------------------------- adapters
+
+def adapter_path(client: str) -> Path:
+    return ADAPTERS.get(client, HERE / "clients" / client / "run")
+
+
+def discover_clients() -> list[str]:
+    """The planned clients (CLIENT_ORDER: a missing adapter shows as such) and every directory under
+    compat-tests/clients/ that has a `run` (directories without one are support code)."""
+    found = set(ADAPTERS) | set(CLIENT_ORDER)
+    cdir = HERE / "clients"
+    if cdir.is_dir():
+        found |= {d.name for d in cdir.iterdir()
+                  if d.is_dir() and not d.name.startswith((".", "_")) and (d / "run").exists()}
+    return order_clients(found)
+
+
+def order_clients(names) -> list[str]:
+    known = [c for c in CLIENT_ORDER if c in names]
+    return known + sorted(n for n in names if n not in CLIENT_ORDER)
+
+
+@dataclass
+class Cell:
+    target: str
+    client: str
+    scenario: str
+    status: str = FAIL
+    observed: dict | None = None
+    error: str = ""
+    seconds: float = 0.0
+    diff: list[str] = field(default_factory=list)
+    expected_reason: str | None = None
+    log: str = ""
+
+
+def topic_name(client: str, scenario: str) -> str:
+    t = f"compat-{client}-{scenario}-{uuid.uuid4().hex[:8]}"
+    return re.sub(r"[^a-zA-Z0-9._-]", "-", t)[:200]
+
+
+def run_adapter(target: Target, client: str, scenario: str, logdir: Path) -> Cell:
+    cell = Cell(target.name, client, scenario)
+    path = adapter_path(client)
+    logfile = logdir / f"{client}__{scenario}.log"
+    cell.log = str(logfile)
+    if not (path.is_file() and os.access(path, os.X_OK)):
+        cell.status, cell.error = MISSING, f"no executable {path.relative_to(REPO)}"
+        return cell
+    if _stopping.is_set():
+        cell.error = "not run: interrupted"
+        return cell
+    topic = topic_name(client, scenario)
+    cmd = [str(path), scenario, "--bootstrap", target.bootstrap, "--topic", topic, "--data-dir", target.data_dir]
+    t0 = time.monotonic()
+    with open(logfile, "w") as lf:
+        lf.write("$ " + " ".join(cmd) + "\n--- stderr\n")
+        lf.flush()
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=lf, stdin=subprocess.DEVNULL, text=True,
+                             errors="replace", start_new_session=True, cwd=str(path.parent))
+        _track(p)
+        timed_out = False
+        try:
+            out, _ = p.communicate(timeout=SCENARIO_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            kill_group(p)
+            try:
+                out, _ = p.communicate(timeout=5)
+            except subprocess.TimeoutExpired:  # a descendant outside the group holds stdout open
+                out = ""
+        finally:
+            kill_group(p, grace=0.5)  # leave nothing of it behind (background tools, consumers)
+            _untrack(p)
+        cell.seconds = time.monotonic() - t0
+        lf.write("--- stdout\n" + out)
+    if timed_out:
+        cell.status, cell.error = TIMEOUT, f"no result within {SCENARIO_TIMEOUT:.0f} s"
+        return cell
+    lines = [ln for ln in out.splitlines() if ln.strip()]
+    result = None
+    if lines:
+        try:
+            result = json.loads(lines[-1])
+        except json.JSONDecodeError:
+            result = None
+    if not isinstance(result, dict) or "ok" not in result:
+        cell.status, cell.error = FAIL, f"no JSON result on the last stdout line (exit {p.returncode})"
+        return cell
+    cell.observed = result.get("observed") if isinstance(result.get("observed"), dict) else {}
+    cell.error = str(result.get("error") or "")
+    if p.returncode == 3:
+        cell.status = NA
+    elif p.returncode == 0 and result.get("ok") is True:
+        cell.status = PASS
+    else:
+        cell.status = FAIL
+        if p.returncode == 0 or result.get("ok") is True:
+            cell.error = f"inconsistent result: exit {p.returncode} with ok={result.get('ok')}; " + cell.error
+        elif not cell.error:
+            cell.error = f"exit {p.returncode}"
+    return cell
+
+
+# ----------------------------------------------------------------------------- the run
+
+def run_target(target: Target, clients: list[str], scenarios: list[Scenario], logroot: Path,
+               jobs: int) -> dict[tuple[str, str], Cell]:
+    cells: dict[tuple[str, str], Cell] = {}
+    logdir = logroot / target.name
+    logdir.mkdir(parents=True, exist_ok=True)
+    log(f"== {target.name}: starting")
+    t0 = time.monotonic()
+    try:
+        target.start()
+    except Exception as e:  # noqa: BLE001 - a target that does not start fails all its cells
+        log(f"== {target.name}: did not start: {e}")
+        target.stop()
+        for c in clients:
+            for s in scenarios:
+                cells[(c, s.name)] = Cell(target.name, c, s.name, NOSTART, error=f"target did not start: {e}")
+        return cells
+    log(f"== {target.name}: ready at {target.bootstrap} in {time.monotonic() - t0:.1f} s (data {target.data_dir})")
+    try:
+        work = [(c, s.name) for c in clients for s in scenarios]
+
+        def one(item):
+            c, s = item
+            cell = run_adapter(target, c, s, logdir)
+            extra = f"  {cell.error[:160]}" if cell.status != PASS else ""
+            log(f"   {target.name:6} {c:24} {s:24} {cell.status:8} {cell.seconds:5.1f}s{extra}")
+            return item, cell
+
+        if jobs <= 1:
+            for item in work:
+                k, v = one(item)
+                cells[k] = v
+        else:
+            with ThreadPoolExecutor(jobs) as ex:
+                try:
+                    for k, v in ex.map(one, work):
+                        cells[k] = v
+                except BaseException:
+                    _stopping.set()
+                    ex.shutdown(wait=False, cancel_futures=True)
+                    kill_all_live()
+                    raise
+    finally:
+        t1 = time.monotonic()
+        target.stop()
+        log(f"== {target.name}: stopped ({time.monotonic() - t1:.1f} s); scenarios took {t1 - t0:.0f} s")
+    return cells
+
+
+def masked(observed: dict, may_differ: list[str]) -> dict:
+    return {k: v for k, v in observed.items() if k not in may_differ}
+
+
+def differential(results: dict[str, dict], scenarios: list[Scenario]) -> None:
+    """Marks Gregor cells DIFF where both targets passed and the unmasked observations differ."""
+    if "kafka" not in results or "gregor" not in results:
+        return
+    md = {s.name: s.may_differ for s in scenarios}
+    for key, g in results["gregor"].items():
+        k = results["kafka"].get(key)
+        if k is None or g.status != PASS or k.status != PASS:
+            continue
+        a, b = masked(k.observed or {}, md.get(key[1], [])), masked(g.observed or {}, md.get(key[1], []))
+        if a != b:
+            g.status = DIFF
+            for name in sorted(set(a) | set(b)):
+                if a.get(name, "<absent>") != b.get(name, "<absent>"):
+                    g.diff.append(f"{name}: kafka={json.dumps(a.get(name, '<absent>'))} "
+                                  f"gregor={json.dumps(b.get(name, '<absent>'))}")
+            g.error = "observations differ from Kafka's: " + "; ".join(g.diff)
+
+
+def judge(results: dict[str, dict], expected) -> tuple[list[str], list[str]]:
+    unexpected_fail, unexpected_pass = [], []
+    for target, cells in results.items():
+        for (client, scenario), cell in cells.items():
+            cell.expected_reason = expectation(expected, target, client, scenario)
+            name = f"{target} {client}/{scenario}"
+            if cell.status in FAILING and cell.expected_reason is None:
+                unexpected_fail.append(f"{name}: {cell.status}: {cell.error}")
+            elif cell.status == PASS and cell.expected_reason is not None:
+                unexpected_pass.append(f"{name}: passed, but expected.json says: {cell.expected_reason}")
+    return unexpected_fail, unexpected_pass
+
+
+def cell_text(cell: Cell | None) -> str:
+    if cell is None:
+        return ""
+    if cell.status in FAILING and cell.expected_reason:
+        return f"xfail({cell.expected_reason})".replace("|", "/")
+    if cell.status == PASS and cell.expected_reason:
+        return "pass (unexpected)"
+    if cell.status == MISSING:
+        return "adapter missing"
+    if cell.status == NOSTART:
+        return "FAIL (no start)"
+    if cell.status == TIMEOUT:
+        return "FAIL (timeout)"
+    if cell.status == DIFF:
+        return "FAIL (differs from Kafka)"
+    return cell.status
+
+
+def write_report(path: Path, results: dict[str, dict], clients: list[str], scenarios: list[Scenario],
+                 kafka_version: str) -> None:
+    today = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d")
+    names = [s.name for s in scenarios]
+    out = [
+        "<!-- Generated by `make compat` (compat-tests/run.py). Never edit by hand: the next run overwrites it. -->",
+        "# Client compatibility",
+        "",
+        f"Generated by `make compat` on {today}; never edited by hand. Reference: Apache Kafka {kafka_version} "
+        "(single-node KRaft). Scenarios: `compat-tests/scenarios.md`; expected failures: "
+        "`compat-tests/expected.json`.",
+        "",
+        "Cells: **pass**: the client's checks passed (on Gregor, its observations also matched Apache Kafka's); "
+        "**FAIL**: failed; **xfail(why)**: a known, listed failure; **n/a**: the client cannot express the "
+        "scenario; **adapter missing**: no adapter for that client yet.",
+    ]
+    titles = {"gregor": "Gregor", "kafka": f"Apache Kafka {kafka_version} (reference)"}
+    for target in TARGET_ORDER:
+        if target not in results:
+            continue
+        cells = results[target]
+        out += ["", f"## {titles[target]}", "",
+                "| client | " + " | ".join(names) + " |",
+                "|---|" + "---|" * len(names)]
+        for c in clients:
+            out.append(f"| {c} | " + " | ".join(cell_text(cells.get((c, s))) for s in names) + " |")
+    problems = []
+    for target in TARGET_ORDER:
+        for (c, s), cell in sorted(results.get(target, {}).items()):
+            if cell.status in FAILING:
+                err = re.sub(r"\s+", " ", cell.error).strip()[:400]
+                tag = f" (expected: {cell.expected_reason})" if cell.expected_reason else ""
+                problems.append(f"- {target} `{c}/{s}`: {cell_text(cell)}{tag}: {err}")
+    if problems:
+        out += ["", "## Failures", ""] + problems
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(out) + "\n")
+
+
+def kafka_version() -> str:
+    try:
+        return subprocess.run([str(KAFKA_SH), "version"], capture_output=True, text=True,
+                              timeout=10).stdout.strip() or "?"
+    except Exception:  # noqa: BLE001
+        return "?"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--targets", default="kafka,gregor", help="comma-separated: kafka, gregor")
+    ap.add_argument("--clients", help="comma-separated client names (default: java, kafka-cli and every "
+                                      "compat-tests/clients/<name>/)")
+    ap.add_argument("--scenarios", help="comma-separated scenario names (default: all of scenarios.md)")
+    ap.add_argument("--out", help="write the markdown table here (e.g. docs/compatibility.md)")
+    ap.add_argument("--jobs", type=int, default=1, help="adapter runs in parallel per target (default 1)")
+    ap.add_argument("--gregor-bin", default=str(REPO / "bin" / "gregor"))
+    ap.add_argument("--gregor-arg", action="append", default=[],
+                    help="extra argument for `gregor serve` (repeatable)")
+    ap.add_argument("--workdir", help="where brokers keep their data (default: a new temp dir, removed after)")
+    ap.add_argument("--logdir", help="adapter logs (default: $GREGOR_CACHE/compat-logs/run-<time>-<pid>)")
+    ap.add_argument("--keep", action="store_true", help="keep the brokers' data dirs")
+    ap.add_argument("--expected", default=str(EXPECTED_JSON), help="expected failures (default: %(default)s)")
+    a = ap.parse_args(argv)
+
+    targets = [t.strip() for t in a.targets.split(",") if t.strip()]
+    for t in targets:
+        if t not in TARGET_ORDER:
+            ap.error(f"unknown target {t!r} (kafka, gregor)")
+    targets = [t for t in TARGET_ORDER if t in targets]
+    scenarios = load_scenarios()
+    if a.scenarios:
+        wanted = [s.strip() for s in a.scenarios.split(",") if s.strip()]
+        known = {s.name: s for s in scenarios}
+        bad = [s for s in wanted if s not in known]
+        if bad:
+            ap.error(f"unknown scenario(s) {', '.join(bad)}; scenarios.md has: {', '.join(known)}")
+        scenarios = [known[s] for s in wanted]
+    clients = ([c.strip() for c in a.clients.split(",") if c.strip()] if a.clients else discover_clients())
+    expected = load_expected(Path(a.expected))
+
+    cache = Path(os.environ.get("GREGOR_CACHE", REPO / ".cache"))
+    if a.logdir:
+        logroot = Path(a.logdir)
+    else:
+        # one folder per run (runs may overlap); keep the 5 newest
+        base = cache / "compat-logs"
+        base.mkdir(parents=True, exist_ok=True)
+        for old in sorted(base.glob("run-*"))[:-4]:
+            shutil.rmtree(old, ignore_errors=True)
+        logroot = base / f"run-{dt.datetime.now().strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+    logroot.mkdir(parents=True, exist_ok=True)
+    workdir = Path(a.workdir) if a.workdir else Path(tempfile.mkdtemp(prefix="gregor-compat-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+
+    def on_signal(signum, _frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGINT, on_signal)  # also when started with SIGINT ignored (a background job)
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGHUP, on_signal)
+
+    started = time.monotonic()
+    results: dict[str, dict] = {}
+    live_targets: list[Target] = []
+    log(f"compat: targets={','.join(targets)} clients={','.join(clients)} "
+        f"scenarios={len(scenarios)} logs={logroot}")
+    try:
+        for t in targets:
+            target: Target = (KafkaTarget(workdir) if t == "kafka"
+                              else GregorTarget(workdir, Path(a.gregor_bin), a.gregor_arg))
+            live_targets.append(target)
+            results[t] = run_target(target, clients, scenarios, logroot, a.jobs)
+    except KeyboardInterrupt as e:
+        _stopping.set()
+        log(f"compat: interrupted ({e or 'Ctrl-C'}); stopping everything")
+        return 130
+    finally:
+        kill_all_live()
+        for target in live_targets:
+            try:
+                target.stop()
+            except Exception as e:  # noqa: BLE001
+                log(f"compat: stopping {target.name} failed: {e}")
+        if not a.keep and not a.workdir:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    differential(results, scenarios)
+    unexpected_fail, unexpected_pass = judge(results, expected)
+    if a.out:
+        out = Path(a.out)
+        write_report(out, results, clients, scenarios, kafka_version())
+        log(f"compat: wrote {out}")
+    counts: dict[str, int] = {}
+    for cells in results.values():
+        for cell in cells.values():
+            key = "xfail" if cell.status in FAILING and cell.expected_reason else cell.status
+            counts[key] = counts.get(key, 0) + 1
+    log("compat: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
+        + f" in {time.monotonic() - started:.0f} s")
+    for line in unexpected_fail:
+        log("UNEXPECTED FAILURE " + line)
+    for line in unexpected_pass:
+        log("UNEXPECTED PASS " + line)
+    if unexpected_fail or unexpected_pass:
+        log(f"compat: {len(unexpected_fail)} unexpected failures, {len(unexpected_pass)} unexpected passes "
+            f"(adapter logs in {logroot})")
+        return 1
+    log("compat: OK")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
