@@ -111,6 +111,9 @@ func (b *Broker) readFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) (to
 			sp.Partition = rp.Partition
 			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
 			sp.PreferredReadReplica = -1
+			// Kafka sends empty records, never null: sarama cannot decode
+			// a null records field (length -1).
+			sp.RecordBatches = []byte{}
 			var p *partition
 			if t != nil {
 				p = b.partition(t, rp.Partition)
@@ -175,7 +178,9 @@ func (b *Broker) readPartition(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopic
 	if !minOneBatch {
 		data = wholeBatchesWithin(data, limit)
 	}
-	sp.RecordBatches = data
+	if len(data) > 0 {
+		sp.RecordBatches = data
+	}
 	return len(data)
 }
 

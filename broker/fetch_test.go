@@ -204,3 +204,24 @@ func TestListOffsets(t *testing.T) {
 		t.Fatalf("unknown topic: %v", kerr.ErrorForCode(got.ErrorCode))
 	}
 }
+
+// librdkafka refuses a null record set (size -1) as a malformed response;
+// Kafka sends an empty one. Checked on the wire for a flexible and an older
+// version, for a partition with nothing to return and one with an error.
+func TestFetchNeverSendsANullRecordSet(t *testing.T) {
+	b := startBroker(t, Config{})
+	c := dialRaw(t, b.Addr())
+	createTopic(t, c, "t", 1, nil)
+	for _, version := range []int16{4, 11, 12, 18} {
+		for _, offset := range []int64{0, 99} { // at the end, out of range
+			req := fetchRequest(version, "t", offset, 0, 0)
+			if version >= 13 {
+				req.Topics[0].TopicID = b.lookupTopic("t").id
+			}
+			p := c.do(req).(*kmsg.FetchResponse).Topics[0].Partitions[0]
+			if p.RecordBatches == nil {
+				t.Fatalf("v%d offset %d: null record set", version, offset)
+			}
+		}
+	}
+}
