@@ -28,10 +28,13 @@ import (
 func init() { register(3, 0, 13, handleMetadata) }
 
 // Authorized-operation bit sets reported without an authorizer: every
-// operation Kafka defines for the resource type.
+// operation Kafka supports on the resource type (AclEntry.supportedOperations),
+// bit n standing for the operation with code n.
 const (
-	allTopicOperations   = 1<<3 | 1<<4 | 1<<5 | 1<<6 | 1<<7 | 1<<8 | 1<<10 | 1<<11
-	allClusterOperations = 1<<5 | 1<<7 | 1<<8 | 1<<9 | 1<<10 | 1<<11 | 1<<12 | 1<<13 | 1<<14
+	// topic: READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS
+	allTopicOperations = 1<<3 | 1<<4 | 1<<5 | 1<<6 | 1<<7 | 1<<8 | 1<<10 | 1<<11
+	// cluster: CREATE, ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE
+	allClusterOperations = 1<<5 | 1<<7 | 1<<8 | 1<<9 | 1<<10 | 1<<11 | 1<<12
 )
 
 func handleMetadata(b *Broker, r *request, req *kmsg.MetadataRequest) (kmsg.Response, error) {

@@ -490,3 +490,23 @@ func TestPipelinedRequestsAnswerInOrder(t *testing.T) {
 		}
 	}
 }
+
+// Without an authorizer Kafka reports every operation it supports on the
+// resource type; clients map each bit to an operation (kafka-python fails on
+// a bit it does not know), so the sets must be exactly Kafka's.
+func TestAuthorizedOperationsAreKafkas(t *testing.T) {
+	b := startBroker(t, Config{})
+	c := dialRaw(t, b.Addr())
+	createTopic(t, c, "t", 1, nil)
+	req := kmsg.NewPtrMetadataRequest()
+	req.SetVersion(8)
+	req.IncludeClusterAuthorizedOperations, req.IncludeTopicAuthorizedOperations = true, true
+	req.Topics = []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr("t")}}
+	resp := c.do(req).(*kmsg.MetadataResponse)
+	const kafkaTopicOps = 3576   // READ WRITE CREATE DELETE ALTER DESCRIBE DESCRIBE_CONFIGS ALTER_CONFIGS
+	const kafkaClusterOps = 8096 // CREATE ALTER DESCRIBE CLUSTER_ACTION DESCRIBE_CONFIGS ALTER_CONFIGS IDEMPOTENT_WRITE
+	if resp.AuthorizedOperations != kafkaClusterOps || resp.Topics[0].AuthorizedOperations != kafkaTopicOps {
+		t.Fatalf("cluster ops %d, topic ops %d; Kafka reports %d and %d",
+			resp.AuthorizedOperations, resp.Topics[0].AuthorizedOperations, kafkaClusterOps, kafkaTopicOps)
+	}
+}
