@@ -28,11 +28,11 @@ unit:
 	$(GO) test -count=1 ./...
 
 race:
-	$(GO) test -count=1 -race ./broker/... ./storage/...
+	$(GO) test -count=1 -race ./broker/... ./coordinator/... ./storage/...
 
 # Each fuzz target runs briefly; longer runs: make fuzz FUZZTIME=10m.
 fuzz:
-	@set -e; for pkg in ./protocol ./protocol/batch ./storage; do \
+	@set -e; for pkg in ./protocol ./protocol/batch ./storage ./coordinator/group; do \
 	  for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
 	    echo "fuzz $$pkg $$target"; \
 	    $(GO) test -run='^$$' -fuzz="^$$target$$" -fuzztime=$(FUZZTIME) $$pkg; \

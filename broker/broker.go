@@ -37,6 +37,9 @@ type Broker struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	// groups drives the group coordinator (groups.go).
+	groups *groupCoordinator
 }
 
 // Start opens the data directory, recovers every partition log, starts
@@ -73,9 +76,16 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		b.catalog.closeAll()
 		return nil, err
 	}
+	// The group coordinator loads __consumer_offsets before the listener
+	// opens (groups.go).
+	if err := b.startGroups(); err != nil {
+		b.catalog.closeAll()
+		return nil, err
+	}
 
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", cfg.Listen)
 	if err != nil {
+		b.groups.stop()
 		b.catalog.closeAll()
 		return nil, fmt.Errorf("broker: listen: %w", err)
 	}
@@ -87,12 +97,14 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	host, port, err := net.SplitHostPort(advertise)
 	if err != nil {
 		ln.Close()
+		b.groups.stop()
 		b.catalog.closeAll()
 		return nil, fmt.Errorf("broker: advertised address %q: %w", advertise, err)
 	}
 	portNum, err := strconv.ParseUint(port, 10, 16)
 	if err != nil {
 		ln.Close()
+		b.groups.stop()
 		b.catalog.closeAll()
 		return nil, fmt.Errorf("broker: advertised port %q: %w", port, err)
 	}
@@ -125,6 +137,7 @@ func (b *Broker) Close() error {
 		}
 		b.connMu.Unlock()
 		b.wg.Wait()
+		b.groups.stop()
 
 		b.mu.Lock()
 		defer b.mu.Unlock()

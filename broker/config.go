@@ -34,6 +34,23 @@ type Config struct {
 	TopicDefaults map[string]string
 	// Logger receives the broker's logs. Default slog.Default().
 	Logger *slog.Logger
+
+	// Group coordinator settings (broker/groups.go), Kafka's names.
+
+	// OffsetsTopicPartitions is offsets.topic.num.partitions, used when
+	// __consumer_offsets is created. Default 50.
+	OffsetsTopicPartitions int32
+	// GroupInitialRebalanceDelayMs is group.initial.rebalance.delay.ms.
+	// Nil means Kafka's 3000; tests set 0.
+	GroupInitialRebalanceDelayMs *int64
+	// GroupMinSessionTimeoutMs and GroupMaxSessionTimeoutMs are
+	// group.min.session.timeout.ms and group.max.session.timeout.ms.
+	// Defaults 6000 and 1800000.
+	GroupMinSessionTimeoutMs, GroupMaxSessionTimeoutMs int32
+	// GroupMaxSize is group.max.size. Default unlimited.
+	GroupMaxSize int
+	// OffsetsRetentionMinutes is offsets.retention.minutes. Default 10080.
+	OffsetsRetentionMinutes int64
 }
 
 func (c *Config) setDefaults() {
@@ -55,5 +72,15 @@ func (c *Config) setDefaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.OffsetsTopicPartitions <= 0 {
+		c.OffsetsTopicPartitions = 50
+	}
+	if c.GroupInitialRebalanceDelayMs == nil {
+		d := int64(3000)
+		c.GroupInitialRebalanceDelayMs = &d
+	}
+	if c.OffsetsRetentionMinutes <= 0 {
+		c.OffsetsRetentionMinutes = 10080
 	}
 }

@@ -19,10 +19,14 @@
 // inside the response, and a Go error returned from a handler means one
 // thing: close the connection.
 //
-// Imports: protocol, protocol/batch and storage of this project; never cmd.
+// Imports: coordinator/group, protocol, protocol/batch and storage of this
+// project; never cmd.
 //
 // Lock order: Broker.mu (topic map and producer ids) before
 // partition.appendMu (an append and its producer-state check) before
 // partition.mu (fetch waiters); storage.Log's own locks come last. No lock
-// is taken while holding a later one.
+// is taken while holding a later one. The group coordinator's goroutine
+// (groups.go) holds no lock of its own: it takes Broker.mu to create
+// __consumer_offsets and partition.appendMu to append to it, like any
+// handler.
 package broker

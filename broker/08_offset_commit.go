@@ -1,0 +1,87 @@
+package broker
+
+// OffsetCommit (key 8), v2-v10, the range Kafka 4 serves.
+//
+// Commits go through coordinator/group, which checks the generation and
+// member (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID,
+// REBALANCE_IN_PROGRESS while CompletingRebalance) and stores each offset
+// as an OffsetCommit record in __consumer_offsets before answering. A
+// commit with generation -1 and no member id from outside group management
+// (a "simple" commit) is accepted when the group is Empty or unknown, and
+// creates the group in the latter case. A generation for a group that does
+// not exist is ILLEGAL_GENERATION below v9 and GROUP_ID_NOT_FOUND from v9,
+// as in Kafka's OffsetMetadataManager. A topic that does not exist is
+// UNKNOWN_TOPIC_OR_PARTITION (v10: UNKNOWN_TOPIC_ID), as in KafkaApis;
+// metadata above offset.metadata.max.bytes (4096) OFFSET_METADATA_TOO_LARGE.
+//
+// v2-v4 carry a retention time, which Kafka 4 ignores, as Gregor does. v6+
+// carry the leader epoch; v7+ group.instance.id; v8: flexible; v10 names
+// topics by id.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-broker/gregor/coordinator/group"
+)
+
+func init() { register(8, 2, 10, handleOffsetCommit) }
+
+func handleOffsetCommit(b *Broker, r *request, req *kmsg.OffsetCommitRequest) (kmsg.Response, error) {
+	resp := newResponse[*kmsg.OffsetCommitResponse](req)
+	cr := group.CommitRequest{GroupID: req.Group, Generation: req.Generation, MemberID: req.MemberID,
+		InstanceID: req.InstanceID, Version: req.Version}
+	// Topics the broker refuses itself are answered here; the others keep
+	// their place in the response, filled from the coordinator's answer.
+	type slot struct{ topic, resp int }
+	var slots []slot
+	for _, rt := range req.Topics {
+		st := kmsg.NewOffsetCommitResponseTopic()
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		var t *topic
+		unknown := kerr.UnknownTopicOrPartition
+		if req.Version >= 10 {
+			t, unknown = b.lookupTopicID(rt.TopicID), kerr.UnknownTopicID
+		} else {
+			t = b.lookupTopic(rt.Topic)
+		}
+		if t == nil {
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewOffsetCommitResponseTopicPartition()
+				sp.Partition, sp.ErrorCode = rp.Partition, unknown.Code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+			continue
+		}
+		ct := group.CommitTopic{Topic: t.name}
+		for _, rp := range rt.Partitions {
+			leaderEpoch := int32(-1)
+			if req.Version >= 6 {
+				leaderEpoch = rp.LeaderEpoch
+			}
+			ct.Partitions = append(ct.Partitions, group.CommitPartition{Partition: rp.Partition, Offset: rp.Offset,
+				LeaderEpoch: leaderEpoch, Metadata: rp.Metadata})
+		}
+		slots = append(slots, slot{topic: len(cr.Topics), resp: len(resp.Topics)})
+		cr.Topics = append(cr.Topics, ct)
+		resp.Topics = append(resp.Topics, st)
+	}
+	if len(slots) == 0 {
+		return resp, nil
+	}
+	out, err := b.groups.call(r, func(c *group.Coordinator, now int64, id group.ReplyID) { c.CommitOffsets(now, id, cr) })
+	if err != nil {
+		return nil, err
+	}
+	res := out.(*group.CommitResult)
+	for _, s := range slots {
+		st := &resp.Topics[s.resp]
+		for _, p := range res.Topics[s.topic].Partitions {
+			sp := kmsg.NewOffsetCommitResponseTopicPartition()
+			sp.Partition, sp.ErrorCode = p.Partition, p.ErrorCode
+			st.Partitions = append(st.Partitions, sp)
+		}
+	}
+	return resp, nil
+}

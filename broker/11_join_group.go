@@ -1,0 +1,73 @@
+package broker
+
+// JoinGroup (key 11), v0-v9.
+//
+// The classic group protocol's join, handled by coordinator/group (its
+// state machine) through groups.go. The request is parked until the
+// rebalance completes, so the connection's later requests wait behind it,
+// as in Kafka.
+//
+// v0 has no rebalance timeout: the session timeout stands in for it, as in
+// Kafka. v0-v1 were removed in Kafka 4.0 and re-added in 4.0.1 for
+// kafka-go and old librdkafka. v4+ (KIP-394): a new dynamic member gets
+// MEMBER_ID_REQUIRED and its member id, and must join again with it.
+// v5+ carries group.instance.id (KIP-345, static membership). v6: flexible.
+// v7+ returns the protocol type and name. v8 adds a reason. v9
+// (KIP-814): a static leader that restarts in a Stable group gets the
+// members with SkipAssignment.
+
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-broker/gregor/coordinator/group"
+)
+
+func init() { register(11, 0, 9, handleJoinGroup) }
+
+func handleJoinGroup(b *Broker, r *request, req *kmsg.JoinGroupRequest) (kmsg.Response, error) {
+	resp := newResponse[*kmsg.JoinGroupResponse](req)
+	jr := group.JoinRequest{
+		GroupID:                req.Group,
+		MemberID:               req.MemberID,
+		InstanceID:             req.InstanceID,
+		ProtocolType:           req.ProtocolType,
+		SessionTimeoutMs:       req.SessionTimeoutMillis,
+		RebalanceTimeoutMs:     req.RebalanceTimeoutMillis,
+		ClientID:               clientID(r),
+		ClientHost:             clientHost(r),
+		RequireKnownMemberID:   req.Version >= 4,
+		SupportsSkipAssignment: req.Version >= 9,
+	}
+	if req.Version == 0 {
+		jr.RebalanceTimeoutMs = req.SessionTimeoutMillis
+	}
+	for _, p := range req.Protocols {
+		jr.Protocols = append(jr.Protocols, group.Protocol{Name: p.Name, Metadata: p.Metadata})
+	}
+	out, err := b.groups.call(r, func(c *group.Coordinator, now int64, id group.ReplyID) { c.JoinGroup(now, id, jr) })
+	if err != nil {
+		return nil, err
+	}
+	res := out.(*group.JoinResult)
+	resp.ErrorCode = res.ErrorCode
+	resp.Generation = res.Generation
+	resp.MemberID = res.MemberID
+	resp.LeaderID = res.Leader
+	resp.SkipAssignment = res.SkipAssignment
+	if res.Protocol != nil {
+		resp.Protocol = res.Protocol
+		if req.Version >= 7 {
+			resp.ProtocolType = res.ProtocolType
+		}
+	} else if req.Version < 7 {
+		// Below v7 the protocol name is not nullable.
+		resp.Protocol = kmsg.StringPtr("")
+	}
+	resp.Members = make([]kmsg.JoinGroupResponseMember, 0, len(res.Members))
+	for _, m := range res.Members {
+		rm := kmsg.NewJoinGroupResponseMember()
+		rm.MemberID, rm.InstanceID, rm.ProtocolMetadata = m.MemberID, m.InstanceID, m.Metadata
+		resp.Members = append(resp.Members, rm)
+	}
+	return resp, nil
+}

@@ -1,0 +1,27 @@
+package broker
+
+// Heartbeat (key 12), v0-v4.
+//
+// Keeps a member's session alive (coordinator/group). REBALANCE_IN_PROGRESS
+// tells the member to rejoin; ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID and
+// FENCED_INSTANCE_ID (v3+, group.instance.id) that it was fenced. v4:
+// flexible.
+
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-broker/gregor/coordinator/group"
+)
+
+func init() { register(12, 0, 4, handleHeartbeat) }
+
+func handleHeartbeat(b *Broker, r *request, req *kmsg.HeartbeatRequest) (kmsg.Response, error) {
+	resp := newResponse[*kmsg.HeartbeatResponse](req)
+	hr := group.HeartbeatRequest{GroupID: req.Group, Generation: req.Generation, MemberID: req.MemberID, InstanceID: req.InstanceID}
+	out, err := b.groups.call(r, func(c *group.Coordinator, now int64, id group.ReplyID) { c.Heartbeat(now, id, hr) })
+	if err != nil {
+		return nil, err
+	}
+	resp.ErrorCode = out.(*group.HeartbeatResult).ErrorCode
+	return resp, nil
+}

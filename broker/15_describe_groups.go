@@ -1,0 +1,45 @@
+package broker
+
+// DescribeGroups (key 15), v0-v6.
+//
+// Describes classic groups (coordinator/group): the state, protocol type,
+// and members; the chosen protocol, member metadata and assignments only
+// for a Stable group, as in Kafka. A group that does not exist is reported
+// in state Dead without an error, as Kafka's GroupMetadataManager does.
+// v3+ may ask for authorized operations (all, without an authorizer); v4+
+// report group.instance.id; v5: flexible; v6 adds error messages.
+
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-broker/gregor/coordinator/group"
+)
+
+func init() { register(15, 0, 6, handleDescribeGroups) }
+
+// allGroupOperations is every operation Kafka defines for a group: READ,
+// DELETE and DESCRIBE.
+const allGroupOperations = 1<<3 | 1<<6 | 1<<8
+
+func handleDescribeGroups(b *Broker, r *request, req *kmsg.DescribeGroupsRequest) (kmsg.Response, error) {
+	resp := newResponse[*kmsg.DescribeGroupsResponse](req)
+	var described []group.DescribedGroup
+	if err := b.groups.read(r, func(c *group.Coordinator, now int64) { described = c.DescribeGroups(req.Groups) }); err != nil {
+		return nil, err
+	}
+	for _, d := range described {
+		g := kmsg.NewDescribeGroupsResponseGroup()
+		g.Group, g.ErrorCode, g.State, g.ProtocolType, g.Protocol = d.GroupID, d.ErrorCode, d.State, d.ProtocolType, d.Protocol
+		if req.Version >= 3 && req.IncludeAuthorizedOperations {
+			g.AuthorizedOperations = allGroupOperations
+		}
+		for _, m := range d.Members {
+			gm := kmsg.NewDescribeGroupsResponseGroupMember()
+			gm.MemberID, gm.InstanceID, gm.ClientID, gm.ClientHost = m.MemberID, m.InstanceID, m.ClientID, m.ClientHost
+			gm.ProtocolMetadata, gm.MemberAssignment = m.Metadata, m.Assignment
+			g.Members = append(g.Members, gm)
+		}
+		resp.Groups = append(resp.Groups, g)
+	}
+	return resp, nil
+}

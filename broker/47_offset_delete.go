@@ -1,0 +1,63 @@
+package broker
+
+// OffsetDelete (key 47), v0.
+//
+// Deletes committed offsets of an empty group (KIP-496), with tombstones in
+// __consumer_offsets. GROUP_ID_NOT_FOUND for a group that does not exist,
+// NON_EMPTY_GROUP for a classic group with members (Kafka's
+// ClassicGroup.validateOffsetDelete); a topic that does not exist is
+// UNKNOWN_TOPIC_OR_PARTITION per partition, as KafkaApis answers.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-broker/gregor/coordinator/group"
+)
+
+func init() { register(47, 0, 0, handleOffsetDelete) }
+
+func handleOffsetDelete(b *Broker, r *request, req *kmsg.OffsetDeleteRequest) (kmsg.Response, error) {
+	resp := newResponse[*kmsg.OffsetDeleteResponse](req)
+	dr := group.OffsetDeleteRequest{GroupID: req.Group}
+	var unknown []kmsg.OffsetDeleteResponseTopic
+	for _, t := range req.Topics {
+		if b.lookupTopic(t.Topic) == nil {
+			rt := kmsg.NewOffsetDeleteResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewOffsetDeleteResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, kerr.UnknownTopicOrPartition.Code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			unknown = append(unknown, rt)
+			continue
+		}
+		ft := group.FetchTopic{Topic: t.Topic}
+		for _, p := range t.Partitions {
+			ft.Partitions = append(ft.Partitions, p.Partition)
+		}
+		dr.Topics = append(dr.Topics, ft)
+	}
+	out, err := b.groups.call(r, func(c *group.Coordinator, now int64, id group.ReplyID) { c.DeleteOffsets(now, id, dr) })
+	if err != nil {
+		return nil, err
+	}
+	res := out.(*group.OffsetDeleteResult)
+	resp.ErrorCode = res.ErrorCode
+	if res.ErrorCode != 0 {
+		return resp, nil
+	}
+	for _, t := range res.Topics {
+		rt := kmsg.NewOffsetDeleteResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetDeleteResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, p.ErrorCode
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	resp.Topics = append(resp.Topics, unknown...)
+	return resp, nil
+}

@@ -1,0 +1,133 @@
+package group
+
+import "github.com/twmb/franz-go/pkg/kerr"
+
+// DescribedMember is one member as DescribeGroups shows it.
+type DescribedMember struct {
+	MemberID, ClientID, ClientHost string
+	InstanceID                     *string
+	Metadata, Assignment           []byte
+}
+
+// DescribedGroup is one group as DescribeGroups shows it.
+type DescribedGroup struct {
+	GroupID      string
+	ErrorCode    int16
+	State        string
+	ProtocolType string
+	Protocol     string
+	Members      []DescribedMember
+}
+
+// DescribeGroups describes groups (Kafka's
+// GroupMetadataManager.describeGroups): an unknown group is reported Dead
+// without an error; the protocol, metadata and assignments only for a
+// Stable group.
+func (c *Coordinator) DescribeGroups(ids []string) []DescribedGroup {
+	out := make([]DescribedGroup, 0, len(ids))
+	for _, id := range ids {
+		g := c.groups[id]
+		if g == nil {
+			out = append(out, DescribedGroup{GroupID: id, State: Dead.String(), Members: []DescribedMember{}})
+			continue
+		}
+		d := DescribedGroup{GroupID: id, State: g.state.String(), ProtocolType: g.protocolType, Members: []DescribedMember{}}
+		stable := g.state == Stable
+		if stable {
+			d.Protocol = g.protocol
+		}
+		for _, mid := range g.order {
+			m := g.members[mid]
+			dm := DescribedMember{MemberID: m.id, ClientID: m.clientID, ClientHost: m.clientHost, InstanceID: m.instanceID,
+				Metadata: []byte{}, Assignment: []byte{}}
+			if stable {
+				dm.Metadata = m.metadata(g.protocol)
+				if m.assignment != nil {
+					dm.Assignment = m.assignment
+				}
+			}
+			d.Members = append(d.Members, dm)
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// ListedGroup is one group as ListGroups shows it.
+type ListedGroup struct {
+	GroupID, ProtocolType, State string
+}
+
+// ListGroups lists the groups, sorted by id, whose state is in states
+// (case-insensitive; empty means any).
+func (c *Coordinator) ListGroups(states []string) []ListedGroup {
+	var out []ListedGroup
+	for _, id := range c.sortedGroupIDs() {
+		g := c.groups[id]
+		if len(states) > 0 && !containsFold(states, g.state.String()) {
+			continue
+		}
+		out = append(out, ListedGroup{GroupID: id, ProtocolType: g.protocolType, State: g.state.String()})
+	}
+	return out
+}
+
+func containsFold(ss []string, s string) bool {
+	for _, x := range ss {
+		if equalFold(x, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func equalFold(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+// DeleteGroupResult is one group's outcome.
+type DeleteGroupResult struct {
+	GroupID   string
+	ErrorCode int16
+}
+
+// DeleteGroupsResult is the answer to a DeleteGroups.
+type DeleteGroupsResult struct{ Groups []DeleteGroupResult }
+
+// DeleteGroups deletes empty groups and their offsets with tombstones
+// (Kafka's ClassicGroup.validateDeleteGroup): an unknown group is
+// GROUP_ID_NOT_FOUND, a group with members NON_EMPTY_GROUP.
+func (c *Coordinator) DeleteGroups(now int64, id ReplyID, ids []string) {
+	res := &DeleteGroupsResult{}
+	for _, gid := range ids {
+		r := DeleteGroupResult{GroupID: gid}
+		g := c.groups[gid]
+		switch {
+		case gid == "":
+			r.ErrorCode = kerr.InvalidGroupID.Code
+		case g == nil || g.state == Dead:
+			r.ErrorCode = kerr.GroupIDNotFound.Code
+		case g.state != Empty:
+			r.ErrorCode = kerr.NonEmptyGroup.Code
+		default:
+			c.deleteGroup(g)
+		}
+		res.Groups = append(res.Groups, r)
+	}
+	c.reply(id, res)
+}

@@ -1,0 +1,302 @@
+package group
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+func sp(s string) *string { return &s }
+
+// TestRebalanceTranscript walks a group through the KIP-394 join, a stable
+// generation, a second member joining, a member leaving and a member whose
+// session times out, against testdata/rebalance.txt.
+func TestRebalanceTranscript(t *testing.T) {
+	h := newHarness(t, Config{})
+	// KIP-394: a v4+ dynamic member first gets its id.
+	j := h.join(JoinRequest{GroupID: "g", ClientID: "a", RequireKnownMemberID: true})
+	h.wantCode(j, kerr.MemberIDRequired)
+	a := h.joinResult(j).MemberID
+	j = h.join(JoinRequest{GroupID: "g", MemberID: a, ClientID: "a", RequireKnownMemberID: true})
+	ja := h.joinResult(j)
+	if ja.Leader != a || ja.Generation != 1 || len(ja.Members) != 1 {
+		t.Fatalf("first join: %+v", ja)
+	}
+	s := h.sync(SyncRequest{GroupID: "g", Generation: 1, MemberID: a, Assignments: map[string][]byte{a: []byte("p0,p1")}})
+	if got := string(h.syncResult(s).Assignment); got != "p0,p1" {
+		t.Fatalf("assignment %q", got)
+	}
+	h.describe("g")
+
+	// b joins: a's heartbeat says rebalance, a rejoins, both get gen 2.
+	jb := h.join(JoinRequest{GroupID: "g", ClientID: "b", RequireKnownMemberID: true})
+	b := h.joinResult(jb).MemberID
+	jb = h.join(JoinRequest{GroupID: "g", MemberID: b, ClientID: "b", RequireKnownMemberID: true})
+	if !h.parked(jb) {
+		t.Fatal("b's join should wait for a")
+	}
+	h.wantCode(h.heartbeat(HeartbeatRequest{GroupID: "g", Generation: 1, MemberID: a}), kerr.RebalanceInProgress)
+	ja2 := h.join(JoinRequest{GroupID: "g", MemberID: a, ClientID: "a", RequireKnownMemberID: true})
+	if h.joinResult(ja2).Generation != 2 || h.joinResult(jb).Generation != 2 || len(h.joinResult(ja2).Members) != 2 {
+		t.Fatalf("gen 2 joins: %+v %+v", h.joinResult(ja2), h.joinResult(jb))
+	}
+	// The follower's sync waits for the leader's.
+	sb := h.sync(SyncRequest{GroupID: "g", Generation: 2, MemberID: b})
+	if !h.parked(sb) {
+		t.Fatal("follower sync answered before the leader's")
+	}
+	// A sync of the old generation is fenced.
+	h.wantCode(h.sync(SyncRequest{GroupID: "g", Generation: 1, MemberID: a}), kerr.IllegalGeneration)
+	h.sync(SyncRequest{GroupID: "g", Generation: 2, MemberID: a, Assignments: map[string][]byte{a: []byte("p0"), b: []byte("p1")}})
+	if got := string(h.syncResult(sb).Assignment); got != "p1" {
+		t.Fatalf("b's assignment %q", got)
+	}
+	h.describe("g")
+
+	// b leaves; a rebalances alone into gen 3.
+	h.leave(LeaveRequest{GroupID: "g", Members: []LeaveMember{{MemberID: b}}})
+	h.wantCode(h.heartbeat(HeartbeatRequest{GroupID: "g", Generation: 2, MemberID: a}), kerr.RebalanceInProgress)
+	ja3 := h.join(JoinRequest{GroupID: "g", MemberID: a, ClientID: "a", RequireKnownMemberID: true})
+	if h.joinResult(ja3).Generation != 3 {
+		t.Fatalf("gen 3: %+v", h.joinResult(ja3))
+	}
+	h.sync(SyncRequest{GroupID: "g", Generation: 3, MemberID: a, Assignments: map[string][]byte{a: []byte("p0,p1")}})
+
+	// a stops heartbeating: after its session timeout it is gone and the
+	// group is Empty at generation 4.
+	h.advance(9999)
+	h.describe("g")
+	h.advance(1)
+	d := h.describe("g")
+	if d[0].State != "Empty" || len(d[0].Members) != 0 {
+		t.Fatalf("after session timeout: %+v", d[0])
+	}
+	h.wantCode(h.heartbeat(HeartbeatRequest{GroupID: "g", Generation: 3, MemberID: a}), kerr.UnknownMemberID)
+	h.checkGolden("rebalance")
+}
+
+// TestJoinV0NeedsNoMemberID: below v4 a new member is admitted at once.
+func TestJoinV0NeedsNoMemberID(t *testing.T) {
+	h := newHarness(t, Config{})
+	j := h.join(JoinRequest{GroupID: "g", ClientID: "old"})
+	r := h.joinResult(j)
+	if r.ErrorCode != 0 || r.MemberID == "" || r.Generation != 1 || r.Leader != r.MemberID {
+		t.Fatalf("v0 join: %+v", r)
+	}
+}
+
+// TestProtocolSelectionByVotes: the protocol every member supports that
+// most members prefer wins; a member with no common protocol is refused.
+func TestProtocolSelectionByVotes(t *testing.T) {
+	h := newHarness(t, Config{})
+	ps := func(names ...string) []Protocol {
+		var out []Protocol
+		for _, n := range names {
+			out = append(out, Protocol{Name: n, Metadata: []byte(n)})
+		}
+		return out
+	}
+	j1 := h.join(JoinRequest{GroupID: "g", ClientID: "a", Protocols: ps("range", "roundrobin")})
+	a := h.joinResult(j1).MemberID
+	h.sync(SyncRequest{GroupID: "g", Generation: 1, MemberID: a})
+	j2 := h.join(JoinRequest{GroupID: "g", ClientID: "b", Protocols: ps("roundrobin", "range", "sticky")})
+	j3 := h.join(JoinRequest{GroupID: "g", ClientID: "c", Protocols: ps("roundrobin", "sticky", "range")})
+	bad := h.join(JoinRequest{GroupID: "g", ClientID: "d", Protocols: ps("sticky")})
+	h.wantCode(bad, kerr.InconsistentGroupProtocol)
+	wrongType := h.join(JoinRequest{GroupID: "g", ClientID: "e", ProtocolType: "connect", Protocols: ps("range")})
+	h.wantCode(wrongType, kerr.InconsistentGroupProtocol)
+	ja := h.join(JoinRequest{GroupID: "g", MemberID: a, ClientID: "a", Protocols: ps("range", "roundrobin")})
+	for _, id := range []ReplyID{j2, j3, ja} {
+		if r := h.joinResult(id); r.ErrorCode != 0 || *r.Protocol != "roundrobin" {
+			t.Fatalf("#%d: %+v, want roundrobin chosen 2 votes to 1", id, r)
+		}
+	}
+	if ms := h.joinResult(ja).Members; len(ms) != 3 || string(ms[1].Metadata) != "roundrobin" {
+		t.Fatalf("leader's members %+v", ms)
+	}
+	// An empty group needs a protocol type and at least one protocol.
+	h.wantCode(h.join(JoinRequest{GroupID: "fresh", ClientID: "x", Protocols: []Protocol{}}), kerr.InconsistentGroupProtocol)
+}
+
+func TestJoinGroupErrors(t *testing.T) {
+	h := newHarness(t, Config{MaxSize: 2})
+	h.wantCode(h.join(JoinRequest{GroupID: "", ClientID: "x"}), kerr.InvalidGroupID)
+	h.wantCode(h.join(JoinRequest{GroupID: "g", ClientID: "x", SessionTimeoutMs: 5999}), kerr.InvalidSessionTimeout)
+	h.wantCode(h.join(JoinRequest{GroupID: "g", ClientID: "x", SessionTimeoutMs: 1800001}), kerr.InvalidSessionTimeout)
+	h.wantCode(h.join(JoinRequest{GroupID: "nope", MemberID: "bogus", ClientID: "x"}), kerr.UnknownMemberID)
+	a := h.joinResult(h.join(JoinRequest{GroupID: "g", ClientID: "a"})).MemberID
+	h.wantCode(h.join(JoinRequest{GroupID: "g", MemberID: "bogus", ClientID: "x"}), kerr.UnknownMemberID)
+	h.sync(SyncRequest{GroupID: "g", Generation: 1, MemberID: a})
+	jb := h.join(JoinRequest{GroupID: "g", ClientID: "b"})
+	h.join(JoinRequest{GroupID: "g", MemberID: a, ClientID: "a"})
+	if h.joinResult(jb).ErrorCode != 0 {
+		t.Fatalf("b: %+v", h.joinResult(jb))
+	}
+	// group.max.size 2: a third member is refused (Kafka's
+	// acceptJoiningMember).
+	h.wantCode(h.join(JoinRequest{GroupID: "g", ClientID: "c"}), kerr.GroupMaxSizeReached)
+}
+
+func TestSyncAndHeartbeatFencing(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.wantCode(h.sync(SyncRequest{GroupID: "nope", MemberID: "m"}), kerr.UnknownMemberID)
+	h.wantCode(h.heartbeat(HeartbeatRequest{GroupID: "nope", MemberID: "m"}), kerr.UnknownMemberID)
+	a := h.joinResult(h.join(JoinRequest{GroupID: "g", ClientID: "a", InstanceID: sp("i-a")})).MemberID
+	h.wantCode(h.sync(SyncRequest{GroupID: "g", Generation: 1, MemberID: "bogus"}), kerr.UnknownMemberID)
+	h.wantCode(h.sync(SyncRequest{GroupID: "g", Generation: 7, MemberID: a}), kerr.IllegalGeneration)
+	h.wantCode(h.sync(SyncRequest{GroupID: "g", Generation: 1, MemberID: a, InstanceID: sp("i-a"), Protocol: sp("roundrobin")}), kerr.InconsistentGroupProtocol)
+	h.wantCode(h.sync(SyncRequest{GroupID: "g", Generation: 1, MemberID: "other", InstanceID: sp("i-a")}), kerr.FencedInstanceID)
+	h.wantCode(h.heartbeat(HeartbeatRequest{GroupID: "g", Generation: 1, MemberID: a}), nil) // CompletingRebalance
+	h.sync(SyncRequest{GroupID: "g", Generation: 1, MemberID: a, InstanceID: sp("i-a")})
+	h.wantCode(h.heartbeat(HeartbeatRequest{GroupID: "g", Generation: 0, MemberID: a}), kerr.IllegalGeneration)
+	h.wantCode(h.heartbeat(HeartbeatRequest{GroupID: "g", Generation: 1, MemberID: "bogus"}), kerr.UnknownMemberID)
+	h.wantCode(h.heartbeat(HeartbeatRequest{GroupID: "g", Generation: 1, MemberID: "bogus", InstanceID: sp("i-a")}), kerr.FencedInstanceID)
+	h.wantCode(h.heartbeat(HeartbeatRequest{GroupID: "g", Generation: 1, MemberID: a, InstanceID: sp("i-a")}), nil)
+	// LeaveGroup: unknown group, unknown member, fenced instance.
+	h.wantCode(h.leave(LeaveRequest{GroupID: "nope", Members: []LeaveMember{{MemberID: a}}}), kerr.UnknownMemberID)
+	l := h.leave(LeaveRequest{GroupID: "g", Members: []LeaveMember{{MemberID: "bogus"}, {MemberID: "x", InstanceID: sp("i-a")}, {InstanceID: sp("nobody")}}})
+	res := h.results[l].(*LeaveResult)
+	if res.Members[0].ErrorCode != kerr.UnknownMemberID.Code || res.Members[1].ErrorCode != kerr.FencedInstanceID.Code ||
+		res.Members[2].ErrorCode != kerr.UnknownMemberID.Code {
+		t.Fatalf("leave: %s", describeResult(res))
+	}
+}
+
+// TestStaticMemberRejoinKeepsAssignment: KIP-345. A static member that
+// restarts (no member id) in a Stable group gets a new id at once without a
+// rebalance; its old id is fenced.
+func TestStaticMemberRejoinKeepsAssignment(t *testing.T) {
+	h := newHarness(t, Config{})
+	a := h.joinResult(h.join(JoinRequest{GroupID: "g", ClientID: "a", InstanceID: sp("ia"), RequireKnownMemberID: true})).MemberID
+	h.sync(SyncRequest{GroupID: "g", Generation: 1, MemberID: a, InstanceID: sp("ia")})
+	jb := h.join(JoinRequest{GroupID: "g", ClientID: "b", InstanceID: sp("ib"), RequireKnownMemberID: true})
+	ja := h.join(JoinRequest{GroupID: "g", MemberID: a, ClientID: "a", InstanceID: sp("ia"), RequireKnownMemberID: true})
+	b := h.joinResult(jb).MemberID
+	h.sync(SyncRequest{GroupID: "g", Generation: 2, MemberID: a, InstanceID: sp("ia"), Assignments: map[string][]byte{a: []byte("A"), b: []byte("B")}})
+	_ = ja
+	// b restarts, with different metadata (it owns nothing now): the
+	// selected protocol does not change, so there is no rebalance.
+	jb2 := h.join(JoinRequest{GroupID: "g", ClientID: "b", InstanceID: sp("ib"), RequireKnownMemberID: true,
+		Protocols: []Protocol{{Name: "range", Metadata: []byte("restarted")}}})
+	r := h.joinResult(jb2)
+	if r.ErrorCode != 0 || r.Generation != 2 || r.MemberID == b {
+		t.Fatalf("static rejoin: %+v", r)
+	}
+	s := h.sync(SyncRequest{GroupID: "g", Generation: 2, MemberID: r.MemberID, InstanceID: sp("ib")})
+	if string(h.syncResult(s).Assignment) != "B" {
+		t.Fatalf("assignment after static rejoin: %q", h.syncResult(s).Assignment)
+	}
+	h.wantCode(h.heartbeat(HeartbeatRequest{GroupID: "g", Generation: 2, MemberID: b, InstanceID: sp("ib")}), kerr.FencedInstanceID)
+	if d := h.describe("g"); d[0].State != "Stable" {
+		t.Fatalf("state %s", d[0].State)
+	}
+	// The static leader restarts: v9 gets the members and SkipAssignment.
+	jl := h.join(JoinRequest{GroupID: "g", ClientID: "a", InstanceID: sp("ia"), RequireKnownMemberID: true, SupportsSkipAssignment: true})
+	if r := h.joinResult(jl); !r.SkipAssignment || len(r.Members) != 2 || r.Leader != r.MemberID {
+		t.Fatalf("static leader rejoin: %+v", r)
+	}
+	h.checkGolden("static")
+}
+
+// TestInitialRebalanceDelay: group.initial.rebalance.delay.ms holds the
+// first join of an empty group, extended while members keep arriving, up
+// to the rebalance timeout.
+func TestInitialRebalanceDelay(t *testing.T) {
+	h := newHarness(t, Config{InitialRebalanceDelayMs: 3000})
+	j1 := h.join(JoinRequest{GroupID: "g", ClientID: "a", RebalanceTimeoutMs: 10000})
+	h.advance(2000)
+	j2 := h.join(JoinRequest{GroupID: "g", ClientID: "b", RebalanceTimeoutMs: 10000})
+	h.advance(1000) // first delay over, a member arrived: wait another 3000
+	if !h.parked(j1) || !h.parked(j2) {
+		t.Fatal("join completed before the extended delay")
+	}
+	h.advance(2999)
+	if !h.parked(j1) {
+		t.Fatal("join completed early")
+	}
+	h.advance(1)
+	if h.joinResult(j1).Generation != 1 || h.joinResult(j2).Generation != 1 {
+		t.Fatalf("after the delay: %+v %+v", h.joinResult(j1), h.joinResult(j2))
+	}
+}
+
+// TestRebalanceTimeoutRemovesStragglers: members that do not rejoin within
+// the rebalance timeout are dropped; a member id handed out with
+// MEMBER_ID_REQUIRED that never comes back expires after its session
+// timeout.
+func TestRebalanceTimeoutRemovesStragglers(t *testing.T) {
+	h := newHarness(t, Config{})
+	a := h.joinResult(h.join(JoinRequest{GroupID: "g", ClientID: "a", RebalanceTimeoutMs: 20000, SessionTimeoutMs: 30000})).MemberID
+	h.sync(SyncRequest{GroupID: "g", Generation: 1, MemberID: a})
+	// A pending member that never rejoins holds the join until its session
+	// timeout.
+	h.join(JoinRequest{GroupID: "g", ClientID: "p", RequireKnownMemberID: true, SessionTimeoutMs: 6000})
+	jb := h.join(JoinRequest{GroupID: "g", ClientID: "b", RebalanceTimeoutMs: 20000})
+	h.advance(19999)
+	if !h.parked(jb) {
+		t.Fatal("b's join completed while a has time to rejoin")
+	}
+	h.advance(1)
+	r := h.joinResult(jb)
+	if r.Generation != 2 || r.Leader != r.MemberID || len(r.Members) != 1 {
+		t.Fatalf("after the rebalance timeout: %+v", r)
+	}
+	h.wantCode(h.heartbeat(HeartbeatRequest{GroupID: "g", Generation: 1, MemberID: a}), kerr.UnknownMemberID)
+}
+
+// TestPendingSyncExpiry: a member that never sends SyncGroup after the join
+// is removed after the rebalance timeout.
+func TestPendingSyncExpiry(t *testing.T) {
+	h := newHarness(t, Config{})
+	ja := h.join(JoinRequest{GroupID: "g", ClientID: "a", RebalanceTimeoutMs: 8000})
+	a := h.joinResult(ja).MemberID
+	h.sync(SyncRequest{GroupID: "g", Generation: 1, MemberID: a})
+	jb := h.join(JoinRequest{GroupID: "g", ClientID: "b", RebalanceTimeoutMs: 8000})
+	h.join(JoinRequest{GroupID: "g", MemberID: a, ClientID: "a", RebalanceTimeoutMs: 8000})
+	b := h.joinResult(jb).MemberID
+	h.sync(SyncRequest{GroupID: "g", Generation: 2, MemberID: a, Assignments: map[string][]byte{a: []byte("A"), b: []byte("B")}})
+	h.advance(8000) // b never synced
+	if d := h.describe("g"); d[0].State != "PreparingRebalance" || len(d[0].Members) != 1 {
+		t.Fatalf("after pending-sync expiry: %+v", d[0])
+	}
+}
+
+// TestThousandMembers: 1000 v0 members join one group; the join completes
+// when the last one is in, and the leader sees them all.
+func TestThousandMembers(t *testing.T) {
+	h := newHarness(t, Config{})
+	first := h.join(JoinRequest{GroupID: "g", ClientID: "m0"})
+	leader := h.joinResult(first).MemberID
+	h.sync(SyncRequest{GroupID: "g", Generation: 1, MemberID: leader})
+	var ids []ReplyID
+	for i := 1; i < 1000; i++ {
+		ids = append(ids, h.join(JoinRequest{GroupID: "g", ClientID: fmt.Sprintf("m%d", i)}))
+	}
+	lj := h.join(JoinRequest{GroupID: "g", MemberID: leader, ClientID: "m0"})
+	if r := h.joinResult(lj); len(r.Members) != 1000 || r.Generation != 2 {
+		t.Fatalf("leader got %d members, gen %d", len(r.Members), r.Generation)
+	}
+	for _, id := range ids {
+		if r := h.joinResult(id); r.ErrorCode != 0 || r.Generation != 2 {
+			t.Fatalf("#%d: %+v", id, r)
+		}
+	}
+}
+
+// TestLeaderLeavesNewLeaderChosen: when the leader leaves, the next member
+// in join order leads.
+func TestLeaderLeavesNewLeaderChosen(t *testing.T) {
+	h := newHarness(t, Config{})
+	a := h.joinResult(h.join(JoinRequest{GroupID: "g", ClientID: "a"})).MemberID
+	h.sync(SyncRequest{GroupID: "g", Generation: 1, MemberID: a})
+	jb := h.join(JoinRequest{GroupID: "g", ClientID: "b"})
+	h.join(JoinRequest{GroupID: "g", MemberID: a, ClientID: "a"})
+	b := h.joinResult(jb).MemberID
+	h.sync(SyncRequest{GroupID: "g", Generation: 2, MemberID: a})
+	h.leave(LeaveRequest{GroupID: "g", Members: []LeaveMember{{MemberID: a}}})
+	r := h.joinResult(h.join(JoinRequest{GroupID: "g", MemberID: b, ClientID: "b"}))
+	if r.Leader != b || r.Generation != 3 {
+		t.Fatalf("after leader left: %+v", r)
+	}
+}

@@ -1,0 +1,160 @@
+package group
+
+import (
+	"sort"
+	"strconv"
+)
+
+// Config holds the broker settings the coordinator obeys. Times are in
+// milliseconds, as in Kafka's configuration.
+type Config struct {
+	// InitialRebalanceDelayMs is group.initial.rebalance.delay.ms: how long
+	// the first rebalance of an empty group waits for more members. Kafka's
+	// default is 3000; 0 completes the join as soon as every member is in.
+	InitialRebalanceDelayMs int64
+	// MinSessionTimeoutMs and MaxSessionTimeoutMs are
+	// group.min.session.timeout.ms and group.max.session.timeout.ms
+	// (defaults 6000 and 1800000). A JoinGroup outside them is
+	// INVALID_SESSION_TIMEOUT.
+	MinSessionTimeoutMs, MaxSessionTimeoutMs int32
+	// MaxSize is group.max.size (default: unlimited, as Kafka's
+	// Integer.MAX_VALUE). A new member beyond it is GROUP_MAX_SIZE_REACHED.
+	MaxSize int
+	// OffsetsRetentionMs is offsets.retention.minutes in milliseconds
+	// (default 10080 minutes, seven days).
+	OffsetsRetentionMs int64
+	// OffsetsRetentionCheckIntervalMs is
+	// offsets.retention.check.interval.ms (default 600000).
+	OffsetsRetentionCheckIntervalMs int64
+	// MaxMetadataBytes is offset.metadata.max.bytes (default 4096): longer
+	// commit metadata is OFFSET_METADATA_TOO_LARGE.
+	MaxMetadataBytes int
+	// NewMemberID returns a fresh member id for a client. Kafka uses
+	// clientId + "-" + a random UUID; the default, a counter, is
+	// deterministic for tests but must not be used across restarts.
+	NewMemberID func(clientID string) string
+}
+
+// Defaults of Config, Kafka's.
+const (
+	DefaultInitialRebalanceDelayMs         = 3000
+	DefaultMinSessionTimeoutMs             = 6000
+	DefaultMaxSessionTimeoutMs             = 1800000
+	DefaultOffsetsRetentionMs              = 10080 * 60 * 1000
+	DefaultOffsetsRetentionCheckIntervalMs = 600000
+	DefaultMaxMetadataBytes                = 4096
+)
+
+func (c *Config) setDefaults() {
+	if c.InitialRebalanceDelayMs < 0 {
+		c.InitialRebalanceDelayMs = 0
+	}
+	if c.MinSessionTimeoutMs <= 0 {
+		c.MinSessionTimeoutMs = DefaultMinSessionTimeoutMs
+	}
+	if c.MaxSessionTimeoutMs <= 0 {
+		c.MaxSessionTimeoutMs = DefaultMaxSessionTimeoutMs
+	}
+	if c.MaxSize <= 0 {
+		c.MaxSize = int(^uint32(0) >> 1)
+	}
+	if c.OffsetsRetentionMs <= 0 {
+		c.OffsetsRetentionMs = DefaultOffsetsRetentionMs
+	}
+	if c.OffsetsRetentionCheckIntervalMs <= 0 {
+		c.OffsetsRetentionCheckIntervalMs = DefaultOffsetsRetentionCheckIntervalMs
+	}
+	if c.MaxMetadataBytes <= 0 {
+		c.MaxMetadataBytes = DefaultMaxMetadataBytes
+	}
+	if c.NewMemberID == nil {
+		n := 0
+		c.NewMemberID = func(clientID string) string {
+			n++
+			return clientID + "-" + strconv.Itoa(n)
+		}
+	}
+}
+
+// ReplyID identifies one request to its driver; the answer to it carries
+// the same id, possibly in the effects of a later event.
+type ReplyID uint64
+
+// Reply is the answer to one request. Result is one of *JoinResult,
+// *SyncResult, *HeartbeatResult, *LeaveResult, *CommitResult,
+// *FetchResult, *DeleteGroupsResult, *OffsetDeleteResult.
+type Reply struct {
+	ID     ReplyID
+	Result any
+}
+
+// Record is one record for __consumer_offsets, in the partition of
+// GroupID (PartitionFor). A nil Value is a tombstone.
+type Record struct {
+	GroupID    string
+	Key, Value []byte
+}
+
+// Effects is what the events since the last Ready produced. Records must be
+// appended before Replies are sent.
+type Effects struct {
+	Records []Record
+	Replies []Reply
+}
+
+// Coordinator holds every group and its offsets. It is not safe for
+// concurrent use: one goroutine drives it.
+type Coordinator struct {
+	cfg     Config
+	groups  map[string]*group
+	pending Effects
+	// nextExpiryCheck is when offsets are next checked for expiry.
+	nextExpiryCheck int64
+}
+
+// New returns a coordinator with no groups.
+func New(cfg Config) *Coordinator {
+	cfg.setDefaults()
+	return &Coordinator{cfg: cfg, groups: map[string]*group{}}
+}
+
+// Ready returns the effects produced since the previous call and forgets
+// them. The caller owns the returned slices.
+func (c *Coordinator) Ready() Effects {
+	e := c.pending
+	c.pending = Effects{}
+	return e
+}
+
+func (c *Coordinator) reply(id ReplyID, result any) {
+	c.pending.Replies = append(c.pending.Replies, Reply{ID: id, Result: result})
+}
+
+func (c *Coordinator) record(groupID string, key, value []byte) {
+	c.pending.Records = append(c.pending.Records, Record{GroupID: groupID, Key: key, Value: value})
+}
+
+// Tick advances time: it expires members whose session timed out, pending
+// members that never rejoined, rebalances whose timeout passed, and offsets
+// past their retention.
+func (c *Coordinator) Tick(now int64) {
+	for _, id := range c.sortedGroupIDs() {
+		g := c.groups[id]
+		if g != nil {
+			c.tickGroup(g, now)
+		}
+	}
+	if now >= c.nextExpiryCheck {
+		c.nextExpiryCheck = now + c.cfg.OffsetsRetentionCheckIntervalMs
+		c.expireOffsets(now)
+	}
+}
+
+func (c *Coordinator) sortedGroupIDs() []string {
+	ids := make([]string, 0, len(c.groups))
+	for id := range c.groups {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}

@@ -1,0 +1,26 @@
+// Package group is Gregor's group coordinator for the classic consumer
+// group protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) and for the
+// committed offsets of every group.
+//
+// It is a deterministic state machine without I/O, in the manner of etcd's
+// raft: the driver (broker/groups.go) feeds it one event at a time — a
+// request, a timer tick, a record replayed from __consumer_offsets — always
+// with the current time as an argument, and then collects the effects with
+// Ready: answers to requests (some of which were parked by earlier events,
+// as a JoinGroup waits for the rebalance to complete) and records to append
+// to __consumer_offsets. The driver must append the records before it sends
+// the answers, so that an acknowledged commit is in the log. Nothing here
+// reads a clock, starts a goroutine or takes a lock: a Coordinator is used
+// by one goroutine.
+//
+// Records use Kafka's key and value schemas (OffsetCommitKey v1,
+// OffsetCommitValue v3, GroupMetadataKey v2, GroupMetadataValue v3), so
+// kafka-dump-log --offsets-decoder reads Gregor's __consumer_offsets.
+//
+// Error codes are Kafka's (kerr) and each decision names the Kafka class
+// and method it follows (GroupMetadataManager, ClassicGroup,
+// OffsetMetadataManager in Kafka's group-coordinator module).
+//
+// Imports: kmsg and kerr from franz-go for record schemas and error codes;
+// nothing of this project.
+package group

@@ -1,0 +1,50 @@
+package group
+
+import "testing"
+
+// FuzzLoad feeds arbitrary key and value bytes to Load, as a record a client
+// produced to __consumer_offsets would arrive at start-up. Invariants: Load
+// never panics; it either accepts the record or returns an error wrapping
+// ErrBadRecord; it produces no effects; and the coordinator still answers
+// DescribeGroups, ListGroups and a fetch of every offset afterwards.
+func FuzzLoad(f *testing.F) {
+	c := New(Config{})
+	c.CommitOffsets(1, 1, CommitRequest{GroupID: "g", Generation: -1, Topics: []CommitTopic{{Topic: "t", Partitions: []CommitPartition{{Offset: 5, Metadata: sp("m")}}}}})
+	c.JoinGroup(1, 2, JoinRequest{GroupID: "h", ClientID: "c", ProtocolType: "consumer", SessionTimeoutMs: 10000, RebalanceTimeoutMs: 10000, Protocols: []Protocol{{Name: "range", Metadata: []byte{1}}}})
+	c.SyncGroup(1, 3, SyncRequest{GroupID: "h", Generation: 1, MemberID: "c-1", Assignments: map[string][]byte{"c-1": {2}}})
+	for _, r := range c.Ready().Records {
+		f.Add(r.Key, r.Value)
+	}
+	f.Add([]byte{0, 2, 0, 1, 'g'}, []byte(nil))
+	f.Add([]byte{0, 1}, []byte{0, 3})
+	f.Fuzz(func(t *testing.T, key, value []byte) {
+		c := New(Config{})
+		if err := c.Load(0, key, value); err != nil {
+			if !isBadRecord(err) {
+				t.Fatalf("error %v does not wrap ErrBadRecord", err)
+			}
+		}
+		if e := c.Ready(); len(e.Records)+len(e.Replies) != 0 {
+			t.Fatal("Load produced effects")
+		}
+		for _, g := range c.ListGroups(nil) {
+			c.DescribeGroups([]string{g.GroupID})
+			c.fetchOffsets(FetchRequest{GroupID: g.GroupID})
+		}
+		c.Tick(1 << 40)
+	})
+}
+
+func isBadRecord(err error) bool {
+	for e := err; e != nil; {
+		if e == ErrBadRecord {
+			return true
+		}
+		u, ok := e.(interface{ Unwrap() error })
+		if !ok {
+			return false
+		}
+		e = u.Unwrap()
+	}
+	return false
+}

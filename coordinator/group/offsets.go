@@ -1,0 +1,304 @@
+package group
+
+import (
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// CommitPartition is one partition's offset to commit.
+type CommitPartition struct {
+	Partition   int32
+	Offset      int64
+	LeaderEpoch int32 // -1 for none
+	Metadata    *string
+}
+
+// CommitTopic is one topic's partitions to commit.
+type CommitTopic struct {
+	Topic      string
+	Partitions []CommitPartition
+}
+
+// CommitRequest is an OffsetCommit. Generation -1 with no member id is a
+// "simple" commit from outside group management.
+type CommitRequest struct {
+	GroupID    string
+	Generation int32
+	MemberID   string
+	InstanceID *string
+	Topics     []CommitTopic
+	// Version is the OffsetCommit version: the error for a generation in
+	// a group that does not exist depends on it.
+	Version int16
+}
+
+// PartitionResult is one partition's error code.
+type PartitionResult struct {
+	Partition int32
+	ErrorCode int16
+}
+
+// TopicResult is one topic's partition results.
+type TopicResult struct {
+	Topic      string
+	Partitions []PartitionResult
+}
+
+// CommitResult is the answer to an OffsetCommit.
+type CommitResult struct{ Topics []TopicResult }
+
+// FetchTopic names the partitions of one topic to fetch.
+type FetchTopic struct {
+	Topic      string
+	Partitions []int32
+}
+
+// FetchRequest is an OffsetFetch for one group. Topics nil means every
+// committed partition.
+type FetchRequest struct {
+	GroupID       string
+	Topics        []FetchTopic
+	RequireStable bool
+}
+
+// FetchedPartition is one partition's committed offset (-1 for none).
+type FetchedPartition struct {
+	Partition   int32
+	Offset      int64
+	LeaderEpoch int32
+	Metadata    string
+	ErrorCode   int16
+}
+
+// FetchedTopic is one topic's committed offsets.
+type FetchedTopic struct {
+	Topic      string
+	Partitions []FetchedPartition
+}
+
+// FetchResult is the answer to an OffsetFetch for one group.
+type FetchResult struct {
+	ErrorCode int16
+	Topics    []FetchedTopic
+}
+
+// OffsetDeleteRequest is an OffsetDelete.
+type OffsetDeleteRequest struct {
+	GroupID string
+	Topics  []FetchTopic
+}
+
+// OffsetDeleteResult is the answer to an OffsetDelete.
+type OffsetDeleteResult struct {
+	ErrorCode int16
+	Topics    []TopicResult
+}
+
+// CommitOffsets handles an OffsetCommit (Kafka's
+// OffsetMetadataManager.commitOffset and ClassicGroup.validateOffsetCommit).
+func (c *Coordinator) CommitOffsets(now int64, id ReplyID, req CommitRequest) {
+	e := c.validateCommit(now, req)
+	res := &CommitResult{}
+	g := c.groups[req.GroupID]
+	for _, t := range req.Topics {
+		tr := TopicResult{Topic: t.Topic}
+		for _, p := range t.Partitions {
+			pr := PartitionResult{Partition: p.Partition, ErrorCode: errCode(e)}
+			switch {
+			case e != nil:
+			case p.Metadata != nil && len(*p.Metadata) > c.cfg.MaxMetadataBytes:
+				pr.ErrorCode = kerr.OffsetMetadataTooLarge.Code
+			default:
+				co := committedOffset{offset: p.Offset, leaderEpoch: p.LeaderEpoch, commitTimestamp: now}
+				if p.Metadata != nil {
+					co.metadata = *p.Metadata
+				}
+				g.offsets[topicPartition{t.Topic, p.Partition}] = co
+				c.record(g.id, offsetKey(g.id, t.Topic, p.Partition), offsetValue(co))
+			}
+			tr.Partitions = append(tr.Partitions, pr)
+		}
+		res.Topics = append(res.Topics, tr)
+	}
+	c.reply(id, res)
+}
+
+func (c *Coordinator) validateCommit(now int64, req CommitRequest) *kerr.Error {
+	if req.GroupID == "" {
+		return kerr.InvalidGroupID
+	}
+	g := c.groups[req.GroupID]
+	if g == nil {
+		if req.Generation < 0 {
+			// A simple group, created by its first manual commit.
+			g = newGroup(req.GroupID, now)
+			c.groups[req.GroupID] = g
+			return nil
+		}
+		if req.Version >= 9 {
+			return kerr.GroupIDNotFound
+		}
+		return kerr.IllegalGeneration
+	}
+	if g.state == Dead {
+		return kerr.CoordinatorNotAvailable
+	}
+	if req.Generation < 0 && g.state == Empty {
+		return nil
+	}
+	if req.Generation >= 0 || req.MemberID != "" || req.InstanceID != nil {
+		if e := g.validateMember(req.MemberID, req.InstanceID); e != nil {
+			return e
+		}
+		if req.Generation != g.generation {
+			return kerr.IllegalGeneration
+		}
+	} else if g.state != Empty {
+		return kerr.UnknownMemberID
+	}
+	if g.state == CompletingRebalance {
+		return kerr.RebalanceInProgress
+	}
+	if m := g.members[req.MemberID]; m != nil {
+		// A commit is as good as a heartbeat (Kafka reschedules it).
+		m.heartbeatDeadline = now + int64(m.sessionTimeout)
+	}
+	return nil
+}
+
+// FetchOffsets handles an OffsetFetch for one group (Kafka's
+// OffsetMetadataManager.fetchOffsets and fetchAllOffsets). A group without
+// offsets answers -1 for each partition asked for, without error.
+// RequireStable has nothing to wait for while no transaction can hold a
+// pending offset commit.
+func (c *Coordinator) FetchOffsets(now int64, id ReplyID, req FetchRequest) {
+	c.reply(id, c.fetchOffsets(req))
+}
+
+func (c *Coordinator) fetchOffsets(req FetchRequest) *FetchResult {
+	res := &FetchResult{}
+	g := c.groups[req.GroupID]
+	if g != nil && g.state == Dead {
+		res.ErrorCode = kerr.GroupIDNotFound.Code
+		return res
+	}
+	if req.Topics == nil {
+		if g == nil {
+			return res
+		}
+		byTopic := map[string][]int32{}
+		for tp := range g.offsets {
+			byTopic[tp.topic] = append(byTopic[tp.topic], tp.partition)
+		}
+		for _, t := range sortedKeys(byTopic) {
+			ps := byTopic[t]
+			sort.Slice(ps, func(i, j int) bool { return ps[i] < ps[j] })
+			req.Topics = append(req.Topics, FetchTopic{Topic: t, Partitions: ps})
+		}
+	}
+	for _, t := range req.Topics {
+		ft := FetchedTopic{Topic: t.Topic}
+		for _, p := range t.Partitions {
+			fp := FetchedPartition{Partition: p, Offset: -1, LeaderEpoch: -1}
+			if g != nil {
+				if co, ok := g.offsets[topicPartition{t.Topic, p}]; ok {
+					fp.Offset, fp.LeaderEpoch, fp.Metadata = co.offset, co.leaderEpoch, co.metadata
+				}
+			}
+			ft.Partitions = append(ft.Partitions, fp)
+		}
+		res.Topics = append(res.Topics, ft)
+	}
+	return res
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// DeleteOffsets handles an OffsetDelete (Kafka's
+// OffsetMetadataManager.deleteOffsets and ClassicGroup.validateOffsetDelete):
+// only an empty group may lose offsets, NON_EMPTY_GROUP otherwise.
+func (c *Coordinator) DeleteOffsets(now int64, id ReplyID, req OffsetDeleteRequest) {
+	res := &OffsetDeleteResult{}
+	g := c.groups[req.GroupID]
+	switch {
+	case g == nil || g.state == Dead:
+		res.ErrorCode = kerr.GroupIDNotFound.Code
+	case g.state != Empty:
+		res.ErrorCode = kerr.NonEmptyGroup.Code
+	}
+	if res.ErrorCode != 0 {
+		c.reply(id, res)
+		return
+	}
+	for _, t := range req.Topics {
+		tr := TopicResult{Topic: t.Topic}
+		for _, p := range t.Partitions {
+			tp := topicPartition{t.Topic, p}
+			if _, ok := g.offsets[tp]; ok {
+				delete(g.offsets, tp)
+				c.record(g.id, offsetKey(g.id, t.Topic, p), nil)
+			}
+			tr.Partitions = append(tr.Partitions, PartitionResult{Partition: p})
+		}
+		res.Topics = append(res.Topics, tr)
+	}
+	c.reply(id, res)
+}
+
+// expireOffsets removes offsets past retention (Kafka's
+// OffsetMetadataManager.cleanupExpiredOffsets): for an Empty group counted
+// from when it became Empty, for a simple group from each commit. An Empty
+// group left without offsets is deleted, with a tombstone.
+func (c *Coordinator) expireOffsets(now int64) {
+	for _, id := range c.sortedGroupIDs() {
+		g := c.groups[id]
+		if g.state != Empty {
+			continue
+		}
+		for _, tp := range g.sortedOffsets() {
+			co := g.offsets[tp]
+			base := co.commitTimestamp
+			if g.protocolType != "" {
+				base = g.stateTimestamp
+			}
+			if now-base >= c.cfg.OffsetsRetentionMs {
+				delete(g.offsets, tp)
+				c.record(g.id, offsetKey(g.id, tp.topic, tp.partition), nil)
+			}
+		}
+		if len(g.offsets) == 0 && len(g.members) == 0 && len(g.pendingMembers) == 0 {
+			c.deleteGroup(g)
+		}
+	}
+}
+
+func (c *Coordinator) deleteGroup(g *group) {
+	for _, tp := range g.sortedOffsets() {
+		c.record(g.id, offsetKey(g.id, tp.topic, tp.partition), nil)
+	}
+	c.record(g.id, groupKey(g.id), nil)
+	g.state = Dead
+	delete(c.groups, g.id)
+}
+
+func (g *group) sortedOffsets() []topicPartition {
+	out := make([]topicPartition, 0, len(g.offsets))
+	for tp := range g.offsets {
+		out = append(out, tp)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].topic != out[j].topic {
+			return out[i].topic < out[j].topic
+		}
+		return out[i].partition < out[j].partition
+	})
+	return out
+}

@@ -1,0 +1,145 @@
+package group
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+func commitOne(group string, gen int32, member, topic string, partition int32, offset int64) CommitRequest {
+	return CommitRequest{GroupID: group, Generation: gen, MemberID: member, Version: 8,
+		Topics: []CommitTopic{{Topic: topic, Partitions: []CommitPartition{{Partition: partition, Offset: offset, LeaderEpoch: 0, Metadata: sp("md")}}}}}
+}
+
+// TestOffsetsTranscript: simple commits, member commits with their
+// fencing errors, fetches, OffsetDelete, DeleteGroups and expiry, against
+// testdata/offsets.txt.
+func TestOffsetsTranscript(t *testing.T) {
+	h := newHarness(t, Config{OffsetsRetentionMs: 60000, OffsetsRetentionCheckIntervalMs: 1000})
+	// A simple commit creates the group.
+	h.wantCode(h.commit(commitOne("simple", -1, "", "t", 0, 42)), nil)
+	f := h.fetch(FetchRequest{GroupID: "simple", Topics: []FetchTopic{{Topic: "t", Partitions: []int32{0, 1}}}})
+	if f.Topics[0].Partitions[0].Offset != 42 || f.Topics[0].Partitions[1].Offset != -1 {
+		t.Fatalf("fetch: %s", describeResult(f))
+	}
+	// A generation for a group that does not exist: ILLEGAL_GENERATION
+	// before v9, GROUP_ID_NOT_FOUND from v9.
+	h.wantCode(h.commit(commitOne("nope", 3, "m", "t", 0, 1)), kerr.IllegalGeneration)
+	req := commitOne("nope", 3, "m", "t", 0, 1)
+	req.Version = 9
+	h.wantCode(h.commit(req), kerr.GroupIDNotFound)
+	h.wantCode(h.commit(commitOne("", -1, "", "t", 0, 1)), kerr.InvalidGroupID)
+
+	// A consumer group: commits need the right member and generation.
+	a := h.joinResult(h.join(JoinRequest{GroupID: "g", ClientID: "a"})).MemberID
+	h.wantCode(h.commit(commitOne("g", 1, a, "t", 0, 5)), kerr.RebalanceInProgress) // CompletingRebalance
+	h.sync(SyncRequest{GroupID: "g", Generation: 1, MemberID: a})
+	h.wantCode(h.commit(commitOne("g", 1, a, "t", 0, 5)), nil)
+	h.wantCode(h.commit(commitOne("g", 2, a, "t", 0, 6)), kerr.IllegalGeneration)
+	h.wantCode(h.commit(commitOne("g", 1, "bogus", "t", 0, 6)), kerr.UnknownMemberID)
+	h.wantCode(h.commit(commitOne("g", -1, "", "t", 0, 6)), kerr.UnknownMemberID) // not Empty
+	big := commitOne("g", 1, a, "t", 1, 6)
+	long := string(make([]byte, 4097))
+	big.Topics[0].Partitions[0].Metadata = &long
+	h.wantCode(h.commit(big), kerr.OffsetMetadataTooLarge)
+	all := h.fetch(FetchRequest{GroupID: "g"})
+	if len(all.Topics) != 1 || all.Topics[0].Partitions[0].Offset != 5 {
+		t.Fatalf("fetch all: %s", describeResult(all))
+	}
+	// Offsets and groups with members cannot be deleted.
+	id := h.id()
+	h.c.DeleteOffsets(h.now, id, OffsetDeleteRequest{GroupID: "g", Topics: []FetchTopic{{Topic: "t", Partitions: []int32{0}}}})
+	h.drain()
+	if r := h.results[id].(*OffsetDeleteResult); r.ErrorCode != kerr.NonEmptyGroup.Code {
+		t.Fatalf("offset delete: %s", describeResult(r))
+	}
+	id = h.id()
+	h.c.DeleteGroups(h.now, id, []string{"g", "nope", "simple"})
+	h.drain()
+	dg := h.results[id].(*DeleteGroupsResult)
+	if dg.Groups[0].ErrorCode != kerr.NonEmptyGroup.Code || dg.Groups[1].ErrorCode != kerr.GroupIDNotFound.Code || dg.Groups[2].ErrorCode != 0 {
+		t.Fatalf("delete groups: %s", describeResult(dg))
+	}
+	// a leaves: the group is Empty; a simple commit is accepted, and
+	// OffsetDelete works.
+	h.leave(LeaveRequest{GroupID: "g", Members: []LeaveMember{{MemberID: a}}})
+	h.wantCode(h.commit(commitOne("g", -1, "", "u", 0, 9)), nil)
+	id = h.id()
+	h.c.DeleteOffsets(h.now, id, OffsetDeleteRequest{GroupID: "g", Topics: []FetchTopic{{Topic: "u", Partitions: []int32{0}}}})
+	h.drain()
+	// Expiry: the Empty group's offsets go retention after it became
+	// Empty, then the group itself.
+	h.advance(59999)
+	if f := h.fetch(FetchRequest{GroupID: "g"}); len(f.Topics) != 1 {
+		t.Fatalf("expired early: %s", describeResult(f))
+	}
+	h.advance(1001)
+	if f := h.fetch(FetchRequest{GroupID: "g"}); len(f.Topics) != 0 {
+		t.Fatalf("not expired: %s", describeResult(f))
+	}
+	if l := h.c.ListGroups(nil); len(l) != 0 {
+		t.Fatalf("groups left: %+v", l)
+	}
+	h.checkGolden("offsets")
+}
+
+// TestReplayRebuildsGroupsAndOffsets: the records a coordinator writes,
+// loaded into a new one, give the same groups and offsets.
+func TestReplayRebuildsGroupsAndOffsets(t *testing.T) {
+	h := newHarness(t, Config{})
+	a := h.joinResult(h.join(JoinRequest{GroupID: "g", ClientID: "a", InstanceID: sp("ia")})).MemberID
+	h.sync(SyncRequest{GroupID: "g", Generation: 1, MemberID: a, Assignments: map[string][]byte{a: []byte("A")}})
+	h.commit(commitOne("g", 1, a, "t", 0, 10))
+	h.commit(commitOne("g", 1, a, "t", 1, 20))
+	h.commit(commitOne("g", 1, a, "t", 0, 11))
+	h.commit(commitOne("gone", -1, "", "t", 0, 1))
+	id := h.id()
+	h.c.DeleteGroups(h.now, id, []string{"gone"})
+	h.drain()
+
+	c2 := New(Config{})
+	for _, r := range h.records {
+		if err := c2.Load(h.now, r.Key, r.Value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if e := c2.Ready(); len(e.Records)+len(e.Replies) != 0 {
+		t.Fatalf("Load produced effects: %+v", e)
+	}
+	if got, want := c2.DescribeGroups([]string{"g", "gone"}), h.c.DescribeGroups([]string{"g", "gone"}); !reflect.DeepEqual(got, want) {
+		t.Fatalf("replayed groups:\n%+v\nwant\n%+v", got, want)
+	}
+	if got, want := c2.fetchOffsets(FetchRequest{GroupID: "g"}), h.c.fetchOffsets(FetchRequest{GroupID: "g"}); !reflect.DeepEqual(got, want) {
+		t.Fatalf("replayed offsets %s, want %s", describeResult(got), describeResult(want))
+	}
+	// The loaded member keeps its generation and assignment.
+	c2.Heartbeat(h.now, 1, HeartbeatRequest{GroupID: "g", Generation: 1, MemberID: a, InstanceID: sp("ia")})
+	if r := c2.Ready().Replies[0].Result.(*HeartbeatResult); r.ErrorCode != 0 {
+		t.Fatalf("heartbeat after replay: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if err := c2.Load(0, []byte{0, 9, 1}, nil); err == nil {
+		t.Fatal("unknown key version accepted")
+	}
+}
+
+// TestPartitionForMatchesKafka: Utils.abs(groupId.hashCode()) % 50; the
+// hashes are Java's String.hashCode over UTF-16 code units, computed
+// independently.
+func TestPartitionForMatchesKafka(t *testing.T) {
+	for _, tt := range []struct {
+		group string
+		want  int32
+	}{
+		{"", 0},
+		{"a", 47},                     // hashCode 97
+		{"my-group", 12},              // hashCode -1906497762
+		{"console-consumer-12345", 6}, // hashCode 158455506
+		{"polygenelubricants", 0},     // hashCode Integer.MIN_VALUE: Utils.abs gives 0
+		{"gr\U0001F600up", 29},        // a surrogate pair: hashCode 462876329
+	} {
+		if got := PartitionFor(tt.group, 50); got != tt.want {
+			t.Errorf("PartitionFor(%q) = %d, want %d", tt.group, got, tt.want)
+		}
+	}
+}
