@@ -25,7 +25,8 @@ package broker
 // (producer_state.go) as it is appended: a retry of one of the producer's
 // last five batches succeeds with the original offset and is not stored
 // again; an older epoch is INVALID_PRODUCER_EPOCH, a sequence that does not
-// follow OUT_OF_ORDER_SEQUENCE_NUMBER. Transactional batches are refused
+// follow OUT_OF_ORDER_SEQUENCE_NUMBER. Clients may not write internal topics
+// (INVALID_TOPIC_EXCEPTION, as Kafka). Transactional batches are refused
 // with INVALID_TXN_STATE, since no transaction can have added the
 // partition.
 
@@ -72,6 +73,14 @@ func handleProduce(b *Broker, r *request, req *kmsg.ProduceRequest) (kmsg.Respon
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case !validAcks:
 				sp.ErrorCode = kerr.InvalidRequiredAcks.Code
+			case internalTopics[t.name]:
+				// Only the coordinators write their topics (ReplicaManager
+				// refuses clients' appends to internal topics).
+				sp.ErrorCode = kerr.InvalidTopicException.Code
+				if req.Version >= 8 {
+					msg := "Cannot append to internal topic " + t.name
+					sp.ErrorMessage = &msg
+				}
 			default:
 				b.produceTo(r, req, t, p, rp.Records, &sp)
 			}

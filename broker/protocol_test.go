@@ -510,3 +510,24 @@ func TestAuthorizedOperationsAreKafkas(t *testing.T) {
 			resp.AuthorizedOperations, resp.Topics[0].AuthorizedOperations, kafkaClusterOps, kafkaTopicOps)
 	}
 }
+
+func TestProduceToInternalTopicIsRefused(t *testing.T) {
+	b := startBroker(t, Config{OffsetsTopicPartitions: 1})
+	c := dialRaw(t, b.Addr())
+	// A simple offset commit makes the coordinator create __consumer_offsets.
+	commit := kmsg.NewPtrOffsetCommitRequest()
+	commit.SetVersion(8)
+	commit.Group, commit.Generation = "g", -1
+	createTopic(t, c, "t", 1, nil)
+	ct := kmsg.NewOffsetCommitRequestTopic()
+	ct.Topic = "t"
+	ct.Partitions = []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 0, LeaderEpoch: -1}}
+	commit.Topics = append(commit.Topics, ct)
+	if got := c.do(commit).(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode; got != 0 {
+		t.Fatalf("commit: %v", kerr.ErrorForCode(got))
+	}
+	got := produceRaw(c, 9, 1, "__consumer_offsets", 0, makeBatch(t, batch.None, 1, time.Now().UnixMilli()))
+	if got.ErrorCode != kerr.InvalidTopicException.Code {
+		t.Fatalf("produce to __consumer_offsets: %v", kerr.ErrorForCode(got.ErrorCode))
+	}
+}
