@@ -50,12 +50,7 @@ func handleProduce(b *Broker, r *request, req *kmsg.ProduceRequest) (kmsg.Respon
 	for _, rt := range req.Topics {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
-		var t *topic
-		if req.Version >= 13 {
-			t = b.lookupTopicID(rt.TopicID)
-		} else {
-			t = b.lookupTopic(rt.Topic)
-		}
+		t := b.lookupTopicRef(req.Version >= 13, rt.Topic, rt.TopicID)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewProduceResponseTopicPartition()
 			sp.Partition = rp.Partition

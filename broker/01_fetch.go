@@ -100,19 +100,14 @@ func (b *Broker) readFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) (to
 	for _, rt := range req.Topics {
 		st := kmsg.NewFetchResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
-		var t *topic
-		if req.Version >= 13 {
-			t = b.lookupTopicID(rt.TopicID)
-		} else {
-			t = b.lookupTopic(rt.Topic)
-		}
+		t := b.lookupTopicRef(req.Version >= 13, rt.Topic, rt.TopicID)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewFetchResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
 			sp.PreferredReadReplica = -1
-			// Kafka sends empty records, never null: sarama cannot decode
-			// a null records field (length -1).
+			// Kafka always sends a record set, empty when there is nothing;
+			// librdkafka and sarama refuse a null one (size -1).
 			sp.RecordBatches = []byte{}
 			var p *partition
 			if t != nil {

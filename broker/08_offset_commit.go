@@ -38,12 +38,10 @@ func handleOffsetCommit(b *Broker, r *request, req *kmsg.OffsetCommitRequest) (k
 	for _, rt := range req.Topics {
 		st := kmsg.NewOffsetCommitResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
-		var t *topic
+		t := b.lookupTopicRef(req.Version >= 10, rt.Topic, rt.TopicID)
 		unknown := kerr.UnknownTopicOrPartition
 		if req.Version >= 10 {
-			t, unknown = b.lookupTopicID(rt.TopicID), kerr.UnknownTopicID
-		} else {
-			t = b.lookupTopic(rt.Topic)
+			unknown = kerr.UnknownTopicID
 		}
 		if t == nil {
 			for _, rp := range rt.Partitions {

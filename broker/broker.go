@@ -201,6 +201,15 @@ func (b *Broker) lookupTopicID(id [16]byte) *topic {
 	return b.catalog.byID[id]
 }
 
+// lookupTopicRef returns the topic a request names, by id when the request's
+// version names topics by id (byID) and by name otherwise, or nil.
+func (b *Broker) lookupTopicRef(byID bool, name string, id [16]byte) *topic {
+	if byID {
+		return b.lookupTopicID(id)
+	}
+	return b.lookupTopic(name)
+}
+
 // partitions returns a snapshot of t's partitions.
 func (b *Broker) partitions(t *topic) []*partition {
 	b.mu.RLock()
