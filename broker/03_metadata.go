@@ -97,6 +97,11 @@ func handleMetadata(b *Broker, r *request, req *kmsg.MetadataRequest) (kmsg.Resp
 					mt.ErrorCode = kErr.Code
 					mt.Topic = &name
 					mt.IsInternal = internalTopics[name]
+					if req.Version >= 8 && req.IncludeTopicAuthorizedOperations {
+						// Kafka reports them for every topic asked for by
+						// name, existing or not (clients decode the bits).
+						mt.AuthorizedOperations = allTopicOperations
+					}
 					resp.Topics = append(resp.Topics, mt)
 					continue
 				}

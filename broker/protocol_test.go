@@ -531,3 +531,17 @@ func TestProduceToInternalTopicIsRefused(t *testing.T) {
 		t.Fatalf("produce to __consumer_offsets: %v", kerr.ErrorForCode(got.ErrorCode))
 	}
 }
+
+func TestAuthorizedOperationsOfAMissingTopic(t *testing.T) {
+	b := startBroker(t, Config{})
+	c := dialRaw(t, b.Addr())
+	req := kmsg.NewPtrMetadataRequest()
+	req.SetVersion(9)
+	req.IncludeTopicAuthorizedOperations = true
+	req.Topics = []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr("missing")}}
+	got := c.do(req).(*kmsg.MetadataResponse).Topics[0]
+	if got.ErrorCode != kerr.UnknownTopicOrPartition.Code || got.AuthorizedOperations != 3576 {
+		t.Fatalf("error %v, operations %d; Kafka answers UNKNOWN_TOPIC_OR_PARTITION with 3576",
+			kerr.ErrorForCode(got.ErrorCode), got.AuthorizedOperations)
+	}
+}
