@@ -406,6 +406,9 @@ def run_target(target: Target, clients: list[str], scenarios: list[Scenario], lo
         t1 = time.monotonic()
         target.stop()
         log(f"== {target.name}: stopped ({time.monotonic() - t1:.1f} s); scenarios took {t1 - t0:.0f} s")
+        broker_log = getattr(target, "dir", None)
+        if broker_log is not None and (Path(broker_log) / "gregor.log").exists():
+            shutil.copy(Path(broker_log) / "gregor.log", logdir / "gregor.log")  # kept with the adapter logs
     return cells
 
 

@@ -1,0 +1,618 @@
+"""Shared scenario logic for the Python-driven compat adapters (compat-tests/scenarios.md).
+
+An adapter module defines a class implementing the primitives documented in
+``Adapter`` below and calls ``main(AdapterClass, client_name)``.  The scenarios
+are written once here (mirroring compat-tests/clients/go/scenarios.go), so every
+Python-driven client reports the same observations.
+
+Result contract: the last stdout line is {"ok": bool, "observed": {...},
+"error": "text", "info": {...}}; exit 0 pass, 1 fail, 2 usage, 3 not applicable
+(also for a scenario this module does not know).
+"""
+
+import argparse
+import faulthandler
+import hashlib
+import json
+import os
+import sys
+import threading
+import time
+import traceback
+
+BASE_TS = 1700000000000
+CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
+WAIT = 30.0  # seconds to wait for any one thing
+
+# Kafka protocol error codes -> names (the Errors enum names of Apache Kafka).
+ERROR_NAMES = {
+    -1: "UNKNOWN_SERVER_ERROR", 0: "NONE", 1: "OFFSET_OUT_OF_RANGE", 2: "CORRUPT_MESSAGE",
+    3: "UNKNOWN_TOPIC_OR_PARTITION", 4: "INVALID_FETCH_SIZE", 5: "LEADER_NOT_AVAILABLE",
+    6: "NOT_LEADER_OR_FOLLOWER", 7: "REQUEST_TIMED_OUT", 10: "MESSAGE_TOO_LARGE", 13: "NETWORK_EXCEPTION",
+    14: "COORDINATOR_LOAD_IN_PROGRESS", 15: "COORDINATOR_NOT_AVAILABLE", 16: "NOT_COORDINATOR",
+    17: "INVALID_TOPIC_EXCEPTION", 22: "ILLEGAL_GENERATION", 25: "UNKNOWN_MEMBER_ID",
+    27: "REBALANCE_IN_PROGRESS", 35: "UNSUPPORTED_VERSION", 36: "TOPIC_ALREADY_EXISTS",
+    37: "INVALID_PARTITIONS", 38: "INVALID_REPLICATION_FACTOR", 40: "INVALID_CONFIG", 41: "NOT_CONTROLLER",
+    42: "INVALID_REQUEST", 45: "OUT_OF_ORDER_SEQUENCE_NUMBER", 46: "DUPLICATE_SEQUENCE_NUMBER",
+    47: "INVALID_PRODUCER_EPOCH", 48: "INVALID_TXN_STATE", 49: "INVALID_PRODUCER_ID_MAPPING",
+    51: "CONCURRENT_TRANSACTIONS", 53: "TRANSACTIONAL_ID_AUTHORIZATION_FAILED", 69: "GROUP_ID_NOT_FOUND",
+    76: "UNSUPPORTED_COMPRESSION_TYPE", 89: "PRODUCER_FENCED",
+}
+
+# DescribeConfigs config_source -> Kafka's ConfigEntry.ConfigSource names.
+CONFIG_SOURCES = {
+    0: "UNKNOWN", 1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_CONFIG", 3: "DYNAMIC_DEFAULT_BROKER_CONFIG",
+    4: "STATIC_BROKER_CONFIG", 5: "DEFAULT_CONFIG", 6: "DYNAMIC_BROKER_LOGGER_CONFIG",
+    7: "DYNAMIC_CLIENT_METRICS_CONFIG", 8: "DYNAMIC_GROUP_CONFIG",
+}
+
+
+def err_name(code):
+    if code is None:
+        return "NONE"
+    return ERROR_NAMES.get(int(code), "CODE_%d" % int(code))
+
+
+def config_source_name(code):
+    return CONFIG_SOURCES.get(int(code), "UNKNOWN")
+
+
+class NotApplicable(Exception):
+    """The client library cannot express this scenario."""
+
+
+class Unsupported(Exception):
+    """An optional capability the client's API lacks: reported as null, not checked."""
+
+
+class CodeError(Exception):
+    """A Kafka protocol error code returned by the broker."""
+
+    def __init__(self, code, msg=""):
+        super().__init__("%s%s" % (err_name(code), (": " + msg) if msg else ""))
+        self.code = int(code)
+
+
+class ScenarioFailed(Exception):
+    pass
+
+
+def name_of(exc):
+    """Error code name for an adapter exception (None -> "NONE")."""
+    if exc is None:
+        return "NONE"
+    if isinstance(exc, CodeError):
+        return err_name(exc.code)
+    return "CLIENT_ERROR(%s: %s)" % (type(exc).__name__, exc)
+
+
+def capture(fn, *args):
+    """Run fn and return the exception it raised, or None."""
+    try:
+        fn(*args)
+        return None
+    except NotApplicable:
+        raise
+    except Exception as e:  # noqa: BLE001 - observed as an error name
+        return e
+
+
+# ------------------------------------------------------------------ records
+
+class Record:
+    __slots__ = ("partition", "offset", "key", "value", "headers", "timestamp", "timestamp_type")
+
+    def __init__(self, key, value, headers=None, timestamp=None, partition=0, offset=-1, timestamp_type=None):
+        self.partition = partition
+        self.offset = offset
+        self.key = key
+        self.value = value
+        self.headers = headers or []  # list of (str, bytes)
+        self.timestamp = timestamp
+        self.timestamp_type = timestamp_type  # "CreateTime", "LogAppendTime", or None when unknown
+
+    def __repr__(self):
+        return "Record(%r)" % kvh_line(self)
+
+
+def gen_record(i, ts_step=1, partitions=1):
+    """Record i of scenarios.md ("The records"), for partition i mod partitions."""
+    return Record(
+        key=b"k-%d" % i,
+        value=bytes(0x61 + (i * 7 + j * 13) % 26 for j in range(100)),
+        headers=[("h1", b"a-%d" % i), ("h2", b"b-%d" % i)],
+        timestamp=BASE_TS + i * ts_step,
+        partition=i % partitions,
+    )
+
+
+def gen_records(first, n, ts_step=1, partitions=1):
+    return [gen_record(i, ts_step, partitions) for i in range(first, first + n)]
+
+
+def index_of(key):
+    """i for a key b"k-<i>", else -1."""
+    if not key or not key.startswith(b"k-"):
+        return -1
+    try:
+        return int(key[2:])
+    except ValueError:
+        return -1
+
+
+def _text(b):
+    return b"\\N" if b is None else bytes(b)
+
+
+def header_text(headers):
+    return b",".join(k.encode("latin-1") + b"=" + _text(v) for k, v in headers)
+
+
+def kvh_line(r):
+    return b"%d\t%s\t%s\t%s" % (r.offset, _text(r.key), _text(r.value), header_text(r.headers))
+
+
+def digests(recs):
+    """scenarios.md's sha256 (with timestamps) and sha256_kvh (without)."""
+    full, kvh = hashlib.sha256(), hashlib.sha256()
+    for r in recs:
+        common = kvh_line(r)
+        full.update(common + b"\t%d\n" % r.timestamp)
+        kvh.update(common + b"\n")
+    return full.hexdigest(), kvh.hexdigest()
+
+
+# ------------------------------------------------------------------ outcome
+
+class Outcome:
+    def __init__(self):
+        self.observed = {}
+        self.failures = []
+
+    def put(self, k, v):
+        self.observed[k] = v
+
+    def expect(self, what, want, got):
+        if want != got:
+            self.failures.append("%s: got %s, want %s" % (what, json.dumps(got), json.dumps(want)))
+
+    def check(self, ok, msg):
+        if not ok:
+            self.failures.append(msg)
+
+
+class Adapter:
+    """Primitives an adapter provides (documentation; subclassing optional).
+
+      not_applicable(scenario) -> reason or None
+      close()
+      create_topic(topic, partitions)          raises CodeError on a broker error
+      delete_topic(topic)
+      list_topics() -> [names]
+      topic_partitions(topic) -> int            describe, no auto-creation; raises CodeError
+      produce(topic, recs, codec, idempotent)   each record to its partition; waits for every ack.
+                                                idempotent: idempotence on, up to 5 in flight, small
+                                                batches; otherwise the client's own defaults
+      open_reader(topic, partition, read_committed) -> obj with poll(seconds) -> [Record], close()
+      list_offset(topic, partition, ts, read_committed) -> int   ts -2 earliest, -1 latest,
+                                                -3 max timestamp (may raise Unsupported); -1 = none
+      describe_topic_config(topic, name) -> (value, source name)
+      alter_topic_config(topic, name, value)
+      delete_records(topic, partition, before) -> low watermark (may raise Unsupported)
+      transactions(topic, txn_id, committed, aborted)   commit one transaction, then abort one
+      describe_group(group, topic) -> (state name, [partitions of topic per member])
+      committed_offsets(group, topic, partitions) -> [offset or -1 per partition]
+      new_group_consumer(group, topic) -> obj with assigned(), poll(seconds), commit(), close()
+    """
+
+
+# ---------------------------------------------------------------- scenarios
+
+def create_topic(a, topic, partitions):
+    a.create_topic(topic, partitions)
+    state = {}
+
+    def ready():
+        try:
+            state["n"] = a.topic_partitions(topic)
+            return state["n"] == partitions
+        except Exception as e:  # noqa: BLE001
+            state["err"] = e
+            return False
+
+    if not poll_until(ready, WAIT):
+        raise ScenarioFailed("topic %s: %s partitions described, last error %r" % (topic, state.get("n"), state.get("err")))
+
+
+def poll_until(fn, timeout=WAIT, interval=0.1):
+    """Call fn until it returns a truthy value or timeout; returns last value."""
+    deadline = time.monotonic() + timeout
+    while True:
+        v = fn()
+        if v or time.monotonic() >= deadline:
+            return v
+        time.sleep(interval)
+
+
+def read_to_end(a, topic, partition, read_committed):
+    """Reads partition from its earliest offset up to its end offset (the LSO under
+    read_committed). Offsets past the last record that never arrive (control markers)
+    end the read after 2 s without records."""
+    end = a.list_offset(topic, partition, -1, read_committed)
+    start = a.list_offset(topic, partition, -2, False)
+    out = []
+    if start >= end:
+        return out
+    r = a.open_reader(topic, partition, read_committed)
+    try:
+        deadline = time.monotonic() + WAIT
+        last_progress = time.monotonic()
+        while True:
+            recs = r.poll(0.2)
+            if recs:
+                out.extend(recs)
+                last_progress = time.monotonic()
+            if out and out[-1].offset + 1 >= end:
+                return out
+            if out and time.monotonic() - last_progress > 2.0:
+                return out
+            if time.monotonic() > deadline:
+                raise ScenarioFailed("reading %s[%d] stalled after %d records (end offset %d)"
+                                     % (topic, partition, len(out), end))
+    finally:
+        r.close()
+
+
+def verify_and_digest(o, recs, want, ts_step, check_timestamps=True):
+    bad, first_bad = 0, None
+    for n, r in enumerate(recs):
+        g = gen_record(n, ts_step)
+        why = None
+        if r.offset != n:
+            why = "offset %d at position %d" % (r.offset, n)
+        elif r.key != g.key:
+            why = "key at offset %d: %r" % (n, r.key)
+        elif r.value != g.value:
+            why = "value at offset %d" % n
+        elif header_text(r.headers) != header_text(g.headers):
+            why = "headers at offset %d: %r" % (n, header_text(r.headers))
+        elif check_timestamps and r.timestamp != g.timestamp:
+            why = "timestamp at offset %d: %s" % (n, r.timestamp)
+        elif r.timestamp_type not in (None, "CreateTime"):
+            why = "timestamp type %s at offset %d" % (r.timestamp_type, n)
+        if why:
+            bad += 1
+            first_bad = first_bad or why
+    full, kvh = digests(recs)
+    o.put("count", len(recs))
+    o.put("first_offset", recs[0].offset if recs else None)
+    o.put("last_offset", recs[-1].offset if recs else None)
+    o.put("sha256", full)
+    o.put("sha256_kvh", kvh)
+    o.expect("count", want, len(recs))
+    o.check(bad == 0, "%d records differ from what was produced (first: %s)" % (bad, first_bad))
+
+
+def timestamp_type(recs):
+    """"CreateTime" when every record says so, None when the client does not tell."""
+    for r in recs:
+        if r.timestamp_type is None:
+            return None
+        if r.timestamp_type != "CreateTime":
+            return r.timestamp_type
+    return "CreateTime"
+
+
+def sc_admin_topics(a, topic, o):
+    e = capture(a.create_topic, topic, 3)
+    o.put("create", name_of(e))
+    if e is not None:
+        raise ScenarioFailed("create: %s" % name_of(e))
+    st = {"listed": False, "partitions": -1}
+
+    def ready():
+        try:
+            st["listed"] = topic in a.list_topics()
+        except Exception:  # noqa: BLE001
+            st["listed"] = False
+        try:
+            st["partitions"] = a.topic_partitions(topic)
+        except Exception:  # noqa: BLE001
+            st["partitions"] = -1
+        return st["listed"] and st["partitions"] == 3
+
+    poll_until(ready, WAIT)
+    o.put("listed", st["listed"])
+    o.put("partitions", st["partitions"])
+    o.expect("listed", True, st["listed"])
+    o.expect("partitions", 3, st["partitions"])
+    o.put("create_again_error", name_of(capture(a.create_topic, topic, 3)))
+    o.put("create_invalid_error", name_of(capture(a.create_topic, "bad/name", 1)))
+    o.put("delete", name_of(capture(a.delete_topic, topic)))
+    last = {"e": None}
+
+    def gone():
+        last["e"] = capture(a.topic_partitions, topic)
+        return isinstance(last["e"], CodeError)
+
+    poll_until(gone, WAIT)
+    o.put("describe_after_delete_error", name_of(last["e"]))
+    o.expect("create_again_error", "TOPIC_ALREADY_EXISTS", o.observed["create_again_error"])
+    o.expect("create_invalid_error", "INVALID_TOPIC_EXCEPTION", o.observed["create_invalid_error"])
+    o.expect("delete", "NONE", o.observed["delete"])
+    o.expect("describe_after_delete_error", "UNKNOWN_TOPIC_OR_PARTITION", o.observed["describe_after_delete_error"])
+
+
+def produce_consume(a, topic, o, codec, idempotent=False):
+    create_topic(a, topic, 1)
+    a.produce(topic, gen_records(0, 1000), codec, idempotent)
+    recs = read_to_end(a, topic, 0, False)
+    verify_and_digest(o, recs, 1000, 1)
+    if not idempotent:
+        tt = timestamp_type(recs)
+        o.put("timestamp_type", tt)
+        if tt is not None:
+            o.expect("timestamp_type", "CreateTime", tt)
+        end = a.list_offset(topic, 0, -1, False)
+        o.put("end_offset", end)
+        o.expect("end_offset", 1000, end)
+    o.expect("first_offset", 0, o.observed["first_offset"])
+    o.expect("last_offset", 999, o.observed["last_offset"])
+
+
+def sc_offsets_by_timestamp(a, topic, o):
+    create_topic(a, topic, 1)
+    a.produce(topic, gen_records(0, 100, 10), "none", False)
+    for name, ts, want in (("earliest", -2, 0), ("latest", -1, 100), ("by_timestamp", BASE_TS + 505, 51),
+                           ("max_timestamp", -3, 99), ("past_end", BASE_TS + 10000, -1)):
+        try:
+            off = a.list_offset(topic, 0, ts, False)
+        except Unsupported:
+            o.put(name, None)
+            continue
+        o.put(name, off)
+        o.expect(name, want, off)
+
+
+def sc_configs(a, topic, o):
+    create_topic(a, topic, 1)
+    v, src = a.describe_topic_config(topic, "retention.ms")
+    o.put("before", v)
+    o.put("before_source", src)
+    a.alter_topic_config(topic, "retention.ms", "3600000")
+    st = {}
+
+    def changed():
+        st["v"], st["src"] = a.describe_topic_config(topic, "retention.ms")
+        return st["v"] == "3600000"
+
+    poll_until(changed, 10)
+    o.put("after", st["v"])
+    o.put("after_source", st["src"])
+    o.expect("before", "604800000", o.observed["before"])
+    o.expect("before_source", "DEFAULT_CONFIG", o.observed["before_source"])
+    o.expect("after", "3600000", o.observed["after"])
+    o.expect("after_source", "DYNAMIC_TOPIC_CONFIG", o.observed["after_source"])
+
+
+def sc_transactions(a, topic, o):
+    create_topic(a, topic, 1)
+    a.transactions(topic, topic + "-tx", gen_records(0, 100), gen_records(100, 100))
+    rc = read_to_end(a, topic, 0, True)
+    ru = read_to_end(a, topic, 0, False)
+    ok = sum(1 for r in rc if 0 <= index_of(r.key) < 100)
+    end = a.list_offset(topic, 0, -1, False)
+    lso = a.list_offset(topic, 0, -1, True)
+    o.put("committed_seen", len(rc))
+    o.put("aborted_seen", len(rc) - ok)
+    o.put("read_uncommitted_seen", len(ru))
+    o.put("end_offset", end)
+    o.put("last_stable_offset", lso)
+    o.expect("committed_seen", 100, len(rc))
+    o.expect("committed records are records 0..99", 100, ok)
+    o.expect("aborted_seen", 0, len(rc) - ok)
+    o.expect("read_uncommitted_seen", 200, len(ru))
+    o.expect("end_offset", 202, end)
+    o.expect("last_stable_offset", 202, lso)
+
+
+def sc_delete_records(a, topic, o):
+    create_topic(a, topic, 1)
+    a.produce(topic, gen_records(0, 100), "none", False)
+    try:
+        low = a.delete_records(topic, 0, 40)
+        o.put("low_watermark", low)
+        o.expect("low_watermark", 40, low)
+    except Unsupported:
+        o.put("low_watermark", None)
+    for name, ts, want in (("earliest", -2, 40), ("latest", -1, 100)):
+        off = a.list_offset(topic, 0, ts, False)
+        o.put(name, off)
+        o.expect(name, want, off)
+    recs = read_to_end(a, topic, 0, False)
+    o.put("first_consumed", recs[0].offset if recs else None)
+    o.put("consumed", len(recs))
+    o.expect("first_consumed", 40, o.observed["first_consumed"])
+    o.expect("consumed", 60, len(recs))
+
+
+def sc_consumer_group(a, topic, o):
+    partitions = 6
+    group = topic + "-g"
+    create_topic(a, topic, partitions)
+    cs = []
+    seen = set()
+    per = [0, 0, 0]
+    try:
+        for _ in range(3):
+            cs.append(a.new_group_consumer(group, topic))
+
+        def poll_all(seconds):
+            for n, c in enumerate(cs):
+                recs = c.poll(seconds)
+                for r in recs:
+                    seen.add(index_of(r.key))
+                    per[n] += 1
+                if recs:
+                    try:
+                        c.commit()
+                    except Exception:  # noqa: BLE001 - a rebalance got in the way
+                        pass
+
+        def until(cond):
+            deadline = time.monotonic() + WAIT
+            while time.monotonic() < deadline:
+                poll_all(0.05)
+                if cond():
+                    return True
+            return False
+
+        last = {}
+
+        def stable():
+            try:
+                state, sizes = a.describe_group(group, topic)
+            except Exception as e:  # noqa: BLE001
+                last["err"] = e
+                return False
+            last["state"], last["sizes"] = state, sizes
+            return state == "Stable" and len(sizes) == 3 and all(s == 2 for s in sizes)
+
+        ok = until(stable)
+        o.put("members_stable", 3 if ok else 0)
+        o.check(ok, "the group never became Stable with 3 members of 2 partitions each (last: %s)" % last)
+        a.produce(topic, gen_records(0, 600, 1, partitions), "none", False)
+        ok = until(lambda: len(seen) >= 600)
+        o.check(ok, "the members consumed only %d of 600 records" % len(seen))
+        committed = {"v": []}
+
+        def all_committed():
+            try:
+                committed["v"] = a.committed_offsets(group, topic, partitions)
+            except Exception:  # noqa: BLE001
+                return False
+            return sum(max(0, c) for c in committed["v"]) >= 600
+
+        until(all_committed)
+        for c in cs:
+            try:
+                c.commit()
+            except Exception:  # noqa: BLE001
+                pass
+    finally:
+        for c in cs:
+            c.close()
+    o.put("distinct_consumed", len(seen))
+    o.put("per_consumer", sorted(per))
+    committed = a.committed_offsets(group, topic, partitions)
+    o.put("committed", committed)
+    o.expect("distinct_consumed", 600, len(seen))
+    o.expect("per_consumer", [200, 200, 200], sorted(per))
+    o.expect("committed", [100] * 6, committed)
+
+    # phase 2: a new member resumes from the commits: nothing old, then exactly the 10 new records
+    counts = {"old": 0, "new": 0}
+
+    def count(recs):
+        for r in recs:
+            counts["new" if index_of(r.key) >= 600 else "old"] += 1
+
+    r = a.new_group_consumer(group, topic)
+    try:
+        deadline = time.monotonic() + WAIT
+        while r.assigned() < partitions and time.monotonic() < deadline:
+            count(r.poll(0.1))
+        o.check(r.assigned() == partitions, "the new member got %d partitions" % r.assigned())
+        quiet = time.monotonic() + 2.0
+        while time.monotonic() < quiet:
+            count(r.poll(0.1))
+        a.produce(topic, gen_records(600, 10, 1, partitions), "none", False)
+        deadline = time.monotonic() + WAIT
+        while counts["new"] < 10 and time.monotonic() < deadline:
+            count(r.poll(0.1))
+        r.commit()
+    finally:
+        r.close()
+    o.put("resumed_old", counts["old"])
+    o.put("new_seen", counts["new"])
+    after = a.committed_offsets(group, topic, partitions)
+    o.put("committed_after", after)
+    o.expect("resumed_old", 0, counts["old"])
+    o.expect("new_seen", 10, counts["new"])
+    o.expect("committed_after", [102, 102, 102, 102, 101, 101], after)
+
+
+def scenarios():
+    m = {
+        "admin-topics": sc_admin_topics,
+        "offsets-by-timestamp": sc_offsets_by_timestamp,
+        "consumer-group": sc_consumer_group,
+        "idempotent-producer": lambda a, t, o: produce_consume(a, t, o, "none", True),
+        "transactions": sc_transactions,
+        "configs": sc_configs,
+        "delete-records": sc_delete_records,
+    }
+    for c in CODECS:
+        m["produce-consume-" + c] = (lambda codec: lambda a, t, o: produce_consume(a, t, o, codec))(c)
+    return m
+
+
+# --------------------------------------------------------------------- main
+
+INFO = {}
+
+
+def emit(ok, observed, error, code):
+    sys.stdout.flush()
+    print(json.dumps({"ok": ok, "observed": observed, "error": error, "info": INFO}, sort_keys=True), flush=True)
+    os._exit(code)
+
+
+def main(adapter_cls, client_name, library="", scenario_overrides=None):
+    INFO.update({"client": client_name, "library": library})
+    p = argparse.ArgumentParser(prog=client_name + "/run")
+    p.add_argument("scenario")
+    p.add_argument("--bootstrap", required=True)
+    p.add_argument("--topic", required=True)
+    p.add_argument("--data-dir", default=None)
+    try:
+        args = p.parse_args()
+    except SystemExit:
+        emit(False, {}, "usage: run SCENARIO --bootstrap HOST:PORT --topic T --data-dir DIR", 2)
+    table = scenarios()
+    table.update(scenario_overrides or {})
+    sc = table.get(args.scenario)
+    if sc is None:
+        emit(False, {}, "not applicable: scenario '%s' is not implemented by the %s adapter"
+             % (args.scenario, client_name), 3)
+    o = Outcome()
+
+    def backstop():
+        faulthandler.dump_traceback(file=sys.stderr, all_threads=True)  # where it hung, for the log
+        emit(False, dict(o.observed), "scenario timed out (57 s)", 1)
+
+    t = threading.Timer(57, backstop)
+    t.daemon = True
+    t.start()
+    start = time.monotonic()
+    try:
+        a = adapter_cls(args.bootstrap, args.data_dir)
+        reason = a.not_applicable(args.scenario)
+        if reason:
+            raise NotApplicable(reason)
+        sc(a, args.topic, o)
+        INFO["seconds"] = round(time.monotonic() - start, 3)
+    except NotApplicable as e:
+        emit(False, o.observed, "not applicable: %s" % e, 3)
+    except ScenarioFailed as e:
+        emit(False, o.observed, "; ".join([str(e)] + o.failures), 1)
+    except Exception as e:  # noqa: BLE001
+        traceback.print_exc(file=sys.stderr)
+        emit(False, o.observed, "; ".join(["%s: %s" % (type(e).__name__, e)] + o.failures), 1)
+    try:
+        a.close()
+    except Exception:  # noqa: BLE001
+        pass
+    if o.failures:
+        emit(False, o.observed, "; ".join(o.failures), 1)
+    emit(True, o.observed, "", 0)

@@ -1,0 +1,417 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+type franzAdapter struct {
+	bootstrap string
+	cl        *kgo.Client
+	adm       *kadm.Client
+}
+
+func newFranz(bootstrap string) (Adapter, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap))
+	if err != nil {
+		return nil, err
+	}
+	return &franzAdapter{bootstrap: bootstrap, cl: cl, adm: kadm.NewClient(cl)}, nil
+}
+
+func (f *franzAdapter) Close() { f.cl.Close() }
+
+// franzErr converts franz-go broker errors into *CodeError.
+func franzErr(err error) error {
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return &CodeError{Code: ke.Code}
+	}
+	return err
+}
+
+func (f *franzAdapter) CreateTopic(ctx context.Context, topic string, partitions int32) error {
+	resp, err := f.adm.CreateTopic(ctx, partitions, 1, nil, topic)
+	if err != nil {
+		return franzErr(err)
+	}
+	return franzErr(resp.Err)
+}
+
+func (f *franzAdapter) DeleteTopic(ctx context.Context, topic string) error {
+	resp, err := f.adm.DeleteTopic(ctx, topic)
+	if err != nil {
+		return franzErr(err)
+	}
+	return franzErr(resp.Err)
+}
+
+func (f *franzAdapter) ListTopics(ctx context.Context) ([]string, error) {
+	tds, err := f.adm.ListTopics(ctx)
+	if err != nil {
+		return nil, franzErr(err)
+	}
+	return tds.Names(), nil
+}
+
+func (f *franzAdapter) TopicPartitions(ctx context.Context, topic string) (int, error) {
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	req.AllowAutoTopicCreation = false
+	resp, err := req.RequestWith(ctx, f.cl)
+	if err != nil {
+		return 0, err
+	}
+	for _, t := range resp.Topics {
+		if t.Topic != nil && *t.Topic == topic {
+			if t.ErrorCode != 0 {
+				return 0, &CodeError{Code: t.ErrorCode}
+			}
+			return len(t.Partitions), nil
+		}
+	}
+	return 0, fmt.Errorf("topic %s missing from metadata response", topic)
+}
+
+func franzCodec(name string) (kgo.CompressionCodec, error) {
+	switch name {
+	case "", "none":
+		return kgo.NoCompression(), nil
+	case "gzip":
+		return kgo.GzipCompression(), nil
+	case "snappy":
+		return kgo.SnappyCompression(), nil
+	case "lz4":
+		return kgo.Lz4Compression(), nil
+	case "zstd":
+		return kgo.ZstdCompression(), nil
+	}
+	return kgo.NoCompression(), fmt.Errorf("unknown codec %q", name)
+}
+
+func toKgo(topic string, r Record) *kgo.Record {
+	kr := &kgo.Record{
+		Topic:     topic,
+		Partition: r.Partition,
+		Key:       r.Key,
+		Value:     r.Value,
+		Timestamp: time.UnixMilli(r.Timestamp),
+	}
+	for _, h := range r.Headers {
+		kr.Headers = append(kr.Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
+	}
+	return kr
+}
+
+func fromKgo(kr *kgo.Record) Record {
+	r := Record{
+		Partition:     kr.Partition,
+		Offset:        kr.Offset,
+		Key:           kr.Key,
+		Value:         kr.Value,
+		Timestamp:     kr.Timestamp.UnixMilli(),
+		TimestampType: "CreateTime",
+	}
+	if kr.Attrs.TimestampType() == 1 {
+		r.TimestampType = "LogAppendTime"
+	}
+	for _, h := range kr.Headers {
+		r.Headers = append(r.Headers, Header{Key: h.Key, Value: h.Value})
+	}
+	return r
+}
+
+func (f *franzAdapter) Produce(ctx context.Context, topic string, recs []Record, opts ProduceOpts) error {
+	codec, err := franzCodec(opts.Codec)
+	if err != nil {
+		return err
+	}
+	kopts := []kgo.Opt{
+		kgo.SeedBrokers(f.bootstrap),
+		kgo.ProducerBatchCompression(codec),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+	}
+	if opts.Idempotent {
+		// franz-go is idempotent by default (and then rejects an explicit in-flight limit);
+		// small batches, so that several are produced.
+		kopts = append(kopts, kgo.ProducerBatchMaxBytes(4096))
+	}
+	p, err := kgo.NewClient(kopts...)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	krs := make([]*kgo.Record, len(recs))
+	for i, r := range recs {
+		krs[i] = toKgo(topic, r)
+	}
+	return franzErr(p.ProduceSync(ctx, krs...).FirstErr())
+}
+
+type franzReader struct{ c *kgo.Client }
+
+func (f *franzAdapter) OpenReader(ctx context.Context, topic string, partition int32, readCommitted bool) (Reader, error) {
+	iso := kgo.ReadUncommitted()
+	if readCommitted {
+		iso = kgo.ReadCommitted()
+	}
+	c, err := kgo.NewClient(
+		kgo.SeedBrokers(f.bootstrap),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {partition: kgo.NewOffset().AtStart()}}),
+		kgo.FetchIsolationLevel(iso),
+		kgo.FetchMaxWait(500*time.Millisecond),
+	)
+	if err != nil {
+		return nil, err
+	}
+	return &franzReader{c: c}, nil
+}
+
+func pollFranz(ctx context.Context, c *kgo.Client, d time.Duration) ([]Record, error) {
+	pctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	fs := c.PollFetches(pctx)
+	for _, e := range fs.Errors() {
+		if errors.Is(e.Err, context.DeadlineExceeded) || errors.Is(e.Err, context.Canceled) {
+			continue
+		}
+		return nil, franzErr(e.Err)
+	}
+	var out []Record
+	fs.EachRecord(func(kr *kgo.Record) { out = append(out, fromKgo(kr)) })
+	return out, nil
+}
+
+func (r *franzReader) Poll(ctx context.Context, d time.Duration) ([]Record, error) {
+	return pollFranz(ctx, r.c, d)
+}
+
+func (r *franzReader) Close() { r.c.Close() }
+
+func (f *franzAdapter) ListOffset(ctx context.Context, topic string, partition int32, ts int64, readCommitted bool) (int64, error) {
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.ReplicaID = -1
+	if readCommitted {
+		req.IsolationLevel = 1
+	}
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Partition = partition
+	rp.Timestamp = ts
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, f.cl)
+	if err != nil {
+		return 0, err
+	}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if p.Partition == partition {
+				if p.ErrorCode != 0 {
+					return 0, &CodeError{Code: p.ErrorCode}
+				}
+				return p.Offset, nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("partition missing from ListOffsets response")
+}
+
+func (f *franzAdapter) DescribeTopicConfig(ctx context.Context, topic, name string) (string, string, error) {
+	rcs, err := f.adm.DescribeTopicConfigs(ctx, topic)
+	if err != nil {
+		return "", "", franzErr(err)
+	}
+	rc, err := rcs.On(topic, nil)
+	if err != nil {
+		return "", "", franzErr(err)
+	}
+	if rc.Err != nil {
+		return "", "", franzErr(rc.Err)
+	}
+	for _, c := range rc.Configs {
+		if c.Key == name {
+			return c.MaybeValue(), ConfigSourceName(int8(c.Source)), nil
+		}
+	}
+	return "", "", fmt.Errorf("config %s not described", name)
+}
+
+func (f *franzAdapter) AlterTopicConfig(ctx context.Context, topic, name, value string) error {
+	v := value
+	resps, err := f.adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: name, Value: &v}}, topic)
+	if err != nil {
+		return franzErr(err)
+	}
+	for _, r := range resps {
+		if r.Err != nil {
+			return franzErr(r.Err)
+		}
+	}
+	return nil
+}
+
+func (f *franzAdapter) DeleteRecords(ctx context.Context, topic string, partition int32, before int64) (int64, error) {
+	var os kadm.Offsets
+	os.Add(kadm.Offset{Topic: topic, Partition: partition, At: before, LeaderEpoch: -1})
+	resps, err := f.adm.DeleteRecords(ctx, os)
+	if err != nil {
+		return 0, franzErr(err)
+	}
+	r, ok := resps.Lookup(topic, partition)
+	if !ok {
+		return 0, errors.New("no DeleteRecords result")
+	}
+	return r.LowWatermark, franzErr(r.Err)
+}
+
+func (f *franzAdapter) Transactions(ctx context.Context, topic, txnID string, committed, aborted []Record) error {
+	p, err := kgo.NewClient(
+		kgo.SeedBrokers(f.bootstrap),
+		kgo.TransactionalID(txnID),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+	)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	for _, step := range []struct {
+		recs []Record
+		end  kgo.TransactionEndTry
+	}{{committed, kgo.TryCommit}, {aborted, kgo.TryAbort}} {
+		if err := p.BeginTransaction(); err != nil {
+			return fmt.Errorf("begin: %w", err)
+		}
+		krs := make([]*kgo.Record, len(step.recs))
+		for i, r := range step.recs {
+			krs[i] = toKgo(topic, r)
+		}
+		if err := p.ProduceSync(ctx, krs...).FirstErr(); err != nil {
+			return fmt.Errorf("produce in transaction: %w", franzErr(err))
+		}
+		if err := p.EndTransaction(ctx, step.end); err != nil {
+			return fmt.Errorf("end transaction (commit=%v): %w", step.end, franzErr(err))
+		}
+	}
+	return nil
+}
+
+func (f *franzAdapter) DescribeGroup(ctx context.Context, group, topic string) (string, []int, error) {
+	gs, err := f.adm.DescribeGroups(ctx, group)
+	if err != nil {
+		return "", nil, franzErr(err)
+	}
+	g, ok := gs[group]
+	if !ok {
+		return "", nil, errors.New("group missing from DescribeGroups")
+	}
+	if g.Err != nil {
+		return "", nil, franzErr(g.Err)
+	}
+	var sizes []int
+	for _, m := range g.Members {
+		n := 0
+		if ca, ok := m.Assigned.AsConsumer(); ok {
+			for _, t := range ca.Topics {
+				if t.Topic == topic {
+					n += len(t.Partitions)
+				}
+			}
+		}
+		sizes = append(sizes, n)
+	}
+	return g.State, sizes, nil
+}
+
+func (f *franzAdapter) CommittedOffsets(ctx context.Context, group, topic string, partitions int32) ([]int64, error) {
+	os, err := f.adm.FetchOffsets(ctx, group)
+	if err != nil {
+		return nil, franzErr(err)
+	}
+	out := make([]int64, partitions)
+	for p := int32(0); p < partitions; p++ {
+		out[p] = -1
+		if r, ok := os.Lookup(topic, p); ok && r.Err == nil {
+			out[p] = r.At
+		}
+	}
+	return out, nil
+}
+
+type franzGroupConsumer struct {
+	cl       *kgo.Client
+	mu       sync.Mutex
+	assigned map[int32]bool
+	closed   bool
+}
+
+func (f *franzAdapter) NewGroupConsumer(ctx context.Context, group, topic string) (GroupConsumer, error) {
+	g := &franzGroupConsumer{assigned: map[int32]bool{}}
+	drop := func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		for _, p := range m[topic] {
+			delete(g.assigned, p)
+		}
+	}
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(f.bootstrap),
+		kgo.ConsumerGroup(group),
+		kgo.ConsumeTopics(topic),
+		kgo.DisableAutoCommit(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(500*time.Millisecond),
+		kgo.HeartbeatInterval(time.Second), // members notice rebalances sooner
+		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			for _, p := range m[topic] {
+				g.assigned[p] = true
+			}
+		}),
+		kgo.OnPartitionsRevoked(drop),
+		kgo.OnPartitionsLost(drop),
+	)
+	if err != nil {
+		return nil, err
+	}
+	g.cl = cl
+	return g, nil
+}
+
+func (g *franzGroupConsumer) Assigned() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.assigned)
+}
+
+func (g *franzGroupConsumer) Poll(ctx context.Context, d time.Duration) ([]Record, error) {
+	return pollFranz(ctx, g.cl, d)
+}
+
+func (g *franzGroupConsumer) Commit(ctx context.Context) error {
+	return franzErr(g.cl.CommitUncommittedOffsets(ctx))
+}
+
+func (g *franzGroupConsumer) Close() error {
+	g.mu.Lock()
+	closed := g.closed
+	g.closed = true
+	g.mu.Unlock()
+	if !closed {
+		g.cl.Close()
+	}
+	return nil
+}
