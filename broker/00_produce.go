@@ -2,11 +2,13 @@ package broker
 
 // Produce (key 0), v0-v13.
 //
-// v0-v2 are advertised but refused with UNSUPPORTED_VERSION on every
-// partition, exactly as Kafka 4 does (KIP-896 removed them; KAFKA-18659 kept
-// them in ApiVersions because librdkafka disables compression unless Produce
-// is advertised from v0). Those versions carry magic v0/v1 message sets,
-// which Gregor neither stores nor converts: it keeps one record format.
+// v0-v2 are advertised but a request at one of them closes the connection,
+// exactly as Kafka 4.2 does ("Received request for api with key 0 (Produce)
+// and unsupported version 2", observed by compat-tests/rawdiff; KIP-896
+// removed them; KAFKA-18659 kept them in ApiVersions because librdkafka
+// disables compression unless Produce is advertised from v0). Those versions
+// carry magic v0/v1 message sets, which Gregor neither stores nor converts:
+// it keeps one record format.
 // v3+ must carry exactly one magic v2 batch per partition (INVALID_RECORD
 // otherwise, as Kafka's ProduceRequest.validateRecords), and zstd needs v7+
 // (UNSUPPORTED_COMPRESSION_TYPE). v8+ reports the failing records of
@@ -19,7 +21,12 @@ package broker
 // appended. With message.timestamp.type=LogAppendTime the broker sets the
 // batch timestamp and recomputes the CRC. acks=0 gets no response at all;
 // acks=1 and acks=-1 are answered after the append, since this broker is the
-// whole ISR (min.insync.replicas above 1 is NOT_ENOUGH_REPLICAS).
+// whole ISR. min.insync.replicas above 1 is not NOT_ENOUGH_REPLICAS: Kafka 4
+// caps the required ISR at the replication factor (effectiveMinIsr), and
+// every Gregor partition has one replica, so Kafka 4.2 accepts such an
+// append too (observed by compat-tests/rawdiff). A compacted topic
+// (cleanup.policy with compact) refuses records without a key:
+// INVALID_RECORD naming each (v8+), as Kafka's LogValidator.
 //
 // A batch with a producer id goes through the producer state
 // (producer_state.go) as it is appended: a retry of one of the producer's
@@ -45,6 +52,9 @@ import (
 func init() { register(0, 0, 13, handleProduce) }
 
 func handleProduce(b *Broker, r *request, req *kmsg.ProduceRequest) (kmsg.Response, error) {
+	if req.Version < 3 {
+		return nil, fmt.Errorf("unsupported version %d of api key 0 (Produce), removed in Kafka 4", req.Version)
+	}
 	resp := newResponse[*kmsg.ProduceResponse](req)
 	validAcks := req.Acks == -1 || req.Acks == 0 || req.Acks == 1
 	for _, rt := range req.Topics {
@@ -60,8 +70,6 @@ func handleProduce(b *Broker, r *request, req *kmsg.ProduceRequest) (kmsg.Respon
 				p = b.partition(t, rp.Partition)
 			}
 			switch {
-			case req.Version < 3:
-				sp.ErrorCode = kerr.UnsupportedVersion.Code
 			case t == nil && req.Version >= 13:
 				sp.ErrorCode = kerr.UnknownTopicID.Code
 			case p == nil:
@@ -96,6 +104,14 @@ func (b *Broker) produceTo(r *request, req *kmsg.ProduceRequest, t *topic, p *pa
 		if msg != "" && req.Version >= 8 {
 			sp.ErrorMessage = &msg
 		}
+	}
+	// failInLog is an error Kafka raises inside the log append (its
+	// RecordValidationException and the like), whose answer carries the
+	// partition's log start offset; request-level checks and the errors
+	// ReplicaManager lists (corrupt, too large) carry -1.
+	failInLog := func(e *kerr.Error, msg string) {
+		fail(e, msg)
+		sp.LogStartOffset = p.log.StartOffset()
 	}
 	one, err := singleBatch(records)
 	if err != nil {
@@ -132,10 +148,25 @@ func (b *Broker) produceTo(r *request, req *kmsg.ProduceRequest, t *topic, p *pa
 		fail(kerr.InvalidTxnState, "Gregor does not serve transactions yet: no transaction added this partition")
 		return
 	}
+	if cfg.compact && info.NullKeys > 0 { // walk the records only when Validate counted a null key
+		if bad := nullKeys(one, r); len(bad) > 0 {
+			msg := fmt.Sprintf("Compacted topic cannot accept message without key in topic partition %s-%d.", p.topic, p.index)
+			failInLog(kerr.InvalidRecord, fmt.Sprintf("One or more records have been rejected due to %d record errors in total: %s", len(bad), msg))
+			if req.Version >= 8 {
+				for _, i := range bad {
+					rec := kmsg.NewProduceResponseTopicPartitionErrorRecord()
+					rec.RelativeOffset = int32(i)
+					rec.ErrorMessage = &msg
+					sp.ErrorRecords = append(sp.ErrorRecords, rec)
+				}
+			}
+			return
+		}
+	}
 	now := time.Now().UnixMilli()
 	if !cfg.logAppendTime {
 		if bad, msg := b.checkTimestamps(one, &info, cfg, now, r); bad >= 0 {
-			fail(kerr.InvalidTimestamp, msg)
+			failInLog(kerr.InvalidTimestamp, msg)
 			if req.Version >= 8 {
 				rec := kmsg.NewProduceResponseTopicPartitionErrorRecord()
 				rec.RelativeOffset = int32(bad)
@@ -144,11 +175,6 @@ func (b *Broker) produceTo(r *request, req *kmsg.ProduceRequest, t *topic, p *pa
 			}
 			return
 		}
-	}
-	if req.Acks == -1 && cfg.minInsyncReplicas > 1 {
-		fail(kerr.NotEnoughReplicas, fmt.Sprintf("The size of the current ISR 1 is insufficient to satisfy the min.isr requirement of %d for partition %s-%d",
-			cfg.minInsyncReplicas, p.topic, p.index))
-		return
 	}
 	if cfg.logAppendTime {
 		batch.SetLogAppendTime(one, now)
@@ -207,6 +233,21 @@ func batchErrorCode(err error) *kerr.Error {
 	default:
 		return kerr.InvalidRecord
 	}
+}
+
+// nullKeys returns the indexes of the records of one without a key, which a
+// compacted topic refuses (Kafka's LogValidator: INVALID_RECORD naming each).
+func nullKeys(one []byte, r *request) []int {
+	var bad []int
+	i := 0
+	batch.ForEachRecord(one, &r.conn.scratch, func(_ *batch.Header, rec *batch.Record) bool {
+		if rec.Key == nil {
+			bad = append(bad, i)
+		}
+		i++
+		return true
+	})
+	return bad
 }
 
 // checkTimestamps enforces message.timestamp.before.max.ms and

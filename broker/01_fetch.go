@@ -4,9 +4,11 @@ package broker
 //
 // Fetch sessions (KIP-227) are not offered: every response carries session
 // id 0, which tells clients to keep sending full, sessionless fetches, and
-// they do. A request with session id 0 and epoch 0 or -1 is such a fetch;
-// epoch > 0 without a session is INVALID_FETCH_SESSION_EPOCH, and any
-// non-zero session id FETCH_SESSION_ID_NOT_FOUND.
+// they do. A request with epoch 0 or -1 is such a full fetch, whatever its
+// session id (Kafka closes the named session, of which Gregor has none); an
+// epoch > 0 names an incremental fetch of a session, which never exists
+// here: FETCH_SESSION_ID_NOT_FOUND, as Kafka answers for an unknown session
+// id, 0 included.
 //
 // Reads return whole batches from the batch containing the fetch offset up
 // to the high watermark (the last stable offset under read_committed),
@@ -38,12 +40,8 @@ func init() { register(1, 4, 18, handleFetch) }
 func handleFetch(b *Broker, r *request, req *kmsg.FetchRequest) (kmsg.Response, error) {
 	resp := newResponse[*kmsg.FetchResponse](req)
 	if req.Version >= 7 {
-		switch {
-		case req.SessionID != 0:
+		if req.SessionEpoch > 0 {
 			resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
-			return resp, nil
-		case req.SessionEpoch > 0:
-			resp.ErrorCode = kerr.InvalidFetchSessionEpoch.Code
 			return resp, nil
 		}
 	}
@@ -116,8 +114,12 @@ func (b *Broker) readFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) (to
 			switch {
 			case t == nil && req.Version >= 13:
 				sp.ErrorCode = kerr.UnknownTopicID.Code
+				sp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
 			case p == nil:
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				// Kafka's error-only partition answer has an empty, non-null
+				// list of aborted transactions.
+				sp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
 			default:
 				parts = append(parts, p)
 				limit := min(int(rp.PartitionMaxBytes), responseBudget)

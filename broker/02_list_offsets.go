@@ -6,8 +6,11 @@ package broker
 // -2 earliest and -1 latest (v1+), -3 the record with the largest timestamp
 // (v7+), -4 earliest local (v8+; with no tiered storage, the log start),
 // -5 latest tiered (v9+) and -6 earliest pending upload (v11+), both
-// "none" (offset -1) without tiered storage. Below its version a special
-// value is an ordinary timestamp, as in Kafka.
+// "none" (offset -1) without tiered storage. Any other negative timestamp,
+// a special value below its version included, is UNSUPPORTED_VERSION, as
+// Kafka 4.2 answers (compat-tests/rawdiff). Earliest carries the leader
+// epoch even for an empty log, as Kafka's leader epoch cache has an entry
+// from the moment the partition got its leader.
 // A timestamp lookup returns the first record, in offset order, whose
 // timestamp is at or after the target; answers at or past the high
 // watermark (the last stable offset under read_committed) are "none": offset
@@ -92,10 +95,7 @@ func (b *Broker) listOffset(req *kmsg.ListOffsetsRequest, r *request, p *partiti
 		sp.Offset, sp.LeaderEpoch = fetchable, p.leaderEpoch
 		return nil
 	case ts == earliestTimestamp, ts == earliestLocalTimestamp && v >= 8:
-		sp.Offset = p.log.StartOffset()
-		if p.log.EndOffset() > sp.Offset {
-			sp.LeaderEpoch = p.leaderEpoch
-		}
+		sp.Offset, sp.LeaderEpoch = p.log.StartOffset(), p.leaderEpoch
 		return nil
 	case ts == latestTieredTimestamp && v >= 9, ts == earliestPendingUploadTimestamp && v >= 11:
 		return nil // no tiered storage: none
@@ -105,6 +105,9 @@ func (b *Broker) listOffset(req *kmsg.ListOffsetsRequest, r *request, p *partiti
 			return err
 		}
 		return b.recordAt(one, r, fetchable, sp, func(h *batch.Header, recTS int64) bool { return recTS == h.MaxTimestamp })
+	case ts < 0:
+		sp.ErrorCode = kerr.UnsupportedVersion.Code
+		return nil
 	default:
 		one, found, err := p.log.BatchAtTimestamp(ts)
 		if err != nil || !found {

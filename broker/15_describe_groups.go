@@ -5,11 +5,14 @@ package broker
 // Describes classic groups (coordinator/group): the state, protocol type,
 // and members; the chosen protocol, member metadata and assignments only
 // for a Stable group, as in Kafka. A group that does not exist is reported
-// in state Dead without an error, as Kafka's GroupMetadataManager does.
+// in state Dead without an error, as Kafka's GroupMetadataManager does;
+// from v6 (KIP-1043) with GROUP_ID_NOT_FOUND, as Kafka 4.2 answers
+// (compat-tests/rawdiff).
 // v3+ may ask for authorized operations (all, without an authorizer); v4+
 // report group.instance.id; v5: flexible; v6 adds error messages.
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gregor-broker/gregor/coordinator/group"
@@ -30,6 +33,11 @@ func handleDescribeGroups(b *Broker, r *request, req *kmsg.DescribeGroupsRequest
 	for _, d := range described {
 		g := kmsg.NewDescribeGroupsResponseGroup()
 		g.Group, g.ErrorCode, g.State, g.ProtocolType, g.Protocol = d.GroupID, d.ErrorCode, d.State, d.ProtocolType, d.Protocol
+		if req.Version >= 6 && g.ErrorCode == 0 && g.State == "Dead" {
+			g.ErrorCode = kerr.GroupIDNotFound.Code
+			msg := "Group " + d.GroupID + " not found."
+			g.ErrorMessage = &msg
+		}
 		if req.Version >= 3 && req.IncludeAuthorizedOperations {
 			g.AuthorizedOperations = allGroupOperations
 		}

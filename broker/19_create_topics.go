@@ -4,7 +4,7 @@ package broker
 // fields the handler fills or ignores, so old pinned clients keep working.
 //
 // Per topic, in Kafka's order: a name repeated in one request is
-// INVALID_REQUEST for every copy; an invalid name INVALID_TOPIC_EXCEPTION;
+// INVALID_REQUEST, answered once for all its copies (as Kafka); an invalid name INVALID_TOPIC_EXCEPTION;
 // an existing name TOPIC_ALREADY_EXISTS; partitions and replication factor
 // must be positive or -1 for the broker default (v4+); a replication factor
 // above the number of brokers (one) is INVALID_REPLICATION_FACTOR; a manual
@@ -38,10 +38,15 @@ func handleCreateTopics(b *Broker, r *request, req *kmsg.CreateTopicsRequest) (k
 		}
 	}
 	sort.Strings(dups)
+	answered := map[string]bool{}
 	for _, rt := range req.Topics {
 		st := kmsg.NewCreateTopicsResponseTopic()
 		st.Topic = rt.Topic
 		if count[rt.Topic] > 1 {
+			if answered[rt.Topic] {
+				continue
+			}
+			answered[rt.Topic] = true
 			setCreateError(&st, kerr.InvalidRequest, fmt.Sprintf(
 				"Create topics request from client `%s` contains multiple entries for the following topics: %s",
 				clientID(r), strings.Join(dups, ",")))
@@ -86,6 +91,8 @@ func setCreateError(st *kmsg.CreateTopicsResponseTopic, e *kerr.Error, msg strin
 		st.ErrorMessage = &msg
 	}
 	st.NumPartitions, st.ReplicationFactor = -1, -1
+	// Kafka answers an empty list of configs, not null (v5+).
+	st.Configs = []kmsg.CreateTopicsResponseTopicConfig{}
 }
 
 func createConfigs(rt kmsg.CreateTopicsRequestTopic) (topicConfigs, error) {

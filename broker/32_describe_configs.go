@@ -177,7 +177,9 @@ func (b *Broker) describeTopic(name string) ([]describedConfig, *kerr.Error, str
 			if v, ok := b.cfg.TopicDefaults[rc.def.name]; ok {
 				dc.synonyms = append(dc.synonyms, synonym(brokerName, v, sourceStaticBroker))
 			}
-			dc.synonyms = append(dc.synonyms, synonym(brokerName, rc.def.def, sourceDefault))
+			if !brokerConfigWithoutDefault[brokerName] {
+				dc.synonyms = append(dc.synonyms, synonym(brokerName, rc.def.def, sourceDefault))
+			}
 		}
 		out = append(out, dc)
 	}

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -103,7 +104,7 @@ func TestDescribeConfigsTopicSourcesAndSynonyms(t *testing.T) {
 		if *ret.Value != "1000" || ret.Source != kmsg.ConfigSource(sourceStaticBroker) {
 			t.Fatalf("v%d retention.ms: %+v", v, ret)
 		}
-		if got := synonymNames(ret); got != "log.retention.ms/4 log.retention.ms/5" {
+		if got := synonymNames(ret); got != "log.retention.ms/4" { // log.retention.ms has no default of its own
 			t.Fatalf("v%d retention.ms synonyms %s", v, got)
 		}
 		if def := findConfig(t, res, "max.message.bytes"); *def.Value != "1048588" || def.Source != kmsg.ConfigSource(sourceDefault) {
@@ -632,5 +633,38 @@ func TestACLAPIsAnswerSecurityDisabled(t *testing.T) {
 			t.Fatalf("delete: %d results for 1 filter", len(drs.Results))
 		}
 		wantCode(t, "delete", drs.Results[0].ErrorCode, kerr.SecurityDisabled)
+	}
+}
+
+// Kafka 4.2.2 reports a DEFAULT_CONFIG synonym for a topic config only when
+// its broker synonym has a default of its own: none for retention.ms
+// (log.retention.ms is null; the default comes from log.retention.hours),
+// one for segment.bytes (observed on the reference broker).
+func TestDescribeConfigsDefaultSynonymsAreKafkas(t *testing.T) {
+	b := startBroker(t, Config{})
+	c := dialRaw(t, b.Addr())
+	createTopic(t, c, "syn", 1, map[string]string{"flush.ms": "1000"})
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	req.SetVersion(4)
+	req.IncludeSynonyms = true
+	r := kmsg.NewDescribeConfigsRequestResource()
+	r.ResourceType, r.ResourceName = 2, "syn"
+	req.Resources = append(req.Resources, r)
+	got := map[string][]string{}
+	for _, cfg := range c.do(req).(*kmsg.DescribeConfigsResponse).Resources[0].Configs {
+		for _, s := range cfg.ConfigSynonyms {
+			got[cfg.Name] = append(got[cfg.Name], fmt.Sprintf("%d:%s=%s", s.Source, s.Name, *s.Value))
+		}
+	}
+	want := map[string][]string{
+		"retention.ms":  nil,
+		"segment.ms":    nil,
+		"flush.ms":      {"1:flush.ms=1000"},
+		"segment.bytes": {"5:log.segment.bytes=1073741824"},
+	}
+	for name, w := range want {
+		if fmt.Sprint(got[name]) != fmt.Sprint(w) {
+			t.Errorf("%s synonyms %v, Kafka reports %v", name, got[name], w)
+		}
 	}
 }

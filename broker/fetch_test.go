@@ -118,6 +118,31 @@ func TestFetchErrors(t *testing.T) {
 			t.Fatalf("error %v", kerr.ErrorForCode(got))
 		}
 	})
+	// As Kafka 4.2 answers (compat-tests/rawdiff): epoch > 0 without a
+	// session is an unknown session (id 0 included); a full fetch (epoch -1)
+	// naming an unknown session is served.
+	t.Run("epoch without session", func(t *testing.T) {
+		req := fetchRequest(12, "t", 0, 0, 0)
+		req.SessionID, req.SessionEpoch = 0, 5
+		if got := c.do(req).(*kmsg.FetchResponse).ErrorCode; got != kerr.FetchSessionIDNotFound.Code {
+			t.Fatalf("error %v", kerr.ErrorForCode(got))
+		}
+	})
+	t.Run("full fetch naming an unknown session", func(t *testing.T) {
+		req := fetchRequest(12, "t", 0, 0, 0)
+		req.SessionID, req.SessionEpoch = 77, -1
+		resp := c.do(req).(*kmsg.FetchResponse)
+		if resp.ErrorCode != 0 || resp.SessionID != 0 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+			t.Fatalf("error %v, session %d, partition error %v", kerr.ErrorForCode(resp.ErrorCode), resp.SessionID,
+				kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode))
+		}
+	})
+	t.Run("unknown topic has an empty list of aborted transactions", func(t *testing.T) {
+		req := fetchRequest(12, "nope", 0, 0, 0)
+		if got := c.do(req).(*kmsg.FetchResponse).Topics[0].Partitions[0].AbortedTransactions; got == nil || len(got) != 0 {
+			t.Fatalf("aborted transactions %v, want an empty list", got)
+		}
+	})
 	t.Run("unknown topic id", func(t *testing.T) {
 		req := fetchRequest(13, "", 0, 0, 0)
 		req.Topics[0].TopicID = [16]byte{5}
@@ -202,6 +227,22 @@ func TestListOffsets(t *testing.T) {
 	}
 	if got := list("nope", 9, -1); got.ErrorCode != kerr.UnknownTopicOrPartition.Code {
 		t.Fatalf("unknown topic: %v", kerr.ErrorForCode(got.ErrorCode))
+	}
+	// As Kafka 4.2 answers (compat-tests/rawdiff): a negative timestamp that
+	// is no special value at the request's version is UNSUPPORTED_VERSION.
+	for _, vt := range []struct {
+		version int16
+		ts      int64
+	}{{6, -3}, {7, -4}, {8, -5}, {10, -6}, {7, -7}, {11, -7}} {
+		got := list("t", vt.version, vt.ts)
+		if got.ErrorCode != kerr.UnsupportedVersion.Code || got.Offset != -1 || got.Timestamp != -1 || got.LeaderEpoch != -1 {
+			t.Fatalf("v%d timestamp %d: error %v offset %d timestamp %d epoch %d, want UNSUPPORTED_VERSION",
+				vt.version, vt.ts, kerr.ErrorForCode(got.ErrorCode), got.Offset, got.Timestamp, got.LeaderEpoch)
+		}
+	}
+	// Earliest carries the leader epoch on an empty log too, as in Kafka.
+	if got := list("empty", 9, -2); got.ErrorCode != 0 || got.Offset != 0 || got.LeaderEpoch != 0 {
+		t.Fatalf("empty earliest: error %v offset %d epoch %d", kerr.ErrorForCode(got.ErrorCode), got.Offset, got.LeaderEpoch)
 	}
 }
 

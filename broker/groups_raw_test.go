@@ -106,6 +106,11 @@ func TestGroupRequestsBadInput(t *testing.T) {
 	if g := c.do(dg).(*kmsg.DescribeGroupsResponse).Groups[0]; g.State != "Dead" || g.ErrorCode != 0 {
 		t.Fatalf("describe unknown group: %+v", g)
 	}
+	// v6 (KIP-1043): GROUP_ID_NOT_FOUND, as Kafka 4.2 answers.
+	dg.SetVersion(6)
+	if g := c.do(dg).(*kmsg.DescribeGroupsResponse).Groups[0]; g.State != "Dead" || g.ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Fatalf("describe unknown group at v6: %+v", g)
+	}
 	del := kmsg.NewPtrDeleteGroupsRequest()
 	del.SetVersion(2)
 	del.Groups = []string{"nope"}

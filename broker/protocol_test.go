@@ -82,14 +82,14 @@ func TestProduceErrors(t *testing.T) {
 		{"unknown topic", 9, 1, "nope", 0, good(), kerr.UnknownTopicOrPartition},
 		{"unknown partition", 9, 1, "small", 7, good(), kerr.UnknownTopicOrPartition},
 		{"acks 2", 9, 2, "small", 0, good(), kerr.InvalidRequiredAcks},
-		{"v2 is refused as in Kafka 4", 2, 1, "small", 0, good(), kerr.UnsupportedVersion},
 		{"bad crc", 9, 1, "small", 0, badCRC, kerr.CorruptMessage},
 		{"two batches", 9, 1, "small", 0, twoBatches, kerr.InvalidRecord},
 		{"no batch", 9, 1, "small", 0, nil, kerr.InvalidRecord},
 		{"too large", 9, 1, "small", 0, makeBatch(t, batch.None, 20, now), kerr.MessageTooLarge},
 		{"zstd before v7", 6, 1, "small", 0, makeBatch(t, batch.Zstd, 1, now), kerr.UnsupportedCompressionType},
 		{"timestamp too far ahead", 9, 1, "small", 0, future, kerr.InvalidTimestamp},
-		{"min isr above replicas", 9, -1, "strict", 0, good(), kerr.NotEnoughReplicas},
+		// Kafka 4 caps min.insync.replicas at the replication factor.
+		{"min isr above replicas", 9, -1, "strict", 0, good(), nil},
 		{"accepted", 9, 1, "small", 0, good(), nil},
 	}
 	for _, tt := range tests {
@@ -99,6 +99,47 @@ func TestProduceErrors(t *testing.T) {
 				t.Fatalf("error %v, want %v", err, tt.want)
 			}
 		})
+	}
+}
+
+// Kafka 4.2 closes the connection on Produce v0-v2 though ApiVersions
+// advertises them (compat-tests/rawdiff "Produce v2 request").
+func TestProduceBeforeV3ClosesConnection(t *testing.T) {
+	b := startBroker(t, Config{})
+	for _, v := range []int16{0, 1, 2} {
+		c := dialRaw(t, b.Addr())
+		req := kmsg.NewPtrProduceRequest()
+		req.SetVersion(v)
+		req.Acks = 1
+		req.TimeoutMillis = 1000
+		c.send(req)
+		c.expectClosed()
+	}
+}
+
+// As Kafka's LogValidator: a compacted topic refuses records without a key,
+// naming each, with the log start offset.
+func TestProduceNullKeyToCompactedTopic(t *testing.T) {
+	b := startBroker(t, Config{})
+	c := dialRaw(t, b.Addr())
+	createTopic(t, c, "c", 1, map[string]string{"cleanup.policy": "compact,delete"})
+	recs := []batch.Record{{OffsetDelta: 0, Value: []byte("a")}, {OffsetDelta: 1, Key: []byte("k"), Value: []byte("b")}, {OffsetDelta: 2, Value: []byte("c")}}
+	one, err := batch.AppendBatch(nil, batch.BuildOptions{BaseTimestamp: time.Now().UnixMilli(), ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}, recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := produceRaw(c, 9, 1, "c", 0, one)
+	if got.ErrorCode != kerr.InvalidRecord.Code || len(got.ErrorRecords) != 2 || got.ErrorRecords[0].RelativeOffset != 0 ||
+		got.ErrorRecords[1].RelativeOffset != 2 || got.LogStartOffset != 0 || got.BaseOffset != -1 {
+		t.Fatalf("got %v, record errors %+v, log start %d, base offset %d", kerr.ErrorForCode(got.ErrorCode), got.ErrorRecords, got.LogStartOffset, got.BaseOffset)
+	}
+	recs[1].OffsetDelta = 0
+	keyed, err := batch.AppendBatch(nil, batch.BuildOptions{BaseTimestamp: time.Now().UnixMilli(), ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}, recs[1:2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := produceRaw(c, 9, 1, "c", 0, keyed); got.ErrorCode != 0 {
+		t.Fatalf("keyed record: %v", kerr.ErrorForCode(got.ErrorCode))
 	}
 }
 
@@ -126,6 +167,10 @@ func TestProduceTimestampErrorNamesTheRecord(t *testing.T) {
 	got := produceRaw(c, 9, 1, "t", 0, one)
 	if got.ErrorCode != kerr.InvalidTimestamp.Code || len(got.ErrorRecords) != 1 || got.ErrorRecords[0].RelativeOffset != 1 {
 		t.Fatalf("got %v with record errors %+v", kerr.ErrorForCode(got.ErrorCode), got.ErrorRecords)
+	}
+	// Kafka's RecordValidationException answer carries the log start offset.
+	if got.LogStartOffset != 0 {
+		t.Fatalf("log start offset %d, want 0", got.LogStartOffset)
 	}
 }
 
@@ -199,6 +244,10 @@ func TestCreateTopicsErrors(t *testing.T) {
 			if tt.want == nil && (got.NumPartitions < 1 || got.ReplicationFactor != 1 || len(got.Configs) == 0 || got.TopicID == [16]byte{}) {
 				t.Fatalf("success without the created topic's details: %+v", got)
 			}
+			// Kafka answers an error with an empty, non-null list of configs.
+			if tt.want != nil && (got.Configs == nil || len(got.Configs) != 0) {
+				t.Fatalf("error with configs %v, want an empty list", got.Configs)
+			}
 		})
 	}
 }
@@ -213,7 +262,12 @@ func TestCreateTopicsDuplicateInOneRequest(t *testing.T) {
 		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "twice", 1, 1
 		req.Topics = append(req.Topics, rt)
 	}
-	for _, got := range c.do(req).(*kmsg.CreateTopicsResponse).Topics {
+	// Kafka answers the duplicated name once.
+	topics := c.do(req).(*kmsg.CreateTopicsResponse).Topics
+	if len(topics) != 1 {
+		t.Fatalf("%d answers for the duplicated name, want 1", len(topics))
+	}
+	for _, got := range topics {
 		if got.ErrorCode != kerr.InvalidRequest.Code {
 			t.Fatalf("error %v, want INVALID_REQUEST", kerr.ErrorForCode(got.ErrorCode))
 		}

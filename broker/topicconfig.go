@@ -3,6 +3,7 @@ package broker
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -199,7 +200,7 @@ type effectiveTopicConfig struct {
 	logAppendTime        bool
 	timestampBeforeMaxMs int64
 	timestampAfterMaxMs  int64
-	minInsyncReplicas    int32
+	compact              bool // cleanup.policy includes compact
 	segmentBytes         int64
 	segmentIndexBytes    int
 	indexIntervalBytes   int
@@ -224,7 +225,7 @@ func (c topicConfigs) effective(brokerDefaults map[string]string) effectiveTopic
 		logAppendTime:        get("message.timestamp.type") == "LogAppendTime",
 		timestampBeforeMaxMs: num("message.timestamp.before.max.ms"),
 		timestampAfterMaxMs:  num("message.timestamp.after.max.ms"),
-		minInsyncReplicas:    int32(num("min.insync.replicas")),
+		compact:              slices.Contains(strings.Split(get("cleanup.policy"), ","), "compact"),
 		segmentBytes:         num("segment.bytes"),
 		segmentIndexBytes:    int(num("segment.index.bytes")),
 		indexIntervalBytes:   int(num("index.interval.bytes")),
@@ -264,6 +265,16 @@ var brokerSynonyms = map[string]string{
 	"segment.jitter.ms":               "log.roll.jitter.ms",
 	"segment.ms":                      "log.roll.ms",
 	"unclean.leader.election.enable":  "unclean.leader.election.enable",
+}
+
+// brokerConfigWithoutDefault names the broker synonyms whose own default is
+// null in Kafka (the topic default comes from another setting, such as
+// log.retention.hours): Kafka reports no DEFAULT_CONFIG synonym for them.
+var brokerConfigWithoutDefault = map[string]bool{
+	"log.retention.ms":      true,
+	"log.roll.ms":           true,
+	"log.roll.jitter.ms":    true,
+	"log.flush.interval.ms": true,
 }
 
 // topicConfigDocs are Gregor's one-line descriptions of the topic configs,
