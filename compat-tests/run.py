@@ -627,6 +627,10 @@ def main(argv=None) -> int:
             counts[key] = counts.get(key, 0) + 1
     log("compat: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
         + f" in {time.monotonic() - started:.0f} s")
+    # The closing line CI reads: passed cells, unexpected failures, and the rest (n/a and listed
+    # expected failures) as skipped.
+    passed = sum(1 for cells in results.values() for cell in cells.values() if cell.status == PASS)
+    skipped = sum(1 for cells in results.values() for cell in cells.values()) - passed - len(unexpected_fail)
     for line in unexpected_fail:
         log("UNEXPECTED FAILURE " + line)
     for line in unexpected_pass:
@@ -634,8 +638,10 @@ def main(argv=None) -> int:
     if unexpected_fail or unexpected_pass:
         log(f"compat: {len(unexpected_fail)} unexpected failures, {len(unexpected_pass)} unexpected passes "
             f"(adapter logs in {logroot})")
+        log(f"compat: {passed} passed, {len(unexpected_fail) + len(unexpected_pass)} failed, {skipped} skipped")
         return 1
     log("compat: OK")
+    log(f"compat: {passed} passed, {len(unexpected_fail)} failed, {skipped} skipped")
     return 0
 
 
