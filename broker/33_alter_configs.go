@@ -11,7 +11,6 @@ package broker
 // v2: flexible.
 
 import (
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -20,26 +19,17 @@ func init() { register(33, 0, 2, handleAlterConfigs) }
 func handleAlterConfigs(b *Broker, r *request, req *kmsg.AlterConfigsRequest) (kmsg.Response, error) {
 	resp := newResponse[*kmsg.AlterConfigsResponse](req)
 	keys := make([]resourceKey, len(req.Resources))
+	changes := make([][]configChange, len(req.Resources))
 	for i, rr := range req.Resources {
 		keys[i] = resourceKey{int8(rr.ResourceType), rr.ResourceName}
+		for _, c := range rr.Configs {
+			changes[i] = append(changes[i], configChange{c.Name, opSet, c.Value})
+		}
 	}
-	dups := duplicateResources(keys)
-	for i, rr := range req.Resources {
-		changes := make([]configChange, len(rr.Configs))
-		for j, c := range rr.Configs {
-			changes[j] = configChange{c.Name, opSet, c.Value}
-		}
-		res := alterResult{kerr.InvalidRequest, "Each resource must appear at most once."}
-		if !dups[keys[i]] {
-			res = b.alterConfigs(keys[i], changes, false, req.ValidateOnly)
-		}
+	for i, res := range b.alterResources(keys, changes, false, req.ValidateOnly) {
 		out := kmsg.NewAlterConfigsResponseResource()
-		out.ResourceType, out.ResourceName = rr.ResourceType, rr.ResourceName
-		out.ErrorCode = errCode(res.err)
-		if res.err != nil && res.msg != "" {
-			msg := res.msg
-			out.ErrorMessage = &msg
-		}
+		out.ResourceType, out.ResourceName = req.Resources[i].ResourceType, req.Resources[i].ResourceName
+		out.ErrorCode, out.ErrorMessage = res.errorFields()
 		resp.Resources = append(resp.Resources, out)
 	}
 	return resp, nil

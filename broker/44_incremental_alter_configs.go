@@ -65,29 +65,46 @@ type alterResult struct {
 func handleIncrementalAlterConfigs(b *Broker, r *request, req *kmsg.IncrementalAlterConfigsRequest) (kmsg.Response, error) {
 	resp := newResponse[*kmsg.IncrementalAlterConfigsResponse](req)
 	keys := make([]resourceKey, len(req.Resources))
+	changes := make([][]configChange, len(req.Resources))
 	for i, rr := range req.Resources {
 		keys[i] = resourceKey{int8(rr.ResourceType), rr.ResourceName}
+		for _, c := range rr.Configs {
+			changes[i] = append(changes[i], configChange{c.Name, int8(c.Op), c.Value})
+		}
 	}
-	dups := duplicateResources(keys)
-	for i, rr := range req.Resources {
-		changes := make([]configChange, len(rr.Configs))
-		for j, c := range rr.Configs {
-			changes[j] = configChange{c.Name, int8(c.Op), c.Value}
-		}
-		res := alterResult{kerr.InvalidRequest, "Each resource must appear at most once."}
-		if !dups[keys[i]] {
-			res = b.alterConfigs(keys[i], changes, true, req.ValidateOnly)
-		}
+	for i, res := range b.alterResources(keys, changes, true, req.ValidateOnly) {
 		out := kmsg.NewIncrementalAlterConfigsResponseResource()
-		out.ResourceType, out.ResourceName = rr.ResourceType, rr.ResourceName
-		out.ErrorCode = errCode(res.err)
-		if res.err != nil && res.msg != "" {
-			msg := res.msg
-			out.ErrorMessage = &msg
-		}
+		out.ResourceType, out.ResourceName = req.Resources[i].ResourceType, req.Resources[i].ResourceName
+		out.ErrorCode, out.ErrorMessage = res.errorFields()
 		resp.Resources = append(resp.Resources, out)
 	}
 	return resp, nil
+}
+
+// alterResources applies each resource's changes (incremental: the
+// IncrementalAlterConfigs operations; otherwise the legacy replacement of the
+// whole set) and returns one result per resource. Every copy of a resource
+// named more than once is INVALID_REQUEST, as in Kafka.
+func (b *Broker) alterResources(keys []resourceKey, changes [][]configChange, incremental, validateOnly bool) []alterResult {
+	dups := duplicateResources(keys)
+	out := make([]alterResult, len(keys))
+	for i, key := range keys {
+		if dups[key] {
+			out[i] = alterResult{kerr.InvalidRequest, "Each resource must appear at most once."}
+			continue
+		}
+		out[i] = b.alterConfigs(key, changes[i], incremental, validateOnly)
+	}
+	return out
+}
+
+// errorFields returns the result as a response's error code and message.
+func (r alterResult) errorFields() (int16, *string) {
+	if r.err == nil || r.msg == "" {
+		return errCode(r.err), nil
+	}
+	msg := r.msg
+	return r.err.Code, &msg
 }
 
 type resourceKey struct {
