@@ -320,9 +320,15 @@ func (l *Log) shouldRoll(seg *segment, n int64, batches int, lastOffset int64) b
 }
 
 // roll starts a new active segment at the log end offset, after appending
-// the old one's final time index entry as Kafka does. appendMu held.
+// the old one's final time index entry as Kafka does. The old segment is
+// synced before the new one exists, so a power loss can only ever cut the
+// last segment, which recovery truncates; an unsynced segment followed by
+// another would make Open refuse the log. appendMu held.
 func (l *Log) roll() error {
 	old := l.active()
+	if err := old.sync(); err != nil {
+		return l.fail(fmt.Errorf("storage: roll: %w", err))
+	}
 	ns := newSegment(l.dir, l.end.Load(), l.cfg)
 	if _, err := ns.openFiles(l.fsys, l.dir, true); err != nil {
 		ns.remove(l.fsys, l.dir)
