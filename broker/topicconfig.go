@@ -267,6 +267,18 @@ var brokerSynonyms = map[string]string{
 	"unclean.leader.election.enable":  "unclean.leader.election.enable",
 }
 
+// TopicConfigSynonyms returns, for each Kafka broker config that sets a
+// topic config's broker-wide default (log.segment.bytes, message.max.bytes,
+// ...), the name of that topic config: the table Config.TopicDefaults is
+// keyed by once a server.properties file is read. The map is the caller's.
+func TopicConfigSynonyms() map[string]string {
+	out := make(map[string]string, len(brokerSynonyms))
+	for topicName, brokerName := range brokerSynonyms {
+		out[brokerName] = topicName
+	}
+	return out
+}
+
 // brokerConfigWithoutDefault names the broker synonyms whose own default is
 // null in Kafka (the topic default comes from another setting, such as
 // log.retention.hours): Kafka reports no DEFAULT_CONFIG synonym for them.

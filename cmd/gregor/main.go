@@ -2,6 +2,12 @@
 //
 //	gregor                       # the same as `gregor serve`
 //	gregor serve --listen 127.0.0.1:9092 --data-dir ./data
+//	gregor serve --config server.properties --override num.partitions=3
+//
+// Settings come from, lowest precedence first: built-in defaults, the
+// --config file (Kafka's server.properties format), KAFKA_* environment
+// variables (as the apache/kafka image maps them), --override key=value, and
+// the explicit flags (--listen and the others). See docs/configuration.md.
 //
 // The broker logs "gregor: ready" once it accepts connections, and stops
 // cleanly on SIGINT or SIGTERM.
@@ -13,6 +19,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
@@ -37,6 +44,8 @@ func newApp() *cli.App {
 			&cli.StringFlag{Name: "data-dir", Value: "./data", Usage: "`DIR` for partition logs and topic metadata"},
 			&cli.IntFlag{Name: "node-id", Value: 1, Usage: "this broker's node.id"},
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error"},
+			&cli.StringFlag{Name: "config", Usage: "`FILE` in Kafka's server.properties format"},
+			&cli.StringSliceFlag{Name: "override", Usage: "`KEY=VALUE` Kafka broker config, over the file and KAFKA_* variables (repeatable)"},
 		},
 		Action: runServe,
 	}
@@ -46,6 +55,8 @@ func newApp() *cli.App {
 		Commands:       []*cli.Command{serve},
 		DefaultCommand: "serve",
 		Flags:          serve.Flags,
+		// --override listeners=PLAINTEXT://a:1,CONTROLLER://b:2 is one value.
+		DisableSliceFlagSeparator: true,
 	}
 }
 
@@ -55,23 +66,79 @@ func runServe(c *cli.Context) error {
 		return fmt.Errorf("--log-level: %w", err)
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	nodeID := c.Int("node-id")
-	if nodeID < 0 || nodeID > 1<<31-1 {
-		return fmt.Errorf("--node-id %d is out of range", nodeID)
+	cfg, origins, err := serveConfig(c, os.Environ(), logger)
+	if err != nil {
+		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	b, err := broker.Start(ctx, broker.Config{
-		Listen:    c.String("listen"),
-		Advertise: c.String("advertise"),
-		DataDir:   c.String("data-dir"),
-		NodeID:    int32(nodeID),
-		Logger:    logger,
-	})
+	b, err := broker.Start(ctx, cfg)
 	if err != nil {
+		// The broker names topic configs; say which broker key set it.
+		for topic, origin := range origins {
+			if strings.Contains(err.Error(), "configuration "+topic+":") {
+				return fmt.Errorf("invalid configuration: %s: %w", origin, err)
+			}
+		}
 		return err
 	}
 	<-ctx.Done()
 	logger.Info("gregor: shutting down")
 	return b.Close()
+}
+
+// serveConfig builds the broker's configuration from, lowest precedence
+// first: the flags' defaults, the --config file, KAFKA_* variables of
+// environ, --override arguments, and the flags given explicitly.
+// The map names, for each topic default set, the key, value and origin
+// that set it.
+func serveConfig(c *cli.Context, environ []string, logger *slog.Logger) (broker.Config, map[string]string, error) {
+	// `gregor --flag` (serve as the default command) sets the flag on the
+	// app's context, `gregor serve --flag` on the command's.
+	flags := func(name string) *cli.Context {
+		for _, x := range c.Lineage() {
+			if x.IsSet(name) {
+				return x
+			}
+		}
+		return c
+	}
+	cfg := broker.Config{
+		Listen:  flags("listen").String("listen"),
+		DataDir: flags("data-dir").String("data-dir"),
+		NodeID:  int32(flags("node-id").Int("node-id")),
+		Logger:  logger,
+	}
+	var file []property
+	if path := flags("config").String("config"); path != "" {
+		var err error
+		if file, err = readPropertiesFile(path); err != nil {
+			return broker.Config{}, nil, fmt.Errorf("--config: %w", err)
+		}
+	}
+	overrides, err := overrideProperties(flags("override").StringSlice("override"))
+	if err != nil {
+		return broker.Config{}, nil, err
+	}
+	origins, err := applyPropertiesWithOrigins(&cfg, layerProperties(file, envProperties(environ), overrides), logger)
+	if err != nil {
+		return broker.Config{}, nil, fmt.Errorf("invalid configuration:\n%w", err)
+	}
+	if fc := flags("listen"); fc.IsSet("listen") {
+		cfg.Listen = fc.String("listen")
+	}
+	if fc := flags("advertise"); fc.IsSet("advertise") {
+		cfg.Advertise = fc.String("advertise")
+	}
+	if fc := flags("data-dir"); fc.IsSet("data-dir") {
+		cfg.DataDir = fc.String("data-dir")
+	}
+	if fc := flags("node-id"); fc.IsSet("node-id") {
+		nodeID := fc.Int("node-id")
+		if nodeID < 0 || nodeID > 1<<31-1 {
+			return broker.Config{}, nil, fmt.Errorf("--node-id %d is out of range", nodeID)
+		}
+		cfg.NodeID = int32(nodeID)
+	}
+	return cfg, origins, nil
 }

@@ -1,0 +1,327 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/gregor-broker/gregor/broker"
+)
+
+// topicSynonyms maps a Kafka broker config to the topic config whose
+// broker-wide default it sets (Kafka's ServerTopicConfigSynonyms), from the
+// broker's own table.
+var topicSynonyms = broker.TopicConfigSynonyms()
+
+// derivedTopicSettings are the coarser broker configs Kafka derives a topic
+// default from when the millisecond config is not set: the topic config and
+// the factor to milliseconds, in the order Kafka prefers them.
+var derivedTopicSettings = []struct {
+	key, topic string
+	factor     int64
+}{
+	{"log.retention.minutes", "retention.ms", 60_000},
+	{"log.retention.hours", "retention.ms", 3_600_000},
+	{"log.roll.hours", "segment.ms", 3_600_000},
+	{"log.roll.jitter.hours", "segment.jitter.ms", 3_600_000},
+}
+
+// ignoredKeys are Kafka broker configs that Gregor accepts and ignores (one
+// node, no controller quorum, no TLS or SASL, no thread pools to size).
+var ignoredKeys = []string{
+	"process.roles", "controller.quorum.voters", "controller.quorum.bootstrap.servers",
+	"inter.broker.listener.name", "num.network.threads", "num.io.threads",
+	"socket.send.buffer.bytes", "socket.receive.buffer.bytes", "num.recovery.threads.per.data.dir",
+	"num.replica.fetchers", "log.retention.check.interval.ms", "offsets.topic.replication.factor",
+	"share.coordinator.state.topic.replication.factor", "share.coordinator.state.topic.min.isr",
+	"log.cleaner.enable", "log.cleaner.threads", "delete.topic.enable", "metadata.log.dir",
+	"group.coordinator.rebalance.protocols", "zookeeper.connect", "zookeeper.connection.timeout.ms",
+}
+
+// ignoredPrefixes are families of configs ignored as a whole.
+var ignoredPrefixes = []string{"transaction.state.log.", "ssl.", "sasl."}
+
+// listenerKeys are read only to interpret listeners and advertised.listeners.
+var listenerKeys = []string{"listener.security.protocol.map", "controller.listener.names"}
+
+// setting is a property's winning value after layering.
+type setting struct {
+	value, origin string
+}
+
+// layerProperties merges layers, later layers and later lines winning.
+func layerProperties(layers ...[]property) map[string]setting {
+	out := map[string]setting{}
+	for _, layer := range layers {
+		for _, p := range layer {
+			out[p.key] = setting{value: p.value, origin: p.origin}
+		}
+	}
+	return out
+}
+
+// applyProperties sets cfg from Kafka broker configs. It logs one WARN line
+// per ignored or unknown key and returns every invalid value joined into one
+// error, leaving cfg untouched.
+func applyProperties(dst *broker.Config, props map[string]setting, logger *slog.Logger) error {
+	_, err := applyPropertiesWithOrigins(dst, props, logger)
+	return err
+}
+
+// applyPropertiesWithOrigins is applyProperties that also returns, for each
+// topic default set, the broker key, value and origin that set it, so that
+// the broker's refusal of a topic default can name the key the user wrote.
+func applyPropertiesWithOrigins(dst *broker.Config, props map[string]setting, logger *slog.Logger) (map[string]string, error) {
+	cfg := *dst
+	var errs []error
+	bad := func(key, why string) {
+		errs = append(errs, fmt.Errorf("%s=%q (%s): %s", key, props[key].value, props[key].origin, why))
+	}
+	value := func(key string) (string, bool) {
+		s, ok := props[key]
+		return strings.TrimSpace(s.value), ok
+	}
+	integer := func(key string, lo, hi int64) (int64, bool) {
+		v, ok := value(key)
+		if !ok {
+			return 0, false
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			bad(key, "not a number")
+			return 0, false
+		}
+		if n < lo || n > hi {
+			bad(key, fmt.Sprintf("out of range [%d, %d]", lo, hi))
+			return 0, false
+		}
+		return n, true
+	}
+	handled := map[string]bool{}
+	for _, k := range listenerKeys {
+		handled[k] = true
+	}
+
+	// Listeners.
+	handled["listeners"], handled["advertised.listeners"] = true, true
+	if _, ok := props["listeners"]; ok {
+		name, addr, err := plaintextListener(props, "listeners", "")
+		if err != nil {
+			bad("listeners", err.Error())
+		} else {
+			cfg.Listen = addr
+			if _, ok := props["advertised.listeners"]; ok {
+				if _, adv, err := plaintextListener(props, "advertised.listeners", name); err != nil {
+					bad("advertised.listeners", err.Error())
+				} else {
+					cfg.Advertise = adv
+				}
+			}
+		}
+	} else if _, ok := props["advertised.listeners"]; ok {
+		if _, adv, err := plaintextListener(props, "advertised.listeners", ""); err != nil {
+			bad("advertised.listeners", err.Error())
+		} else {
+			cfg.Advertise = adv
+		}
+	}
+
+	// log.dirs wins over log.dir, as in Kafka.
+	handled["log.dirs"], handled["log.dir"] = true, true
+	for _, key := range []string{"log.dirs", "log.dir"} {
+		v, ok := value(key)
+		if !ok {
+			continue
+		}
+		dirs := strings.Split(v, ",")
+		switch {
+		case v == "":
+			bad(key, "empty")
+		case len(dirs) > 1:
+			bad(key, "Gregor keeps its data in one directory; give one")
+		default:
+			cfg.DataDir = v
+		}
+		break
+	}
+
+	// node.id wins over broker.id; both set means they must agree.
+	handled["node.id"], handled["broker.id"] = true, true
+	nodeID, okNode := integer("node.id", 0, math.MaxInt32)
+	brokerID, okBroker := integer("broker.id", 0, math.MaxInt32)
+	switch {
+	case okNode && okBroker && nodeID != brokerID:
+		bad("broker.id", fmt.Sprintf("differs from node.id %d", nodeID))
+	case okNode:
+		cfg.NodeID = int32(nodeID)
+	case okBroker:
+		cfg.NodeID = int32(brokerID)
+	}
+
+	ints := []struct {
+		key    string
+		lo, hi int64
+		set    func(int64)
+	}{
+		{"num.partitions", 1, math.MaxInt32, func(n int64) { cfg.NumPartitions = int32(n) }},
+		{"default.replication.factor", 1, math.MaxInt16, func(n int64) { cfg.DefaultReplicationFactor = int16(n) }},
+		{"socket.request.max.bytes", 1, math.MaxInt32, func(n int64) { cfg.MaxFrameBytes = int32(n) }},
+		{"offsets.topic.num.partitions", 1, math.MaxInt32, func(n int64) { cfg.OffsetsTopicPartitions = int32(n) }},
+		{"group.initial.rebalance.delay.ms", 0, math.MaxInt32, func(n int64) { cfg.GroupInitialRebalanceDelayMs = &n }},
+		{"group.min.session.timeout.ms", 1, math.MaxInt32, func(n int64) { cfg.GroupMinSessionTimeoutMs = int32(n) }},
+		{"group.max.session.timeout.ms", 1, math.MaxInt32, func(n int64) { cfg.GroupMaxSessionTimeoutMs = int32(n) }},
+		{"group.max.size", 1, math.MaxInt32, func(n int64) { cfg.GroupMaxSize = int(n) }},
+		{"offsets.retention.minutes", 1, math.MaxInt32, func(n int64) { cfg.OffsetsRetentionMinutes = n }},
+	}
+	for _, s := range ints {
+		handled[s.key] = true
+		if n, ok := integer(s.key, s.lo, s.hi); ok {
+			s.set(n)
+		}
+	}
+
+	handled["auto.create.topics.enable"] = true
+	if v, ok := value("auto.create.topics.enable"); ok {
+		switch strings.ToLower(v) {
+		case "true", "false":
+			b := strings.ToLower(v) == "true"
+			cfg.AutoCreateTopics = &b
+		default:
+			bad("auto.create.topics.enable", "expected true or false")
+		}
+	}
+
+	// Topic defaults. The broker validates them by their topic names, so
+	// check here only that the coarse units are numbers.
+	topicDefaults := map[string]string{}
+	topicOrigins := map[string]string{}
+	for i := len(derivedTopicSettings) - 1; i >= 0; i-- { // preferred last, so it wins
+		d := derivedTopicSettings[i]
+		handled[d.key] = true
+		if n, ok := integer(d.key, math.MinInt64, math.MaxInt64); ok {
+			ms := n * d.factor
+			if n < 0 || ms/d.factor != n {
+				ms = -1 // Kafka: a negative retention is "forever"
+			}
+			topicDefaults[d.topic] = strconv.FormatInt(ms, 10)
+			topicOrigins[d.topic] = fmt.Sprintf("%s=%q (%s)", d.key, props[d.key].value, props[d.key].origin)
+		}
+	}
+	for key, topic := range topicSynonyms {
+		handled[key] = true
+		if v, ok := value(key); ok {
+			topicDefaults[topic] = v
+			topicOrigins[topic] = fmt.Sprintf("%s=%q (%s)", key, props[key].value, props[key].origin)
+		}
+	}
+
+	keys := make([]string, 0, len(props))
+	for k := range props {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		switch {
+		case handled[k]:
+		case isIgnored(k):
+			logger.Warn("gregor: config ignored: Gregor does not use it", "key", k, "from", props[k].origin)
+		default:
+			logger.Warn("gregor: unknown config", "key", k, "from", props[k].origin)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	if len(topicDefaults) > 0 {
+		merged := make(map[string]string, len(cfg.TopicDefaults)+len(topicDefaults))
+		for k, v := range cfg.TopicDefaults {
+			merged[k] = v
+		}
+		for k, v := range topicDefaults {
+			merged[k] = v
+		}
+		cfg.TopicDefaults = merged
+	}
+	*dst = cfg
+	return topicOrigins, nil
+}
+
+func isIgnored(key string) bool {
+	if slices.Contains(ignoredKeys, key) {
+		return true
+	}
+	for _, p := range ignoredPrefixes {
+		if strings.HasPrefix(key, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// plaintextListener picks the listener Gregor serves from key (listeners or
+// advertised.listeners): the one named want if want is set and present,
+// otherwise the first PLAINTEXT one. Controller listeners are skipped; a
+// listener using another security protocol is refused, since Gregor serves
+// neither TLS nor SASL.
+func plaintextListener(props map[string]setting, key, want string) (name, addr string, err error) {
+	protocols := map[string]string{}
+	if m, ok := props["listener.security.protocol.map"]; ok {
+		for _, pair := range strings.Split(m.value, ",") {
+			n, p, ok := strings.Cut(strings.TrimSpace(pair), ":")
+			if ok {
+				protocols[strings.ToUpper(strings.TrimSpace(n))] = strings.ToUpper(strings.TrimSpace(p))
+			}
+		}
+	}
+	controller := map[string]bool{}
+	if c, ok := props["controller.listener.names"]; ok {
+		for _, n := range strings.Split(c.value, ",") {
+			controller[strings.ToUpper(strings.TrimSpace(n))] = true
+		}
+	}
+	type listener struct{ name, addr string }
+	var plain []listener
+	for _, l := range strings.Split(props[key].value, ",") {
+		l = strings.TrimSpace(l)
+		if l == "" {
+			continue
+		}
+		n, hostPort, ok := strings.Cut(l, "://")
+		if !ok {
+			return "", "", fmt.Errorf("%q is not NAME://HOST:PORT", l)
+		}
+		n = strings.ToUpper(n)
+		if controller[n] {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(hostPort); err != nil {
+			return "", "", fmt.Errorf("%q: %v", l, err)
+		}
+		proto, ok := protocols[n]
+		if !ok {
+			proto = n
+		}
+		switch proto {
+		case "PLAINTEXT":
+			plain = append(plain, listener{n, hostPort})
+		case "SSL", "SASL_PLAINTEXT", "SASL_SSL":
+			return "", "", fmt.Errorf("listener %s uses %s; Gregor serves PLAINTEXT only (no TLS or SASL)", n, proto)
+		default:
+			return "", "", fmt.Errorf("listener %s has no security protocol (map it in listener.security.protocol.map)", n)
+		}
+	}
+	if len(plain) == 0 {
+		return "", "", errors.New("no PLAINTEXT listener")
+	}
+	for _, l := range plain {
+		if l.name == want {
+			return l.name, l.addr, nil
+		}
+	}
+	return plain[0].name, plain[0].addr, nil
+}

@@ -1,0 +1,510 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/urfave/cli/v2"
+
+	"github.com/gregor-broker/gregor/broker"
+)
+
+func TestParsePropertiesFollowsJavaRules(t *testing.T) {
+	for _, tc := range []struct {
+		name, in string
+		want     map[string]string
+	}{
+		{"equals", "a=1\nb = 2\n", map[string]string{"a": "1", "b": "2"}},
+		{"colon", "a:1\nb : 2", map[string]string{"a": "1", "b": "2"}},
+		{"whitespace separator", "a 1\n\tb\t\t2", map[string]string{"a": "1", "b": "2"}},
+		{"comments and blank lines", "# c\n! c\n\n   \n  # indented\na=1", map[string]string{"a": "1"}},
+		{"leading whitespace", "   a=1", map[string]string{"a": "1"}},
+		{"value keeps trailing space and later separators", "a=b=c: d  ", map[string]string{"a": "b=c: d  "}},
+		{"empty value", "a=\nb", map[string]string{"a": "", "b": ""}},
+		{"continuation", "listeners=PLAINTEXT://:9092,\\\n    CONTROLLER://:9093", map[string]string{"listeners": "PLAINTEXT://:9092,CONTROLLER://:9093"}},
+		{"continuation over three lines", "a=1\\\n 2\\\n 3\nb=4", map[string]string{"a": "123", "b": "4"}},
+		{"even backslashes do not continue", "a=x\\\\\nb=2", map[string]string{"a": `x\`, "b": "2"}},
+		{"continuation at end of file", "a=1\\", map[string]string{"a": "1"}},
+		{"escapes", `a=\t\n\\\=\:\u00e9\x`, map[string]string{"a": "\t\n\\=:éx"}},
+		{"escaped separators in key", `a\=b\:c\ d=1`, map[string]string{"a=b:c d": "1"}},
+		{"later line wins", "a=1\na=2", map[string]string{"a": "2"}},
+		{"CRLF line ends", "a=1\r\nb=2\r\n", map[string]string{"a": "1", "b": "2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			props, err := parseProperties(strings.NewReader(tc.in), "f")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]string{}
+			for _, p := range props {
+				got[p.key] = p.value
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestParsePropertiesNamesTheLineOfABadEscape(t *testing.T) {
+	for _, in := range []string{"a=1\nb=\\u12", "a=1\nb=\\uzzzz"} {
+		_, err := parseProperties(strings.NewReader(in), "server.properties")
+		if err == nil || !strings.Contains(err.Error(), "server.properties:2") {
+			t.Fatalf("%q: error %v, want one naming server.properties:2", in, err)
+		}
+	}
+}
+
+func TestEnvPropertiesMapsAsTheKafkaImage(t *testing.T) {
+	got := map[string]string{}
+	for _, p := range envProperties([]string{
+		"KAFKA_LOG_DIRS=/var/lib/kafka",
+		"KAFKA_NUM_PARTITIONS=3",
+		"KAFKA_LISTENER_SECURITY_PROTOCOL_MAP=A:PLAINTEXT",
+		"KAFKA_SOME__UNDER___DASH=x",
+		"KAFKA_HEAP_OPTS=-Xmx1G",
+		"KAFKA_OPTS=-Dx",
+		"KAFKA_JVM_PERFORMANCE_OPTS=-server",
+		"KAFKA_LOG4J_OPTS=-Dlog4j",
+		"KAFKA_ADVERTISED_LISTENERS=PLAINTEXT://h:9092=odd",
+		"KAFKA_=empty",
+		"HOME=/root",
+		"NOT_KAFKA_X=1",
+	}) {
+		got[p.key] = p.value
+	}
+	want := map[string]string{
+		"log.dirs":                       "/var/lib/kafka",
+		"num.partitions":                 "3",
+		"listener.security.protocol.map": "A:PLAINTEXT",
+		"some_under-dash":                "x",
+		"advertised.listeners":           "PLAINTEXT://h:9092=odd",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+}
+
+func TestOverrideWithoutEqualsIsRefused(t *testing.T) {
+	for _, arg := range []string{"num.partitions", "=3", ""} {
+		if _, err := overrideProperties([]string{arg}); err == nil || !strings.Contains(err.Error(), "key=value") {
+			t.Fatalf("--override %q: error %v", arg, err)
+		}
+	}
+	props, err := overrideProperties([]string{"a=b=c", "e="})
+	if err != nil || props[0].value != "b=c" || props[1].value != "" {
+		t.Fatalf("got %v, %v", props, err)
+	}
+}
+
+func props(kv ...string) map[string]setting {
+	m := map[string]setting{}
+	for i := 0; i < len(kv); i += 2 {
+		m[kv[i]] = setting{value: kv[i+1], origin: "test"}
+	}
+	return m
+}
+
+func TestApplyPropertiesSetsTheBrokerConfig(t *testing.T) {
+	var cfg broker.Config
+	err := applyProperties(&cfg, props(
+		"process.roles", "broker,controller",
+		"listeners", "CONTROLLER://:9093, PLAINTEXT://0.0.0.0:19092",
+		"controller.listener.names", "CONTROLLER",
+		"advertised.listeners", "PLAINTEXT://kafka.example:9092,CONTROLLER://kafka.example:9093",
+		"log.dirs", " /data ",
+		"node.id", "7",
+		"broker.id", "7",
+		"num.partitions", "3",
+		"default.replication.factor", "1",
+		"auto.create.topics.enable", "FALSE",
+		"socket.request.max.bytes", "1048576",
+		"offsets.topic.num.partitions", "5",
+		"group.initial.rebalance.delay.ms", "0",
+		"group.min.session.timeout.ms", "100",
+		"group.max.session.timeout.ms", "60000",
+		"group.max.size", "10",
+		"offsets.retention.minutes", "60",
+		"log.segment.bytes", "2097152",
+		"message.max.bytes", "100000",
+		"log.message.timestamp.type", "LogAppendTime",
+		"min.insync.replicas", "1",
+		"log.cleanup.policy", "compact",
+		"log.retention.hours", "1",
+		"log.roll.hours", "2",
+	), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	no, zero := false, int64(0)
+	want := broker.Config{
+		Listen: "0.0.0.0:19092", Advertise: "kafka.example:9092", DataDir: "/data", NodeID: 7,
+		NumPartitions: 3, DefaultReplicationFactor: 1, AutoCreateTopics: &no, MaxFrameBytes: 1048576,
+		OffsetsTopicPartitions: 5, GroupInitialRebalanceDelayMs: &zero,
+		GroupMinSessionTimeoutMs: 100, GroupMaxSessionTimeoutMs: 60000, GroupMaxSize: 10,
+		OffsetsRetentionMinutes: 60,
+		TopicDefaults: map[string]string{
+			"segment.bytes": "2097152", "max.message.bytes": "100000",
+			"message.timestamp.type": "LogAppendTime", "min.insync.replicas": "1",
+			"cleanup.policy": "compact", "retention.ms": "3600000", "segment.ms": "7200000",
+		},
+	}
+	if !reflect.DeepEqual(cfg, want) {
+		t.Fatalf("got  %+v\nwant %+v", cfg, want)
+	}
+}
+
+func TestApplyPropertiesDerivesMillisecondsAsKafka(t *testing.T) {
+	for _, tc := range []struct {
+		kv   []string
+		want map[string]string
+	}{
+		{[]string{"log.retention.hours", "168"}, map[string]string{"retention.ms": "604800000"}},
+		{[]string{"log.retention.hours", "1", "log.retention.minutes", "2"}, map[string]string{"retention.ms": "120000"}},
+		{[]string{"log.retention.minutes", "2", "log.retention.ms", "5"}, map[string]string{"retention.ms": "5"}},
+		{[]string{"log.retention.hours", "-1"}, map[string]string{"retention.ms": "-1"}},
+		{[]string{"log.roll.hours", "1", "log.roll.jitter.hours", "1"}, map[string]string{"segment.ms": "3600000", "segment.jitter.ms": "3600000"}},
+		{[]string{"log.roll.hours", "1", "log.roll.ms", "9"}, map[string]string{"segment.ms": "9"}},
+	} {
+		var cfg broker.Config
+		if err := applyProperties(&cfg, props(tc.kv...), slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(cfg.TopicDefaults, tc.want) {
+			t.Errorf("%q: got %v, want %v", tc.kv, cfg.TopicDefaults, tc.want)
+		}
+	}
+}
+
+func TestApplyPropertiesRefusesInvalidValuesAndAppliesNothing(t *testing.T) {
+	for _, tc := range []struct {
+		kv   []string
+		want string // in the error
+	}{
+		{[]string{"num.partitions", "three"}, `num.partitions="three" (test): not a number`},
+		{[]string{"num.partitions", "0"}, `num.partitions="0" (test): out of range`},
+		{[]string{"default.replication.factor", "40000"}, "default.replication.factor"},
+		{[]string{"node.id", "-1"}, "node.id"},
+		{[]string{"broker.id", "2147483648"}, "broker.id"},
+		{[]string{"node.id", "1", "broker.id", "2"}, "differs from node.id"},
+		{[]string{"auto.create.topics.enable", "yes"}, `auto.create.topics.enable="yes" (test): expected true or false`},
+		{[]string{"socket.request.max.bytes", "-5"}, "socket.request.max.bytes"},
+		{[]string{"offsets.topic.num.partitions", "0"}, "offsets.topic.num.partitions"},
+		{[]string{"group.initial.rebalance.delay.ms", "-1"}, "group.initial.rebalance.delay.ms"},
+		{[]string{"group.min.session.timeout.ms", "x"}, "group.min.session.timeout.ms"},
+		{[]string{"group.max.session.timeout.ms", "0"}, "group.max.session.timeout.ms"},
+		{[]string{"group.max.size", "0"}, "group.max.size"},
+		{[]string{"offsets.retention.minutes", "1.5"}, "offsets.retention.minutes"},
+		{[]string{"log.retention.hours", "a week"}, "log.retention.hours"},
+		{[]string{"log.dirs", "/a,/b"}, "one directory"},
+		{[]string{"log.dirs", " "}, `log.dirs=" " (test): empty`},
+		{[]string{"listeners", "SSL://:9093"}, "PLAINTEXT only"},
+		{[]string{"listeners", "PLAINTEXT://:9092,SASL_SSL://:9094"}, "SASL_SSL"},
+		{[]string{"listeners", "EXTERNAL://:9092", "listener.security.protocol.map", "EXTERNAL:SASL_PLAINTEXT"}, "SASL_PLAINTEXT"},
+		{[]string{"listeners", "CONTROLLER://:9093"}, "no security protocol"},
+		{[]string{"listeners", "CONTROLLER://:9093", "controller.listener.names", "CONTROLLER"}, "no PLAINTEXT listener"},
+		{[]string{"listeners", "localhost:9092"}, "NAME://HOST:PORT"},
+		{[]string{"listeners", "PLAINTEXT://localhost"}, "missing port"},
+		{[]string{"advertised.listeners", "SSL://h:1"}, "advertised.listeners"},
+		{[]string{"listeners", "PLAINTEXT://:1", "advertised.listeners", "nope"}, "advertised.listeners"},
+	} {
+		// Valid settings alongside must not be applied either.
+		kv := append([]string{"log.segment.bytes", "2097152", "log.dirs", "/x"}, tc.kv...)
+		cfg := broker.Config{Listen: "keep"}
+		err := applyProperties(&cfg, props(kv...), slog.New(slog.NewTextHandler(io.Discard, nil)))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: error %v, want one containing %q", tc.kv, err, tc.want)
+		}
+		if !reflect.DeepEqual(cfg, broker.Config{Listen: "keep"}) {
+			t.Errorf("%q: config half-applied: %+v", tc.kv, cfg)
+		}
+	}
+}
+
+func TestApplyPropertiesWarnsOncePerIgnoredOrUnknownKey(t *testing.T) {
+	var buf bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&buf, nil))
+	var cfg broker.Config
+	err := applyProperties(&cfg, props(
+		"num.network.threads", "3",
+		"transaction.state.log.min.isr", "1",
+		"offsets.topic.replication.factor", "1",
+		"controller.listener.names", "CONTROLLER",
+		"log.segment.bytes", "2097152",
+		"no.such.thing", "1",
+	), logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("want 4 WARN lines, got:\n%s", buf.String())
+	}
+	for _, want := range []string{
+		`level=WARN msg="gregor: unknown config" key=no.such.thing`,
+		`level=WARN msg="gregor: config ignored: Gregor does not use it" key=num.network.threads`,
+		`key=offsets.topic.replication.factor`,
+		`key=transaction.state.log.min.isr`,
+	} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("log lacks %q:\n%s", want, buf.String())
+		}
+	}
+}
+
+// runServeConfig runs the CLI with args and environ and returns the
+// configuration serve would start the broker with.
+func runServeConfig(t *testing.T, environ []string, args ...string) (broker.Config, error) {
+	t.Helper()
+	app := newApp()
+	var cfg broker.Config
+	var cfgErr error
+	app.Commands[0].Action = func(c *cli.Context) error {
+		cfg, _, cfgErr = serveConfig(c, environ, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		return nil
+	}
+	if err := app.Run(append([]string{"gregor", "serve"}, args...)); err != nil {
+		t.Fatal(err)
+	}
+	return cfg, cfgErr
+}
+
+func writeFile(t *testing.T, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "server.properties")
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestConfigPrecedenceDefaultsFileEnvOverrideFlags(t *testing.T) {
+	file := writeFile(t, "listeners=PLAINTEXT://file:1\nnum.partitions=2\nlog.dirs=/file\nnode.id=2\nlog.segment.bytes=2097152\n")
+	env := []string{"KAFKA_LISTENERS=PLAINTEXT://env:1", "KAFKA_NUM_PARTITIONS=4", "KAFKA_NODE_ID=4"}
+	for _, tc := range []struct {
+		name    string
+		environ []string
+		args    []string
+		listen  string
+		parts   int32
+		dataDir string
+		nodeID  int32
+	}{
+		{"defaults", nil, nil, "127.0.0.1:9092", 0, "./data", 1},
+		{"file over defaults", nil, []string{"--config", file}, "file:1", 2, "/file", 2},
+		{"env over file", env, []string{"--config", file}, "env:1", 4, "/file", 4},
+		{"override over env", env, []string{"--config", file, "--override", "listeners=PLAINTEXT://ovr:1,CONTROLLER://c:2", "--override", "num.partitions=5", "--override", "controller.listener.names=CONTROLLER"}, "ovr:1", 5, "/file", 4},
+		{"flags over everything", env, []string{"--config", file, "--override", "listeners=PLAINTEXT://ovr:1", "--listen", "flag:1", "--data-dir", "/flag", "--node-id", "9"}, "flag:1", 4, "/flag", 9},
+		{"flag at its default value still wins", env, []string{"--config", file, "--listen", "127.0.0.1:9092", "--node-id", "1"}, "127.0.0.1:9092", 4, "/file", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := runServeConfig(t, tc.environ, tc.args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.Listen != tc.listen || cfg.NumPartitions != tc.parts || cfg.DataDir != tc.dataDir || cfg.NodeID != tc.nodeID {
+				t.Fatalf("got listen %q partitions %d data %q node %d, want %q %d %q %d",
+					cfg.Listen, cfg.NumPartitions, cfg.DataDir, cfg.NodeID, tc.listen, tc.parts, tc.dataDir, tc.nodeID)
+			}
+		})
+	}
+}
+
+func TestServeConfigErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		environ []string
+		args    []string
+		want    string
+	}{
+		{"missing file", nil, []string{"--config", "/nonexistent/server.properties"}, "--config"},
+		{"bad escape in file", nil, []string{"--config", writeFile(t, "a=\\uXYZ1")}, "server.properties:1"},
+		{"override without equals", nil, []string{"--override", "num.partitions"}, "key=value"},
+		{"bad file value", nil, []string{"--config", writeFile(t, "num.partitions=x")}, `num.partitions="x"`},
+		{"bad env value", []string{"KAFKA_NUM_PARTITIONS=x"}, nil, "KAFKA_NUM_PARTITIONS"},
+		{"bad override value", nil, []string{"--override", "auto.create.topics.enable=maybe"}, "--override"},
+		{"node id out of range", nil, []string{"--node-id", "-1"}, "--node-id"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := runServeConfig(t, tc.environ, tc.args...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestTopicSynonymsMatchTheBroker(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	// Configs whose broker synonym has no default are reported only when set.
+	b, err := broker.Start(ctx, broker.Config{TopicDefaults: map[string]string{
+		"retention.ms": "1", "segment.ms": "1", "segment.jitter.ms": "1", "flush.ms": "1",
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "t"); err != nil {
+		t.Fatal(err)
+	}
+	rcs, err := adm.DescribeTopicConfigs(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := rcs.On("t", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, c := range rc.Configs {
+		for _, s := range c.Synonyms {
+			if s.Key != c.Key || s.Source != 1 { // not the topic's own entry
+				got[s.Key] = c.Key
+			}
+		}
+	}
+	if !maps.Equal(got, topicSynonyms) {
+		t.Fatalf("broker synonyms %v\ndiffer from topicSynonyms %v", got, topicSynonyms)
+	}
+}
+
+func TestServeReadsServerPropertiesEndToEnd(t *testing.T) {
+	addr := freePort(t)
+	dir := t.TempDir()
+	path := writeFile(t, strings.Join([]string{
+		"# a Kafka-style file",
+		"process.roles=broker,controller",
+		"listeners=PLAINTEXT://" + addr + ",CONTROLLER://127.0.0.1:0",
+		"controller.listener.names=CONTROLLER",
+		"log.dirs=" + dir,
+		"num.partitions: 3",
+		"log.segment.bytes = 2097152",
+		"group.initial.rebalance.delay.ms=0",
+	}, "\n"))
+	startGregor(t, "serve --config "+path)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.AllowAutoTopicCreation(), kgo.DefaultProduceTopic("auto"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	adm := kadm.NewClient(cl)
+	topics, err := adm.ListTopics(ctx, "auto")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(topics["auto"].Partitions); n != 3 {
+		t.Fatalf("auto-created topic has %d partitions, want 3", n)
+	}
+	rcs, err := adm.DescribeTopicConfigs(ctx, "auto")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := rcs.On("auto", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, c := range rc.Configs {
+		if c.Key == "segment.bytes" {
+			found = true
+			if c.Value == nil || *c.Value != "2097152" {
+				t.Fatalf("segment.bytes is %v, want 2097152", c.MaybeValue())
+			}
+		}
+	}
+	if !found {
+		t.Fatal("DescribeConfigs did not report segment.bytes")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "auto-0")); err != nil {
+		t.Fatalf("log.dirs not used: %v", err)
+	}
+}
+
+func TestServeRefusesInvalidPropertiesWithTheKeyAndValue(t *testing.T) {
+	for _, tc := range []struct{ file, args, want string }{
+		{"num.partitions=lots\n", "", `num.partitions="lots" (`},
+		{"log.segment.bytes=1\n", "", `log.segment.bytes="1" (`},
+		{"", "--override log.retention.hours=-2 --override log.retention.ms=-5", `log.retention.ms="-5" (--override)`},
+		{"", "--override num.partitions", "expected key=value"},
+	} {
+		path := writeFile(t, tc.file)
+		cmd := exec.Command(os.Args[0])
+		cmd.Env = append(os.Environ(), "GREGOR_RUN_MAIN=serve --config "+path+" --listen "+freePort(t)+" --data-dir "+t.TempDir()+" "+tc.args)
+		out, err := cmd.CombinedOutput()
+		if err == nil {
+			t.Fatalf("gregor started with %q %q: %s", tc.file, tc.args, out)
+		}
+		if !strings.Contains(string(out), tc.want) {
+			t.Fatalf("output does not contain %q:\n%s", tc.want, out)
+		}
+	}
+}
+
+func TestTopLevelFlagsReachTheDefaultServeCommand(t *testing.T) {
+	app := newApp()
+	var cfg broker.Config
+	var cfgErr error
+	app.Commands[0].Action = func(c *cli.Context) error {
+		cfg, _, cfgErr = serveConfig(c, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		return nil
+	}
+	if err := app.Run([]string{"gregor", "--override", "num.partitions=4", "--listen", "h:1"}); err != nil || cfgErr != nil {
+		t.Fatal(err, cfgErr)
+	}
+	if cfg.NumPartitions != 4 || cfg.Listen != "h:1" {
+		t.Fatalf("got partitions %d listen %q", cfg.NumPartitions, cfg.Listen)
+	}
+}
+
+func TestKafkaStyleExampleFileLoads(t *testing.T) {
+	file, err := readPropertiesFile("testdata/server.properties")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	var cfg broker.Config
+	if err := applyProperties(&cfg, layerProperties(file), slog.New(slog.NewTextHandler(&buf, nil))); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Listen != ":9092" || cfg.Advertise != "localhost:9092" || cfg.DataDir != "/var/lib/gregor" || cfg.NodeID != 1 || cfg.NumPartitions != 3 {
+		t.Fatalf("got %+v", cfg)
+	}
+	want := map[string]string{"retention.ms": "604800000", "segment.bytes": "1073741824", "max.message.bytes": "2097152"}
+	if !maps.Equal(cfg.TopicDefaults, want) {
+		t.Fatalf("topic defaults %v, want %v", cfg.TopicDefaults, want)
+	}
+	if strings.Contains(buf.String(), "unknown config") {
+		t.Fatalf("the example file has keys Gregor does not know:\n%s", buf.String())
+	}
+}
+
+func TestLogDirIsUsedWithoutLogDirs(t *testing.T) {
+	var cfg broker.Config
+	if err := applyProperties(&cfg, props("log.dir", "/d"), slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil || cfg.DataDir != "/d" {
+		t.Fatalf("DataDir %q, err %v", cfg.DataDir, err)
+	}
+}
