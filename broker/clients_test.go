@@ -59,6 +59,15 @@ func checkRecord(t *testing.T, i int, want testRecord, key, value []byte, header
 	}
 }
 
+// franzRecords turns test records into franz-go records.
+func franzRecords(want []testRecord) []*kgo.Record {
+	recs := make([]*kgo.Record, len(want))
+	for i, w := range want {
+		recs[i] = &kgo.Record{Key: w.key, Value: w.value, Timestamp: w.ts, Headers: []kgo.RecordHeader{{Key: "h", Value: w.header}}}
+	}
+	return recs
+}
+
 var franzCodecs = map[string]kgo.CompressionCodec{
 	"none": kgo.NoCompression(), "gzip": kgo.GzipCompression(), "snappy": kgo.SnappyCompression(),
 	"lz4": kgo.Lz4Compression(), "zstd": kgo.ZstdCompression(),
@@ -77,11 +86,7 @@ func franzProduceConsume(t *testing.T, addr, topic string, codec kgo.Compression
 		t.Fatal(err)
 	}
 	want := testRecords(recordsPerTest)
-	recs := make([]*kgo.Record, len(want))
-	for i, w := range want {
-		recs[i] = &kgo.Record{Key: w.key, Value: w.value, Timestamp: w.ts, Headers: []kgo.RecordHeader{{Key: "h", Value: w.header}}}
-	}
-	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+	if err := cl.ProduceSync(ctx, franzRecords(want)...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
 	franzConsume(t, ctx, addr, topic, want)

@@ -192,11 +192,7 @@ func TestFranzGoGroupMembersShareRecordsAndResumeAfterRestart(t *testing.T) {
 			}
 
 			second := startBroker(t, groupTestConfig(dir))
-			prod2, err := kgo.NewClient(kgo.SeedBrokers(second.Addr()), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer prod2.Close()
+			prod2 := roundRobinProducer(t, second.Addr())
 			adm2 := kadm.NewClient(prod2)
 			if !committedEqualsEnd(t, adm2, group, topic) {
 				t.Fatal("committed offsets lost across the restart")
@@ -291,11 +287,7 @@ func TestSessionTimeoutRevokesPartitions(t *testing.T) {
 func TestSaramaConsumerGroupProcessesEveryRecord(t *testing.T) {
 	b := startBroker(t, groupTestConfig(""))
 	const topic, group = "sarama-events", "sarama-workers"
-	prod, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
+	prod := roundRobinProducer(t, b.Addr())
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	adm := kadm.NewClient(prod)
@@ -388,11 +380,7 @@ func (h saramaHandler) ConsumeClaim(s sarama.ConsumerGroupSession, c sarama.Cons
 func TestKafkaGoReaderGroupProcessesEveryRecord(t *testing.T) {
 	b := startBroker(t, groupTestConfig(""))
 	const topic, group = "kafka-go-events", "kafka-go-workers"
-	prod, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
+	prod := roundRobinProducer(t, b.Addr())
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	adm := kadm.NewClient(prod)
@@ -439,11 +427,7 @@ func TestKafkaGoReaderGroupProcessesEveryRecord(t *testing.T) {
 func TestFranzGoStaticMemberRestartKeepsAssignment(t *testing.T) {
 	b := startBroker(t, groupTestConfig(""))
 	const topic, group = "static-events", "static-workers"
-	prod, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
+	prod := roundRobinProducer(t, b.Addr())
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	adm := kadm.NewClient(prod)
@@ -512,4 +496,16 @@ func TestFranzGoStaticMemberRestartKeepsAssignment(t *testing.T) {
 	if !twoStable() {
 		t.Fatal("group not stable with two members after the static restart")
 	}
+}
+
+// roundRobinProducer returns a franz-go client that spreads records over
+// partitions in turn, closed when the test ends.
+func roundRobinProducer(t *testing.T, addr string) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
 }

@@ -448,11 +448,7 @@ func TestFranzGoIdempotentExactlyOnceThroughLostResponses(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := testRecords(recordsPerTest)
-	recs := make([]*kgo.Record, len(want))
-	for i, w := range want {
-		recs[i] = &kgo.Record{Key: w.key, Value: w.value, Timestamp: w.ts, Headers: []kgo.RecordHeader{{Key: "h", Value: w.header}}}
-	}
-	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+	if err := cl.ProduceSync(ctx, franzRecords(want)...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
 	if proxy.lost.Load() == 0 {
