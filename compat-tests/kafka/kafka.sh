@@ -70,7 +70,8 @@ free_port() {
 }
 
 random_cluster_id() {
-  # 16 random bytes, URL-safe base64 without padding: the form Kafka's Uuid.toString() has
+  # 16 random bytes, URL-safe base64 without padding: the form Kafka's Uuid.toString() has.
+  # One in 64 starts with '-', so the caller must pass it as --cluster-id=ID, not as a separate word.
   head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n'
 }
 
@@ -171,7 +172,7 @@ EOF
   local cid; cid="$(random_cluster_id)"
   echo "$cid" > "$dir/cluster.id"
   if ! "$JAVA" "${TOOL_JVM_OPTS[@]}" -cp "$cp" kafka.tools.StorageTool format \
-         -t "$cid" -c "$dir/server.properties" > "$dir/format.log" 2>&1; then
+         --cluster-id="$cid" -c "$dir/server.properties" > "$dir/format.log" 2>&1; then
     cat "$dir/format.log" >&2
     die "formatting the KRaft data dir failed"
   fi
