@@ -51,6 +51,17 @@ type Config struct {
 	GroupMaxSize int
 	// OffsetsRetentionMinutes is offsets.retention.minutes. Default 10080.
 	OffsetsRetentionMinutes int64
+	// GroupConsumerSessionTimeoutMs is group.consumer.session.timeout.ms,
+	// the session timeout of KIP-848 consumer group members. Default 45000.
+	GroupConsumerSessionTimeoutMs int32
+	// GroupConsumerHeartbeatIntervalMs is
+	// group.consumer.heartbeat.interval.ms. Default 5000.
+	GroupConsumerHeartbeatIntervalMs int32
+	// GroupConsumerMaxSize is group.consumer.max.size. Default unlimited.
+	GroupConsumerMaxSize int
+	// GroupConsumerAssignors is group.consumer.assignors: "uniform" and/or
+	// "range", the first being the default. Default uniform,range.
+	GroupConsumerAssignors []string
 }
 
 func (c *Config) setDefaults() {

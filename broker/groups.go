@@ -71,12 +71,16 @@ func (b *Broker) startGroups() error {
 		done:    make(chan struct{}),
 		waiting: map[group.ReplyID]chan any{},
 		coord: group.New(group.Config{
-			InitialRebalanceDelayMs: *b.cfg.GroupInitialRebalanceDelayMs,
-			MinSessionTimeoutMs:     b.cfg.GroupMinSessionTimeoutMs,
-			MaxSessionTimeoutMs:     b.cfg.GroupMaxSessionTimeoutMs,
-			MaxSize:                 b.cfg.GroupMaxSize,
-			OffsetsRetentionMs:      b.cfg.OffsetsRetentionMinutes * 60 * 1000,
-			NewMemberID:             newMemberID,
+			InitialRebalanceDelayMs:     *b.cfg.GroupInitialRebalanceDelayMs,
+			MinSessionTimeoutMs:         b.cfg.GroupMinSessionTimeoutMs,
+			MaxSessionTimeoutMs:         b.cfg.GroupMaxSessionTimeoutMs,
+			MaxSize:                     b.cfg.GroupMaxSize,
+			OffsetsRetentionMs:          b.cfg.OffsetsRetentionMinutes * 60 * 1000,
+			NewMemberID:                 newMemberID,
+			ConsumerSessionTimeoutMs:    b.cfg.GroupConsumerSessionTimeoutMs,
+			ConsumerHeartbeatIntervalMs: b.cfg.GroupConsumerHeartbeatIntervalMs,
+			ConsumerMaxSize:             b.cfg.GroupConsumerMaxSize,
+			ConsumerAssignors:           b.cfg.GroupConsumerAssignors,
 		}),
 	}
 	if t := b.lookupTopic(offsetsTopic); t != nil {
@@ -128,8 +132,8 @@ func (gc *groupCoordinator) replay() error {
 					switch {
 					case errors.Is(err, group.ErrBadRecord):
 						// Not a record Gregor writes (a client produced
-						// to the topic, or a newer Kafka record type):
-						// skipped, as it cannot describe a classic group.
+						// to the topic, or a share or streams group
+						// record): skipped.
 						gc.b.log.Warn("skipping a record of "+offsetsTopic, "partition", p.index, "err", err)
 					case err != nil:
 						loadErr = err
@@ -151,6 +155,7 @@ func (gc *groupCoordinator) replay() error {
 			}
 		}
 	}
+	gc.coord.LoadDone(now)
 	gc.coord.Ready() // loading has no effects to act on
 	gc.b.log.Info("group coordinator loaded", "records", loaded)
 	return nil

@@ -46,7 +46,8 @@ type Config struct {
 	ConsumerMaxSize int
 	// ConsumerAssignors is group.consumer.assignors: the server assignors a
 	// member may name, the first being the default (Kafka's default
-	// "uniform,range"). Only "uniform" and "range" exist.
+	// "uniform,range"). Only "uniform" and "range" exist; other names are
+	// ignored (the broker's configuration parser refuses them).
 	ConsumerAssignors []string
 }
 
@@ -93,6 +94,13 @@ func (c *Config) setDefaults() {
 	if c.ConsumerMaxSize <= 0 {
 		c.ConsumerMaxSize = int(^uint32(0) >> 1)
 	}
+	var known []string
+	for _, a := range c.ConsumerAssignors {
+		if assignors[a] != nil && !contains(known, a) {
+			known = append(known, a)
+		}
+	}
+	c.ConsumerAssignors = known
 	if len(c.ConsumerAssignors) == 0 {
 		c.ConsumerAssignors = []string{UniformAssignor, RangeAssignor}
 	}
