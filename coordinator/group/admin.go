@@ -195,9 +195,8 @@ func (c *Coordinator) ConsumerGroupDescribe(ids []string) []ConsumerDescribedGro
 			dm := ConsumerDescribedMember{MemberID: m.id, InstanceID: m.instanceID, RackID: m.rackID, MemberEpoch: m.epoch,
 				ClientID: m.clientID, ClientHost: m.clientHost, SubscribedTopicNames: append([]string{}, m.subscribedTopicNames...),
 				Assignment: toOwned(m.assigned), TargetAssign: toOwned(cg.target[m.id])}
-			if m.subscribedTopicRegex != "" {
-				dm.SubscribedTopicRegex = strp(m.subscribedTopicRegex)
-			}
+			// Kafka reports "" for a member without a regex, not null.
+			dm.SubscribedTopicRegex = strp(m.subscribedTopicRegex)
 			d.Members = append(d.Members, dm)
 		}
 		out = append(out, d)

@@ -234,10 +234,9 @@ func (c *Coordinator) validateHeartbeat(req ConsumerHeartbeatRequest) *ConsumerH
 	default:
 		return invalid("MemberEpoch is invalid.")
 	}
-	if req.SubscribedTopicRegex != nil {
-		if *req.SubscribedTopicRegex == "" {
-			return invalid("SubscribedTopicRegex can't be empty.")
-		}
+	// An empty regex is no regex: librdkafka sends "" beside topic names,
+	// and Kafka accepts it.
+	if req.SubscribedTopicRegex != nil && *req.SubscribedTopicRegex != "" {
 		if _, err := regexp.Compile(*req.SubscribedTopicRegex); err != nil {
 			return heartbeatError(kerr.InvalidRegularExpression, "SubscribedTopicRegex `%s` is not a valid regular expression: %v.",
 				*req.SubscribedTopicRegex, err)

@@ -354,6 +354,19 @@ func TestConsumerRegexSubscription(t *testing.T) {
 	if countPartitions(r.Assignment) != 3 {
 		t.Fatalf(".* must not match internal topics: %+v", r)
 	}
+	// An empty regex (librdkafka sends one beside its topic names) is no
+	// regex.
+	none := ""
+	r = ok(t, h.hb(ConsumerHeartbeatRequest{MemberID: "m", MemberEpoch: r.MemberEpoch, RebalanceTimeoutMs: -1, SubscribedTopicRegex: &none,
+		SubscribedTopicNames: []string{"payments"}}))
+	if countPartitions(r.Assignment) != 1 {
+		t.Fatalf("names with an empty regex: %+v", r)
+	}
+	n := ok(t, h.hb(ConsumerHeartbeatRequest{GroupID: "e", MemberID: "x", RebalanceTimeoutMs: 1, SubscribedTopicNames: []string{"payments"},
+		SubscribedTopicRegex: &none, TopicPartitions: []OwnedTopic{}}))
+	if countPartitions(n.Assignment) != 1 {
+		t.Fatalf("join with names and an empty regex: %+v", n)
+	}
 }
 
 func TestConsumerOffsetCommitChecksMemberEpoch(t *testing.T) {
