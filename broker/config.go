@@ -4,6 +4,7 @@ import (
 	"log/slog"
 
 	"github.com/gregor-broker/gregor/protocol"
+	"github.com/gregor-broker/gregor/storage"
 )
 
 // Config configures a broker. The zero value is usable: it listens on a
@@ -62,6 +63,10 @@ type Config struct {
 	// GroupConsumerAssignors is group.consumer.assignors: "uniform" and/or
 	// "range", the first being the default. Default uniform,range.
 	GroupConsumerAssignors []string
+
+	// fs, if set, replaces the data directory's file system: a test seam
+	// for storage.FaultFS. With DataDir empty the root is "/gregor".
+	fs storage.FS
 }
 
 func (c *Config) setDefaults() {

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -9,6 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-broker/gregor/storage"
 )
 
 // consumerGroupTestConfig is groupTestConfig with fast KIP-848 heartbeats
@@ -240,4 +243,79 @@ func TestFranzGoServerSideBalancerProcessesEveryRecordAndResumes(t *testing.T) {
 	m4 := startFranzMember(t, second.Addr(), group, topic, kgo.RangeBalancer(), after, opts...)
 	defer m4.stop(t)
 	waitForGroup(t, "the new records, and only them", func() bool { return after.len() == 60 })
+}
+
+// TestGroupCoordinatorRevertsWhenOffsetsTopicWriteFails: while writes to
+// __consumer_offsets fail (storage.FaultFS), a commit is answered
+// NOT_COORDINATOR and a KIP-848 join too, as Kafka maps a storage error, and
+// neither leaves a trace: the coordinator is rebuilt from the log, so the
+// earlier offset is still the committed one and the group does not exist.
+// Once writes work again, both succeed.
+func TestGroupCoordinatorRevertsWhenOffsetsTopicWriteFails(t *testing.T) {
+	fsys := storage.NewFaultFS(storage.NewMemFS(), nil)
+	cfg := consumerGroupTestConfig("")
+	cfg.fs = fsys
+	b := startBroker(t, cfg)
+	c := dialRaw(t, b.Addr())
+	ctr := kmsg.NewPtrCreateTopicsRequest()
+	ctr.SetVersion(7)
+	ct := kmsg.NewCreateTopicsRequestTopic()
+	ct.Topic, ct.NumPartitions, ct.ReplicationFactor = "work", 1, 1
+	ctr.Topics = append(ctr.Topics, ct)
+	if r := c.do(ctr).(*kmsg.CreateTopicsResponse); r.Topics[0].ErrorCode != 0 {
+		t.Fatalf("create: %v", kerr.ErrorForCode(r.Topics[0].ErrorCode))
+	}
+	commit := func(offset int64) int16 {
+		r := c.do(commitReq(9, "simple", "", -1, "work", offset)).(*kmsg.OffsetCommitResponse)
+		return r.Topics[0].Partitions[0].ErrorCode
+	}
+	fetch := func() int64 {
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.SetVersion(8)
+		g := kmsg.NewOffsetFetchRequestGroup()
+		g.Group = "simple"
+		req.Groups = append(req.Groups, g)
+		r := c.do(req).(*kmsg.OffsetFetchResponse)
+		if len(r.Groups[0].Topics) == 0 {
+			return -1
+		}
+		return r.Groups[0].Topics[0].Partitions[0].Offset
+	}
+	if e := commit(5); e != 0 {
+		t.Fatalf("commit: %v", kerr.ErrorForCode(e))
+	}
+	failOffsets := func(op storage.Op, name string, _ int) storage.Fault {
+		if op == storage.OpWrite && strings.Contains(name, offsetsTopic) {
+			return storage.Fault{Err: storage.ErrInjected}
+		}
+		return storage.Fault{}
+	}
+	fsys.Arm(failOffsets)
+	if e := commit(9); e != kerr.NotCoordinator.Code {
+		t.Fatalf("commit while the log fails: %v, want NOT_COORDINATOR", kerr.ErrorForCode(e))
+	}
+	m := &rawMember{t: t, c: c, group: "g848", id: "m1"}
+	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	req.SetVersion(1)
+	req.Group, req.MemberID, req.RebalanceTimeoutMillis = m.group, m.id, 30000
+	req.SubscribedTopicNames, req.Topics = []string{"work"}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	if r := c.do(req).(*kmsg.ConsumerGroupHeartbeatResponse); r.ErrorCode != kerr.NotCoordinator.Code || r.Assignment != nil {
+		t.Fatalf("join while the log fails: %v %+v", kerr.ErrorForCode(r.ErrorCode), r.Assignment)
+	}
+	fsys.Arm(nil)
+	if got := fetch(); got != 5 {
+		t.Fatalf("committed offset after the failed commit: %d, want 5", got)
+	}
+	if d := describeConsumerGroup(t, c, "g848"); d.ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Fatalf("the failed join left a group behind: %+v", d)
+	}
+	if e := commit(9); e != 0 {
+		t.Fatalf("commit after recovery: %v", kerr.ErrorForCode(e))
+	}
+	if got := fetch(); got != 9 {
+		t.Fatalf("committed offset: %d, want 9", got)
+	}
+	if r := m.heartbeat(true, "work"); r.MemberEpoch != 1 || m.count() != 1 {
+		t.Fatalf("join after recovery: %+v", r)
+	}
 }
