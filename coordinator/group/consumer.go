@@ -60,7 +60,8 @@ type consumerMember struct {
 	instanceID, rackID   *string
 	clientID, clientHost string
 	subscribedTopicNames []string
-	subscribedTopicRegex string // "" for none
+	subscribedTopicRegex string         // "" for none
+	re                   *regexp.Regexp // subscribedTopicRegex compiled (anchoredRegex)
 	rebalanceTimeoutMs   int32
 	serverAssignor       string // "" for none
 
@@ -347,8 +348,9 @@ func (c *Coordinator) consumerHeartbeat(now int64, req ConsumerHeartbeatRequest,
 	if req.SubscribedTopicNames != nil {
 		updated.subscribedTopicNames = sortedUnique(req.SubscribedTopicNames)
 	}
-	if req.SubscribedTopicRegex != nil {
+	if req.SubscribedTopicRegex != nil && *req.SubscribedTopicRegex != updated.subscribedTopicRegex {
 		updated.subscribedTopicRegex = *req.SubscribedTopicRegex
+		updated.re, _ = anchoredRegex(updated.subscribedTopicRegex) // validated above
 	}
 	updated.clientID, updated.clientHost = req.ClientID, req.ClientHost
 	m := &updated
@@ -526,13 +528,10 @@ func (m *consumerMember) subscribedTopics(topics Topics) []string {
 			out = append(out, n)
 		}
 	}
-	if m.subscribedTopicRegex != "" {
-		re, err := regexp.Compile("^(?:" + m.subscribedTopicRegex + ")$")
-		if err == nil {
-			for n, t := range topics {
-				if !t.Internal && re.MatchString(n) {
-					out = append(out, n)
-				}
+	if m.re != nil {
+		for n, t := range topics {
+			if !t.Internal && m.re.MatchString(n) {
+				out = append(out, n)
 			}
 		}
 	}
@@ -883,4 +882,13 @@ func (cg *consumerGroup) subscribesTo(topic string) bool {
 		}
 	}
 	return false
+}
+
+// anchoredRegex compiles a subscription regex to match whole topic names,
+// as Kafka matches it; "" is no regex (nil).
+func anchoredRegex(src string) (*regexp.Regexp, error) {
+	if src == "" {
+		return nil, nil
+	}
+	return regexp.Compile("^(?:" + src + ")$")
 }

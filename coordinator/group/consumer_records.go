@@ -441,9 +441,12 @@ func (c *Coordinator) loadConsumerRecord(now int64, recordType int16, key, value
 		m.clientID = r.string()
 		m.clientHost = r.string()
 		m.subscribedTopicNames = r.strings()
+		m.subscribedTopicRegex, m.re = "", nil
 		if re := r.nullable(); re != nil {
 			m.subscribedTopicRegex = *re
+			m.re, _ = anchoredRegex(*re) // an invalid one matches nothing
 		}
+		m.serverAssignor = ""
 		m.rebalanceTimeoutMs = r.int32()
 		if a := r.nullable(); a != nil {
 			m.serverAssignor = *a

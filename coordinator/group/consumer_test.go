@@ -473,6 +473,8 @@ func TestConsumerGroupSurvivesReplay(t *testing.T) {
 		SubscribedTopicNames: []string{"foo"}, ServerAssignor: strp("range"), TopicPartitions: []OwnedTopic{}}))
 	ok(t, h.hb(ConsumerHeartbeatRequest{MemberID: "gone", RebalanceTimeoutMs: 1000, SubscribedTopicNames: []string{"foo"}, TopicPartitions: []OwnedTopic{}}))
 	ok(t, h.hb(ConsumerHeartbeatRequest{MemberID: "gone", MemberEpoch: -1}))
+	rx := "fo+"
+	ok(t, h.hb(ConsumerHeartbeatRequest{MemberID: "rx", RebalanceTimeoutMs: 1000, SubscribedTopicRegex: &rx, TopicPartitions: []OwnedTopic{}}))
 
 	want := h.c.ConsumerGroupDescribe([]string{"g"})
 	c2 := New(Config{})
@@ -492,6 +494,21 @@ func TestConsumerGroupSurvivesReplay(t *testing.T) {
 		t.Fatalf("m1 after replay: %+v", r)
 	}
 	// Deleting the group after everyone left leaves nothing after replay.
+	// The regex survived: rx still gets its share after a new partition.
+	h.addTopic("foo", 8)
+	for i := 0; i < 4; i++ {
+		for _, id := range []string{"m1", "m2", "m3", "rx"} {
+			h.c.ConsumerGroupHeartbeat(h.now, h.id, ConsumerHeartbeatRequest{Version: 1, GroupID: "g", MemberID: id,
+				InstanceID: map[bool]*string{true: &inst}[id == "m3"], MemberEpoch: c2.groups["g"].cg.members[id].epoch,
+				RebalanceTimeoutMs: -1, TopicPartitions: toOwned(c2.groups["g"].cg.members[id].assigned)}, h.topics)
+			h.records = append(h.records, h.c.Ready().Records...)
+		}
+	}
+	if d := c2.ConsumerGroupDescribe([]string{"g"})[0]; d.State != "Stable" || len(d.Members[3].Assignment) != 1 ||
+		len(d.Members[3].Assignment[0].Partitions) != 2 {
+		t.Fatalf("after replay and growth: %s", describeString([]ConsumerDescribedGroup{d}))
+	}
+	ok(t, h.hb(ConsumerHeartbeatRequest{MemberID: "rx", MemberEpoch: -1}))
 	for _, m := range []string{"m1", "m2"} {
 		ok(t, h.hb(ConsumerHeartbeatRequest{MemberID: m, MemberEpoch: -1}))
 	}
