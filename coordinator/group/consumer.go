@@ -32,13 +32,14 @@ const (
 )
 
 // memberState is a consumer group member's reconciliation state, as
-// Kafka's MemberState with its record encoding.
+// Kafka's MemberState with its record encoding (the State byte of
+// ConsumerGroupCurrentMemberAssignmentValue; 127 is Kafka's UNKNOWN).
 type memberState int8
 
 const (
-	memberStable               memberState = 1
-	memberUnrevokedPartitions  memberState = 2
-	memberUnreleasedPartitions memberState = 3
+	memberStable               memberState = 0
+	memberUnrevokedPartitions  memberState = 1
+	memberUnreleasedPartitions memberState = 2
 )
 
 func (s memberState) String() string {

@@ -13,12 +13,18 @@ package group
 //	4     ConsumerGroupPartitionMetadataKey{group} written by Gregor only as a tombstone
 //	5     ConsumerGroupMemberMetadataKey{group, member}
 //	      {InstanceId, RackId: nullable; ClientId, ClientHost; SubscribedTopicNames []string;
-//	       SubscribedTopicRegex nullable; RebalanceTimeoutMs int32; ServerAssignor nullable}
+//	       SubscribedTopicRegex nullable ("" for none); RebalanceTimeoutMs int32; ServerAssignor nullable}
 //	6     ConsumerGroupTargetAssignmentMetadataKey{group}  {AssignmentEpoch int32}
 //	7     ConsumerGroupTargetAssignmentMemberKey{group, member} {TopicPartitions []{TopicId uuid; Partitions []int32}}
 //	8     ConsumerGroupCurrentMemberAssignmentKey{group, member}
-//	      {MemberEpoch, PreviousMemberEpoch int32; State int8; AssignedPartitions,
+//	      {MemberEpoch, PreviousMemberEpoch int32; State int8 (0 stable, 1 unrevoked
+//	       partitions, 2 unreleased partitions); AssignedPartitions,
 //	       PartitionsPendingRevocation []{TopicId uuid; Partitions []int32}}
+//
+// Checked against Kafka 4.2.2: its DumpLogSegments --offsets-decoder reads
+// what Gregor writes, and a Java consumer with group.protocol=consumer makes
+// Kafka write the same record sequence (types 5, 3, 7, 6, 8, then offsets,
+// then on leaving tombstones 8, 7, 5 and type 3 with the next epoch).
 //	16    ConsumerGroupRegularExpressionKey{group, regex}: not written; Gregor
 //	      resolves regexes at each heartbeat instead of caching them.
 
@@ -119,11 +125,7 @@ func consumerMemberValue(m *consumerMember) []byte {
 	w.string(m.clientID)
 	w.string(m.clientHost)
 	w.strings(m.subscribedTopicNames)
-	if m.subscribedTopicRegex == "" {
-		w.nullable(nil)
-	} else {
-		w.string(m.subscribedTopicRegex)
-	}
+	w.string(m.subscribedTopicRegex) // "" for none, as Kafka 4.2 writes it
 	w.int32(m.rebalanceTimeoutMs)
 	if m.serverAssignor == "" {
 		w.nullable(nil)
