@@ -121,6 +121,7 @@ type Log struct {
 	start    atomic.Int64
 	end      atomic.Int64
 	failure  atomic.Pointer[failedError]
+	epochs   *epochCache // leader-epoch checkpoint (epoch.go); set by Open
 
 	// Guarded by appendMu.
 	dirDirty   bool   // segment files created since the last SyncDir
@@ -265,6 +266,10 @@ func (l *Log) Append(batches []byte) (first, last int64, err error) {
 	}
 	l.idxScratch, l.timScratch = idx, tim
 
+	// As Kafka, record a new leader epoch before the data that starts it.
+	if err := l.epochs.assignBatches(batches); err != nil {
+		return -1, -1, err
+	}
 	idxLen, timLen := int64(len(seg.offsets.buf)), int64(len(seg.times.buf))
 	err = writeFull(seg.log, batches, seg.size)
 	if err == nil && len(idx) > 0 {

@@ -189,6 +189,9 @@ func (l *Log) open() error {
 	end := l.active().end
 	l.start.Store(start)
 	l.end.Store(end)
+	if err := l.openEpochs(); err != nil {
+		return err
+	}
 
 	switch {
 	case clean:

@@ -33,6 +33,9 @@ func (l *Log) SetStartOffset(offset int64) error {
 		return err
 	}
 	l.checkpointedRP = rp
+	if err := l.epochs.truncateFromStart(offset); err != nil {
+		return err
+	}
 	l.mu.Lock()
 	l.start.Store(offset)
 	n := 0
@@ -100,6 +103,9 @@ func (l *Log) Truncate(offset int64) error {
 		l.checkpointedRP = rp
 	}
 	l.recoveryPoint = min(l.recoveryPoint, newEnd)
+	if err := l.epochs.truncateFromEnd(newEnd); err != nil {
+		return err
+	}
 
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -151,6 +157,9 @@ func (l *Log) truncateFully(offset int64) error {
 		return err
 	}
 	l.recoveryPoint, l.checkpointedRP = offset, offset
+	if err := l.epochs.clear(); err != nil {
+		return err
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	dead := l.segments
