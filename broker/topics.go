@@ -174,6 +174,13 @@ func (c *catalog) openPartition(t *topic, p int32) (*partition, error) {
 		return nil, fmt.Errorf("broker: opening partition %s-%d: %w", t.name, p, err)
 	}
 	part := newPartition(t.name, p, l)
+	// Take the lead as Kafka's Partition.makeLeader does: the leader epoch
+	// starts at the log end, unless the log has reached it already. Append
+	// records it too, at the first batch stamped with it.
+	if err := l.AssignEpoch(part.leaderEpoch, l.EndOffset()); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("broker: opening partition %s-%d: %w", t.name, p, err)
+	}
 	if err := part.producers.load(l, time.Now().UnixMilli()); err != nil {
 		l.Close()
 		return nil, fmt.Errorf("broker: rebuilding the producer state of %s-%d: %w", t.name, p, err)
