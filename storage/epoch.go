@@ -52,6 +52,13 @@ type epochCache struct {
 
 	mu      sync.RWMutex
 	entries []EpochEntry
+
+	// dirty: entries differ from the file. Open changes them in memory only
+	// (what it derives from the log it can derive again), and the first
+	// assign writes them before anything is appended, so that a crash can
+	// never leave the file naming epochs at offsets rewritten since.
+	// appendMu held.
+	dirty bool
 }
 
 func (c *epochCache) latest() (EpochEntry, bool) {
@@ -70,7 +77,7 @@ func (c *epochCache) assign(epoch int32, startOffset int64) error {
 		return fmt.Errorf("storage: invalid leader epoch entry (%d, %d)", epoch, startOffset)
 	}
 	if last, ok := c.latest(); ok && last.Epoch == epoch && last.StartOffset <= startOffset {
-		return nil
+		return c.flush()
 	}
 	next := slices.Clone(c.entries)
 	for len(next) > 0 {
@@ -89,6 +96,9 @@ func (c *epochCache) assign(epoch int32, startOffset int64) error {
 // Kafka does before appending. Batches without an epoch (-1) are skipped.
 // appendMu held.
 func (c *epochCache) assignBatches(batches []byte) error {
+	if err := c.flush(); err != nil {
+		return err
+	}
 	for p := 0; p+batchHeaderSize <= len(batches); {
 		h, _ := parseHeader(batches[p:])
 		epoch := int32(binary.BigEndian.Uint32(batches[p+offPartitionLeaderEpoch:]))
@@ -105,29 +115,42 @@ func (c *epochCache) assignBatches(batches []byte) error {
 // truncateFromEnd removes the entries starting at or after endOffset, as a
 // log truncated to endOffset no longer holds them. appendMu held.
 func (c *epochCache) truncateFromEnd(endOffset int64) error {
-	n := len(c.entries)
-	for n > 0 && c.entries[n-1].StartOffset >= endOffset {
-		n--
+	if next, changed := epochsBelow(c.entries, endOffset); changed {
+		return c.replace(next)
 	}
-	if n == len(c.entries) {
-		return nil
-	}
-	return c.replace(slices.Clone(c.entries[:n]))
+	return nil
 }
 
 // truncateFromStart drops the entries wholly below startOffset: the last
 // entry starting at or below it is kept, moved to start there (Kafka's
 // truncateFromStart, which keeps an entry at startOffset). appendMu held.
 func (c *epochCache) truncateFromStart(startOffset int64) error {
+	if next, changed := epochsFrom(c.entries, startOffset); changed {
+		return c.replace(next)
+	}
+	return nil
+}
+
+// epochsBelow returns entries without those starting at or after end.
+func epochsBelow(entries []EpochEntry, end int64) ([]EpochEntry, bool) {
+	n := len(entries)
+	for n > 0 && entries[n-1].StartOffset >= end {
+		n--
+	}
+	return slices.Clone(entries[:n]), n < len(entries)
+}
+
+// epochsFrom returns entries as seen from start: the last entry starting
+// at or below start moved up to it, the ones before it gone.
+func epochsFrom(entries []EpochEntry, start int64) ([]EpochEntry, bool) {
 	k := 0
-	for k < len(c.entries) && c.entries[k].StartOffset <= startOffset {
+	for k < len(entries) && entries[k].StartOffset <= start {
 		k++
 	}
-	if k == 0 || (k == 1 && c.entries[0].StartOffset == startOffset) {
-		return nil
+	if k == 0 || (k == 1 && entries[0].StartOffset == start) {
+		return entries, false
 	}
-	next := append([]EpochEntry{{c.entries[k-1].Epoch, startOffset}}, c.entries[k:]...)
-	return c.replace(next)
+	return append([]EpochEntry{{entries[k-1].Epoch, start}}, entries[k:]...), true
 }
 
 // clear removes every entry, as a log truncated fully loses every epoch.
@@ -144,10 +167,25 @@ func (c *epochCache) replace(entries []EpochEntry) error {
 	if err := writeFileAtomically(c.fsys, c.dir, leaderEpochCheckpointName, formatEpochFile(entries)); err != nil {
 		return fmt.Errorf("storage: write leader-epoch checkpoint: %w", err)
 	}
+	c.set(entries)
+	c.dirty = false
+	return nil
+}
+
+// set publishes entries without writing them; the file is now dirty.
+func (c *epochCache) set(entries []EpochEntry) {
 	c.mu.Lock()
 	c.entries = entries
 	c.mu.Unlock()
-	return nil
+	c.dirty = true
+}
+
+// flush writes the entries if the file lags behind them.
+func (c *epochCache) flush() error {
+	if !c.dirty {
+		return nil
+	}
+	return c.replace(c.entries)
 }
 
 // endOffsetFor is Kafka's LeaderEpochFileCache.endOffsetFor: the largest
@@ -350,16 +388,16 @@ func (l *Log) rebuildEpochs() error {
 			p += h.size
 		}
 	}
-	if len(entries) == 0 && l.epochs.entries == nil {
-		return nil
-	}
-	return l.epochs.replace(entries)
+	l.epochs.set(entries)
+	return nil
 }
 
 // openEpochs loads the leader-epoch checkpoint and makes it agree with the
 // recovered log, as Kafka's LogLoader does: entries at or past the log end
 // are dropped, the first is moved up to the log start. A missing file is
 // rebuilt from the batches. Called by Open once the segments are loaded.
+// What Open changes is written by the first assign (see dirty), not here,
+// so that opening a log writes nothing.
 func (l *Log) openEpochs() error {
 	if err := l.fsys.Remove(filepath.Join(l.dir, leaderEpochTempName)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("storage: remove %s: %w", leaderEpochTempName, err)
@@ -374,10 +412,12 @@ func (l *Log) openEpochs() error {
 			return err
 		}
 	}
-	if err := c.truncateFromEnd(l.end.Load()); err != nil {
-		return err
-	}
-	return c.truncateFromStart(l.start.Load())
+	loaded := c.entries
+	entries, _ := epochsBelow(c.entries, l.end.Load())
+	entries, _ = epochsFrom(entries, l.start.Load())
+	c.set(entries)
+	c.dirty = !found || !slices.Equal(entries, loaded)
+	return nil
 }
 
 // AssignEpoch records that leader epoch epoch starts at startOffset, as a

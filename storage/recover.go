@@ -189,7 +189,7 @@ func (l *Log) open() error {
 	end := l.active().end
 	l.start.Store(start)
 	l.end.Store(end)
-	if err := l.openEpochs(); err != nil {
+	if err := l.openSidecars(); err != nil {
 		return err
 	}
 

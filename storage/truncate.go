@@ -106,6 +106,9 @@ func (l *Log) Truncate(offset int64) error {
 	if err := l.epochs.truncateFromEnd(newEnd); err != nil {
 		return err
 	}
+	if err := l.removeSnapshotsAbove(newEnd); err != nil {
+		return err
+	}
 
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -158,6 +161,9 @@ func (l *Log) truncateFully(offset int64) error {
 	}
 	l.recoveryPoint, l.checkpointedRP = offset, offset
 	if err := l.epochs.clear(); err != nil {
+		return err
+	}
+	if err := l.removeSnapshots(func(int64) bool { return true }); err != nil {
 		return err
 	}
 	l.mu.Lock()
