@@ -68,7 +68,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	if err := fsys.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("broker: creating data dir: %w", err)
 	}
-	b.catalog = catalog{fs: fsys, dir: dir, defaults: cfg.TopicDefaults}
+	b.catalog = catalog{fs: fsys, dir: dir, defaults: cfg.TopicDefaults, log: b.log}
 	if err := b.catalog.load(); err != nil {
 		return nil, err
 	}
@@ -145,6 +145,7 @@ func (b *Broker) Close() error {
 		for _, t := range b.catalog.byName {
 			for _, p := range t.partitions {
 				p.close()
+				p.snapshotAtClose()
 				if err := p.log.Close(); err != nil {
 					errs = append(errs, err)
 				}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path"
 	"sort"
@@ -119,6 +120,7 @@ type catalog struct {
 	byName    map[string]*topic
 	byID      map[[16]byte]*topic
 	defaults  map[string]string
+	log       *slog.Logger // nil: slog.Default()
 
 	// nextProducerID is the next producer id to hand out, producerIDBlockEnd
 	// the end of the reserved block it is taken from (persisted).
@@ -174,6 +176,9 @@ func (c *catalog) openPartition(t *topic, p int32) (*partition, error) {
 		return nil, fmt.Errorf("broker: opening partition %s-%d: %w", t.name, p, err)
 	}
 	part := newPartition(t.name, p, l)
+	if c.log != nil {
+		part.logger = c.log
+	}
 	// Take the lead as Kafka's Partition.makeLeader does: the leader epoch
 	// starts at the log end, unless the log has reached it already. Append
 	// records it too, at the first batch stamped with it.

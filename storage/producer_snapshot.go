@@ -275,3 +275,13 @@ func (l *Log) LatestProducerSnapshot() (offset int64, entries []ProducerSnapshot
 func (l *Log) removeSnapshotsAbove(end int64) error {
 	return l.removeSnapshots(func(off int64) bool { return off > end })
 }
+
+// ActiveSegmentBase returns the base offset of the active segment. Right
+// after an Append, it equals the append's first offset exactly when the
+// append rolled a new segment (or went into an empty log), which is when
+// the broker snapshots its producer state.
+func (l *Log) ActiveSegmentBase() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.active().base
+}
