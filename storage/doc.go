@@ -20,6 +20,8 @@
 //	  00000000000000001200.index
 //	  00000000000000001200.timeindex
 //	  gregor.checkpoint               log start offset and recovery point
+//	  leader-epoch-checkpoint         leader epochs and their start offsets
+//	  00000000000000001200.snapshot   producer state of offsets [0, 1200)
 //	  .gregor_cleanshutdown           present only while closed cleanly
 //
 // A segment is named by its base offset in 20 digits: the offset of its
@@ -85,6 +87,48 @@
 //
 // Kafka keeps these two per log directory (log-start-offset-checkpoint,
 // recovery-point-offset-checkpoint); storage keeps them per partition.
+//
+// leader-epoch-checkpoint is Kafka's file of that name, text, replaced
+// atomically like gregor.checkpoint (epoch.go):
+//
+//	0                       version
+//	2                       number of entries
+//	0 0                     epoch 0 starts at offset 0
+//	3 1200                  epoch 3 starts at offset 1200
+//
+// Append assigns an entry before writing the first batch stamped with a
+// newer epoch; truncations and SetStartOffset trim the entries; Open trims
+// them to the recovered log and rebuilds a missing file from the batch
+// headers. Its lock (epochCache.mu) is a leaf, taken after any Log lock.
+//
+// <offset>.snapshot is Kafka's ProducerSnapshot v1 (producer_snapshot.go),
+// the producer state of every batch below offset, written atomically:
+//
+//	+---------------------------+ 0
+//	| version        int16 (1)  |
+//	| crc            uint32     |   CRC-32C of bytes [6, end)
+//	| count          int32      |
+//	+---------------------------+ 10
+//	| producerId     int64      |   count entries of 46 bytes; Gregor
+//	| epoch          int16      |   writes one per retained batch (up to
+//	| lastSequence   int32      |   five per producer), oldest first, so
+//	| lastOffset     int64      |   that Kafka, keeping the last entry of a
+//	| offsetDelta    int32      |   producer, reads what it writes itself
+//	| timestamp      int64      |
+//	| coordinatorEpoch int32    |   -1 until transactions
+//	| currentTxnFirstOffset int64|  -1 when no transaction is open
+//	+---------------------------+
+//
+// The latest two are kept; those past the log end after a truncation or a
+// torn tail are deleted, and a corrupt one is deleted when read.
+//
+// # Reading without copying
+//
+// ReadSlice returns the batches a read would copy as ranges of the .log
+// files (a Slice). The segment's file is reference-counted: removing the
+// segment drops the segment's reference, and the file closes when the last
+// Slice naming it is released, so a send in flight keeps reading the
+// removed file's data.
 //
 // # Durability and recovery
 //
