@@ -45,7 +45,8 @@ package broker
 // the broker closes (the state at the log end); storage keeps the last two.
 // When a partition opens, the latest snapshot at or below the log end is
 // loaded, its expired producers dropped, and only the batches after it are
-// replayed without checks, as Kafka's loadProducersFromRecords does. So a
+// replayed without checks, as Kafka's loadProducersFromRecords does, from
+// their headers alone (Log.ForEachBatchHeader). So a
 // clean restart reads no data and a crash reads at most the active
 // segment. Gregor's snapshot keeps all five retained batches of each
 // producer (Kafka's keeps the last), so a retry of any of them is still
@@ -59,7 +60,6 @@ package broker
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -79,9 +79,6 @@ const (
 	// producerIDExpirationCheckMs is Kafka's
 	// producer.id.expiration.check.interval.ms default.
 	producerIDExpirationCheckMs = int64(10 * time.Minute / time.Millisecond)
-	// producerStateReadBytes is how much of the log one read takes while the
-	// state is rebuilt.
-	producerStateReadBytes = 1 << 20
 )
 
 // producerBatch is Kafka's BatchMetadata: one appended batch of a producer.
@@ -258,37 +255,18 @@ func (s *producerStates) load(l *storage.Log, now int64) error {
 }
 
 // replay applies the producer batches of l from offset to the end, without
-// checks.
+// checks, reading only batch headers.
 func (s *producerStates) replay(l *storage.Log, offset int64) error {
-	end := l.EndOffset()
-	var (
-		buf []byte
-		err error
-	)
-	for offset < end {
-		if buf, err = l.ReadInto(buf[:0], offset, producerStateReadBytes, end); err != nil {
+	return l.ForEachBatchHeader(offset, func(hdr []byte) error {
+		h, err := batch.ParseHeader(hdr)
+		if err != nil {
 			return err
 		}
-		if len(buf) == 0 {
-			return fmt.Errorf("broker: no batch at offset %d below the log end %d", offset, end)
+		if h.ProducerID >= 0 && !h.Control() {
+			s.update(&h, h.BaseOffset)
 		}
-		for rest := buf; len(rest) > 0; {
-			h, err := batch.ParseHeader(rest)
-			if err != nil {
-				return err
-			}
-			size := 12 + int(h.BatchLength)
-			if size < batch.HeaderSize || size > len(rest) {
-				return errors.New("broker: the log returned a partial batch")
-			}
-			if h.ProducerID >= 0 && !h.Control() {
-				s.update(&h, h.BaseOffset)
-			}
-			offset = h.LastOffset() + 1
-			rest = rest[size:]
-		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // restore sets the state from snapshot entries, leaving out the producers

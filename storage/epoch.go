@@ -367,25 +367,15 @@ func (l *Log) rebuildEpochs() error {
 	var buf [headerBufSize]byte
 	var entries []EpochEntry
 	for _, seg := range l.segments {
-		var bufPos, bufLen int64 = -1, 0
-		for p := int64(0); p < seg.size; {
-			if bufPos < 0 || p+batchHeaderSize > bufPos+bufLen {
-				bufLen = min(headerBufSize, seg.size-p)
-				if err := readFullAt(seg.log, buf[:bufLen], p); err != nil {
-					return fmt.Errorf("storage: read %s: %w", seg.path, err)
-				}
-				bufPos = p
-			}
-			b := buf[p-bufPos : bufLen]
-			h, reason := parseHeader(b)
-			if reason != "" {
-				return seg.corrupt(p, reason)
-			}
-			epoch := int32(binary.BigEndian.Uint32(b[offPartitionLeaderEpoch:]))
+		err := seg.walkHeaders(0, &buf, func(_ int64, hdr []byte) error {
+			epoch := int32(binary.BigEndian.Uint32(hdr[offPartitionLeaderEpoch:]))
 			if n := len(entries); epoch >= 0 && (n == 0 || epoch > entries[n-1].Epoch) {
-				entries = append(entries, EpochEntry{epoch, h.baseOffset})
+				entries = append(entries, EpochEntry{epoch, int64(binary.BigEndian.Uint64(hdr[offBaseOffset:]))})
 			}
-			p += h.size
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 	}
 	l.epochs.set(entries)
