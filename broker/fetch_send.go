@@ -151,11 +151,10 @@ func appendRecordsLength(dst []byte, n int64, flexible bool) []byte {
 // protocol.AppendResponse would produce with the records in memory.
 func writeFetchReply(w *bufio.Writer, tcp *net.TCPConn, scratch []byte, correlationID int32, reply *fetchReply) ([]byte, error) {
 	enc := protocol.AppendResponse(scratch[:0], correlationID, reply.FetchResponse)
-	const headerLen = 4 + 4 + 1 // size, correlation id, tags (Fetch v12+ only)
-	bodyAt := headerLen
 	flexible := reply.IsFlexible()
-	if !flexible {
-		bodyAt--
+	bodyAt := 4 + 4 // frame size, correlation id
+	if flexible {
+		bodyAt++ // the response header's empty tag section
 	}
 	var fieldsBuf [16]recordsField
 	fields, err := findRecordsFields(fieldsBuf[:0], enc[bodyAt:], reply.GetVersion())
