@@ -105,7 +105,8 @@ func (c Config) validate() error {
 // files or writes the checkpoint, so Sync can fsync files without holding
 // appendMu. appendMu serializes mutators. mu guards the segment list and
 // every segment's published state; mutators take it for writing only to
-// publish, readers for reading for the whole read.
+// publish, readers for reading for the whole read. The leader-epoch
+// cache's own lock (epoch.go) is a leaf, taken after any of these.
 type Log struct {
 	fsys   FS
 	dir    string
