@@ -74,6 +74,7 @@ func handleFetch(b *Broker, r *request, req *kmsg.FetchRequest) (kmsg.Response, 
 			}
 			return reply, nil
 		}
+		reply.release() // hold no segment file while waiting; the next read takes fresh slices
 		timer := time.NewTimer(remaining)
 		select {
 		case <-wake:
@@ -85,7 +86,6 @@ func handleFetch(b *Broker, r *request, req *kmsg.FetchRequest) (kmsg.Response, 
 			p.unwatch(wake)
 		}
 		if r.ctx.Err() != nil {
-			reply.release()
 			return nil, r.ctx.Err()
 		}
 	}
