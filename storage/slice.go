@@ -183,7 +183,11 @@ func (l *Log) ReadSlice(offset int64, maxBytes int, maxOffset int64) (Slice, err
 			return Slice{}, err
 		}
 		if n > 0 {
-			sf := seg.log.(*sharedFile)
+			sf, ok := seg.log.(*sharedFile)
+			if !ok { // every segment opens its .log through openFiles, which wraps it
+				s.Release()
+				return Slice{}, fmt.Errorf("storage: segment %s is not reference-counted", seg.path)
+			}
 			sf.acquire()
 			s.ranges = append(s.ranges, FileRange{File: sf.File, Pos: pos, Len: n, shared: sf})
 			s.size += n
