@@ -52,7 +52,7 @@ func newApp() *cli.App {
 	return &cli.App{
 		Name:           "gregor",
 		Usage:          "a message broker that speaks the Apache Kafka protocol",
-		Commands:       []*cli.Command{serve},
+		Commands:       []*cli.Command{serve, topicCommand(), produceCommand(), consumeCommand(), groupCommand(), clusterCommand()},
 		DefaultCommand: "serve",
 		Flags:          serve.Flags,
 		// --override listeners=PLAINTEXT://a:1,CONTROLLER://b:2 is one value.
