@@ -281,6 +281,11 @@ func withArgs(action func(c *cli.Context, args []string) error) cli.ActionFunc {
 		}
 		var args []string
 		rest := c.Args().Slice()
+		if len(rest) > 0 && len(rest[0]) > 1 && rest[0][0] == '-' {
+			// Only a "--" the flag parser consumed leaves a leading
+			// argument that looks like a flag: everything is arguments.
+			return action(c, rest)
+		}
 		for i := 0; i < len(rest); i++ {
 			a := rest[i]
 			if a == "--" {
