@@ -39,7 +39,8 @@ func groupCommand() *cli.Command {
 				UsageText: "gregor group describe billing\ngregor group describe billing audit",
 				Description: "For each group: its state, members and their assignments, and for every partition\n" +
 					"the group has committed to or is assigned: the committed offset, the end offset, the\n" +
-					"lag (end minus committed) and the member consuming it; then the group's total lag.",
+					"lag (end minus committed; none without a committed offset, as in Kafka's tool) and the\n" +
+					"member consuming it; then the group's total lag.",
 				Flags:  connectionFlags(requestTimeout()),
 				Action: withArgs(runGroupDescribe),
 			},
@@ -166,13 +167,18 @@ func printGroup(c *cli.Context, l kadm.DescribedGroupLag) {
 	}
 	tw := table(c)
 	fmt.Fprintln(tw, "TOPIC\tPARTITION\tCOMMITTED-OFFSET\tEND-OFFSET\tLAG\tMEMBER-ID\tERROR")
+	total := int64(0)
 	for _, p := range l.Lag.Sorted() {
+		// As kafka-consumer-groups.sh: a partition without a committed
+		// offset has no lag (where the group starts depends on its
+		// consumers' reset policy).
 		committed, lag := "-", "-"
 		if p.Commit.At >= 0 {
 			committed = strconv.FormatInt(p.Commit.At, 10)
-		}
-		if p.Lag >= 0 {
-			lag = strconv.FormatInt(p.Lag, 10)
+			if p.Lag >= 0 {
+				lag = strconv.FormatInt(p.Lag, 10)
+				total += p.Lag
+			}
 		}
 		end := "-"
 		if p.End.Err == nil {
@@ -185,7 +191,7 @@ func printGroup(c *cli.Context, l kadm.DescribedGroupLag) {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", p.Topic, p.Partition, committed, end, lag, member, errName(p.Err))
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "Total lag: %d\n", l.Lag.Total())
+	fmt.Fprintf(w, "Total lag: %d\n", total)
 }
 
 // assignment formats a member's assigned partitions as topic:0,1 topic2:3.
