@@ -35,7 +35,7 @@ func connectionFlags(timeout *cli.DurationFlag) []cli.Flag {
 			Name: "bootstrap-server", Aliases: []string{"b"}, Value: "127.0.0.1:9092", EnvVars: []string{bootstrapEnv},
 			Usage: "`HOST:PORT` of a broker to connect to; several are separated by commas",
 		},
-		&cli.StringFlag{Name: "client-id", Value: "gregor-cli", Usage: "client.id sent to the brokers"},
+		&cli.StringFlag{Name: "client-id", Value: "gregor-cli", Usage: "`ID` sent to the brokers as client.id"},
 		timeout,
 	}
 }
