@@ -11,6 +11,9 @@
 //
 // The broker logs "gregor: ready" once it accepts connections, and stops
 // cleanly on SIGINT or SIGTERM.
+//
+// The client commands (topic, produce, consume, group, cluster) talk to any
+// Kafka-compatible cluster; see docs/cli.md.
 package main
 
 import (
