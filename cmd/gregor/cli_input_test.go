@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
 )
 
 // TestBadInputIsRefusedAndNothingHalfApplied runs each command with input
@@ -274,3 +276,43 @@ func TestJSONBytes(t *testing.T) {
 }
 
 func ptr(s string) *string { return &s }
+
+func TestGroupViewsOfBothProtocolsAgree(t *testing.T) {
+	instance := "i-1"
+	classic := kadm.DescribedGroup{Group: "old", State: "Stable", ProtocolType: "consumer", Protocol: "range",
+		Members: []kadm.DescribedGroupMember{{
+			// Assigned cannot be built outside kadm; the integration
+			// tests cover classic assignments.
+			MemberID: "m1", InstanceID: &instance, ClientID: "c1", ClientHost: "/10.0.0.1",
+		}},
+	}
+	modern := kadm.DescribedConsumerGroup{Group: "new", State: "Reconciling", AssignorName: "uniform",
+		Members: []kadm.ConsumerGroupMember{{
+			MemberID: "m1", InstanceID: &instance, ClientID: "c1", ClientHost: "/10.0.0.1",
+			Assignment: kadm.TopicsSet{"b": {1: {}, 3: {}}, "a": {0: {}}},
+		}},
+	}
+	for _, tc := range []struct {
+		v                                  groupView
+		typ, state, protocolType, protocol string
+		assignment                         string
+	}{
+		{classicView(classic), "classic", "Stable", "consumer", "range", "-"},
+		{consumerView(modern), "consumer", "Reconciling", "consumer", "uniform", "a:0 b:1,3"},
+	} {
+		v := tc.v
+		if v.groupType != tc.typ || v.state != tc.state || v.protocolType != tc.protocolType || v.protocol != tc.protocol {
+			t.Errorf("%s: %+v", tc.typ, v)
+		}
+		if len(v.members) != 1 {
+			t.Fatalf("%s: %d members", tc.typ, len(v.members))
+		}
+		m := v.members[0]
+		if m.id != "m1" || m.instance != "i-1" || m.clientID != "c1" || m.host != "/10.0.0.1" || m.assignment() != tc.assignment {
+			t.Errorf("%s: member %+v, assignment %q", tc.typ, m, m.assignment())
+		}
+		if o := v.owners(); tc.typ == "consumer" && (o["b"][3] != "m1" || o["a"][0] != "m1" || len(o["b"]) != 2) {
+			t.Errorf("%s: owners %v", tc.typ, o)
+		}
+	}
+}

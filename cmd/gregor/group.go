@@ -40,7 +40,8 @@ func groupCommand() *cli.Command {
 				Description: "For each group: its state, members and their assignments, and for every partition\n" +
 					"the group has committed to or is assigned: the committed offset, the end offset, the\n" +
 					"lag (end minus committed; none without a committed offset, as in Kafka's tool) and the\n" +
-					"member consuming it; then the group's total lag.",
+					"member consuming it; then the group's total lag. Classic groups are described with\n" +
+					"DescribeGroups, consumer-protocol (KIP-848) groups with ConsumerGroupDescribe.",
 				Flags:  connectionFlags(requestTimeout()),
 				Action: withArgs(runGroupDescribe),
 			},
@@ -120,97 +121,60 @@ func runGroupDescribe(c *cli.Context, groups []string) error {
 		return err
 	}
 	defer adm.close()
-	lags, err := adm.Lag(adm.ctx, groups...)
+	views, errs, err := describeGroups(adm, groups)
 	if err != nil {
-		return adm.check(err)
+		return err
 	}
 	fail := failures{w: c.App.ErrWriter, total: len(groups)}
 	printed := 0
 	for _, name := range groups {
-		l, ok := lags[name]
-		switch {
-		case !ok:
-			fail.add(kafkaError("group "+name, kerr.GroupIDNotFound, ""))
+		if err := errs[name]; err != nil {
+			fail.add(err)
 			continue
-		case l.Error() != nil:
-			fail.add(kafkaError("group "+name, l.Error(), ""))
-			continue
-		case l.State == "Dead" && len(l.Lag) == 0:
-			fail.add(kafkaError("group "+name, kerr.GroupIDNotFound, "the group does not exist"))
+		}
+		v := views[name]
+		lag, err := groupLag(adm, v)
+		if err != nil {
+			fail.add(err)
 			continue
 		}
 		if printed > 0 {
 			fmt.Fprintln(c.App.Writer)
 		}
 		printed++
-		printGroup(c, l)
+		printGroup(c, v, lag)
 	}
 	return fail.err("groups")
 }
 
 // printGroup writes one group's description and lag.
-func printGroup(c *cli.Context, l kadm.DescribedGroupLag) {
+func printGroup(c *cli.Context, v groupView, lag []partitionLag) {
 	w := c.App.Writer
-	fmt.Fprintf(w, "Group: %s\tState: %s\tProtocol: %s/%s\tCoordinator: %d (%s:%d)\tMembers: %d\n",
-		l.Group, l.State, orDash(l.ProtocolType), orDash(l.Protocol), l.Coordinator.NodeID, l.Coordinator.Host, l.Coordinator.Port, len(l.Members))
-	if len(l.Members) > 0 {
+	fmt.Fprintf(w, "Group: %s\tType: %s\tState: %s\tProtocol: %s/%s\tCoordinator: %d (%s:%d)\tMembers: %d\n",
+		v.name, v.groupType, v.state, orDash(v.protocolType), orDash(v.protocol), v.coordinator.NodeID, v.coordinator.Host, v.coordinator.Port, len(v.members))
+	if len(v.members) > 0 {
 		tw := table(c)
 		fmt.Fprintln(tw, "MEMBER-ID\tINSTANCE-ID\tCLIENT-ID\tHOST\tASSIGNMENT")
-		for _, m := range l.Members {
-			instance := "-"
-			if m.InstanceID != nil {
-				instance = *m.InstanceID
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", m.MemberID, instance, m.ClientID, m.ClientHost, assignment(m))
+		for _, m := range v.members {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", m.id, orDash(m.instance), m.clientID, m.host, m.assignment())
 		}
 		tw.Flush()
 	}
 	tw := table(c)
 	fmt.Fprintln(tw, "TOPIC\tPARTITION\tCOMMITTED-OFFSET\tEND-OFFSET\tLAG\tMEMBER-ID\tERROR")
 	total := int64(0)
-	for _, p := range l.Lag.Sorted() {
-		// As kafka-consumer-groups.sh: a partition without a committed
-		// offset has no lag (where the group starts depends on its
-		// consumers' reset policy).
-		committed, lag := "-", "-"
-		if p.Commit.At >= 0 {
-			committed = strconv.FormatInt(p.Commit.At, 10)
-			if p.Lag >= 0 {
-				lag = strconv.FormatInt(p.Lag, 10)
-				total += p.Lag
-			}
+	dash := func(n int64) string {
+		if n < 0 {
+			return "-"
 		}
-		end := "-"
-		if p.End.Err == nil {
-			end = strconv.FormatInt(p.End.Offset, 10)
-		}
-		member := "-"
-		if p.Member != nil {
-			member = p.Member.MemberID
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", p.Topic, p.Partition, committed, end, lag, member, errName(p.Err))
+		return strconv.FormatInt(n, 10)
+	}
+	for _, p := range lag {
+		total += max(p.lag, 0)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", p.topic, p.partition, dash(p.committed), dash(p.end), dash(p.lag), orDash(p.member), errName(p.err))
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "Total lag: %d\n", total)
-}
-
-// assignment formats a member's assigned partitions as topic:0,1 topic2:3.
-func assignment(m kadm.DescribedGroupMember) string {
-	a, ok := m.Assigned.AsConsumer()
-	if !ok {
-		return "-"
-	}
-	var parts []string
-	for _, t := range a.Topics {
-		ps := append([]int32(nil), t.Partitions...)
-		sort.Slice(ps, func(i, j int) bool { return ps[i] < ps[j] })
-		parts = append(parts, t.Topic+":"+nodeList(ps))
-	}
-	sort.Strings(parts)
-	if len(parts) == 0 {
-		return "-"
-	}
-	return strings.Join(parts, " ")
 }
 
 // resetScenario is where reset-offsets moves offsets to.
@@ -301,19 +265,19 @@ func runGroupResetOffsets(c *cli.Context, args []string) error {
 	}
 	defer adm.close()
 
-	described, err := adm.DescribeGroups(adm.ctx, group)
+	views, errs, err := describeGroups(adm, []string{group})
 	if err != nil {
-		return adm.check(err)
+		return err
 	}
-	d, err := described.On(group, nil)
-	if err != nil {
-		return kafkaError("group "+group, err, "")
+	// A group that does not exist yet is Dead: its offsets may be set.
+	state := "Dead"
+	if v, ok := views[group]; ok {
+		state = v.state
+	} else if !errors.Is(errs[group], kerr.GroupIDNotFound) {
+		return errs[group]
 	}
-	if d.Err != nil {
-		return kafkaError("group "+group, d.Err, d.ErrMessage)
-	}
-	if d.State != "Empty" && d.State != "Dead" {
-		return fmt.Errorf("assignments can only be reset if the group '%s' is inactive, but the current state is %s", group, d.State)
+	if state != "Empty" && state != "Dead" {
+		return fmt.Errorf("assignments can only be reset if the group '%s' is inactive, but the current state is %s", group, state)
 	}
 	committed, err := adm.FetchOffsets(adm.ctx, group)
 	if err != nil {
