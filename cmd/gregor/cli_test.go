@@ -349,3 +349,57 @@ func TestCommandsNameBrokersThatCannotBeReached(t *testing.T) {
 	}
 	mustFail(t, dead, strings.NewReader("x\n"), "cannot reach "+dead, "produce", "t", "--timeout", "2s")
 }
+
+// TestGroupCommandsFollowAGroupOfWhicheverProtocol drives a group whose
+// member asks for the consumer protocol (KIP-848). A broker that does not
+// serve ConsumerGroupHeartbeat gets a classic group from the same client;
+// either way describe shows the member and its lag, and reset-offsets is
+// refused while it is there.
+func TestGroupCommandsFollowAGroupOfWhicheverProtocol(t *testing.T) {
+	addr := startTestBroker(t)
+	mustRun(t, addr, nil, "topic", "create", "jobs", "--partitions", "2")
+	mustRun(t, addr, strings.NewReader("a\nb\nc\nd\n"), "produce", "jobs")
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumerGroup("workers"), kgo.ConsumeTopics("jobs"),
+		kgo.ServerSideBalancer(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for n := 0; n < 4; {
+		f := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("consumed %d of 4 records: %v", n, err)
+		}
+		n += f.NumRecords()
+	}
+	if err := cl.CommitUncommittedOffsets(ctx); err != nil {
+		t.Fatal(err)
+	}
+	polling := make(chan struct{})
+	go func() {
+		defer close(polling)
+		for !cl.PollFetches(context.Background()).IsClientClosed() {
+		}
+	}()
+
+	r := mustRun(t, addr, nil, "group", "describe", "workers")
+	if !strings.Contains(r.stdout, "State: Stable") || !strings.Contains(r.stdout, "jobs:0,1") || !strings.Contains(r.stdout, "Total lag: 0") {
+		t.Fatalf("describe of the live group:\n%s", r.stdout)
+	}
+	mustFail(t, addr, nil, "is inactive, but the current state is Stable",
+		"group", "reset-offsets", "workers", "--topic", "jobs", "--to-earliest", "--execute")
+
+	cl.Close()
+	<-polling
+	waitFor(t, "the group to be Empty", func() bool {
+		return strings.Contains(runCLI(t, addr, nil, "group", "describe", "workers").stdout, "State: Empty")
+	})
+	mustRun(t, addr, nil, "group", "reset-offsets", "workers", "--topic", "jobs", "--to-earliest", "--execute")
+	r = mustRun(t, addr, nil, "group", "describe", "workers")
+	if !strings.Contains(r.stdout, "Total lag: 4") {
+		t.Fatalf("describe after the reset:\n%s", r.stdout)
+	}
+}
