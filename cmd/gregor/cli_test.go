@@ -204,6 +204,22 @@ func TestProduceShowsProgressEverySecond(t *testing.T) {
 	}
 }
 
+func TestConsumeShowsProgressEverySecond(t *testing.T) {
+	addr := startTestBroker(t)
+	mustRun(t, addr, strings.NewReader("first\n"), "produce", "ticks")
+	var stdout, stderr syncBuffer
+	done := make(chan result, 1)
+	go func() {
+		done <- runCLIWith(t, addr, nil, &stdout, &stderr, "consume", "ticks", "--from-beginning", "--max-messages", "2", "--progress")
+	}()
+	waitFor(t, "a progress line", func() bool { return strings.Contains(stderr.String(), "consumed 1 records") })
+	mustRun(t, addr, strings.NewReader("second\n"), "produce", "ticks")
+	r := <-done
+	if r.err != nil || r.stdout != "first\nsecond\n" || !strings.Contains(r.stderr, "Consumed 2 records") {
+		t.Fatalf("consume: %v, %q, %q", r.err, r.stdout, r.stderr)
+	}
+}
+
 func TestGroupLagDescribeResetAndDelete(t *testing.T) {
 	addr := startTestBroker(t)
 	mustRun(t, addr, nil, "topic", "create", "orders", "--partitions", "2")

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -56,6 +57,7 @@ gregor consume orders --group billing --from-beginning`,
 			&cli.BoolFlag{Name: "print-headers", Usage: "text format: print each record's headers (k:v,k2:v2) before its key and value"},
 			&cli.StringFlag{Name: "key-separator", Value: "\t", Usage: "text format: `SEP` after the key and after the headers"},
 			&cli.StringFlag{Name: "line-separator", Value: "\n", Usage: "text format: `SEP` after each record"},
+			&cli.BoolFlag{Name: "progress", Usage: "print the count and rate to standard error every second"},
 		),
 		Action: withArgs(runConsume),
 	}
@@ -166,6 +168,11 @@ func runConsume(c *cli.Context, args []string) error {
 	}
 	start := time.Now()
 	count := 0
+	var consumed, consumedBytes atomic.Int64
+	stopProgress := func() {}
+	if c.Bool("progress") {
+		stopProgress = startProgress(c.App.ErrWriter, "consumed", start, &consumed, &consumedBytes)
+	}
 	var result error
 	for result == nil && (o.maxMessages == 0 || count < o.maxMessages) {
 		pollCtx, cancel := ctx, context.CancelFunc(func() {})
@@ -188,6 +195,8 @@ func runConsume(c *cli.Context, args []string) error {
 			print(out, r)
 			printed = append(printed, r)
 			count++
+			consumed.Add(1)
+			consumedBytes.Add(int64(len(r.Key) + len(r.Value)))
 		})
 		if err := out.Flush(); err != nil {
 			result = err
@@ -209,6 +218,7 @@ func runConsume(c *cli.Context, args []string) error {
 			break // idle for --timeout
 		}
 	}
+	stopProgress()
 	elapsed := time.Since(start)
 	fmt.Fprintf(c.App.ErrWriter, "Consumed %d records in %v (%s records/s).\n", count, elapsed.Round(time.Millisecond), rate(int64(count), elapsed))
 	return result
