@@ -162,9 +162,9 @@ func runConsume(c *cli.Context, args []string) error {
 	defer cl.Close() // leaves the group
 
 	out := bufio.NewWriter(c.App.Writer)
-	print := textPrinter(c)
+	printRecord := textPrinter(c)
 	if o.json {
-		print = jsonPrinter
+		printRecord = jsonPrinter
 	}
 	start := time.Now()
 	count := 0
@@ -180,6 +180,7 @@ func runConsume(c *cli.Context, args []string) error {
 			pollCtx, cancel = context.WithTimeout(ctx, o.idle)
 		}
 		fetches := cl.PollRecords(pollCtx, o.maxMessages-count)
+		idle := pollCtx.Err() != nil
 		cancel()
 		if ctx.Err() != nil {
 			break // interrupted
@@ -192,7 +193,7 @@ func runConsume(c *cli.Context, args []string) error {
 			if o.maxMessages > 0 && count >= o.maxMessages {
 				return
 			}
-			print(out, r)
+			printRecord(out, r)
 			printed = append(printed, r)
 			count++
 			consumed.Add(1)
@@ -214,7 +215,7 @@ func runConsume(c *cli.Context, args []string) error {
 				result = fmt.Errorf("%s-%d: %w", topic, p, err)
 			}
 		})
-		if len(printed) == 0 && pollCtx.Err() != nil && o.idle > 0 && result == nil {
+		if len(printed) == 0 && idle && o.idle > 0 && result == nil {
 			break // idle for --timeout
 		}
 	}
