@@ -83,14 +83,13 @@ type adminSession struct {
 // newAdmin starts an admin session under the command's --timeout. The
 // caller must call close.
 func newAdmin(c *cli.Context) (*adminSession, error) {
+	timeout := c.Duration("timeout")
+	if timeout <= 0 {
+		return nil, fmt.Errorf("--timeout %v: must be positive", timeout)
+	}
 	cl, err := newClient(c)
 	if err != nil {
 		return nil, err
-	}
-	timeout := c.Duration("timeout")
-	if timeout <= 0 {
-		cl.Close()
-		return nil, fmt.Errorf("--timeout %v: must be positive", timeout)
 	}
 	ctx, cancel := context.WithTimeout(c.Context, timeout)
 	adm := kadm.NewClient(cl)
@@ -219,10 +218,9 @@ func parseTime(s string) (int64, error) {
 	return 0, fmt.Errorf("%q: want milliseconds since the epoch or a time like 2026-11-29T18:00:00Z", s)
 }
 
-// isTerminal reports whether w is a terminal, where progress lines are
-// worth printing.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
+// isTerminal reports whether the reader or writer is a terminal.
+func isTerminal(rw any) bool {
+	f, ok := rw.(*os.File)
 	if !ok {
 		return false
 	}

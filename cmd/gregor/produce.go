@@ -31,7 +31,7 @@ gregor produce orders --header source=import --acks 1 --compression zstd < order
 			"with --key-separator, the text before the first separator is the key. Records are\n" +
 			"batched and sent as fast as the cluster takes them; the count and the rate are\n" +
 			"printed to standard error at the end, and every second while standard error is a\n" +
-			"terminal (or with --progress). The first record the cluster refuses stops the command\n" +
+			"terminal and the input is not (or with --progress). The first record the cluster refuses stops the command\n" +
 			"with Kafka's error; the records produced before it stay produced.",
 		Flags: append(connectionFlags(&cli.DurationFlag{Value: 30 * time.Second, Usage: "give up on a record the cluster has not acknowledged within `DURATION`"}),
 			&cli.StringFlag{Name: "key-separator", Aliases: []string{"k"}, Usage: "split each line at the first `SEP` into key and value; a line without it is an error"},
@@ -143,7 +143,8 @@ func runProduce(c *cli.Context, args []string) error {
 
 	start := time.Now()
 	stopProgress := func() {}
-	if c.Bool("progress") || isTerminal(c.App.ErrWriter) {
+	// Progress is for piped input; lines typed at a terminal need none.
+	if c.Bool("progress") || (isTerminal(c.App.ErrWriter) && !isTerminal(c.App.Reader)) {
 		stopProgress = startProgress(c.App.ErrWriter, "produced", start, &produced, &bytesOut)
 	}
 	in := bufio.NewReaderSize(c.App.Reader, 64<<10)
