@@ -31,8 +31,9 @@ gregor produce orders --header source=import --acks 1 --compression zstd < order
 			"with --key-separator, the text before the first separator is the key. Records are\n" +
 			"batched and sent as fast as the cluster takes them; the count and the rate are\n" +
 			"printed to standard error at the end, and every second while standard error is a\n" +
-			"terminal and the input is not (or with --progress). The first record the cluster refuses stops the command\n" +
-			"with Kafka's error; the records produced before it stay produced.",
+			"terminal and standard input is not (or with --progress). The first record the cluster\n" +
+			"refuses stops the command with Kafka's error; the records produced before it stay\n" +
+			"produced.",
 		Flags: append(connectionFlags(&cli.DurationFlag{Value: 30 * time.Second, Usage: "give up on a record the cluster has not acknowledged within `DURATION`"}),
 			&cli.StringFlag{Name: "key-separator", Aliases: []string{"k"}, Usage: "split each line at the first `SEP` into key and value; a line without it is an error"},
 			&cli.StringSliceFlag{Name: "header", Aliases: []string{"H"}, Usage: "`KEY=VALUE` header added to every record (repeatable)"},
