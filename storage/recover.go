@@ -318,8 +318,23 @@ func (s *segment) load(fileSize int64, interval int) (err error) {
 	if err := s.times.check(end); err != nil {
 		return mismatch("%s: %v", timeIndexSuffix, err)
 	}
+	// The first offset entry and the last time entry (the segment's max
+	// timestamp, which BatchAtTimestamp trusts) must name the batches they
+	// point at. Kafka checks neither; entries in between are trusted, as
+	// Kafka trusts them all.
+	if s.offsets.entries() > 1 {
+		off, pos := s.offsets.entry(0)
+		if h, err := s.readHeader(pos, scratch[:]); err != nil || h.lastOffset() != off {
+			return mismatch("first index entry (%d, %d) does not name its batch", off, pos)
+		}
+	}
 	if s.times.entries() > 0 {
-		s.maxTs, s.maxTsOffset = s.times.last()
+		ts, off := s.times.last()
+		pos, h, found, err := s.locate(off, scratch[:])
+		if err != nil || !found || h.lastOffset() != off || h.maxTimestamp != ts {
+			return mismatch("last time index entry (%d, %d) does not name its batch (at %d)", ts, off, pos)
+		}
+		s.maxTs, s.maxTsOffset = ts, off
 	}
 	return nil
 }
