@@ -31,7 +31,9 @@ import (
 //     was never trimmed) and consistent, the last offset index entry
 //     pointing at the batch it names, the batches after it walking exactly
 //     to the end of the file, none of them above the time index's max
-//     timestamp or lacking the index entry IndexIntervalBytes calls for. A
+//     timestamp or lacking the index entry IndexIntervalBytes calls for,
+//     the first offset entry and the last time entry naming their batches.
+//     Entries in between are trusted, as Kafka trusts them all. A
 //     segment failing them is scanned as above and its indexes rebuilt
 //     (Kafka rebuilds a segment whose offset index is missing or fails its
 //     sanity check). If such a segment is flushed (below the recovery point,
@@ -43,6 +45,9 @@ import (
 //     log is ErrCorrupt.
 //   - The log start offset is the checkpointed one (at least the first
 //     segment's base). Segments wholly below it are deleted.
+//   - The last segment becomes the active one: its index files are
+//     preallocated and mapped (see the package doc); the others' are
+//     mapped on first use.
 //   - The clean-shutdown marker is removed, durably, before Open returns,
 //     so a crash from now on is seen as unclean.
 //
