@@ -792,17 +792,19 @@ func (l *Log) Size() int64 {
 }
 
 // SetConfig replaces the log's segment settings while it is open, as a
-// topic config alteration does. SegmentBytes and IndexIntervalBytes apply
-// from the next append; SegmentIndexBytes to segments created after the
-// call, existing segments keeping the index capacity they were created
-// with. cfg.Logger is ignored: the log keeps the logger it was opened with.
+// topic config alteration does. SegmentBytes, IndexIntervalBytes and
+// SegmentMs apply from the next append; SegmentIndexBytes and
+// SegmentJitterMs to segments created after the call, existing segments
+// keeping the index capacity and jitter they were created with.
+// cfg.Logger and cfg.Now are ignored: the log keeps the logger and clock it
+// was opened with.
 func (l *Log) SetConfig(cfg Config) error {
 	if err := cfg.validate(); err != nil {
 		return err
 	}
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
-	cfg.Logger = l.cfg.Logger
+	cfg.Logger, cfg.Now = l.cfg.Logger, l.cfg.Now
 	l.cfg = cfg
 	return nil
 }
