@@ -443,16 +443,20 @@ func (l *Log) roll() error {
 }
 
 // deactivate writes the active segment's final time index entry and trims
-// its index files. The old segment stays in the list either way; a failure
-// fails the log, since the files no longer say which slots are entries.
-// appendMu held.
+// its index files. A failed write leaves the segment active and unchanged;
+// a failed trim fails the log, since the files may no longer say which
+// slots are entries. appendMu held.
 func (l *Log) deactivate(seg *segment) error {
 	entry := seg.finalTimeEntry()
 	if err := l.makeRoom(seg, 0, len(entry)/timeEntrySize); err != nil {
 		return err
 	}
 	if err := seg.times.write(entry); err != nil {
-		return l.fail(fmt.Errorf("storage: roll %s: %w", seg.path, err))
+		err = fmt.Errorf("storage: final time index entry of %s: %w", seg.path, err)
+		if uerr := seg.times.undo(); uerr != nil {
+			return l.fail(errors.Join(err, uerr))
+		}
+		return err
 	}
 	l.mu.Lock()
 	seg.times.publish(entry)
