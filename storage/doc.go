@@ -80,6 +80,13 @@
 // entries a segment takes before it is rolled (the time index keeping one
 // slot free for the final entry, as Kafka's does).
 //
+// kafka-dump-log (Kafka 4.2.2) reads all of it as it reads Kafka's own
+// files: trimmed indexes pass --index-sanity-check and --verify-index-only.
+// On the live active segment it counts the zero slots of the preallocated
+// files as entries, as it does on a Kafka broker's active segment, so its
+// time index sanity check fails there ("last timestamp is 0 which is less
+// than the first timestamp") exactly as it does against Kafka.
+//
 // Lookups read the index files, not copies: on OSFS each index is mapped
 // read-only and shared (entries are written with pwrite, which the mapping
 // sees through the page cache) and binary-searched in place. The active
