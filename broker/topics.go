@@ -107,6 +107,8 @@ func (e effectiveTopicConfig) storageConfig() storage.Config {
 		SegmentBytes:       e.segmentBytes,
 		IndexIntervalBytes: e.indexIntervalBytes,
 		SegmentIndexBytes:  e.segmentIndexBytes,
+		SegmentMs:          e.segmentMs,
+		SegmentJitterMs:    e.segmentJitterMs,
 	}
 }
 

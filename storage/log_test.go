@@ -233,7 +233,7 @@ func TestRollAtSegmentBytes(t *testing.T) {
 			if size != seg.size {
 				t.Fatalf("segment %d: file %d bytes, in memory %d", seg.base, size, seg.size)
 			}
-			if size > cfg.SegmentBytes && len(seg.offsets.buf) > 0 {
+			if size > cfg.SegmentBytes && seg.offsets.entries() > 0 {
 				t.Fatalf("segment %d has %d bytes, more than SegmentBytes and more than one unit", seg.base, size)
 			}
 			if i+1 < len(l.segments) && seg.end != l.segments[i+1].base {
@@ -298,12 +298,14 @@ func TestIndexesMatchKafkaRules(t *testing.T) {
 			if err != nil || res.valid != int64(len(logBytes)) {
 				t.Fatalf("segment %d does not scan clean: %v %s", base, err, res.reason)
 			}
-			seg := &segment{base: base, maxTs: res.maxTs, maxTsOffset: res.maxTsOffset, times: timeIndex{base: base, buf: res.times}}
+			seg := &segment{base: base, maxTs: res.maxTs, maxTsOffset: res.maxTsOffset, times: newTimeIndex(base)}
+			fillIndex(&seg.times.indexFile, res.times)
 			wantTim := append(bytes.Clone(res.times), seg.finalTimeEntry()...)
 			if !bytes.Equal(idx, res.offsets) || !bytes.Equal(tim, wantTim) {
 				t.Fatalf("segment %d: index files differ from a rebuild", base)
 			}
-			oi := offsetIndex{base: base, buf: idx}
+			oi := newOffsetIndex(base)
+			fillIndex(&oi.indexFile, idx)
 			for i := range oi.entries() {
 				off, pos := oi.entry(i)
 				h, reason := parseHeader(logBytes[pos:])
@@ -311,7 +313,8 @@ func TestIndexesMatchKafkaRules(t *testing.T) {
 					t.Fatalf("segment %d index entry %d: offset %d, batch at %d ends at %d (%s)", base, i, off, pos, h.lastOffset(), reason)
 				}
 			}
-			ti := timeIndex{base: base, buf: tim}
+			ti := newTimeIndex(base)
+			fillIndex(&ti.indexFile, tim)
 			prev := int64(-1)
 			for i := range ti.entries() {
 				ts, off := ti.entry(i)
