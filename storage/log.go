@@ -11,6 +11,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Sentinel errors. Every error the package returns is prefixed "storage: "
@@ -71,6 +72,10 @@ type Config struct {
 	SegmentIndexBytes int
 	// Logger receives recovery reports; nil means slog.Default().
 	Logger *slog.Logger
+	// SyncObserver, if set, is called with the duration of every fsync of a
+	// segment's data file, after it returns (successful or not), from the
+	// goroutine that synced. It must be cheap and safe for concurrent use.
+	SyncObserver func(time.Duration)
 }
 
 // DefaultConfig returns Kafka's defaults.
@@ -687,14 +692,15 @@ func (l *Log) Size() int64 {
 // topic config alteration does. SegmentBytes and IndexIntervalBytes apply
 // from the next append; SegmentIndexBytes to segments created after the
 // call, existing segments keeping the index capacity they were created
-// with. cfg.Logger is ignored: the log keeps the logger it was opened with.
+// with. cfg.Logger and cfg.SyncObserver are ignored: the log keeps those it
+// was opened with.
 func (l *Log) SetConfig(cfg Config) error {
 	if err := cfg.validate(); err != nil {
 		return err
 	}
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
-	cfg.Logger = l.cfg.Logger
+	cfg.Logger, cfg.SyncObserver = l.cfg.Logger, l.cfg.SyncObserver
 	l.cfg = cfg
 	return nil
 }
