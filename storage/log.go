@@ -704,3 +704,11 @@ func (l *Log) SetConfig(cfg Config) error {
 	l.cfg = cfg
 	return nil
 }
+
+// SegmentCount returns the number of segments the log holds, the active one
+// included. It is safe to call concurrently with appends.
+func (l *Log) SegmentCount() int {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return len(l.segments)
+}
