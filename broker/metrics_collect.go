@@ -25,7 +25,7 @@ var (
 
 	groupOffsetLabels  = []string{"group", "topic", "partition"}
 	descGroupMembers   = prometheus.NewDesc("gregor_group_members", "Members of the group.", []string{"group"}, nil)
-	descGroupState     = prometheus.NewDesc("gregor_group_state", "1 for the group's current state (Empty, PreparingRebalance, CompletingRebalance, Stable, Dead).", []string{"group", "state"}, nil)
+	descGroupState     = prometheus.NewDesc("gregor_group_state", "1 for the group's current state (Empty, PreparingRebalance, CompletingRebalance, Stable).", []string{"group", "state"}, nil)
 	descGroupCommitted = prometheus.NewDesc("gregor_group_committed_offset", "Offset the group committed for the partition.", groupOffsetLabels, nil)
 	descGroupLag       = prometheus.NewDesc("gregor_group_lag", "High watermark minus the group's committed offset, for partitions that exist.", groupOffsetLabels, nil)
 )
