@@ -128,10 +128,15 @@ func (c *conn) handle(req *request) error {
 		return nil
 	}
 	c.out = protocol.AppendResponse(c.out[:0], req.hdr.CorrelationID, resp)
+	// Counted before the client can see the response, so a client that
+	// has its answer finds the request in /metrics.
+	c.b.metrics.observe(c.b, req, resp, false)
 	_, err = c.w.Write(c.out)
 	if cap(c.out) > 1<<20 { // do not pin a large fetch response's buffer
 		c.out = nil
 	}
-	c.b.metrics.observe(c.b, req, resp, err != nil)
+	if err != nil {
+		c.b.metrics.api(req.hdr.APIKey).failed.Inc()
+	}
 	return err
 }

@@ -54,12 +54,17 @@ func (b *Broker) startHTTP(ctx context.Context) error {
 	return nil
 }
 
-// stopHTTP closes the HTTP listener and its connections.
+// stopHTTP closes the HTTP listener and waits, for a few seconds at most,
+// for the requests being served; then it closes their connections.
 func (b *Broker) stopHTTP() {
 	if b.http == nil {
 		return
 	}
-	b.http.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := b.http.Shutdown(ctx); err != nil {
+		b.http.Close()
+	}
 	<-b.httpDone
 }
 

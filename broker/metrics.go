@@ -82,7 +82,7 @@ func newBrokerMetrics(b *Broker) *brokerMetrics {
 	}, []string{"api"})
 	latency := prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "gregor_request_duration_seconds",
-		Help:    "Time from a request's frame being read to its response being written to the connection's buffer, by API.",
+		Help:    "Time from a request's frame being read to its response being encoded for the connection, by API.",
 		Buckets: requestLatencyBuckets,
 	}, []string{"api"})
 	m.requestErrors = prometheus.NewCounterVec(prometheus.CounterOpts{

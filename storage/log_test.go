@@ -456,6 +456,9 @@ func TestSyncObserverSeesEveryDataFileSync(t *testing.T) {
 		var m model
 		fillLog(t, l, &m, 80) // rolls several segments, each synced as it is left
 		rolled := len(l.segments) - 1
+		if l.SegmentCount() != len(l.segments) {
+			t.Fatalf("SegmentCount() = %d, want %d", l.SegmentCount(), len(l.segments))
+		}
 		if rolled < 2 {
 			t.Fatalf("only %d segments rolled", rolled)
 		}
