@@ -495,3 +495,46 @@ func TestRequestMetricsDoNotAllocate(t *testing.T) {
 func protocolHeader(key int16) protocol.RequestHeader {
 	return protocol.RequestHeader{APIKey: key}
 }
+
+// TestGroupMetricsFollowAMember: a franz-go member joins, consumes and
+// commits: the group is Stable with one member and its lag drops to zero;
+// once it leaves, the group is Empty with no members.
+func TestGroupMetricsFollowAMember(t *testing.T) {
+	cfg := groupTestConfig("")
+	cfg.HTTPListen = "127.0.0.1:0"
+	b := startBroker(t, cfg)
+	producer := roundRobinProducer(t, b.Addr())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := kadm.NewClient(producer).CreateTopic(ctx, 3, 1, nil, "watched"); err != nil {
+		t.Fatal(err)
+	}
+	produceN(t, producer, "watched", 90, "r")
+
+	seen := newSeenSet()
+	m := startFranzMember(t, b.Addr(), "watchers", "watched", kgo.RangeBalancer(), seen)
+	lagZero := func(s scrape) bool {
+		for p := range 3 {
+			if v, ok := s.value("gregor_group_lag", "group", "watchers", "topic", "watched", "partition", fmt.Sprint(p)); !ok || v != 0 {
+				return false
+			}
+		}
+		return true
+	}
+	waitForGroup(t, "a Stable group with one member and no lag", func() bool {
+		s := scrapeMetrics(t, b.HTTPAddr())
+		members, _ := s.value("gregor_group_members", "group", "watchers")
+		stable, _ := s.value("gregor_group_state", "group", "watchers", "state", "Stable")
+		return members == 1 && stable == 1 && lagZero(s)
+	})
+	m.stop(t)
+	waitForGroup(t, "an Empty group without members", func() bool {
+		s := scrapeMetrics(t, b.HTTPAddr())
+		members, _ := s.value("gregor_group_members", "group", "watchers")
+		empty, _ := s.value("gregor_group_state", "group", "watchers", "state", "Empty")
+		return members == 0 && empty == 1 && lagZero(s)
+	})
+	if seen.len() != 90 {
+		t.Fatalf("the member processed %d records, want 90", seen.len())
+	}
+}
