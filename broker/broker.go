@@ -170,6 +170,9 @@ func (b *Broker) Close() error {
 		b.wg.Wait()
 		b.groups.stop()
 
+		// The HTTP listener closes last, once b.mu is released: a scrape
+		// in flight may be waiting for it.
+		defer b.stopHTTP()
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		var errs []error
@@ -182,7 +185,6 @@ func (b *Broker) Close() error {
 			}
 		}
 		b.closeErr = errors.Join(errs...)
-		b.stopHTTP()
 		b.log.Info("gregor: stopped")
 	})
 	return b.closeErr

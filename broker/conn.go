@@ -101,7 +101,7 @@ func (c *conn) readLoop(ctx context.Context, cancel context.CancelFunc, queue ch
 		hdr, body, err := protocol.ParseRequestHeader(frame)
 		if err != nil {
 			c.log.Info("closing connection", "api_key", hdr.APIKey, "reason", err)
-			c.b.metrics.observe(c.b, &request{hdr: hdr, received: received}, nil, true)
+			c.b.metrics.observe(&request{hdr: hdr, received: received}, nil, true)
 			return
 		}
 		select {
@@ -120,17 +120,17 @@ func (c *conn) handle(req *request) error {
 			"correlation_id", req.hdr.CorrelationID, "response", resp != nil, "err", err)
 	}
 	if err != nil {
-		c.b.metrics.observe(c.b, req, nil, true)
+		c.b.metrics.observe(req, nil, true)
 		return err
 	}
 	if resp == nil { // Produce with acks=0 gets no response
-		c.b.metrics.observe(c.b, req, nil, false)
+		c.b.metrics.observe(req, nil, false)
 		return nil
 	}
 	c.out = protocol.AppendResponse(c.out[:0], req.hdr.CorrelationID, resp)
 	// Counted before the client can see the response, so a client that
 	// has its answer finds the request in /metrics.
-	c.b.metrics.observe(c.b, req, resp, false)
+	c.b.metrics.observe(req, resp, false)
 	_, err = c.w.Write(c.out)
 	if cap(c.out) > 1<<20 { // do not pin a large fetch response's buffer
 		c.out = nil

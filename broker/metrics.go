@@ -28,6 +28,7 @@ const unknownAPI = "unknown"
 // brokerMetrics holds the broker's registry and its pre-resolved series.
 // It is safe for concurrent use.
 type brokerMetrics struct {
+	b        *Broker
 	registry *prometheus.Registry
 
 	apis    []*apiMetrics // by API key; nil for keys without a handler
@@ -71,7 +72,7 @@ var fsyncBuckets = prometheus.ExponentialBuckets(0.00001, 2, 20)
 
 func newBrokerMetrics(b *Broker) *brokerMetrics {
 	reg := prometheus.NewRegistry()
-	m := &brokerMetrics{registry: reg}
+	m := &brokerMetrics{b: b, registry: reg}
 	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "gregor_requests_total",
 		Help: "Requests received, by API (the Kafka API key's name).",
@@ -202,7 +203,7 @@ func (tm *topicMetrics) fetched(bytes int) {
 
 // observe counts one handled request: its latency, whether it closed the
 // connection, and the error codes its response carries.
-func (m *brokerMetrics) observe(b *Broker, r *request, resp kmsg.Response, failed bool) {
+func (m *brokerMetrics) observe(r *request, resp kmsg.Response, failed bool) {
 	a := m.api(r.hdr.APIKey)
 	a.requests.Inc()
 	a.latency.Observe(time.Since(r.received).Seconds())
@@ -214,14 +215,14 @@ func (m *brokerMetrics) observe(b *Broker, r *request, resp kmsg.Response, faile
 		return
 	}
 	if f, ok := resp.(*kmsg.FetchResponse); ok {
-		m.fetched(b, f)
+		m.fetched(f)
 	}
 	a.countErrors(resp)
 }
 
 // fetched counts the record bytes of a fetch response by topic. The topic
 // is looked up only when the response carries records for it.
-func (m *brokerMetrics) fetched(b *Broker, resp *kmsg.FetchResponse) {
+func (m *brokerMetrics) fetched(resp *kmsg.FetchResponse) {
 	for i := range resp.Topics {
 		rt := &resp.Topics[i]
 		n := 0
@@ -231,7 +232,7 @@ func (m *brokerMetrics) fetched(b *Broker, resp *kmsg.FetchResponse) {
 		if n == 0 {
 			continue
 		}
-		if t := b.lookupTopicRef(resp.Version >= 13, rt.Topic, rt.TopicID); t != nil {
+		if t := m.b.lookupTopicRef(resp.Version >= 13, rt.Topic, rt.TopicID); t != nil {
 			t.metrics.fetched(n)
 		}
 	}

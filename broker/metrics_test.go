@@ -429,7 +429,7 @@ func TestResponseErrorCodesAreCounted(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			m := newBrokerMetrics(&Broker{})
-			m.observe(nil, &request{hdr: protocolHeader(tt.key), received: time.Now()}, tt.resp, false)
+			m.observe(&request{hdr: protocolHeader(tt.key), received: time.Now()}, tt.resp, false)
 			families, err := m.registry.Gather()
 			if err != nil {
 				t.Fatal(err)
@@ -481,10 +481,10 @@ func TestRequestMetricsDoNotAllocate(t *testing.T) {
 	pr := &request{hdr: protocolHeader(0), received: time.Now()}
 	fr := &request{hdr: protocolHeader(1), received: time.Now()}
 	tm := b.lookupTopic("counted").metrics
-	b.metrics.observe(b, pr, produce, false) // creates the error's series
+	b.metrics.observe(pr, produce, false) // creates the error's series
 	allocs := testing.AllocsPerRun(1000, func() {
-		b.metrics.observe(b, pr, produce, false)
-		b.metrics.observe(b, fr, fetch, false)
+		b.metrics.observe(pr, produce, false)
+		b.metrics.observe(fr, fetch, false)
 		tm.produced(100, 3)
 	})
 	if allocs != 0 {
