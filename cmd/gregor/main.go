@@ -64,7 +64,7 @@ func newApp() *cli.App {
 
 func runServe(c *cli.Context) error {
 	var level slog.Level
-	if err := level.UnmarshalText([]byte(c.String("log-level"))); err != nil {
+	if err := level.UnmarshalText([]byte(flagContext(c, "log-level").String("log-level"))); err != nil {
 		return fmt.Errorf("--log-level: %w", err)
 	}
 	logger, err := newLogger(flagContext(c, "log-format").String("log-format"), level)

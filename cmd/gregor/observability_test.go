@@ -128,7 +128,9 @@ func TestServeTextLogsByDefault(t *testing.T) {
 
 func TestServeRefusesBadObservabilityFlags(t *testing.T) {
 	busy := freePortHeld(t)
-	for _, args := range []string{"serve --log-format yaml", "serve --http-listen " + busy, "serve --http-listen not-an-address"} {
+	// Without "serve" the flags belong to the app; they are honoured too.
+	for _, args := range []string{"serve --log-format yaml", "--log-format yaml", "--log-level loud",
+		"serve --http-listen " + busy, "--http-listen " + busy, "serve --http-listen not-an-address"} {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		cmd := exec.CommandContext(ctx, os.Args[0])
 		cmd.Env = append(os.Environ(), "GREGOR_RUN_MAIN="+args+" --listen 127.0.0.1:0 --data-dir "+t.TempDir())
