@@ -318,16 +318,17 @@ func TestEachBrokerHasItsOwnRegistry(t *testing.T) {
 
 // TestHealthAndReadinessThroughTheBrokersLife: /healthz answers 200 while
 // the process serves; /readyz 503 while the logs load, 200 once the broker
-// accepts connections, 503 again as soon as Close begins.
+// accepts connections, 503 again as soon as Close begins. /metrics answers
+// throughout.
 func TestHealthAndReadinessThroughTheBrokersLife(t *testing.T) {
-	var loading, closing [2]int
+	var loading, closing [3]int
+	probe := func(b *Broker) [3]int {
+		base := "http://" + b.HTTPAddr()
+		return [3]int{httpStatus(t, base+"/healthz"), httpStatus(t, base+"/readyz"), httpStatus(t, base+"/metrics")}
+	}
 	cfg := Config{HTTPListen: "127.0.0.1:0"}
-	cfg.testHooks.beforeLoad = func(b *Broker) {
-		loading = [2]int{httpStatus(t, "http://"+b.HTTPAddr()+"/healthz"), httpStatus(t, "http://"+b.HTTPAddr()+"/readyz")}
-	}
-	cfg.testHooks.closing = func(b *Broker) {
-		closing = [2]int{httpStatus(t, "http://"+b.HTTPAddr()+"/healthz"), httpStatus(t, "http://"+b.HTTPAddr()+"/readyz")}
-	}
+	cfg.testHooks.beforeLoad = func(b *Broker) { loading = probe(b) }
+	cfg.testHooks.closing = func(b *Broker) { closing = probe(b) }
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	b, err := Start(ctx, cfg)
@@ -335,11 +336,11 @@ func TestHealthAndReadinessThroughTheBrokersLife(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := b.HTTPAddr()
-	if loading != [2]int{200, 503} {
-		t.Errorf("while loading: healthz, readyz = %v, want [200 503]", loading)
+	if loading != [3]int{200, 503, 200} {
+		t.Errorf("while loading: healthz, readyz, metrics = %v, want [200 503 200]", loading)
 	}
-	if got := [2]int{httpStatus(t, "http://"+addr+"/healthz"), httpStatus(t, "http://"+addr+"/readyz")}; got != [2]int{200, 200} {
-		t.Errorf("running: healthz, readyz = %v, want [200 200]", got)
+	if got := probe(b); got != [3]int{200, 200, 200} {
+		t.Errorf("running: healthz, readyz, metrics = %v, want [200 200 200]", got)
 	}
 	if got := httpStatus(t, "http://"+addr+"/nothing-here"); got != http.StatusNotFound {
 		t.Errorf("unknown path: %d", got)
@@ -347,8 +348,8 @@ func TestHealthAndReadinessThroughTheBrokersLife(t *testing.T) {
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if closing != [2]int{200, 503} {
-		t.Errorf("while closing: healthz, readyz = %v, want [200 503]", closing)
+	if closing != [3]int{200, 503, 200} {
+		t.Errorf("while closing: healthz, readyz, metrics = %v, want [200 503 200]", closing)
 	}
 	if _, err := (&http.Client{Timeout: 5 * time.Second}).Get("http://" + addr + "/healthz"); err == nil {
 		t.Error("the HTTP listener still answers after Close")
@@ -537,4 +538,63 @@ func TestGroupMetricsFollowAMember(t *testing.T) {
 	if seen.len() != 90 {
 		t.Fatalf("the member processed %d records, want 90", seen.len())
 	}
+}
+
+// TestScrapesDuringClose: scrapes running while the broker closes its logs
+// and stops its coordinator neither race with it (under -race) nor keep it
+// from finishing.
+func TestScrapesDuringClose(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b, err := Start(ctx, Config{HTTPListen: "127.0.0.1:0", DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.DefaultProduceTopic("busy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, "busy"); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	offsets := kadm.Offsets{}
+	offsets.Add(kadm.Offset{Topic: "busy", Partition: 0, At: 1, LeaderEpoch: -1})
+	if _, err := kadm.NewClient(cl).CommitOffsets(ctx, "g", offsets); err != nil {
+		t.Fatal(err)
+	}
+	cl.Close()
+
+	url := "http://" + b.HTTPAddr() + "/metrics"
+	stop := make(chan struct{})
+	done := make(chan int)
+	for range 2 {
+		go func() {
+			scrapes := 0
+			hc := &http.Client{Timeout: 10 * time.Second}
+			for {
+				select {
+				case <-stop:
+					done <- scrapes
+					return
+				default:
+				}
+				if resp, err := hc.Get(url); err == nil {
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					scrapes++
+				}
+			}
+		}()
+	}
+	// Let the scrapers get going before closing.
+	waitFor(t, "a scrape", func() bool { return httpStatus(t, url) == http.StatusOK })
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	close(stop)
+	<-done
+	<-done
 }
