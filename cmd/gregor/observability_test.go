@@ -33,17 +33,18 @@ func startGregorLogging(t *testing.T, args string) []string {
 	lines := make(chan []string, 1)
 	go func() {
 		var seen []string
+		sent := false
 		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if lines != nil {
+		for sc.Scan() { // keeps draining stderr after the readiness line
+			if !sent {
 				seen = append(seen, sc.Text())
 				if strings.Contains(sc.Text(), "gregor: ready") {
 					lines <- seen
-					lines = nil
+					sent = true
 				}
 			}
 		}
-		if lines != nil {
+		if !sent {
 			lines <- seen
 		}
 	}()
