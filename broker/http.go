@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"time"
@@ -26,9 +27,12 @@ func (b *Broker) startHTTP(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("broker: http listen: %w", err)
 	}
+	// Errors of the HTTP server and of metric collection go to the broker's
+	// logger, so --log-format json stays JSON.
+	errorLog := slog.NewLogLogger(b.log.Handler(), slog.LevelWarn)
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(b.metrics.registry, promhttp.HandlerOpts{
-		ErrorLog:      slogPrinter{b},
+		ErrorLog:      errorLog,
 		ErrorHandling: promhttp.ContinueOnError,
 	}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -41,7 +45,7 @@ func (b *Broker) startHTTP(ctx context.Context) error {
 		}
 		io.WriteString(w, "ready\n")
 	})
-	b.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	b.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: errorLog}
 	b.httpListener = ln
 	b.httpDone = make(chan struct{})
 	go func() {
@@ -76,8 +80,3 @@ func (b *Broker) HTTPAddr() string {
 	}
 	return b.httpListener.Addr().String()
 }
-
-// slogPrinter logs promhttp's errors through the broker's logger.
-type slogPrinter struct{ b *Broker }
-
-func (p slogPrinter) Println(v ...any) { p.b.log.Warn("metrics: " + fmt.Sprint(v...)) }
