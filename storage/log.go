@@ -88,6 +88,10 @@ type Config struct {
 	Now func() time.Time
 	// Logger receives recovery reports; nil means slog.Default().
 	Logger *slog.Logger
+	// SyncObserver, if set, is called with the duration of every fsync of a
+	// segment's data file, after it returns (successful or not), from the
+	// goroutine that synced. It must be cheap and safe for concurrent use.
+	SyncObserver func(time.Duration)
 }
 
 // DefaultConfig returns Kafka's defaults.
@@ -800,7 +804,7 @@ func (l *Log) Size() int64 {
 // SegmentMs apply from the next append; SegmentIndexBytes and
 // SegmentJitterMs to segments created after the call, existing segments
 // keeping the index capacity and jitter they were created with.
-// cfg.Logger and cfg.Now are ignored: the log keeps the logger and clock it
+// cfg.Logger, cfg.Now and cfg.SyncObserver are ignored: the log keeps those it
 // was opened with.
 func (l *Log) SetConfig(cfg Config) error {
 	if err := cfg.validate(); err != nil {
@@ -808,7 +812,15 @@ func (l *Log) SetConfig(cfg Config) error {
 	}
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
-	cfg.Logger, cfg.Now = l.cfg.Logger, l.cfg.Now
+	cfg.Logger, cfg.Now, cfg.SyncObserver = l.cfg.Logger, l.cfg.Now, l.cfg.SyncObserver
 	l.cfg = cfg
 	return nil
+}
+
+// SegmentCount returns the number of segments the log holds, the active one
+// included. It is safe to call concurrently with appends.
+func (l *Log) SegmentCount() int {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return len(l.segments)
 }

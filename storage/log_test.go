@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // fillLog appends n single- or multi-batch units of varied shapes.
@@ -440,4 +442,43 @@ func TestErrorsArePrefixed(t *testing.T) {
 			t.Errorf("error %q lacks the storage: prefix", msg)
 		}
 	}
+}
+
+func TestSyncObserverSeesEveryDataFileSync(t *testing.T) {
+	forEachFS(t, func(t *testing.T, env testEnv) {
+		var calls atomic.Int64
+		cfg := testConfig()
+		cfg.SyncObserver = func(d time.Duration) {
+			if d < 0 {
+				t.Errorf("SyncObserver got a negative duration %v", d)
+			}
+			calls.Add(1)
+		}
+		l := mustOpen(t, env.fs, env.dir, cfg)
+		defer l.Close()
+		var m model
+		fillLog(t, l, &m, 80) // rolls several segments, each synced as it is left
+		rolled := len(l.segments) - 1
+		if l.SegmentCount() != len(l.segments) {
+			t.Fatalf("SegmentCount() = %d, want %d", l.SegmentCount(), len(l.segments))
+		}
+		if rolled < 2 {
+			t.Fatalf("only %d segments rolled", rolled)
+		}
+		if got := calls.Load(); got != int64(rolled) {
+			t.Fatalf("%d observed fsyncs after %d rolls, want one per rolled segment", got, rolled)
+		}
+		// Sync covers the active segment; a config change keeps the observer.
+		plain := testConfig()
+		if err := l.SetConfig(plain); err != nil {
+			t.Fatal(err)
+		}
+		before := calls.Load()
+		if err := l.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		if calls.Load() <= before {
+			t.Fatal("Sync after SetConfig was not observed")
+		}
+	})
 }

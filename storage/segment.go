@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 const (
@@ -72,20 +73,24 @@ type segment struct {
 	created    int64
 	rollTs     int64
 	rollJitter int64
+
+	// syncObserver is Config.SyncObserver, or nil.
+	syncObserver func(time.Duration)
 }
 
 func newSegment(dir string, base int64, cfg Config) *segment {
 	return &segment{
-		base:        base,
-		path:        segmentPath(dir, base, logSuffix),
-		end:         base,
-		offsets:     newOffsetIndex(base),
-		times:       newTimeIndex(base),
-		maxTs:       noTimestamp,
-		maxTsOffset: -1,
-		created:     cfg.nowMs(),
-		rollTs:      noTimestamp,
-		rollJitter:  cfg.randomSegmentJitter(),
+		base:         base,
+		path:         segmentPath(dir, base, logSuffix),
+		end:          base,
+		offsets:      newOffsetIndex(base),
+		times:        newTimeIndex(base),
+		maxTs:        noTimestamp,
+		maxTsOffset:  -1,
+		created:      cfg.nowMs(),
+		rollTs:       noTimestamp,
+		rollJitter:   cfg.randomSegmentJitter(),
+		syncObserver: cfg.SyncObserver,
 	}
 }
 
@@ -197,11 +202,22 @@ func (s *segment) remove(fsys FS, dir string) error {
 	return nil
 }
 
+// sync fsyncs the segment's data file, then its two indexes. The data
+// file's fsync is timed for Config.SyncObserver.
 func (s *segment) sync() error {
-	for _, f := range []File{s.log, s.idxFile, s.timeFile} {
-		if err := f.Sync(); err != nil {
-			return fmt.Errorf("storage: sync segment %d: %w", s.base, err)
-		}
+	began := time.Now()
+	err := s.log.Sync()
+	if s.syncObserver != nil {
+		s.syncObserver(time.Since(began))
+	}
+	if err == nil {
+		err = s.idxFile.Sync()
+	}
+	if err == nil {
+		err = s.timeFile.Sync()
+	}
+	if err != nil {
+		return fmt.Errorf("storage: sync segment %d: %w", s.base, err)
 	}
 	return nil
 }
