@@ -210,6 +210,9 @@ func (s *segment) measureBatches(pos, budget, maxOffset int64, buf *[headerBufSi
 		bufLen int64
 	)
 	p := pos
+	if err := s.offsets.ensure(); err != nil { // a closed segment's index loads on first use
+		return 0, true, fmt.Errorf("storage: %s: %w", s.path, err)
+	}
 	if ip := s.offsets.skipWithin(pos, pos+budget, maxOffset); ip > pos {
 		n, p = ip-pos, ip
 	}
@@ -245,7 +248,7 @@ func (s *segment) measureBatches(pos, budget, maxOffset int64, buf *[headerBufSi
 // batch from from up to that position is whole, within limit and below
 // maxOffset, so a reader may take them without reading their headers.
 // Entries grow in both offset and position, so the qualifying ones are a
-// prefix and a binary search finds the last.
+// prefix and a binary search finds the last. ensure must have succeeded.
 func (x *offsetIndex) skipWithin(from, limit, maxOffset int64) int64 {
 	lo, hi := 0, x.entries()
 	for lo < hi {

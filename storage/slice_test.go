@@ -233,3 +233,33 @@ func BenchmarkReadSlice(b *testing.B) {
 		})
 	}
 }
+
+// TestReadSliceAcrossReopenedSegments reads slices spanning every segment
+// of a reopened log, whose closed segments' indexes are loaded lazily.
+func TestReadSliceAcrossReopenedSegments(t *testing.T) {
+	forEachFS(t, func(t *testing.T, env testEnv) {
+		l := mustOpen(t, env.fs, env.dir, testConfig())
+		var m model
+		for range 60 {
+			m.append(t, l, batchSpec{records: 2, maxTs: 1, valueSize: 150})
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		l = mustOpen(t, env.fs, env.dir, testConfig())
+		defer l.Delete()
+		if len(l.segments) < 3 {
+			t.Fatalf("want several segments, have %d", len(l.segments))
+		}
+		end := l.EndOffset()
+		for _, off := range []int64{0, 7, end / 2} {
+			want, err := l.Read(off, 1<<20, end)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := sliceBytes(t, l, off, 1<<20, end); !bytes.Equal(got, want) {
+				t.Fatalf("ReadSlice(%d) = %d bytes, Read %d", off, len(got), len(want))
+			}
+		}
+	})
+}
