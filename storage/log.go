@@ -11,6 +11,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Sentinel errors. Every error the package returns is prefixed "storage: "
@@ -69,13 +70,18 @@ type Config struct {
 	// SegmentIndexBytes is segment.index.bytes (default 10 MiB): the most an
 	// index file may hold; a full index rolls the segment.
 	SegmentIndexBytes int
+	// FileDeleteDelay is file.delete.delay.ms (default one minute): how long
+	// the files of a segment that retention or the cleaner took out of the
+	// log stay on disk, renamed to .deleted, before they are removed. 0
+	// removes them at once.
+	FileDeleteDelay time.Duration
 	// Logger receives recovery reports; nil means slog.Default().
 	Logger *slog.Logger
 }
 
 // DefaultConfig returns Kafka's defaults.
 func DefaultConfig() Config {
-	return Config{SegmentBytes: 1 << 30, IndexIntervalBytes: 4096, SegmentIndexBytes: 10 << 20}
+	return Config{SegmentBytes: 1 << 30, IndexIntervalBytes: 4096, SegmentIndexBytes: 10 << 20, FileDeleteDelay: time.Minute}
 }
 
 func (c Config) validate() error {
@@ -99,8 +105,11 @@ func (c Config) validate() error {
 //
 // Lock order (take left before right, never the reverse):
 //
-//	syncMu -> appendMu -> mu
+//	cleanMu -> syncMu -> appendMu -> mu -> deleteMu
 //
+// cleanMu is held by the cleaner for a whole cleaning and by every call
+// that removes segments (retention, SetStartOffset, Truncate), so the
+// cleaner reads closed segments without blocking appends.
 // syncMu is held by Sync and by every call that removes or closes segment
 // files or writes the checkpoint, so Sync can fsync files without holding
 // appendMu. appendMu serializes mutators. mu guards the segment list and
@@ -112,9 +121,11 @@ type Log struct {
 	cfg    Config
 	logger *slog.Logger
 
+	cleanMu  sync.Mutex
 	syncMu   sync.Mutex
 	appendMu sync.Mutex
 	mu       sync.RWMutex
+	deleteMu sync.Mutex // a leaf: guards pendingDeletes and deletesDone
 
 	segments []*segment // ascending base offsets, contiguous; guarded by mu
 	closed   bool       // guarded by mu; set holding appendMu too
@@ -132,6 +143,15 @@ type Log struct {
 	checkpointedRP int64 // the recovery point the checkpoint file holds
 
 	recovery RecoveryStats // set by Open, then read-only
+
+	// Retired segments waiting for FileDeleteDelay (retention.go); guarded
+	// by deleteMu. deletesDone is set by Close and Delete.
+	pendingDeletes map[*segment]*time.Timer
+	deletesDone    bool
+
+	// firstDirty is the cleaner's checkpoint (cleaner.go), -1 until read
+	// from disk; guarded by cleanMu.
+	firstDirty int64
 }
 
 // RecoveryStats reports what Open did.
@@ -619,6 +639,7 @@ func (l *Log) Close() error {
 			err = cerr
 		}
 	}
+	l.finishRetiredDeletes()
 	return err
 }
 
@@ -664,6 +685,7 @@ func (l *Log) Delete() error {
 		}
 	}
 	l.mu.Unlock()
+	l.finishRetiredDeletes()
 	if err := l.fsys.RemoveAll(l.dir); err != nil {
 		return fmt.Errorf("storage: delete %s: %w", l.dir, err)
 	}

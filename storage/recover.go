@@ -8,6 +8,7 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
+	"time"
 )
 
 // Open opens the partition log in dir, creating dir if absent, and
@@ -44,7 +45,8 @@ func Open(fsys FS, dir string, cfg Config) (*Log, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	l := &Log{fsys: fsys, dir: dir, cfg: cfg, logger: cfg.Logger}
+	l := &Log{fsys: fsys, dir: dir, cfg: cfg, logger: cfg.Logger,
+		pendingDeletes: map[*segment]*time.Timer{}, firstDirty: -1}
 	if l.logger == nil {
 		l.logger = slog.Default()
 	}
@@ -61,6 +63,9 @@ func (l *Log) open() error {
 	fsys, dir := l.fsys, l.dir
 	if err := fsys.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("storage: create %s: %w", dir, err)
+	}
+	if err := l.finishInterruptedOperations(); err != nil {
+		return err
 	}
 	entries, err := fsys.ReadDir(dir)
 	if err != nil {
@@ -147,6 +152,8 @@ func (l *Log) open() error {
 			}
 		}
 		if !last && seg.end != bases[i+1] {
+			// The cleaner keeps each segment's last batch (empty if need
+			// be), so segments stay contiguous even with gaps inside.
 			return &CorruptError{Path: seg.path, Position: seg.size,
 				Reason: fmt.Sprintf("segment ends at offset %d but the next segment starts at %d", seg.end, bases[i+1])}
 		}
@@ -258,8 +265,9 @@ func (s *segment) load(fileSize int64, interval int) error {
 			return mismatch("partial batch at %d", pos)
 		case first && expect < 0 && h.lastOffset() != lastOff:
 			return mismatch("last index entry names offset %d, its batch ends at %d", lastOff, h.lastOffset())
-		case expect >= 0 && h.baseOffset != expect:
-			return mismatch("batch at %d has offset %d, expected %d", pos, h.baseOffset, expect)
+		case expect >= 0 && h.baseOffset < expect:
+			// Compaction leaves gaps (see cleaner.go), never overlaps.
+			return mismatch("batch at %d has offset %d, expected at least %d", pos, h.baseOffset, expect)
 		case h.lastOffset()-s.base > math.MaxInt32:
 			return mismatch("offset %d overflows the segment's relative offsets", h.lastOffset())
 		case h.maxTimestamp > maxTs:
@@ -396,8 +404,9 @@ func scanSegment(f File, size, base int64, interval int) (scanResult, error) {
 			res.reason = fmt.Sprintf("partial batch: %d bytes, %d in the file", h.size, size-pos)
 			break
 		}
-		if h.baseOffset != res.end {
-			res.reason = fmt.Sprintf("batch has offset %d, expected %d", h.baseOffset, res.end)
+		if h.baseOffset < res.end {
+			// Offsets increase; compaction may leave gaps between batches.
+			res.reason = fmt.Sprintf("batch has offset %d, expected at least %d", h.baseOffset, res.end)
 			break
 		}
 		if h.lastOffset()-base > math.MaxInt32 {
