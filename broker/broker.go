@@ -40,6 +40,8 @@ type Broker struct {
 
 	// groups drives the group coordinator (groups.go).
 	groups *groupCoordinator
+	// logs runs retention and the log cleaner (logmanager.go).
+	logs *logManager
 }
 
 // Start opens the data directory, recovers every partition log, starts
@@ -113,6 +115,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	b.wg.Add(1)
 	go b.acceptLoop()
+	b.startLogManager()
 	b.log.Info("gregor: ready", "listen", ln.Addr().String(), "advertise", advertise,
 		"node_id", cfg.NodeID, "data_dir", cfg.DataDir, "topics", len(b.catalog.byName))
 	return b, nil

@@ -51,6 +51,20 @@ type Config struct {
 	GroupMaxSize int
 	// OffsetsRetentionMinutes is offsets.retention.minutes. Default 10080.
 	OffsetsRetentionMinutes int64
+
+	// Log retention and compaction (logmanager.go), Kafka's names.
+
+	// LogRetentionCheckIntervalMs is log.retention.check.interval.ms: how
+	// often segments are checked against retention.ms, retention.bytes and
+	// the log start offset. Default 300000.
+	LogRetentionCheckIntervalMs int64
+	// LogCleanerEnable is log.cleaner.enable. Nil means true.
+	LogCleanerEnable *bool
+	// LogCleanerThreads is log.cleaner.threads. Default 1.
+	LogCleanerThreads int
+	// LogCleanerBackoffMs is log.cleaner.backoff.ms: how long a cleaner
+	// thread sleeps when no log needs cleaning. Default 15000.
+	LogCleanerBackoffMs int64
 }
 
 func (c *Config) setDefaults() {
@@ -82,5 +96,18 @@ func (c *Config) setDefaults() {
 	}
 	if c.OffsetsRetentionMinutes <= 0 {
 		c.OffsetsRetentionMinutes = 10080
+	}
+	if c.LogRetentionCheckIntervalMs <= 0 {
+		c.LogRetentionCheckIntervalMs = 300_000
+	}
+	if c.LogCleanerEnable == nil {
+		yes := true
+		c.LogCleanerEnable = &yes
+	}
+	if c.LogCleanerThreads <= 0 {
+		c.LogCleanerThreads = 1
+	}
+	if c.LogCleanerBackoffMs <= 0 {
+		c.LogCleanerBackoffMs = 15_000
 	}
 }

@@ -28,5 +28,7 @@
 // is taken while holding a later one. The group coordinator's goroutine
 // (groups.go) holds no lock of its own: it takes Broker.mu to create
 // __consumer_offsets and partition.appendMu to append to it, like any
-// handler.
+// handler. The log manager's cleaner threads (logmanager.go) take
+// logManager.mu before Broker.mu, and release Broker.mu before taking a
+// partition's appendMu.
 package broker

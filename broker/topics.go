@@ -107,6 +107,7 @@ func (e effectiveTopicConfig) storageConfig() storage.Config {
 		SegmentBytes:       e.segmentBytes,
 		IndexIntervalBytes: e.indexIntervalBytes,
 		SegmentIndexBytes:  e.segmentIndexBytes,
+		FileDeleteDelay:    time.Duration(e.fileDeleteDelayMs) * time.Millisecond,
 	}
 }
 
