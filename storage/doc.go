@@ -20,11 +20,18 @@
 //	  00000000000000001200.index
 //	  00000000000000001200.timeindex
 //	  gregor.checkpoint               log start offset and recovery point
+//	  gregor.cleaner-checkpoint       first dirty offset (compacted logs)
 //	  .gregor_cleanshutdown           present only while closed cleanly
+//
+// Transient names: <segment file>.deleted (a segment retention or the
+// cleaner took out of the log, removed after FileDeleteDelay), .cleaned
+// (the cleaner's output being written) and .swap (cleaned output committed,
+// being renamed into place); see retention.go and cleaner.go.
 //
 // A segment is named by its base offset in 20 digits: the offset of its
 // first batch. Segments are contiguous: each starts where the previous one
-// ends.
+// ends. Inside a cleaned segment offsets may skip (records the cleaner
+// removed), and its first batch may start after its base.
 //
 // A .log file is record batches back to back, byte for byte as Kafka stores
 // them (big-endian; the CRC-32C covers bytes 21 to the end, so the broker

@@ -14,12 +14,15 @@ import (
 // Open opens the partition log in dir, creating dir if absent, and
 // recovers it:
 //
+//   - Interrupted operations are finished first: .deleted files (retired
+//     segments) and .cleaned files (an uncommitted cleaning) are removed,
+//     and a committed cleaner swap (.log.swap) is completed.
 //   - Leftovers are removed: index files without a .log, a temporary
 //     checkpoint.
 //   - Without the clean-shutdown marker, every segment holding offsets at
 //     or above the checkpointed recovery point (all segments when there is
 //     no checkpoint) is scanned: each batch's length, magic, CRC-32C and
-//     offset continuity are checked and both indexes are rebuilt. An invalid
+//     increasing offsets (the cleaner leaves gaps) are checked and both indexes are rebuilt. An invalid
 //     batch in the LAST segment is a torn tail: the segment is cut there,
 //     and the cut is logged. An invalid batch in any other segment is
 //     ErrCorrupt (a *CorruptError), and Open refuses to start. Append does
@@ -364,7 +367,7 @@ type scanResult struct {
 const scanBufferSize = 1 << 20
 
 // scanSegment checks every batch of a segment file (length, magic, CRC-32C,
-// offsets contiguous from base and within 32 bits of it) and rebuilds the
+// offsets increasing from base and within 32 bits of it) and rebuilds the
 // indexes with Kafka's rule, the same one Append follows. It stops at the
 // first invalid batch. It never allocates more than the file holds.
 func scanSegment(f File, size, base int64, interval int) (scanResult, error) {
