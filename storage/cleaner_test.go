@@ -6,6 +6,7 @@ package storage_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -512,4 +513,57 @@ func TestCleanProperties(t *testing.T) {
 			}
 		}
 	})
+}
+
+func TestCancelledCleaningLeavesLogAsItWas(t *testing.T) {
+	fsys := storage.NewMemFS()
+	l := openLog(t, fsys, "/p", 300)
+	defer l.Close()
+	for i := range 30 {
+		if _, _, err := l.Append(buildBatch(t, batch.None, -1, kv(fmt.Sprint("k", i%3), fmt.Sprint(i), int64(i)))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := readAll(t, l, 0)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := l.Clean(ctx, policy(0), 100); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Clean with a cancelled context = %v", err)
+	}
+	if got := readAll(t, l, 0); !slices.Equal(got, before) {
+		t.Fatal("a cancelled cleaning changed the log")
+	}
+	entries, _ := fsys.ReadDir("/p")
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".cleaned") || strings.HasSuffix(e.Name(), ".swap") {
+			t.Fatalf("leftover %s", e.Name())
+		}
+	}
+	if fd, _ := l.FirstDirtyOffset(); fd != 0 {
+		t.Fatalf("checkpoint moved to %d by a cancelled cleaning", fd)
+	}
+	res, err := l.Clean(context.Background(), policy(0), 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCompacted(t, before, readAll(t, l, 0), res.NewFirstDirty)
+}
+
+func TestCleanabilityDue(t *testing.T) {
+	for _, tc := range []struct {
+		c        storage.Cleanability
+		minRatio float64
+		want     bool
+	}{
+		{storage.Cleanability{CleanBytes: 100, CleanableBytes: 100}, 0.5, false}, // ratio 0.5 is not above 0.5
+		{storage.Cleanability{CleanBytes: 99, CleanableBytes: 101}, 0.5, true},
+		{storage.Cleanability{CleanBytes: 900, CleanableBytes: 100}, 0.5, false},
+		{storage.Cleanability{CleanBytes: 900, CleanableBytes: 100, CompactionDelayMs: 1}, 0.5, true}, // past max.compaction.lag.ms
+		{storage.Cleanability{CleanBytes: 900, CompactionDelayMs: 1}, 0.5, false},                      // nothing cleanable
+		{storage.Cleanability{}, 0, false},
+	} {
+		if got := tc.c.Due(tc.minRatio); got != tc.want {
+			t.Errorf("%+v.Due(%v) = %v, want %v", tc.c, tc.minRatio, got, tc.want)
+		}
+	}
 }
