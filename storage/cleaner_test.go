@@ -559,7 +559,7 @@ func TestCleanabilityDue(t *testing.T) {
 		{storage.Cleanability{CleanBytes: 99, CleanableBytes: 101}, 0.5, true},
 		{storage.Cleanability{CleanBytes: 900, CleanableBytes: 100}, 0.5, false},
 		{storage.Cleanability{CleanBytes: 900, CleanableBytes: 100, CompactionDelayMs: 1}, 0.5, true}, // past max.compaction.lag.ms
-		{storage.Cleanability{CleanBytes: 900, CompactionDelayMs: 1}, 0.5, false},                      // nothing cleanable
+		{storage.Cleanability{CleanBytes: 900, CompactionDelayMs: 1}, 0.5, false},                     // nothing cleanable
 		{storage.Cleanability{}, 0, false},
 	} {
 		if got := tc.c.Due(tc.minRatio); got != tc.want {
