@@ -65,6 +65,11 @@ type Config struct {
 	// LogCleanerBackoffMs is log.cleaner.backoff.ms: how long a cleaner
 	// thread sleeps when no log needs cleaning. Default 15000.
 	LogCleanerBackoffMs int64
+	// LogCleanerDedupeBufferSize is log.cleaner.dedupe.buffer.size: the
+	// memory for the cleaners' key maps, shared by the threads; a thread's
+	// map holds as many keys as Kafka's (24 bytes a key, 0.9 load factor).
+	// Default 134217728.
+	LogCleanerDedupeBufferSize int64
 }
 
 func (c *Config) setDefaults() {
@@ -109,5 +114,8 @@ func (c *Config) setDefaults() {
 	}
 	if c.LogCleanerBackoffMs <= 0 {
 		c.LogCleanerBackoffMs = 15_000
+	}
+	if c.LogCleanerDedupeBufferSize <= 0 {
+		c.LogCleanerDedupeBufferSize = 128 << 20
 	}
 }

@@ -35,11 +35,17 @@ type logManager struct {
 	cleaning map[*partition]bool // partitions a cleaner thread holds
 	// now is the clock, Unix milliseconds; tests replace it.
 	now func() int64
+	// mapEntries is the keys one cleaning round may index: Kafka's
+	// SkimpyOffsetMap slots for a thread's share of the dedupe buffer (24
+	// bytes each) at its 0.9 load factor.
+	mapEntries int
 }
 
 // startLogManager starts the retention task and the cleaner threads.
 func (b *Broker) startLogManager() {
-	lm := &logManager{b: b, cleaning: map[*partition]bool{}, now: nowMillis}
+	lm := &logManager{b: b, cleaning: map[*partition]bool{}, now: nowMillis,
+		mapEntries: int(min(b.cfg.LogCleanerDedupeBufferSize/int64(b.cfg.LogCleanerThreads)/24*9/10, math.MaxInt32))}
+	lm.mapEntries = max(lm.mapEntries, 1)
 	b.logs = lm
 	b.wg.Add(1)
 	go lm.retentionLoop(time.Duration(b.cfg.LogRetentionCheckIntervalMs) * time.Millisecond)
@@ -112,7 +118,7 @@ func (lm *logManager) enforceRetention() {
 
 // compactionPolicy is what the cleaner needs of a partition and its
 // topic's configs.
-func compactionPolicy(ref partitionRef) storage.CompactionPolicy {
+func (lm *logManager) compactionPolicy(ref partitionRef) storage.CompactionPolicy {
 	p := ref.p
 	producers := map[int64]storage.ProducerLastBatch{}
 	p.appendMu.Lock()
@@ -134,6 +140,7 @@ func compactionPolicy(ref partitionRef) storage.CompactionPolicy {
 		DeleteRetentionMs:  ref.cfg.deleteRetentionMs,
 		LastStableOffset:   p.lastStableOffset(),
 		Producers:          producers,
+		MaxMapEntries:      lm.mapEntries,
 	}
 }
 
@@ -167,7 +174,7 @@ func (lm *logManager) cleanFilthiest() bool {
 		if !ref.cfg.compact || lm.cleaning[ref.p] {
 			continue
 		}
-		c, err := ref.p.log.Cleanable(compactionPolicy(ref), now)
+		c, err := ref.p.log.Cleanable(lm.compactionPolicy(ref), now)
 		if err != nil {
 			if !errors.Is(err, storage.ErrClosed) {
 				lm.b.log.Warn("cleaner: cannot inspect log", "topic", ref.p.topic, "partition", ref.p.index, "err", err)
@@ -190,7 +197,7 @@ func (lm *logManager) cleanFilthiest() bool {
 		delete(lm.cleaning, best.p)
 		lm.mu.Unlock()
 	}()
-	res, err := best.p.log.Clean(lm.b.ctx, compactionPolicy(best), now)
+	res, err := best.p.log.Clean(lm.b.ctx, lm.compactionPolicy(best), now)
 	switch {
 	case err == nil:
 		lm.b.log.Info("cleaner: cleaned log", "topic", best.p.topic, "partition", best.p.index,

@@ -262,7 +262,7 @@ func TestConsumerOffsetsCompactedAndReplayed(t *testing.T) {
 	if !ref.cfg.compact {
 		t.Fatal("__consumer_offsets is not compacted")
 	}
-	res, err := p.log.Clean(ctx, compactionPolicy(ref), lm.now())
+	res, err := p.log.Clean(ctx, lm.compactionPolicy(ref), lm.now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"crypto/md5"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -111,8 +112,9 @@ type CompactionPolicy struct {
 	// nil while the log has no transaction index.
 	AbortedTxns func(from, to int64) []AbortedTxn
 	// MaxMapEntries bounds the keys one round indexes (0: about 5 million,
-	// Kafka's default dedupe buffer); a round that fills it cleans up to
-	// the last segment it indexed whole and leaves the rest for the next.
+	// what Kafka's default 128 MiB log.cleaner.dedupe.buffer.size holds); a
+	// round that fills it cleans up to the last offset it indexed and
+	// leaves the rest for the next.
 	MaxMapEntries int
 }
 
@@ -324,7 +326,7 @@ type cleaner struct {
 	// cleaned.
 	groupEnd int64
 	txn      *txnTracker
-	keys     map[string]int64
+	keys     map[[md5.Size]byte]int64
 	// latest is the largest offset indexed: records above it are kept.
 	latest         int64
 	read, retained int
@@ -394,56 +396,70 @@ func (cl *cleaner) forEachBatch(seg *segment, fn func(b []byte) error) error {
 }
 
 // buildOffsetMap is Kafka's buildOffsetMap: key -> latest offset over the
-// dirty segments from firstDirty to cl.fuo, skipping control batches and
-// aborted transactions. It returns the round's end: cl.fuo, or, if the
-// map filled up, the end of the last segment indexed whole.
+// dirty section from firstDirty to cl.fuo, skipping control batches and
+// aborted transactions. Keys are held as their MD5 digest, as Kafka's
+// SkimpyOffsetMap holds them, so the map's memory does not depend on key
+// sizes (two keys colliding would lose the older one's latest record, the
+// risk Kafka takes too). When the map is full it stops, as Kafka does, even
+// inside a batch; the round then ends after the last offset indexed and
+// records above it are kept. It returns the round's end offset.
 func (cl *cleaner) buildOffsetMap(segs []*segment, nextBase []int64, firstDirty int64) (int64, error) {
 	maxEntries := cl.p.MaxMapEntries
 	if maxEntries <= 0 {
 		maxEntries = defaultMaxMapEntries
 	}
-	cl.keys = map[string]int64{}
+	cl.keys = map[[md5.Size]byte]int64{}
 	cl.latest = firstDirty - 1
 	txn := newTxnTracker(nil)
 	if cl.p.AbortedTxns != nil {
 		txn = newTxnTracker(cl.p.AbortedTxns(firstDirty, cl.fuo))
 	}
+	full := false
 	for i, seg := range segs {
 		if nextBase[i] <= firstDirty {
 			continue
 		}
-		if seg.base >= cl.fuo {
+		if seg.base >= cl.fuo || full {
 			break
-		}
-		if len(cl.keys) >= maxEntries {
-			return seg.base, nil
 		}
 		err := cl.forEachBatch(seg, func(b []byte) error {
 			h := parseCleanerHeader(b)
-			if h.baseOffset >= cl.fuo {
+			if h.baseOffset >= cl.fuo || full {
 				return nil
 			}
 			if h.control() {
 				_, err := txn.onControlBatch(h, b, cl.p.Codec)
 				return err
 			}
-			if txn.onBatch(h) {
-				return nil // aborted: its records never count
-			}
-			err := cl.p.Codec.Records(b, func(off int64, key []byte, _ bool) bool {
-				if key != nil && off >= firstDirty && off < cl.fuo {
-					cl.keys[string(key)] = off
+			if !txn.onBatch(h) { // an aborted batch's records never count
+				err := cl.p.Codec.Records(b, func(off int64, key []byte, _ bool) bool {
+					if key == nil || off < firstDirty || off >= cl.fuo {
+						return true
+					}
+					digest := md5.Sum(key)
+					if _, ok := cl.keys[digest]; !ok && len(cl.keys) >= maxEntries {
+						full = true
+						return false
+					}
+					cl.keys[digest] = off
+					cl.latest = max(cl.latest, off)
+					return true
+				})
+				if err != nil {
+					return err
 				}
-				return true
-			})
-			if h.lastOffset() >= firstDirty {
+			}
+			if !full && h.lastOffset() >= firstDirty {
 				cl.latest = max(cl.latest, min(h.lastOffset(), cl.fuo-1))
 			}
-			return err
+			return nil
 		})
 		if err != nil {
 			return 0, err
 		}
+	}
+	if full {
+		return cl.latest + 1, nil
 	}
 	return cl.fuo, nil
 }
@@ -621,7 +637,7 @@ func (cl *cleaner) filterBatch(b []byte) ([]byte, error) {
 		case key == nil:
 			return false
 		}
-		if latest, ok := cl.keys[string(key)]; ok && offset < latest {
+		if latest, ok := cl.keys[md5.Sum(key)]; ok && offset < latest {
 			return false
 		}
 		return !nullValue || !hasHorizon || cl.now < horizon

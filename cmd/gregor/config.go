@@ -180,6 +180,7 @@ func applyPropertiesWithOrigins(dst *broker.Config, props map[string]setting, lo
 		{"log.retention.check.interval.ms", 1, math.MaxInt64, func(n int64) { cfg.LogRetentionCheckIntervalMs = n }},
 		{"log.cleaner.threads", 1, 1024, func(n int64) { cfg.LogCleanerThreads = int(n) }},
 		{"log.cleaner.backoff.ms", 1, math.MaxInt64, func(n int64) { cfg.LogCleanerBackoffMs = n }},
+		{"log.cleaner.dedupe.buffer.size", 1, math.MaxInt64, func(n int64) { cfg.LogCleanerDedupeBufferSize = n }},
 	}
 	for _, s := range ints {
 		handled[s.key] = true

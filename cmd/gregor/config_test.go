@@ -148,6 +148,7 @@ func TestApplyPropertiesSetsTheBrokerConfig(t *testing.T) {
 		"log.cleaner.enable", "false",
 		"log.cleaner.threads", "2",
 		"log.cleaner.backoff.ms", "500",
+		"log.cleaner.dedupe.buffer.size", "1048576",
 		"log.segment.delete.delay.ms", "0",
 	), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
@@ -161,6 +162,7 @@ func TestApplyPropertiesSetsTheBrokerConfig(t *testing.T) {
 		GroupMinSessionTimeoutMs: 100, GroupMaxSessionTimeoutMs: 60000, GroupMaxSize: 10,
 		OffsetsRetentionMinutes:     60,
 		LogRetentionCheckIntervalMs: 1000, LogCleanerEnable: &no, LogCleanerThreads: 2, LogCleanerBackoffMs: 500,
+		LogCleanerDedupeBufferSize: 1048576,
 		TopicDefaults: map[string]string{
 			"file.delete.delay.ms": "0",
 			"segment.bytes":        "2097152", "max.message.bytes": "100000",
