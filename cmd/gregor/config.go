@@ -163,6 +163,7 @@ func applyPropertiesWithOrigins(dst *broker.Config, props map[string]setting, lo
 		cfg.NodeID = int32(brokerID)
 	}
 
+	noCleanerThreads := false
 	ints := []struct {
 		key    string
 		lo, hi int64
@@ -178,7 +179,7 @@ func applyPropertiesWithOrigins(dst *broker.Config, props map[string]setting, lo
 		{"group.max.size", 1, math.MaxInt32, func(n int64) { cfg.GroupMaxSize = int(n) }},
 		{"offsets.retention.minutes", 1, math.MaxInt32, func(n int64) { cfg.OffsetsRetentionMinutes = n }},
 		{"log.retention.check.interval.ms", 1, math.MaxInt64, func(n int64) { cfg.LogRetentionCheckIntervalMs = n }},
-		{"log.cleaner.threads", 1, 1024, func(n int64) { cfg.LogCleanerThreads = int(n) }},
+		{"log.cleaner.threads", 0, 1024, func(n int64) { cfg.LogCleanerThreads, noCleanerThreads = int(n), n == 0 }},
 		{"log.cleaner.backoff.ms", 1, math.MaxInt64, func(n int64) { cfg.LogCleanerBackoffMs = n }},
 		{"log.cleaner.dedupe.buffer.size", 1, math.MaxInt64, func(n int64) { cfg.LogCleanerDedupeBufferSize = n }},
 	}
@@ -198,6 +199,10 @@ func applyPropertiesWithOrigins(dst *broker.Config, props map[string]setting, lo
 		default:
 			bad("log.cleaner.enable", "expected true or false")
 		}
+	}
+	if noCleanerThreads {
+		off := false // Kafka starts no cleaner thread
+		cfg.LogCleanerEnable = &off
 	}
 
 	handled["auto.create.topics.enable"] = true

@@ -218,7 +218,7 @@ func TestApplyPropertiesRefusesInvalidValuesAndAppliesNothing(t *testing.T) {
 		{[]string{"offsets.retention.minutes", "1.5"}, "offsets.retention.minutes"},
 		{[]string{"log.retention.check.interval.ms", "0"}, "log.retention.check.interval.ms"},
 		{[]string{"log.cleaner.enable", "yes"}, "log.cleaner.enable"},
-		{[]string{"log.cleaner.threads", "0"}, "log.cleaner.threads"},
+		{[]string{"log.cleaner.threads", "-1"}, "log.cleaner.threads"},
 		{[]string{"log.retention.hours", "a week"}, "log.retention.hours"},
 		{[]string{"log.dirs", "/a,/b"}, "one directory"},
 		{[]string{"log.dirs", " "}, `log.dirs=" " (test): empty`},
