@@ -520,3 +520,14 @@ func TestLogDirIsUsedWithoutLogDirs(t *testing.T) {
 		t.Fatalf("DataDir %q, err %v", cfg.DataDir, err)
 	}
 }
+
+func TestLogCleanerThreadsZeroDisablesTheCleaner(t *testing.T) {
+	var cfg broker.Config
+	if err := applyProperties(&cfg, props("log.cleaner.enable", "true", "log.cleaner.threads", "0"),
+		slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.LogCleanerEnable == nil || *cfg.LogCleanerEnable {
+		t.Fatalf("log.cleaner.threads=0 left the cleaner enabled: %+v", cfg.LogCleanerEnable)
+	}
+}
