@@ -11,6 +11,9 @@
 //
 // The broker logs "gregor: ready" once it accepts connections, and stops
 // cleanly on SIGINT or SIGTERM.
+//
+// The client commands (topic, produce, consume, group, cluster) talk to any
+// Kafka-compatible cluster; see docs/cli.md.
 package main
 
 import (
@@ -52,7 +55,7 @@ func newApp() *cli.App {
 	return &cli.App{
 		Name:           "gregor",
 		Usage:          "a message broker that speaks the Apache Kafka protocol",
-		Commands:       []*cli.Command{serve},
+		Commands:       []*cli.Command{serve, topicCommand(), produceCommand(), consumeCommand(), groupCommand(), clusterCommand()},
 		DefaultCommand: "serve",
 		Flags:          serve.Flags,
 		// --override listeners=PLAINTEXT://a:1,CONTROLLER://b:2 is one value.
