@@ -266,7 +266,7 @@ func (l *Log) Clean(ctx context.Context, p CompactionPolicy, nowMs int64) (Clean
 	if p.AbortedTxns != nil && len(todo) > 0 {
 		cl.txn = newTxnTracker(p.AbortedTxns(todo[0].base, endOffset))
 	}
-	for _, group := range l.groupSegments(todo, c.FirstUncleanable) {
+	for _, group := range groupSegments(l.cfg, todo, c.FirstUncleanable) {
 		last := slices.Index(segs, group[len(group)-1])
 		cl.groupEnd = nextBase[last]
 		if err := cl.cleanGroup(group, &res); err != nil {
@@ -284,14 +284,18 @@ func (l *Log) Clean(ctx context.Context, p CompactionPolicy, nowMs int64) (Clean
 }
 
 // groupSegments is Kafka's groupSegmentsBySize: consecutive segments whose
-// bytes and index entries fit one segment and whose offsets fit its 32-bit
-// relative offsets.
-func (l *Log) groupSegments(segs []*segment, firstUncleanable int64) [][]*segment {
+// bytes and index entries fit one segment (cfg's segment.bytes and
+// segment.index.bytes) and whose offsets fit its 32-bit relative offsets.
+// The segments are closed: their entry counts no longer change.
+func groupSegments(cfg Config, segs []*segment, firstUncleanable int64) [][]*segment {
+	indexBytes := func(s *segment) (idx, tim int) {
+		return s.offsets.entries() * offsetEntrySize, s.times.entries() * timeEntrySize
+	}
 	var groups [][]*segment
 	for len(segs) > 0 {
 		g := []*segment{segs[0]}
 		size := segs[0].size
-		idx, tim := len(segs[0].offsets.buf), len(segs[0].times.buf)
+		idx, tim := indexBytes(segs[0])
 		segs = segs[1:]
 		for len(segs) > 0 {
 			s := segs[0]
@@ -299,15 +303,16 @@ func (l *Log) groupSegments(segs []*segment, firstUncleanable int64) [][]*segmen
 			if len(segs) > 1 {
 				lastOffset = segs[1].base - 1
 			}
-			if size+s.size > l.cfg.SegmentBytes ||
-				idx+len(s.offsets.buf) > l.cfg.SegmentIndexBytes ||
-				tim+len(s.times.buf) > l.cfg.SegmentIndexBytes-timeEntrySize ||
+			sIdx, sTim := indexBytes(s)
+			if size+s.size > cfg.SegmentBytes ||
+				idx+sIdx > cfg.SegmentIndexBytes ||
+				tim+sTim > cfg.SegmentIndexBytes-timeEntrySize ||
 				(s.size > 0 && lastOffset-g[0].base > math.MaxInt32) {
 				break
 			}
 			g = append(g, s)
 			size += s.size
-			idx, tim = idx+len(s.offsets.buf), tim+len(s.times.buf)
+			idx, tim = idx+sIdx, tim+sTim
 			segs = segs[1:]
 		}
 		groups = append(groups, g)
@@ -486,8 +491,8 @@ func (cl *cleaner) cleanGroup(group []*segment, res *CleanResult) (err error) {
 		}
 	}()
 
-	w := segmentWriter{seg: out, interval: int64(l.cfg.IndexIntervalBytes)}
-	w.lastTimeTs, _ = out.times.last()
+	out.offsets.f, out.times.f = out.idxFile, out.timeFile
+	w := segmentWriter{seg: out, interval: int64(l.cfg.IndexIntervalBytes), lastTimeTs: noTimestamp}
 	for _, seg := range group {
 		res.SegmentsIn++
 		res.BytesIn += seg.size
@@ -708,11 +713,13 @@ func appendEmptyBatch(dst, b []byte) []byte {
 }
 
 // segmentWriter writes batches to a new segment and builds its indexes
-// with the rule Append and recovery use.
+// with the rule Append and recovery use. The segment is not yet in the
+// log, so nothing else reads it.
 type segmentWriter struct {
 	seg                    *segment
 	interval               int64
 	lastIdxPos, lastTimeTs int64
+	idx, tim               []byte // the index entries, written by finish
 	pending                []byte
 	pendingPos             int64
 }
@@ -726,10 +733,10 @@ func (w *segmentWriter) append(b []byte) error {
 		s.maxTs, s.maxTsOffset = h.maxTimestamp, h.lastOffset()
 	}
 	if s.size-w.lastIdxPos > w.interval {
-		s.offsets.buf = appendOffsetEntry(s.offsets.buf, s.base, h.lastOffset(), s.size)
+		w.idx = appendOffsetEntry(w.idx, s.base, h.lastOffset(), s.size)
 		w.lastIdxPos = s.size
 		if s.maxTs > w.lastTimeTs {
-			s.times.buf = appendTimeEntry(s.times.buf, s.base, s.maxTs, s.maxTsOffset)
+			w.tim = appendTimeEntry(w.tim, s.base, s.maxTs, s.maxTsOffset)
 			w.lastTimeTs = s.maxTs
 		}
 	}
@@ -756,23 +763,26 @@ func (w *segmentWriter) flush() error {
 	return nil
 }
 
-// finish writes what is buffered and the indexes, with the final time
-// entry of an inactive segment, and fsyncs the three files.
+// finish writes what is buffered and the index files, and fsyncs the three
+// files. The segment is never active: its index files hold exactly their
+// entries (trimmed, not preallocated, as Kafka's cleaner leaves them), the
+// time index ending with the segment's max timestamp as an inactive
+// segment's does, and they are mapped on the first lookup once the segment
+// is in the log.
 func (w *segmentWriter) finish() error {
 	if err := w.flush(); err != nil {
 		return err
 	}
 	s := w.seg
-	s.times.buf = append(s.times.buf, s.finalTimeEntry()...)
-	if len(s.offsets.buf) > 0 {
-		if err := writeFull(s.idxFile, s.offsets.buf, 0); err != nil {
-			return fmt.Errorf("storage: clean: write index: %w", err)
-		}
+	if s.maxTs > w.lastTimeTs {
+		w.tim = appendTimeEntry(w.tim, s.base, s.maxTs, s.maxTsOffset)
+		w.lastTimeTs = s.maxTs
 	}
-	if len(s.times.buf) > 0 {
-		if err := writeFull(s.timeFile, s.times.buf, 0); err != nil {
-			return fmt.Errorf("storage: clean: write time index: %w", err)
-		}
+	if err := s.offsets.rebuild(w.idx); err != nil {
+		return fmt.Errorf("storage: clean: write index: %w", err)
+	}
+	if err := s.times.rebuild(w.tim); err != nil {
+		return fmt.Errorf("storage: clean: write time index: %w", err)
 	}
 	return s.sync()
 }
