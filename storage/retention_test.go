@@ -3,6 +3,9 @@ package storage
 import (
 	"errors"
 	"math"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -220,10 +223,18 @@ func TestRetiredSegmentsRemovedAfterDelay(t *testing.T) {
 // TestRetentionWithConcurrentReaders deletes segments while readers read
 // from the start: every read returns whole batches at the offset asked or
 // ErrOffsetOutOfRange, never garbage.
+// On OSFS the deleted segments' indexes are mapped (readers map them as
+// they go) and unmapped at once, the delay being 0.
 func TestRetentionWithConcurrentReaders(t *testing.T) {
+	forEachFS(t, func(t *testing.T, env testEnv) {
+		testRetentionWithConcurrentReaders(t, env)
+	})
+}
+
+func testRetentionWithConcurrentReaders(t *testing.T, env testEnv) {
 	cfg := testConfig()
 	cfg.FileDeleteDelay = 0
-	l := mustOpen(t, NewMemFS(), "/p", cfg)
+	l := mustOpen(t, env.fs, env.dir, cfg)
 	defer l.Close()
 	var m model
 	fillSegments(t, l, &m, 30, 1000)
@@ -248,6 +259,16 @@ func TestRetentionWithConcurrentReaders(t *testing.T) {
 				if err != nil {
 					errs <- err
 					return
+				}
+				// A timestamp lookup maps time indexes of segments that
+				// retention is about to delete.
+				tb, found, err := l.BatchAtTimestamp(1000 + off/3)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if found {
+					b = append(b, tb...)
 				}
 				for p := 0; p < len(b); {
 					h, reason := parseHeader(b[p:])
@@ -275,5 +296,68 @@ func TestRetentionWithConcurrentReaders(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)
+	}
+}
+
+// TestRetiredSegmentsUnmappedWhenRemoved checks on OSFS that segments taken
+// out of the log keep their files, renamed .deleted, until
+// FileDeleteDelay, and have their index mappings released and files closed
+// when the files are removed: at once with no delay, at Close otherwise.
+func TestRetiredSegmentsUnmappedWhenRemoved(t *testing.T) {
+	for _, delay := range []time.Duration{0, time.Hour} {
+		t.Run(delay.String(), func(t *testing.T) {
+			cfg := testConfig()
+			cfg.FileDeleteDelay = delay
+			dir := filepath.Join(t.TempDir(), "p-0")
+			l := mustOpen(t, OSFS{}, dir, cfg)
+			var m model
+			fillSegments(t, l, &m, 3, 1000)
+			for _, b := range m.visible() { // maps every segment's indexes
+				if _, err := l.Read(b.first, 1, math.MaxInt64); err != nil {
+					t.Fatal(err)
+				}
+				if _, _, err := l.BatchAtTimestamp(b.maxTs); err != nil {
+					t.Fatal(err)
+				}
+			}
+			l.mu.RLock()
+			dead := slices.Clone(l.segments[:2])
+			newStart := l.segments[2].base
+			l.mu.RUnlock()
+			for _, s := range dead {
+				if s.offsets.entries() == 0 || !s.offsets.ready.Load() || !s.times.ready.Load() {
+					t.Fatalf("segment %d: indexes not loaded by the reads", s.base)
+				}
+			}
+			if err := l.SetStartOffset(newStart); err != nil {
+				t.Fatal(err)
+			}
+			released := func(s *segment) bool {
+				return s.log == nil && s.offsets.data == nil && !s.offsets.ready.Load() &&
+					s.times.data == nil && !s.times.ready.Load()
+			}
+			for _, s := range dead {
+				_, err := os.Stat(segmentPath(dir, s.base, logSuffix) + deletedSuffix)
+				switch {
+				case delay == 0 && (!released(s) || !errors.Is(err, os.ErrNotExist)):
+					t.Fatalf("segment %d: not closed, unmapped and removed at once (file: %v)", s.base, err)
+				case delay > 0 && (released(s) || err != nil):
+					t.Fatalf("segment %d: not kept as .deleted until the delay (file: %v)", s.base, err)
+				}
+			}
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range dead {
+				if !released(s) {
+					t.Fatalf("segment %d: still open or mapped after Close", s.base)
+				}
+			}
+			for _, name := range dirNames(t, OSFS{}, dir) {
+				if strings.HasSuffix(name, deletedSuffix) {
+					t.Fatalf("%s left after Close", name)
+				}
+			}
+		})
 	}
 }
