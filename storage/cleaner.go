@@ -378,6 +378,9 @@ func (cl *cleaner) forEachBatch(seg *segment, fn func(b []byte) error) error {
 		if err := cl.ctx.Err(); err != nil {
 			return err
 		}
+		if cl.log.cleanAbort.Load() {
+			return ErrClosed // Close or Delete waits for the round to stop
+		}
 		h, err := seg.readHeader(pos, scratch[:])
 		if err != nil {
 			return err

@@ -7,6 +7,7 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 )
@@ -278,4 +279,57 @@ func TestRecoveryOfCleanedLog(t *testing.T) {
 			t.Fatalf("Open = %v, want ErrCorrupt", err)
 		}
 	})
+}
+
+// TestCloseAndDeleteStopACleaningRound runs Close or Delete while a
+// cleaning round is reading the log: they wait for the round, which stops
+// with ErrClosed, instead of closing files under it.
+func TestCloseAndDeleteStopACleaningRound(t *testing.T) {
+	for _, op := range []struct {
+		name string
+		do   func(*Log) error
+	}{{"Close", (*Log).Close}, {"Delete", (*Log).Delete}} {
+		t.Run(op.name, func(t *testing.T) {
+			forEachFS(t, func(t *testing.T, env testEnv) {
+				l := mustOpen(t, env.fs, env.dir, testConfig())
+				fillKeyed(t, l, 3)
+				entered, release := make(chan struct{}), make(chan struct{})
+				var once sync.Once
+				codec := keyCodec{keys: 5, block: func() {
+					once.Do(func() {
+						close(entered)
+						<-release
+					})
+				}}
+				cleaned := make(chan error, 1)
+				go func() {
+					_, err := l.Clean(context.Background(), keyPolicy(codec), 5000)
+					cleaned <- err
+				}()
+				<-entered
+				done := make(chan error, 1)
+				go func() { done <- op.do(l) }()
+				deadline := time.Now().Add(30 * time.Second)
+				for !l.cleanAbort.Load() {
+					if time.Now().After(deadline) {
+						t.Fatalf("%s never asked the cleaning round to stop", op.name)
+					}
+					time.Sleep(time.Millisecond)
+				}
+				// The round is blocked inside the codec, holding cleanMu.
+				select {
+				case err := <-done:
+					t.Fatalf("%s returned (%v) while a cleaning round was reading the log", op.name, err)
+				default:
+				}
+				close(release)
+				if err := <-cleaned; !errors.Is(err, ErrClosed) {
+					t.Fatalf("Clean = %v, want ErrClosed", err)
+				}
+				if err := <-done; err != nil {
+					t.Fatalf("%s: %v", op.name, err)
+				}
+			})
+		})
+	}
 }

@@ -149,8 +149,9 @@ func (c Config) validate() error {
 //	cleanMu -> syncMu -> appendMu -> mu -> deleteMu
 //
 // cleanMu is held by the cleaner for a whole cleaning and by every call
-// that removes segments (retention, SetStartOffset, Truncate), so the
-// cleaner reads closed segments without blocking appends.
+// that removes segments or closes their files (retention, SetStartOffset,
+// Truncate, Close, Delete), so the cleaner reads closed segments without
+// blocking appends.
 // syncMu is held by Sync and by every call that removes or closes segment
 // files or writes the checkpoint, so Sync can fsync files without holding
 // appendMu. appendMu serializes mutators. mu guards the segment list and
@@ -193,6 +194,10 @@ type Log struct {
 	// firstDirty is the cleaner's checkpoint (cleaner.go), -1 until read
 	// from disk; guarded by cleanMu.
 	firstDirty int64
+	// cleanAbort is set by Close and Delete to stop a cleaning round
+	// between batches: the round reads closed segments' files holding only
+	// cleanMu, so they wait for it before closing any file.
+	cleanAbort atomic.Bool
 }
 
 // RecoveryStats reports what Open did.
@@ -735,8 +740,11 @@ func (l *Log) Sync() error {
 // marker (so the next Open skips the CRC scan) and closes the files. A
 // failed Log is closed without the marker, so that the next Open recovers.
 // Close waits for reads in progress; later calls return ErrClosed. Closing
-// twice returns nil.
+// twice returns nil. A cleaning round in progress is stopped first.
 func (l *Log) Close() error {
+	l.cleanAbort.Store(true)
+	l.cleanMu.Lock()
+	defer l.cleanMu.Unlock()
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
 	l.appendMu.Lock()
@@ -786,8 +794,12 @@ func (l *Log) shutdownCleanly() error {
 	return writeCleanShutdown(l.fsys, l.dir)
 }
 
-// Delete closes the log without syncing and removes its directory.
+// Delete closes the log without syncing and removes its directory. A
+// cleaning round in progress is stopped first.
 func (l *Log) Delete() error {
+	l.cleanAbort.Store(true)
+	l.cleanMu.Lock()
+	defer l.cleanMu.Unlock()
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
 	l.appendMu.Lock()
