@@ -246,7 +246,12 @@ func (l *Log) Clean(ctx context.Context, p CompactionPolicy, nowMs int64) (Clean
 	start := l.start.Load()
 	l.mu.RUnlock()
 
-	cl := &cleaner{log: l, p: p, now: nowMs, ctx: ctx, fuo: c.FirstUncleanable}
+	// The settings are read once: SetConfig may change them meanwhile
+	// (under appendMu, which the round does not hold).
+	l.appendMu.Lock()
+	cfg := l.cfg
+	l.appendMu.Unlock()
+	cl := &cleaner{log: l, cfg: cfg, p: p, now: nowMs, ctx: ctx, fuo: c.FirstUncleanable}
 	endOffset, err := cl.buildOffsetMap(segs, nextBase, c.FirstDirty)
 	if err != nil {
 		return res, err
@@ -266,7 +271,7 @@ func (l *Log) Clean(ctx context.Context, p CompactionPolicy, nowMs int64) (Clean
 	if p.AbortedTxns != nil && len(todo) > 0 {
 		cl.txn = newTxnTracker(p.AbortedTxns(todo[0].base, endOffset))
 	}
-	for _, group := range groupSegments(l.cfg, todo, c.FirstUncleanable) {
+	for _, group := range groupSegments(cfg, todo, c.FirstUncleanable) {
 		last := slices.Index(segs, group[len(group)-1])
 		cl.groupEnd = nextBase[last]
 		if err := cl.cleanGroup(group, &res); err != nil {
@@ -323,6 +328,7 @@ func groupSegments(cfg Config, segs []*segment, firstUncleanable int64) [][]*seg
 // cleaner is one cleaning round.
 type cleaner struct {
 	log *Log
+	cfg Config // the log's settings when the round began
 	p   CompactionPolicy
 	now int64
 	ctx context.Context
@@ -476,7 +482,7 @@ func (cl *cleaner) buildOffsetMap(segs []*segment, nextBase []int64, firstDirty 
 func (cl *cleaner) cleanGroup(group []*segment, res *CleanResult) (err error) {
 	l := cl.log
 	base := group[0].base
-	out := newSegment(l.dir, base, l.cfg)
+	out := newSegment(l.dir, base, cl.cfg)
 	files := map[string]*File{logSuffix: &out.log, indexSuffix: &out.idxFile, timeIndexSuffix: &out.timeFile}
 	for suffix, f := range files {
 		if *f, err = l.fsys.OpenFile(segmentPath(l.dir, base, suffix)+cleanedSuffix, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644); err != nil {
@@ -495,7 +501,7 @@ func (cl *cleaner) cleanGroup(group []*segment, res *CleanResult) (err error) {
 	}()
 
 	out.offsets.f, out.times.f = out.idxFile, out.timeFile
-	w := segmentWriter{seg: out, interval: int64(l.cfg.IndexIntervalBytes), lastTimeTs: noTimestamp}
+	w := segmentWriter{seg: out, interval: int64(cl.cfg.IndexIntervalBytes), lastTimeTs: noTimestamp}
 	for _, seg := range group {
 		res.SegmentsIn++
 		res.BytesIn += seg.size

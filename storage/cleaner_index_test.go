@@ -333,3 +333,42 @@ func TestCloseAndDeleteStopACleaningRound(t *testing.T) {
 		})
 	}
 }
+
+// TestSetConfigDuringCleaning alters the log's settings while a cleaning
+// round runs; the round keeps the settings it started with, read under
+// appendMu (the race detector checks that), and cleans correctly.
+func TestSetConfigDuringCleaning(t *testing.T) {
+	l := mustOpen(t, NewMemFS(), "/p", testConfig())
+	defer l.Close()
+	fillKeyed(t, l, 3)
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	codec := keyCodec{keys: 5, block: func() {
+		once.Do(func() {
+			close(entered)
+			<-release
+		})
+	}}
+	type result struct {
+		res CleanResult
+		err error
+	}
+	cleaned := make(chan result, 1)
+	go func() {
+		res, err := l.Clean(context.Background(), keyPolicy(codec), 5000)
+		cleaned <- result{res, err}
+	}()
+	<-entered
+	close(release)
+	// Nothing orders this alteration with the round's progress.
+	cfg := testConfig()
+	cfg.SegmentBytes, cfg.IndexIntervalBytes, cfg.SegmentIndexBytes = 1<<20, 1, 1<<20
+	if err := l.SetConfig(cfg); err != nil {
+		t.Fatal(err)
+	}
+	r := <-cleaned
+	if r.err != nil || r.res.SegmentsOut == 0 {
+		t.Fatalf("Clean = %+v, %v", r.res, r.err)
+	}
+	checkLookups(t, l, walkLog(t, l))
+}
