@@ -85,7 +85,10 @@
 // ever taken for an entry. After an unclean shutdown the last segment is
 // scanned and its indexes rebuilt anyway. SegmentIndexBytes bounds the
 // entries a segment takes before it is rolled (the time index keeping one
-// slot free for the final entry, as Kafka's does).
+// slot free for the final entry, as Kafka's does). A segment the cleaner
+// writes is never active: its index files are written holding exactly their
+// entries, the final time entry included, as a rolled segment's are
+// trimmed, and are mapped on the segment's first lookup.
 //
 // kafka-dump-log (Kafka 4.2.2) reads all of it as it reads Kafka's own
 // files: trimmed indexes pass --index-sanity-check and --verify-index-only.
@@ -102,6 +105,10 @@
 // index entries, so memory does not grow with log size or partition count
 // beyond the index pages lookups touch. MemFS files cannot be mapped: there
 // the entries are kept in the heap and the files are not preallocated.
+// A segment that retention or the cleaner takes out of the log is no longer
+// in the segment list that reads search (under Log.mu), so no read reaches
+// it; its files are renamed .deleted (a mapping survives the rename) and
+// are unmapped, closed and removed after FileDeleteDelay, or at Close.
 //
 // A segment is rolled before an append when the append would take it past
 // SegmentBytes, when either index is full, when an offset would not fit in
