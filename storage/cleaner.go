@@ -852,13 +852,19 @@ func (l *Log) writeFirstDirty(off int64) error {
 	return nil
 }
 
-// FirstDirtyOffset returns the cleaner checkpoint: offsets below it have
-// been cleaned at least once.
+// FirstDirtyOffset returns where the next cleaning round starts: the
+// cleaner checkpoint (offsets below it have been cleaned at least once), or
+// the log start offset when the checkpoint lies outside the log, as Kafka's
+// cleanableOffsets resets it (below the start after retention, past the
+// end after recovery cut the log).
 func (l *Log) FirstDirtyOffset() (int64, error) {
 	l.cleanMu.Lock()
 	defer l.cleanMu.Unlock()
 	if err := l.loadFirstDirty(); err != nil {
 		return 0, err
 	}
-	return max(l.firstDirty, l.start.Load()), nil
+	if start := l.start.Load(); l.firstDirty < start || l.firstDirty > l.end.Load() {
+		return start, nil
+	}
+	return l.firstDirty, nil
 }
