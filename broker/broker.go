@@ -42,6 +42,8 @@ type Broker struct {
 
 	// groups drives the group coordinator (groups.go).
 	groups *groupCoordinator
+	// logs runs retention and the log cleaner (logmanager.go).
+	logs *logManager
 
 	// metrics are the broker's Prometheus series (metrics.go), served on
 	// the HTTP listener (http.go) when one is configured.
@@ -138,6 +140,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	b.wg.Add(1)
 	go b.acceptLoop()
+	b.startLogManager()
 	started = true
 	b.ready.Store(true)
 	b.log.Info("gregor: ready", "listen", ln.Addr().String(), "advertise", advertise,

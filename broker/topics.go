@@ -111,6 +111,7 @@ func (e effectiveTopicConfig) storageConfig() storage.Config {
 		SegmentIndexBytes:  e.segmentIndexBytes,
 		SegmentMs:          e.segmentMs,
 		SegmentJitterMs:    e.segmentJitterMs,
+		FileDeleteDelay:    time.Duration(e.fileDeleteDelayMs) * time.Millisecond,
 	}
 }
 

@@ -86,6 +86,11 @@ type Config struct {
 	SegmentJitterMs int64
 	// Now is the clock for time-based rolling; nil means time.Now.
 	Now func() time.Time
+	// FileDeleteDelay is file.delete.delay.ms (default one minute): how long
+	// the files of a segment that retention or the cleaner took out of the
+	// log stay on disk, renamed to .deleted, before they are removed. 0
+	// removes them at once.
+	FileDeleteDelay time.Duration
 	// Logger receives recovery reports; nil means slog.Default().
 	Logger *slog.Logger
 	// SyncObserver, if set, is called with the duration of every fsync of a
@@ -97,7 +102,7 @@ type Config struct {
 // DefaultConfig returns Kafka's defaults.
 func DefaultConfig() Config {
 	return Config{SegmentBytes: 1 << 30, IndexIntervalBytes: 4096, SegmentIndexBytes: 10 << 20,
-		SegmentMs: 7 * 24 * time.Hour.Milliseconds()}
+		SegmentMs: 7 * 24 * time.Hour.Milliseconds(), FileDeleteDelay: time.Minute}
 }
 
 // nowMs is the clock in Unix milliseconds.
@@ -141,8 +146,12 @@ func (c Config) validate() error {
 //
 // Lock order (take left before right, never the reverse):
 //
-//	syncMu -> appendMu -> mu
+//	cleanMu -> syncMu -> appendMu -> mu -> deleteMu
 //
+// cleanMu is held by the cleaner for a whole cleaning and by every call
+// that removes segments or closes their files (retention, SetStartOffset,
+// Truncate, Close, Delete), so the cleaner reads closed segments without
+// blocking appends.
 // syncMu is held by Sync and by every call that removes or closes segment
 // files or writes the checkpoint, so Sync can fsync files without holding
 // appendMu. appendMu serializes mutators. mu guards the segment list and
@@ -155,9 +164,11 @@ type Log struct {
 	cfg    Config
 	logger *slog.Logger
 
+	cleanMu  sync.Mutex
 	syncMu   sync.Mutex
 	appendMu sync.Mutex
 	mu       sync.RWMutex
+	deleteMu sync.Mutex // a leaf: guards pendingDeletes and deletesDone
 
 	segments []*segment // ascending base offsets, contiguous; guarded by mu
 	closed   bool       // guarded by mu; set holding appendMu too
@@ -176,6 +187,19 @@ type Log struct {
 	checkpointedRP int64 // the recovery point the checkpoint file holds
 
 	recovery RecoveryStats // set by Open, then read-only
+
+	// Retired segments waiting for FileDeleteDelay (retention.go); guarded
+	// by deleteMu. deletesDone is set by Close and Delete.
+	pendingDeletes map[*segment]*time.Timer
+	deletesDone    bool
+
+	// firstDirty is the cleaner's checkpoint (cleaner.go), -1 until read
+	// from disk; guarded by cleanMu.
+	firstDirty int64
+	// cleanAbort is set by Close and Delete to stop a cleaning round
+	// between batches: the round reads closed segments' files holding only
+	// cleanMu, so they wait for it before closing any file.
+	cleanAbort atomic.Bool
 }
 
 // RecoveryStats reports what Open did.
@@ -722,8 +746,11 @@ func (l *Log) Sync() error {
 // marker (so the next Open skips the CRC scan) and closes the files. A
 // failed Log is closed without the marker, so that the next Open recovers.
 // Close waits for reads in progress; later calls return ErrClosed. Closing
-// twice returns nil.
+// twice returns nil. A cleaning round in progress is stopped first.
 func (l *Log) Close() error {
+	l.cleanAbort.Store(true)
+	l.cleanMu.Lock()
+	defer l.cleanMu.Unlock()
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
 	l.appendMu.Lock()
@@ -745,6 +772,7 @@ func (l *Log) Close() error {
 			err = cerr
 		}
 	}
+	l.finishRetiredDeletes()
 	return err
 }
 
@@ -772,8 +800,12 @@ func (l *Log) shutdownCleanly() error {
 	return writeCleanShutdown(l.fsys, l.dir)
 }
 
-// Delete closes the log without syncing and removes its directory.
+// Delete closes the log without syncing and removes its directory. A
+// cleaning round in progress is stopped first.
 func (l *Log) Delete() error {
+	l.cleanAbort.Store(true)
+	l.cleanMu.Lock()
+	defer l.cleanMu.Unlock()
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
 	l.appendMu.Lock()
@@ -786,6 +818,7 @@ func (l *Log) Delete() error {
 		}
 	}
 	l.mu.Unlock()
+	l.finishRetiredDeletes()
 	if err := l.fsys.RemoveAll(l.dir); err != nil {
 		return fmt.Errorf("storage: delete %s: %w", l.dir, err)
 	}
