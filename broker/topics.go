@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path"
 	"sort"
@@ -29,6 +30,7 @@ type topic struct {
 	configs    topicConfigs
 	effective  atomic.Pointer[effectiveTopicConfig]
 	partitions []*partition
+	metrics    *topicMetrics // the topic's counters (metrics.go)
 }
 
 // setConfigs publishes a new config set and its effective form.
@@ -107,6 +109,9 @@ func (e effectiveTopicConfig) storageConfig() storage.Config {
 		SegmentBytes:       e.segmentBytes,
 		IndexIntervalBytes: e.indexIntervalBytes,
 		SegmentIndexBytes:  e.segmentIndexBytes,
+		SegmentMs:          e.segmentMs,
+		SegmentJitterMs:    e.segmentJitterMs,
+		FileDeleteDelay:    time.Duration(e.fileDeleteDelayMs) * time.Millisecond,
 	}
 }
 
@@ -119,6 +124,8 @@ type catalog struct {
 	byName    map[string]*topic
 	byID      map[[16]byte]*topic
 	defaults  map[string]string
+	log       *slog.Logger // nil: slog.Default()
+	metrics   *brokerMetrics
 
 	// nextProducerID is the next producer id to hand out, producerIDBlockEnd
 	// the end of the reserved block it is taken from (persisted).
@@ -148,7 +155,7 @@ func (c *catalog) load() error {
 		if err != nil || len(idBytes) != 16 {
 			return fmt.Errorf("broker: %s: topic %q has a bad id %q", metadataFile, rec.Name, rec.ID)
 		}
-		t := &topic{name: rec.Name}
+		t := &topic{name: rec.Name, metrics: c.metrics.topic(rec.Name)}
 		copy(t.id[:], idBytes)
 		if rec.Configs == nil {
 			rec.Configs = topicConfigs{}
@@ -169,11 +176,25 @@ func (c *catalog) load() error {
 }
 
 func (c *catalog) openPartition(t *topic, p int32) (*partition, error) {
-	l, err := storage.Open(c.fs, path.Join(c.dir, partitionDir(t.name, p)), t.effective.Load().storageConfig())
+	sc := t.effective.Load().storageConfig()
+	if c.metrics != nil {
+		sc.SyncObserver = c.metrics.observeFsync
+	}
+	l, err := storage.Open(c.fs, path.Join(c.dir, partitionDir(t.name, p)), sc)
 	if err != nil {
 		return nil, fmt.Errorf("broker: opening partition %s-%d: %w", t.name, p, err)
 	}
 	part := newPartition(t.name, p, l)
+	if c.log != nil {
+		part.logger = c.log
+	}
+	// Take the lead as Kafka's Partition.makeLeader does: the leader epoch
+	// starts at the log end, unless the log has reached it already. Append
+	// records it too, at the first batch stamped with it.
+	if err := l.AssignEpoch(part.leaderEpoch, l.EndOffset()); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("broker: opening partition %s-%d: %w", t.name, p, err)
+	}
 	if err := part.producers.load(l, time.Now().UnixMilli()); err != nil {
 		l.Close()
 		return nil, fmt.Errorf("broker: rebuilding the producer state of %s-%d: %w", t.name, p, err)
@@ -205,6 +226,7 @@ func (c *catalog) create(name string, n int32, configs topicConfigs) (*topic, er
 		}
 		return nil, err
 	}
+	t.metrics = c.metrics.topic(name)
 	return t, nil
 }
 
@@ -264,6 +286,7 @@ func (c *catalog) remove(t *topic) error {
 		c.byID[t.id] = t
 		return err
 	}
+	c.metrics.forgetTopic(t.name)
 	var firstErr error
 	for _, p := range t.partitions {
 		p.close()

@@ -20,11 +20,20 @@
 //	  00000000000000001200.index
 //	  00000000000000001200.timeindex
 //	  gregor.checkpoint               log start offset and recovery point
+//	  leader-epoch-checkpoint         leader epochs and their start offsets
+//	  00000000000000001200.snapshot   producer state of offsets [0, 1200)
+//	  gregor.cleaner-checkpoint       first dirty offset (compacted logs)
 //	  .gregor_cleanshutdown           present only while closed cleanly
+//
+// Transient names: <segment file>.deleted (a segment retention or the
+// cleaner took out of the log, removed after FileDeleteDelay), .cleaned
+// (the cleaner's output being written) and .swap (cleaned output committed,
+// being renamed into place); see retention.go and cleaner.go.
 //
 // A segment is named by its base offset in 20 digits: the offset of its
 // first batch. Segments are contiguous: each starts where the previous one
-// ends.
+// ends. Inside a cleaned segment offsets may skip (records the cleaner
+// removed), and its first batch may start after its base.
 //
 // A .log file is record batches back to back, byte for byte as Kafka stores
 // them (big-endian; the CRC-32C covers bytes 21 to the end, so the broker
@@ -67,14 +76,51 @@
 // Kafka's recovery does, so that kafka-dump-log's index check (the batch at
 // each position ends at the entry's offset) holds.
 //
-// Unlike Kafka, index files are NOT preallocated to SegmentIndexBytes:
-// entries are appended, so a file is always exactly its entries and there
-// are no zero slots to tell from real ones after a crash. kafka-dump-log
-// reads such files as Kafka's own trimmed ones. SegmentIndexBytes still
-// bounds the entries a segment takes before it is rolled (the time index
-// keeping one slot free for the final entry, as Kafka's does). Indexes are
-// also held in memory for every segment; the files are for restarts and
-// for Kafka's tools.
+// As in Kafka, the active segment's index files are preallocated: created
+// (or, when a segment becomes active by Open or Truncate, extended) to
+// SegmentIndexBytes rounded down to whole entries, zeros after the entries
+// written so far (AbstractIndex does the same). When a segment stops being
+// active (roll, Close) its files are trimmed to their entries, so the length
+// of any file Open does not rebuild says how many entries it holds, which
+// is how Kafka counts them too. A file ending in a zero slot was never
+// trimmed (a crash, or damage) and is rebuilt from the log: no zero slot is
+// ever taken for an entry. After an unclean shutdown the last segment is
+// scanned and its indexes rebuilt anyway. SegmentIndexBytes bounds the
+// entries a segment takes before it is rolled (the time index keeping one
+// slot free for the final entry, as Kafka's does). A segment the cleaner
+// writes is never active: its index files are written holding exactly their
+// entries, the final time entry included, as a rolled segment's are
+// trimmed, and are mapped on the segment's first lookup.
+//
+// kafka-dump-log (Kafka 4.2.2) reads all of it as it reads Kafka's own
+// files: trimmed indexes pass --index-sanity-check and --verify-index-only.
+// On the live active segment it counts the zero slots of the preallocated
+// files as entries, as it does on a Kafka broker's active segment, so its
+// time index sanity check fails there ("last timestamp is 0 which is less
+// than the first timestamp") exactly as it does against Kafka.
+//
+// Lookups read the index files, not copies: on OSFS each index is mapped
+// read-only and shared (entries are written with pwrite, which the mapping
+// sees through the page cache) and binary-searched in place. The active
+// segment's indexes are mapped whole; a closed segment's are mapped on its
+// first lookup and unmapped when its files are closed. The heap holds no
+// index entries, so memory does not grow with log size or partition count
+// beyond the index pages lookups touch. MemFS files cannot be mapped: there
+// the entries are kept in the heap and the files are not preallocated.
+// A segment that retention or the cleaner takes out of the log is no longer
+// in the segment list that reads search (under Log.mu), so no read reaches
+// it; its files are renamed .deleted (a mapping survives the rename) and
+// are unmapped, closed and removed after FileDeleteDelay, or at Close.
+//
+// A segment is rolled before an append when the append would take it past
+// SegmentBytes, when either index is full, when an offset would not fit in
+// 32 bits relative to its base, or when it is older than SegmentMs less a
+// random jitter drawn per segment from SegmentJitterMs. Age is Kafka's:
+// the appended batches' largest timestamp minus the max timestamp of the
+// segment's first append (its first batch's, after a restart), or, when
+// that has no timestamp, the wall clock time since the segment was
+// created. Like Kafka, rolling happens only on append. An empty segment is
+// never rolled.
 //
 // gregor.checkpoint is text, replaced atomically (temporary file, fsync,
 // rename, directory fsync):
@@ -86,6 +132,48 @@
 // Kafka keeps these two per log directory (log-start-offset-checkpoint,
 // recovery-point-offset-checkpoint); storage keeps them per partition.
 //
+// leader-epoch-checkpoint is Kafka's file of that name, text, replaced
+// atomically like gregor.checkpoint (epoch.go):
+//
+//	0                       version
+//	2                       number of entries
+//	0 0                     epoch 0 starts at offset 0
+//	3 1200                  epoch 3 starts at offset 1200
+//
+// Append assigns an entry before writing the first batch stamped with a
+// newer epoch; truncations and SetStartOffset trim the entries; Open trims
+// them to the recovered log and rebuilds a missing file from the batch
+// headers. Its lock (epochCache.mu) is a leaf, taken after any Log lock.
+//
+// <offset>.snapshot is Kafka's ProducerSnapshot v1 (producer_snapshot.go),
+// the producer state of every batch below offset, written atomically:
+//
+//	+---------------------------+ 0
+//	| version        int16 (1)  |
+//	| crc            uint32     |   CRC-32C of bytes [6, end)
+//	| count          int32      |
+//	+---------------------------+ 10
+//	| producerId     int64      |   count entries of 46 bytes; Gregor
+//	| epoch          int16      |   writes one per retained batch (up to
+//	| lastSequence   int32      |   five per producer), oldest first, so
+//	| lastOffset     int64      |   that Kafka, keeping the last entry of a
+//	| offsetDelta    int32      |   producer, reads what it writes itself
+//	| timestamp      int64      |
+//	| coordinatorEpoch int32    |   -1 until transactions
+//	| currentTxnFirstOffset int64|  -1 when no transaction is open
+//	+---------------------------+
+//
+// The latest two are kept; those past the log end after a truncation or a
+// torn tail are deleted, and a corrupt one is deleted when read.
+//
+// # Reading without copying
+//
+// ReadSlice returns the batches a read would copy as ranges of the .log
+// files (a Slice). The segment's file is reference-counted: removing the
+// segment drops the segment's reference, and the file closes when the last
+// Slice naming it is released, so a send in flight keeps reading the
+// removed file's data.
+//
 // # Durability and recovery
 //
 // Append writes to the page cache only. Sync fsyncs the segments written
@@ -94,6 +182,9 @@
 // segment boundary. Close syncs everything, writes the checkpoint and then
 // the clean-shutdown marker. Open removes the marker (durably) and, after
 // an unclean shutdown, CRC-scans the segments at or above the recovery
-// point; see Open for the rules. In short: a damaged tail of the last
-// segment is cut (a torn write); damage anywhere else is ErrCorrupt.
+// point; see Open for the rules. In short, as Kafka's LogLoader: the log
+// is cut at the first invalid batch in those segments and the segments
+// after it are deleted. A segment below the recovery point (or any, after
+// a clean shutdown) whose indexes fail the cheap checks is rebuilt from
+// its log; damage found in its batches is ErrCorrupt unless it is the last.
 package storage

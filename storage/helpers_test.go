@@ -199,6 +199,9 @@ func (m *model) check(t testing.TB, l *Log) {
 		if !bytes.Equal(got, all) {
 			t.Fatalf("Read all = %d bytes, want %d", len(got), len(all))
 		}
+		if got := sliceBytes(t, l, m.start, len(all), m.end); !bytes.Equal(got, all) {
+			t.Fatalf("ReadSlice all = %d bytes, want %d", len(got), len(all))
+		}
 	}
 }
 
@@ -293,4 +296,10 @@ func memFileOf(t testing.TB, b []byte) File {
 		t.Fatal(err)
 	}
 	return f
+}
+
+// fillIndex makes x read the entries b from the heap, as on MemFS.
+func fillIndex(x *indexFile, b []byte) {
+	x.n, x.data = len(b)/x.entrySize, b
+	x.ready.Store(true)
 }

@@ -13,6 +13,8 @@ import (
 // start is a no-op, as in Kafka; one above EndOffset is ErrOffsetOutOfRange.
 // offset may fall inside a batch: reads at it return that whole batch.
 func (l *Log) SetStartOffset(offset int64) error {
+	l.cleanMu.Lock()
+	defer l.cleanMu.Unlock()
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
 	l.appendMu.Lock()
@@ -33,6 +35,9 @@ func (l *Log) SetStartOffset(offset int64) error {
 		return err
 	}
 	l.checkpointedRP = rp
+	if err := l.epochs.truncateFromStart(offset); err != nil {
+		return err
+	}
 	l.mu.Lock()
 	l.start.Store(offset)
 	n := 0
@@ -43,13 +48,9 @@ func (l *Log) SetStartOffset(offset int64) error {
 	l.segments = append([]*segment(nil), l.segments[n:]...)
 	l.mu.Unlock()
 
-	// No reader can reach the dead segments any more; a crash before they
-	// are gone leaves files that Open deletes, being below the start.
-	var errs []error
-	for _, seg := range dead {
-		errs = append(errs, seg.remove(l.fsys, l.dir))
-	}
-	return errors.Join(errs...)
+	// No read issued from now on reaches the dead segments; a crash before
+	// they are gone leaves files that Open deletes, being below the start.
+	return l.retire(dead)
 }
 
 // Truncate removes every batch holding an offset at or above offset, for
@@ -63,6 +64,8 @@ func (l *Log) SetStartOffset(offset int64) error {
 // The lowered recovery point is checkpointed first, so a crash part way
 // leaves a state the next Open recovers by scanning.
 func (l *Log) Truncate(offset int64) error {
+	l.cleanMu.Lock()
+	defer l.cleanMu.Unlock()
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
 	l.appendMu.Lock()
@@ -81,6 +84,10 @@ func (l *Log) Truncate(offset int64) error {
 	}
 	k := l.segmentFor(offset)
 	seg := l.segments[k]
+	wasActive := k == len(l.segments)-1
+	if err := seg.loadIndexes(); err != nil {
+		return err
+	}
 	var scratch [batchHeaderSize]byte
 	pos, h, found, err := seg.locate(offset, scratch[:])
 	if err != nil {
@@ -100,6 +107,12 @@ func (l *Log) Truncate(offset int64) error {
 		l.checkpointedRP = rp
 	}
 	l.recoveryPoint = min(l.recoveryPoint, newEnd)
+	if err := l.epochs.truncateFromEnd(newEnd); err != nil {
+		return err
+	}
+	if err := l.removeSnapshotsAbove(newEnd); err != nil {
+		return err
+	}
 
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -114,16 +127,46 @@ func (l *Log) Truncate(offset int64) error {
 			return l.fail(err)
 		}
 	}
-	idxLen, timLen := seg.offsets.truncatedLen(newEnd), seg.times.truncatedLen(newEnd)
-	if err := errors.Join(seg.log.Truncate(pos), seg.idxFile.Truncate(int64(idxLen)), seg.timeFile.Truncate(int64(timLen))); err != nil {
+	idxN, timN := seg.offsets.truncatedEntries(newEnd), seg.times.truncatedEntries(newEnd)
+	if err := errors.Join(seg.log.Truncate(pos), seg.offsets.truncateEntries(idxN), seg.times.truncateEntries(timN)); err != nil {
 		return l.fail(fmt.Errorf("storage: truncate %s: %w", seg.path, err))
 	}
 	seg.size, seg.end = pos, newEnd
-	seg.offsets.buf = seg.offsets.buf[:idxLen]
-	seg.times.buf = seg.times.buf[:timLen]
+	if !wasActive {
+		// As Kafka's LogSegment.truncateTo: the segment is active again,
+		// its indexes preallocated again.
+		if err := seg.activate(l.cfg); err != nil {
+			return l.fail(err)
+		}
+	}
 	if err := seg.recomputeMaxTimestamp(); err != nil {
 		return l.fail(err)
 	}
+	if err := seg.resetRoll(l.cfg, !wasActive); err != nil {
+		return l.fail(err)
+	}
+	return nil
+}
+
+// resetRoll sets the time-based roll state of a segment that becomes (or
+// stays) active after a truncation or an Open, as Kafka's LogSegment does:
+// an empty segment counts as created now, with no first timestamp; one
+// with data takes its first batch's max timestamp, read from disk when
+// reload is set (Kafka's loadFirstBatchTimestamp), or keeps what it had.
+func (s *segment) resetRoll(cfg Config, reload bool) error {
+	if s.size == 0 {
+		s.created, s.rollTs = cfg.nowMs(), noTimestamp
+		return nil
+	}
+	if !reload {
+		return nil
+	}
+	var scratch [batchHeaderSize]byte
+	h, err := s.readHeader(0, scratch[:])
+	if err != nil {
+		return err
+	}
+	s.rollTs = h.maxTimestamp
 	return nil
 }
 
@@ -132,6 +175,8 @@ func (l *Log) Truncate(offset int64) error {
 // truncateFullyAndStartAt, for a follower whose fetch offset fell below the
 // leader's log start. Durable when it returns.
 func (l *Log) TruncateFully(offset int64) error {
+	l.cleanMu.Lock()
+	defer l.cleanMu.Unlock()
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
 	l.appendMu.Lock()
@@ -151,6 +196,12 @@ func (l *Log) truncateFully(offset int64) error {
 		return err
 	}
 	l.recoveryPoint, l.checkpointedRP = offset, offset
+	if err := l.epochs.clear(); err != nil {
+		return err
+	}
+	if err := l.removeSnapshots(func(int64) bool { return true }); err != nil {
+		return err
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	dead := l.segments
@@ -162,6 +213,11 @@ func (l *Log) truncateFully(offset int64) error {
 	}
 	ns := newSegment(l.dir, offset, l.cfg)
 	if _, err := ns.openFiles(l.fsys, l.dir, true); err != nil {
+		ns.remove(l.fsys, l.dir)
+		l.segments = nil
+		return l.fail(err)
+	}
+	if err := ns.activate(l.cfg); err != nil {
 		ns.remove(l.fsys, l.dir)
 		l.segments = nil
 		return l.fail(err)
