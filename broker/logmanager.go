@@ -140,6 +140,7 @@ func (lm *logManager) compactionPolicy(ref partitionRef) storage.CompactionPolic
 		DeleteRetentionMs:  ref.cfg.deleteRetentionMs,
 		LastStableOffset:   p.lastStableOffset(),
 		Producers:          producers,
+		AbortedTxns:        p.log.AbortedTxns,
 		MaxMapEntries:      lm.mapEntries,
 	}
 }

@@ -85,12 +85,15 @@ type ProducerLastBatch struct {
 	Epoch          int16
 }
 
-// AbortedTxn is an aborted transaction's range, as the transaction index
-// will list it.
+// AbortedTxn is an aborted transaction as the transaction index lists it
+// (Kafka's AbortedTxn): its producer, the offsets of its first data batch
+// and of its abort marker, and the last stable offset when the marker was
+// written.
 type AbortedTxn struct {
-	ProducerID  int64
-	FirstOffset int64
-	LastOffset  int64
+	ProducerID       int64
+	FirstOffset      int64
+	LastOffset       int64
+	LastStableOffset int64
 }
 
 // CompactionPolicy is a compacted topic's settings and the broker state a
@@ -505,6 +508,11 @@ func (cl *cleaner) cleanGroup(group []*segment, res *CleanResult) (err error) {
 	out.log = newSharedFile(out.log)
 	out.offsets.f, out.times.f = out.idxFile, out.timeFile
 	w := segmentWriter{seg: out, interval: int64(cl.cfg.IndexIntervalBytes), lastTimeTs: noTimestamp}
+	// An aborted transaction stays indexed while its abort marker stays in
+	// the log: the marker's offset is the entry's last offset.
+	txnPath := out.txns.path
+	out.txns.path += cleanedSuffix
+	var keptMarkers map[int64]bool
 	for _, seg := range group {
 		res.SegmentsIn++
 		res.BytesIn += seg.size
@@ -513,16 +521,32 @@ func (cl *cleaner) cleanGroup(group []*segment, res *CleanResult) (err error) {
 			if err != nil {
 				return err
 			}
-			if kept != nil {
-				return w.append(kept)
+			if kept == nil {
+				return nil
 			}
-			return nil
+			if len(seg.txns.entries) > 0 && parseCleanerHeader(kept).control() {
+				if keptMarkers == nil {
+					keptMarkers = map[int64]bool{}
+				}
+				keptMarkers[parseCleanerHeader(kept).lastOffset()] = true
+			}
+			return w.append(kept)
 		})
 		if err != nil {
 			return err
 		}
+		for _, a := range seg.txns.entries {
+			if keptMarkers[a.LastOffset] {
+				if err := out.txns.append(l.fsys, a); err != nil {
+					return err
+				}
+			}
+		}
 	}
 	if err := w.finish(); err != nil {
+		return err
+	}
+	if err := out.txns.sync(); err != nil {
 		return err
 	}
 	res.SegmentsOut++
@@ -530,12 +554,17 @@ func (cl *cleaner) cleanGroup(group []*segment, res *CleanResult) (err error) {
 
 	// Commit: indexes first, the log last, so that a .log.swap is always
 	// complete (Open removes index .swap files without one).
-	for _, suffix := range []string{indexSuffix, timeIndexSuffix, logSuffix} {
+	suffixes := []string{indexSuffix, timeIndexSuffix, logSuffix}
+	if out.txns.f != nil {
+		suffixes = []string{indexSuffix, timeIndexSuffix, txnIndexSuffix, logSuffix}
+	}
+	for _, suffix := range suffixes {
 		from := segmentPath(l.dir, base, suffix) + cleanedSuffix
 		if err := l.fsys.Rename(from, segmentPath(l.dir, base, suffix)+swapSuffix); err != nil {
 			return fmt.Errorf("storage: clean: %w", err)
 		}
 	}
+	out.txns.path = txnPath
 	if err := l.fsys.SyncDir(l.dir); err != nil {
 		return fmt.Errorf("storage: clean: sync %s: %w", l.dir, err)
 	}
@@ -546,7 +575,7 @@ func (cl *cleaner) cleanGroup(group []*segment, res *CleanResult) (err error) {
 // removeFiles removes base's three segment files with suffix appended,
 // best effort (Open removes what is left).
 func (cl *cleaner) removeFiles(base int64, suffix string) {
-	for _, s := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+	for _, s := range []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 		cl.log.fsys.Remove(segmentPath(cl.log.dir, base, s) + suffix)
 	}
 }
@@ -573,14 +602,18 @@ func (l *Log) replaceSegments(cleaned *segment, old []*segment) error {
 	}
 	var errs []error
 	for _, seg := range old {
-		for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+		for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 			from := segmentPath(l.dir, seg.base, suffix)
 			if err := l.fsys.Rename(from, from+deletedSuffix); err != nil && !errors.Is(err, os.ErrNotExist) {
 				errs = append(errs, err)
 			}
 		}
 	}
-	for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+	swapped := []string{logSuffix, indexSuffix, timeIndexSuffix}
+	if cleaned.txns.f != nil {
+		swapped = append(swapped, txnIndexSuffix)
+	}
+	for _, suffix := range swapped {
 		to := segmentPath(l.dir, cleaned.base, suffix)
 		if err := l.fsys.Rename(to+swapSuffix, to); err != nil {
 			errs = append(errs, err)

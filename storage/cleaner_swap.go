@@ -53,6 +53,12 @@ func (l *Log) completeSwap(name string) error {
 			return fmt.Errorf("storage: complete swap: %w", err)
 		}
 	}
+	// The cleaned segment's aborted-transaction index was committed before
+	// its log; offset and time indexes are rebuilt, but this one cannot be.
+	txnSwap := segmentPath(dir, base, txnIndexSuffix)
+	if err := fsys.Rename(txnSwap+swapSuffix, txnSwap); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("storage: complete swap: %w", err)
+	}
 	if err := fsys.Rename(filepath.Join(dir, name), filepath.Join(dir, baseName)); err != nil {
 		return fmt.Errorf("storage: complete swap: %w", err)
 	}

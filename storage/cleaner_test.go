@@ -632,3 +632,58 @@ func TestCleanabilityDue(t *testing.T) {
 		}
 	}
 }
+
+// TestCleanKeepsTheIndexOfAbortsItKeeps: cleaning drops an aborted
+// transaction's data (the index feeding CompactionPolicy.AbortedTxns),
+// keeps its abort marker, and the cleaned segment's .txnindex still lists
+// the transaction, also after a restart.
+func TestCleanKeepsTheIndexOfAbortsItKeeps(t *testing.T) {
+	dir := t.TempDir()
+	l := openLog(t, storage.OSFS{}, dir, 300)
+	data, err := batch.AppendBatch(nil, batch.BuildOptions{BaseTimestamp: 1, ProducerID: 5, ProducerEpoch: 0, BaseSequence: 0,
+		Transactional: true, PartitionLeaderEpoch: -1}, []batch.Record{{Key: []byte("aborted"), Value: []byte("x")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker, err := batch.AppendBatch(nil, batch.BuildOptions{BaseTimestamp: 2, ProducerID: 5, ProducerEpoch: 0, BaseSequence: -1,
+		Transactional: true, Control: true, PartitionLeaderEpoch: -1},
+		[]batch.Record{{Key: []byte{0, 0, 0, 0}, Value: []byte{0, 0, 0, 0, 0, 1}}}) // abort, coordinator epoch 1
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range [][]byte{data, marker} {
+		if _, _, err := l.Append(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	aborted := storage.AbortedTxn{ProducerID: 5, FirstOffset: 0, LastOffset: 1, LastStableOffset: 0}
+	if err := l.AppendAbortedTxn(aborted); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 30 {
+		if _, _, err := l.Append(buildBatch(t, batch.None, -1, kv(fmt.Sprint("k", i%3), fmt.Sprint(i), int64(10+i)))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := policy(0)
+	p.AbortedTxns = l.AbortedTxns
+	if _, err := l.Clean(context.Background(), p, 100); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range readAll(t, l, 0) {
+		if string(r.key) == "aborted" {
+			t.Fatalf("aborted record survived cleaning: %+v", r)
+		}
+	}
+	if got := l.AbortedTxns(0, l.EndOffset()); !slices.Equal(got, []storage.AbortedTxn{aborted}) {
+		t.Fatalf("after cleaning: %v", got)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = openLog(t, storage.OSFS{}, dir, 300)
+	defer l.Close()
+	if got := l.AbortedTxns(0, l.EndOffset()); !slices.Equal(got, []storage.AbortedTxn{aborted}) {
+		t.Fatalf("after restart: %v", got)
+	}
+}

@@ -16,6 +16,8 @@
 //	  00000000000000000000.log        segment: batches with offsets [0, 1200)
 //	  00000000000000000000.index      its sparse offset index
 //	  00000000000000000000.timeindex  its sparse time index
+//	  00000000000000000000.txnindex   aborted transactions whose abort
+//	                                  marker is in it (only if any)
 //	  00000000000000001200.log        the active segment, base offset 1200
 //	  00000000000000001200.index
 //	  00000000000000001200.timeindex
@@ -67,6 +69,18 @@
 //	.timeindex  | timestamp int64 | relOffset int32 |
 //	            the largest batch max timestamp up to and including the
 //	            batch ending at relOffset; that batch is the first to reach it
+//
+// A .txnindex file is 34-byte entries, Kafka's AbortedTxn, in the order
+// the abort markers were appended (txnindex.go):
+//
+//	.txnindex   | version int16 (0) | producerId int64 | firstOffset int64 |
+//	            | lastOffset int64 | lastStableOffset int64 |
+//	            lastOffset is the abort marker's offset
+//
+// It is truncated with its segment, deleted with it, and carried into a
+// cleaned segment for each abort marker the cleaner keeps. Open cuts a
+// torn last entry and entries past the recovered log; unlike the offset
+// and time indexes it cannot be rebuilt from the segment alone.
 //
 // A batch gets an entry in both (the time entry only if the maximum grew)
 // when more than IndexIntervalBytes were written since the last entry, as

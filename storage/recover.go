@@ -440,7 +440,7 @@ func (l *Log) recoverSegment(seg *segment, fileSize int64, last, unflushed bool)
 func (l *Log) deleteSegmentFiles(bases []int64) error {
 	for _, base := range bases {
 		l.logger.Warn("storage: deleting segment after a corrupt one", "segment", segmentPath(l.dir, base, logSuffix))
-		for _, suffix := range []string{timeIndexSuffix, indexSuffix, logSuffix} {
+		for _, suffix := range []string{txnIndexSuffix, timeIndexSuffix, indexSuffix, logSuffix} {
 			if err := l.fsys.Remove(segmentPath(l.dir, base, suffix)); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return fmt.Errorf("storage: delete segment %d: %w", base, err)
 			}

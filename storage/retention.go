@@ -186,7 +186,7 @@ func (l *Log) deleteWhile(hw int64, breached func(seg, next *segment) bool, res 
 func (l *Log) retire(dead []*segment) error {
 	var errs []error
 	for _, seg := range dead {
-		for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+		for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 			from := segmentPath(l.dir, seg.base, suffix)
 			if err := l.fsys.Rename(from, from+deletedSuffix); err != nil && !errors.Is(err, os.ErrNotExist) {
 				errs = append(errs, fmt.Errorf("storage: retire segment %d: %w", seg.base, err))
@@ -233,7 +233,7 @@ func (l *Log) removeRetired(seg *segment) {
 	if err := seg.closeFiles(); err != nil {
 		l.logger.Warn("storage: closing a deleted segment", "dir", l.dir, "err", err)
 	}
-	for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+	for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 		name := segmentPath(l.dir, seg.base, suffix) + deletedSuffix
 		if err := l.fsys.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
 			l.logger.Warn("storage: removing a deleted segment file", "file", name, "err", err)

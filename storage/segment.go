@@ -31,7 +31,7 @@ func parseSegmentName(name string) (base int64, suffix string, ok bool) {
 		return 0, "", false
 	}
 	suffix = name[dot:]
-	if suffix != logSuffix && suffix != indexSuffix && suffix != timeIndexSuffix {
+	if suffix != logSuffix && suffix != indexSuffix && suffix != timeIndexSuffix && suffix != txnIndexSuffix {
 		return 0, "", false
 	}
 	base, err := strconv.ParseInt(name[:dot], 10, 64)
@@ -57,6 +57,7 @@ type segment struct {
 
 	offsets offsetIndex
 	times   timeIndex
+	txns    txnIndex
 
 	// maxTs and maxTsOffset are Kafka's maxTimestampAndOffsetSoFar: the
 	// largest batch max timestamp and the last offset of the earliest batch
@@ -85,6 +86,7 @@ func newSegment(dir string, base int64, cfg Config) *segment {
 		end:          base,
 		offsets:      newOffsetIndex(base),
 		times:        newTimeIndex(base),
+		txns:         txnIndex{path: segmentPath(dir, base, txnIndexSuffix)},
 		maxTs:        noTimestamp,
 		maxTsOffset:  -1,
 		created:      cfg.nowMs(),
@@ -94,7 +96,8 @@ func newSegment(dir string, base int64, cfg Config) *segment {
 	}
 }
 
-// openFiles opens the segment's three files for reading and writing. With
+// openFiles opens the segment's three files, and its aborted-transaction
+// index when it has one, for reading and writing. With
 // create, files are created empty (truncating leftovers). Index files are
 // always created when absent; indexMissing reports that.
 func (s *segment) openFiles(fsys FS, dir string, create bool) (indexMissing bool, err error) {
@@ -136,6 +139,18 @@ func (s *segment) openFiles(fsys FS, dir string, create bool) (indexMissing bool
 		return false, err
 	}
 	s.offsets.f, s.times.f = s.idxFile, s.timeFile
+	if create {
+		err = fsys.Remove(s.txns.path) // a new segment has no aborted transactions yet
+		if errors.Is(err, os.ErrNotExist) {
+			err = nil
+		}
+	} else {
+		err = s.txns.open(fsys, s.base)
+	}
+	if err != nil {
+		s.closeFiles()
+		return false, err
+	}
 	return indexMissing, nil
 }
 
@@ -176,7 +191,7 @@ func (s *segment) loadIndexes() error {
 // closeFiles unmaps the indexes and closes the files. No reader may be
 // using the segment.
 func (s *segment) closeFiles() error {
-	errs := []error{s.offsets.release(), s.times.release()}
+	errs := []error{s.offsets.release(), s.times.release(), s.txns.close()}
 	s.offsets.f, s.times.f = nil, nil
 	for _, f := range []*File{&s.log, &s.idxFile, &s.timeFile} {
 		if *f != nil {
@@ -193,7 +208,7 @@ func (s *segment) closeFiles() error {
 // remove closes and deletes the segment's files.
 func (s *segment) remove(fsys FS, dir string) error {
 	errs := []error{s.closeFiles()}
-	for _, suffix := range []string{timeIndexSuffix, indexSuffix, logSuffix} {
+	for _, suffix := range []string{txnIndexSuffix, timeIndexSuffix, indexSuffix, logSuffix} {
 		if err := fsys.Remove(segmentPath(dir, s.base, suffix)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
 		}
@@ -217,6 +232,9 @@ func (s *segment) sync() error {
 	}
 	if err == nil {
 		err = s.timeFile.Sync()
+	}
+	if err == nil {
+		err = s.txns.sync()
 	}
 	if err != nil {
 		return fmt.Errorf("storage: sync segment %d: %w", s.base, err)

@@ -132,6 +132,9 @@ func (l *Log) Truncate(offset int64) error {
 		return l.fail(fmt.Errorf("storage: truncate %s: %w", seg.path, err))
 	}
 	seg.size, seg.end = pos, newEnd
+	if err := seg.txns.truncateTo(newEnd); err != nil {
+		return l.fail(err)
+	}
 	if !wasActive {
 		// As Kafka's LogSegment.truncateTo: the segment is active again,
 		// its indexes preallocated again.
