@@ -14,7 +14,9 @@ package broker
 // to the high watermark (the last stable offset under read_committed),
 // within the partition's max bytes and the response's max bytes; the first
 // batch of the first partition with data is returned even when it alone
-// exceeds them, as in Kafka. An offset outside [log start, log end] is
+// exceeds them, as in Kafka. Under read_committed a partition's answer
+// lists the aborted transactions (from the .txnindex) overlapping the data
+// returned, for the client to drop their records. An offset outside [log start, log end] is
 // OFFSET_OUT_OF_RANGE. A current leader epoch older than the partition's is
 // FENCED_LEADER_EPOCH, a newer one UNKNOWN_LEADER_EPOCH. v13+ names topics by
 // id (UNKNOWN_TOPIC_ID).
@@ -191,7 +193,23 @@ func (b *Broker) readPartition(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopic
 		records.Release()
 		return storage.Slice{}
 	}
+	if req.IsolationLevel == 1 && records.Len() > 0 {
+		sp.AbortedTransactions = abortedTransactions(p.log.AbortedTxns(rp.FetchOffset, upTo))
+	}
 	return records
+}
+
+// abortedTransactions renders the aborted transactions overlapping a
+// read_committed fetch, so that the client drops their records. Kafka
+// bounds the search by the offset after the data read; Gregor bounds it by
+// the LSO, which can list a few more transactions, above the data, that
+// clients ignore (they consult the list only as they reach each batch).
+func abortedTransactions(txns []storage.AbortedTxn) []kmsg.FetchResponseTopicPartitionAbortedTransaction {
+	out := make([]kmsg.FetchResponseTopicPartitionAbortedTransaction, len(txns))
+	for i, a := range txns {
+		out[i] = kmsg.FetchResponseTopicPartitionAbortedTransaction{ProducerID: a.ProducerID, FirstOffset: a.FirstOffset}
+	}
+	return out
 }
 
 // checkLeaderEpoch compares a client's current leader epoch (-1: none) with

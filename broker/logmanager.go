@@ -123,9 +123,11 @@ func (lm *logManager) compactionPolicy(ref partitionRef) storage.CompactionPolic
 	producers := map[int64]storage.ProducerLastBatch{}
 	p.appendMu.Lock()
 	for id, e := range p.producers.byID {
+		last := int64(-1) // the producer's last entry here is a transaction marker
 		if e.n > 0 {
-			producers[id] = storage.ProducerLastBatch{LastDataOffset: e.batches[e.n-1].lastOffset, Epoch: e.epoch}
+			last = e.batches[e.n-1].lastOffset
 		}
+		producers[id] = storage.ProducerLastBatch{LastDataOffset: last, Epoch: e.epoch}
 	}
 	p.appendMu.Unlock()
 	maxLag := ref.cfg.maxCompactionLagMs

@@ -37,9 +37,17 @@ func newPartition(topic string, index int32, l *storage.Log) *partition {
 // to consumers. With one replica, every appended record is committed.
 func (p *partition) highWatermark() int64 { return p.log.EndOffset() }
 
-// lastStableOffset is the read_committed limit; with no transactions it is
-// the high watermark.
-func (p *partition) lastStableOffset() int64 { return p.highWatermark() }
+// lastStableOffset is the read_committed limit (Kafka's UnifiedLog
+// lastStableOffset): the first offset of the earliest transaction still
+// open in the partition, or the high watermark when there is none or it
+// lies above. Safe without locks.
+func (p *partition) lastStableOffset() int64 {
+	hw := p.highWatermark()
+	if first, ok := p.producers.firstUnstable(); ok && first < hw {
+		return first
+	}
+	return hw
+}
 
 // watch registers ch to be signalled (without blocking) on the next append
 // or when the partition goes away. unwatch must follow.

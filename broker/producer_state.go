@@ -3,7 +3,8 @@ package broker
 // Producer state: what a partition remembers of each idempotent producer so
 // that a retried batch is not appended twice and a batch out of order is
 // refused. It is Kafka's ProducerStateManager, ProducerStateEntry and
-// ProducerAppendInfo for non-transactional producers.
+// ProducerAppendInfo; the transactional part (open transactions, the last
+// stable offset, markers) is described in txn_markers.go.
 //
 // For each producer id the state holds the epoch and the metadata of its last
 // five batches (Kafka's NUM_BATCHES_TO_RETAIN): first and last sequence, last
@@ -60,9 +61,11 @@ package broker
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -92,12 +95,18 @@ type producerBatch struct {
 func (b producerBatch) firstSeq() int32    { return decrementSequence(b.lastSeq, b.offsetDelta) }
 func (b producerBatch) firstOffset() int64 { return b.lastOffset - int64(b.offsetDelta) }
 
-// producerEntry is Kafka's ProducerStateEntry without transaction fields.
+// producerEntry is Kafka's ProducerStateEntry.
 type producerEntry struct {
 	epoch         int16
 	lastTimestamp int64
 	n             int // batches in use, oldest first
 	batches       [producerBatchesRetained]producerBatch
+	// coordinatorEpoch is the epoch of the transaction coordinator that
+	// wrote the producer's last marker here, -1 before any.
+	coordinatorEpoch int32
+	// txnFirstOffset is the first offset of the producer's ongoing
+	// transaction in this partition, -1 when there is none.
+	txnFirstOffset int64
 }
 
 // lastSeq is the last sequence appended, or -1 (Kafka's NO_SEQUENCE).
@@ -117,6 +126,65 @@ type producerStates struct {
 	// (every batch below it is in it), or the log start offset at open when
 	// there was none: a snapshot is only worth writing above it.
 	snapshotAt int64
+	// ongoing maps the producers with a transaction open in this partition
+	// to its first offset (Kafka's ongoingTxns).
+	ongoing map[int64]int64
+	// unstable is one more than the smallest first offset of an ongoing
+	// transaction, 0 when there is none (Kafka's firstUnstableOffset). It
+	// is written under appendMu and read without it by fetches, through
+	// partition.lastStableOffset.
+	unstable atomic.Int64
+}
+
+// firstUnstable returns the first offset of the earliest ongoing
+// transaction; ok=false when there is none. Safe without appendMu.
+func (s *producerStates) firstUnstable() (offset int64, ok bool) {
+	u := s.unstable.Load()
+	return u - 1, u > 0
+}
+
+// newProducerEntry is the entry of a producer first seen here.
+func newProducerEntry() *producerEntry {
+	return &producerEntry{epoch: -1, coordinatorEpoch: -1, txnFirstOffset: -1}
+}
+
+// entry returns pid's entry, created if it is new.
+func (s *producerStates) entry(pid int64) *producerEntry {
+	e := s.byID[pid]
+	if e == nil {
+		if s.byID == nil {
+			s.byID = map[int64]*producerEntry{}
+		}
+		e = newProducerEntry()
+		s.byID[pid] = e
+	}
+	return e
+}
+
+// setOngoing records that pid's transaction begins at first (first >= 0)
+// or has ended (first < 0), and republishes firstUnstable.
+func (s *producerStates) setOngoing(pid, first int64) {
+	if first >= 0 {
+		if s.ongoing == nil {
+			s.ongoing = map[int64]int64{}
+		}
+		s.ongoing[pid] = first
+	} else {
+		delete(s.ongoing, pid)
+	}
+	s.unstable.Store(s.firstOngoing(-1) + 1)
+}
+
+// firstOngoing is the smallest first offset of the ongoing transactions
+// of producers other than except, -1 when there are none.
+func (s *producerStates) firstOngoing(except int64) int64 {
+	first := int64(-1)
+	for pid, off := range s.ongoing {
+		if pid != except && (first < 0 || off < first) {
+			first = off
+		}
+	}
+	return first
 }
 
 // sequenceOf returns the first and last sequence of the batch h heads, as
@@ -181,19 +249,23 @@ func (s *producerStates) check(h *batch.Header) (*kerr.Error, string) {
 		return kerr.OutOfOrderSequenceNumber, fmt.Sprintf("Out of order sequence number for producer %d: %d (incoming seq. number), %d (current end sequence number)",
 			pid, h.BaseSequence, lastSeq)
 	}
+	if e := s.byID[pid]; e != nil && e.txnFirstOffset >= 0 && !h.Transactional() {
+		return kerr.InvalidTxnState, fmt.Sprintf("Expected transactional write from producer %d", pid)
+	}
 	return nil, ""
 }
 
 // update records a batch of h's producer appended at baseOffset, with h's
 // max timestamp as stored. A new epoch forgets the old epoch's batches.
+//
+// A transactional batch of a producer without an ongoing transaction here
+// begins one at baseOffset; appendBatch publishes that before the batch is
+// appended, so that no read_committed fetch sees it past the LSO.
 func (s *producerStates) update(h *batch.Header, baseOffset int64) {
-	e := s.byID[h.ProducerID]
-	if e == nil {
-		if s.byID == nil {
-			s.byID = map[int64]*producerEntry{}
-		}
-		e = &producerEntry{epoch: -1}
-		s.byID[h.ProducerID] = e
+	e := s.entry(h.ProducerID)
+	if h.Transactional() && e.txnFirstOffset < 0 {
+		e.txnFirstOffset = baseOffset
+		s.setOngoing(h.ProducerID, baseOffset)
 	}
 	if e.epoch != h.ProducerEpoch {
 		e.epoch, e.n = h.ProducerEpoch, 0
@@ -210,10 +282,11 @@ func (s *producerStates) update(h *batch.Header, baseOffset int64) {
 }
 
 // removeExpired forgets the producers whose last batch is
-// producer.id.expiration.ms older than now (ProducerStateManager.isProducerExpired).
+// producer.id.expiration.ms older than now and that have no transaction
+// ongoing (ProducerStateManager.isProducerExpired).
 func (s *producerStates) removeExpired(now int64) {
 	for pid, e := range s.byID {
-		if now-e.lastTimestamp >= producerIDExpirationMs {
+		if e.txnFirstOffset < 0 && now-e.lastTimestamp >= producerIDExpirationMs {
 			delete(s.byID, pid)
 		}
 	}
@@ -228,10 +301,15 @@ func (s *producerStates) maybeRemoveExpired(now int64) {
 	}
 }
 
+// markerFunc applies a transaction marker replayed at open (the
+// partition's completeTxn).
+type markerFunc func(h *batch.Header, m batch.EndTxnMarker) error
+
 // load rebuilds the state of l, which nothing else may use yet: from the
 // latest snapshot and the batches after it or, without a snapshot, from
-// every batch that may belong to an unexpired producer.
-func (s *producerStates) load(l *storage.Log, now int64) error {
+// every batch that may belong to an unexpired producer. Each transaction
+// marker replayed goes to onMarker.
+func (s *producerStates) load(l *storage.Log, now int64, onMarker markerFunc) error {
 	s.lastSweep, s.snapshotAt = now, l.StartOffset()
 	defer s.removeExpired(now)
 	snapAt, entries, found, err := l.LatestProducerSnapshot()
@@ -241,7 +319,7 @@ func (s *producerStates) load(l *storage.Log, now int64) error {
 	if found {
 		s.restore(entries, now)
 		s.snapshotAt = snapAt
-		return s.replay(l, max(snapAt, l.StartOffset()))
+		return s.replay(l, max(snapAt, l.StartOffset()), onMarker)
 	}
 	first, found, err := l.BatchAtTimestamp(now - producerIDExpirationMs + 1)
 	if err != nil || !found {
@@ -251,22 +329,52 @@ func (s *producerStates) load(l *storage.Log, now int64) error {
 	if err != nil {
 		return err
 	}
-	return s.replay(l, max(h.BaseOffset, l.StartOffset()))
+	return s.replay(l, max(h.BaseOffset, l.StartOffset()), onMarker)
 }
 
+// errAtMarker stops a header walk at a control batch, which replay must
+// read whole.
+var errAtMarker = errors.New("broker: a control batch")
+
 // replay applies the producer batches of l from offset to the end, without
-// checks, reading only batch headers.
-func (s *producerStates) replay(l *storage.Log, offset int64) error {
-	return l.ForEachBatchHeader(offset, func(hdr []byte) error {
-		h, err := batch.ParseHeader(hdr)
+// checks, reading only batch headers but for transaction markers, which
+// are read whole and handed to onMarker.
+func (s *producerStates) replay(l *storage.Log, offset int64, onMarker markerFunc) error {
+	for {
+		var marker batch.Header
+		err := l.ForEachBatchHeader(offset, func(hdr []byte) error {
+			h, err := batch.ParseHeader(hdr)
+			if err != nil {
+				return err
+			}
+			switch {
+			case h.ProducerID < 0:
+			case h.Control():
+				marker = h
+				return errAtMarker
+			default:
+				s.update(&h, h.BaseOffset)
+			}
+			return nil
+		})
+		if !errors.Is(err, errAtMarker) {
+			return err
+		}
+		b, err := l.Read(marker.BaseOffset, 12+int(marker.BatchLength), marker.LastOffset()+1)
 		if err != nil {
 			return err
 		}
-		if h.ProducerID >= 0 && !h.Control() {
-			s.update(&h, h.BaseOffset)
+		m, ok, err := batch.ParseEndTxnMarker(b[:min(len(b), 12+int(marker.BatchLength))], nil)
+		if err != nil {
+			return fmt.Errorf("broker: the control batch at offset %d: %w", marker.BaseOffset, err)
 		}
-		return nil
-	})
+		if ok {
+			if err := onMarker(&marker, m); err != nil {
+				return err
+			}
+		}
+		offset = marker.LastOffset() + 1
+	}
 }
 
 // restore sets the state from snapshot entries, leaving out the producers
@@ -274,27 +382,35 @@ func (s *producerStates) replay(l *storage.Log, offset int64) error {
 // producerBatchesRetained batches.
 func (s *producerStates) restore(entries []storage.ProducerSnapshotEntry, now int64) {
 	s.byID = make(map[int64]*producerEntry, len(entries))
+	s.ongoing = nil
 	for _, se := range entries {
-		if now-se.LastTimestamp >= producerIDExpirationMs {
+		if se.CurrentTxnFirstOffset < 0 && now-se.LastTimestamp >= producerIDExpirationMs {
 			continue
 		}
-		e := &producerEntry{epoch: se.Epoch, lastTimestamp: se.LastTimestamp}
+		e := &producerEntry{epoch: se.Epoch, lastTimestamp: se.LastTimestamp,
+			coordinatorEpoch: se.CoordinatorEpoch, txnFirstOffset: max(se.CurrentTxnFirstOffset, -1)}
+		if e.txnFirstOffset >= 0 {
+			s.setOngoing(se.ProducerID, e.txnFirstOffset)
+		}
 		batches := se.Batches[max(len(se.Batches)-producerBatchesRetained, 0):]
 		for _, b := range batches {
+			if b.LastOffset < 0 {
+				continue // a producer whose last entry is a marker has no batch
+			}
 			e.batches[e.n] = producerBatch{lastSeq: b.LastSequence, offsetDelta: b.OffsetDelta, lastOffset: b.LastOffset, timestamp: b.Timestamp}
 			e.n++
 		}
 		s.byID[se.ProducerID] = e
 	}
+	s.unstable.Store(s.firstOngoing(-1) + 1)
 }
 
-// snapshotEntries returns the state as storage's snapshot entries. There
-// are no transactions yet: coordinator epoch and transaction offset are -1.
+// snapshotEntries returns the state as storage's snapshot entries.
 func (s *producerStates) snapshotEntries() []storage.ProducerSnapshotEntry {
 	out := make([]storage.ProducerSnapshotEntry, 0, len(s.byID))
 	for pid, e := range s.byID {
 		se := storage.ProducerSnapshotEntry{ProducerID: pid, Epoch: e.epoch, LastTimestamp: e.lastTimestamp,
-			CoordinatorEpoch: -1, CurrentTxnFirstOffset: -1, Batches: make([]storage.ProducerBatchMeta, e.n)}
+			CoordinatorEpoch: e.coordinatorEpoch, CurrentTxnFirstOffset: e.txnFirstOffset, Batches: make([]storage.ProducerBatchMeta, e.n)}
 		for i, b := range e.batches[:e.n] {
 			se.Batches[i] = storage.ProducerBatchMeta{LastSequence: b.lastSeq, LastOffset: b.lastOffset, OffsetDelta: b.offsetDelta, Timestamp: b.timestamp}
 		}
@@ -365,8 +481,20 @@ func (p *partition) appendBatch(one []byte, now int64) (appendOutcome, error) {
 			return appendOutcome{refused: e, message: fmt.Sprintf("%s in partition %s-%d", msg, p.topic, p.index)}, nil
 		}
 	}
+	// A batch opening a transaction raises the LSO barrier before it is
+	// visible, so that no read_committed fetch reads past its first offset.
+	beginsTxn := idempotent && h.Transactional()
+	if e := p.producers.byID[h.ProducerID]; beginsTxn && e != nil && e.txnFirstOffset >= 0 {
+		beginsTxn = false
+	}
+	if beginsTxn {
+		p.producers.setOngoing(h.ProducerID, p.log.EndOffset())
+	}
 	first, _, err := p.log.Append(one)
 	if err != nil {
+		if beginsTxn {
+			p.producers.setOngoing(h.ProducerID, -1)
+		}
 		return appendOutcome{}, err
 	}
 	if first > p.producers.snapshotAt && p.log.ActiveSegmentBase() == first {

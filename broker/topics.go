@@ -195,7 +195,7 @@ func (c *catalog) openPartition(t *topic, p int32) (*partition, error) {
 		l.Close()
 		return nil, fmt.Errorf("broker: opening partition %s-%d: %w", t.name, p, err)
 	}
-	if err := part.producers.load(l, time.Now().UnixMilli()); err != nil {
+	if err := part.producers.load(l, time.Now().UnixMilli(), part.replayMarker); err != nil {
 		l.Close()
 		return nil, fmt.Errorf("broker: rebuilding the producer state of %s-%d: %w", t.name, p, err)
 	}

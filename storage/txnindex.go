@@ -208,10 +208,12 @@ func (x *txnIndex) close() error {
 	return err
 }
 
-// AppendAbortedTxn indexes an aborted transaction in the active segment,
-// the one its abort marker was just appended to (Kafka's
-// LogSegment.updateTxnIndex). a.LastOffset must be below the log end and
-// above every aborted transaction indexed in that segment. The entry is
+// AppendAbortedTxn indexes an aborted transaction in the segment holding
+// its abort marker, a.LastOffset (Kafka's LogSegment.updateTxnIndex): the
+// active segment when the marker was just appended, an older one when the
+// broker replays markers at open to restore entries a crash lost. The
+// same entry already indexed there is not added twice; otherwise
+// a.LastOffset must be above every entry of that segment. The entry is
 // written to the page cache; Sync makes it durable with the segment.
 func (l *Log) AppendAbortedTxn(a AbortedTxn) error {
 	l.appendMu.Lock()
@@ -219,10 +221,13 @@ func (l *Log) AppendAbortedTxn(a AbortedTxn) error {
 	if err := l.writable(); err != nil {
 		return err
 	}
-	seg := l.active()
-	if a.LastOffset < seg.base || a.LastOffset >= l.end.Load() || a.FirstOffset > a.LastOffset {
-		return fmt.Errorf("%w: aborted transaction [%d, %d] outside the active segment [%d, %d)",
-			ErrOffsetOutOfRange, a.FirstOffset, a.LastOffset, seg.base, l.end.Load())
+	if a.LastOffset < l.start.Load() || a.LastOffset >= l.end.Load() || a.FirstOffset > a.LastOffset {
+		return fmt.Errorf("%w: aborted transaction [%d, %d] outside the log [%d, %d)",
+			ErrOffsetOutOfRange, a.FirstOffset, a.LastOffset, l.start.Load(), l.end.Load())
+	}
+	seg := l.segments[l.segmentFor(a.LastOffset)]
+	if n := len(seg.txns.entries); n > 0 && seg.txns.entries[n-1] == a {
+		return nil
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -1,0 +1,135 @@
+package broker
+
+// Transactions on the partition side.
+//
+// Open transactions: a producer's first transactional batch in a
+// partition opens its transaction there at the batch's base offset
+// (producerEntry.txnFirstOffset, Kafka's currentTxnFirstOffset), published
+// in producerStates.unstable before the batch is appended. The last stable
+// offset is the smallest such offset, else the high watermark
+// (partition.lastStableOffset); read_committed fetches and ListOffsets stop
+// there and the cleaner never passes it. While its transaction is open, a
+// producer's non-transactional batch is INVALID_TXN_STATE, and the
+// producer never expires. Transactional produce itself is still refused
+// (00_produce.go) until the coordinator can say which partitions a
+// transaction added.
+//
+// Transaction markers: what Kafka's
+// UnifiedLog.appendAsLeader does with origin COORDINATOR, and its
+// ProducerAppendInfo.appendEndTxnMarker. The transaction coordinator calls
+// writeTxnMarker (in process, and through WriteTxnMarkers once that is
+// served) for each partition of a transaction it completes.
+//
+// A marker is refused, nothing appended, with:
+//   - INVALID_PRODUCER_EPOCH when its producer epoch is older than the
+//     producer's epoch here (Kafka's checkProducerEpoch);
+//   - TRANSACTION_COORDINATOR_FENCED when its coordinator epoch is older
+//     than that of the last marker written for the producer
+//     (checkCoordinatorEpoch).
+//
+// Otherwise the control batch is appended. If the producer had a
+// transaction open here, it is complete: an abort is first indexed in the
+// segment's .txnindex with the LSO it leaves (Kafka's
+// ProducerStateManager.lastStableOffset: the first offset of the next
+// ongoing transaction, else the offset after the marker), and only then is
+// the transaction removed from the ongoing set, which moves the LSO. A
+// read_committed fetch therefore never reads aborted records without the
+// aborted transaction in its answer. A marker for a producer with no
+// transaction open here (an empty transaction) is appended and changes
+// only the producer's epoch and coordinator epoch, as in Kafka.
+//
+// Restart: the producer snapshot keeps each producer's coordinator epoch
+// and open transaction's first offset, and the markers after the snapshot
+// are replayed (replayMarker), re-indexing an abort a crash lost from the
+// .txnindex.
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/gregor-broker/gregor/protocol/batch"
+	"github.com/gregor-broker/gregor/storage"
+)
+
+// errMarkerIndex wraps a failure to index an aborted transaction whose
+// marker is in the log: the transaction stays open (the LSO does not
+// pass it) and the coordinator's retry writes the marker again.
+var errMarkerIndex = errors.New("broker: indexing an aborted transaction failed")
+
+// markerOutcome is what writeTxnMarker did.
+type markerOutcome struct {
+	offset int64 // the marker's offset, when appended
+	// refused is the Kafka error the marker was refused with, and message
+	// says why; nothing was appended.
+	refused *kerr.Error
+	message string
+}
+
+// writeTxnMarker appends a commit or abort marker for producer pid at
+// epoch, written by the coordinator at coordinatorEpoch, at time now (Unix
+// ms). A non-nil error is the log's: KAFKA_STORAGE_ERROR to the caller.
+func (p *partition) writeTxnMarker(pid int64, epoch int16, coordinatorEpoch int32, commit bool, now int64) (markerOutcome, error) {
+	out, err := p.appendTxnMarker(pid, epoch, coordinatorEpoch, commit, now)
+	if err == nil && out.refused == nil {
+		p.appended() // the LSO moved: wake read_committed long polls
+	}
+	return out, err
+}
+
+func (p *partition) appendTxnMarker(pid int64, epoch int16, coordinatorEpoch int32, commit bool, now int64) (markerOutcome, error) {
+	one, err := batch.AppendEndTxnMarker(nil, pid, epoch, p.leaderEpoch, now, batch.EndTxnMarker{Commit: commit, CoordinatorEpoch: coordinatorEpoch})
+	if err != nil {
+		return markerOutcome{}, err
+	}
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	p.producers.maybeRemoveExpired(now)
+	if e := p.producers.byID[pid]; e != nil {
+		switch {
+		case epoch < e.epoch:
+			return markerOutcome{refused: kerr.InvalidProducerEpoch, message: fmt.Sprintf("Epoch of producer %d is %d, which is smaller than the last seen epoch %d in partition %s-%d",
+				pid, epoch, e.epoch, p.topic, p.index)}, nil
+		case coordinatorEpoch < e.coordinatorEpoch:
+			return markerOutcome{refused: kerr.TransactionCoordinatorFenced, message: fmt.Sprintf("Invalid coordinator epoch for producerId %d in partition %s-%d: %d (zombie), %d (current)",
+				pid, p.topic, p.index, coordinatorEpoch, e.coordinatorEpoch)}, nil
+		}
+	}
+	offset, _, err := p.log.Append(one)
+	if err != nil {
+		return markerOutcome{}, err
+	}
+	if err := p.completeTxn(pid, epoch, coordinatorEpoch, commit, offset, now); err != nil {
+		return markerOutcome{}, err
+	}
+	return markerOutcome{offset: offset}, nil
+}
+
+// completeTxn applies a marker at offset to the producer state: Kafka's
+// appendEndTxnMarker, then completeTxn. appendMu held.
+func (p *partition) completeTxn(pid int64, epoch int16, coordinatorEpoch int32, commit bool, offset, ts int64) error {
+	e := p.producers.entry(pid)
+	if first := e.txnFirstOffset; first >= 0 && !commit {
+		lso := p.producers.firstOngoing(pid)
+		if lso < 0 {
+			lso = offset + 1
+		}
+		a := storage.AbortedTxn{ProducerID: pid, FirstOffset: first, LastOffset: offset, LastStableOffset: lso}
+		if err := p.log.AppendAbortedTxn(a); err != nil {
+			return fmt.Errorf("%w: %w", errMarkerIndex, err)
+		}
+	}
+	if e.epoch != epoch {
+		e.epoch, e.n = epoch, 0
+	}
+	e.coordinatorEpoch, e.txnFirstOffset, e.lastTimestamp = coordinatorEpoch, -1, ts
+	p.producers.setOngoing(pid, -1)
+	return nil
+}
+
+// replayMarker applies a marker replayed at open, when nothing else uses
+// the partition yet.
+func (p *partition) replayMarker(h *batch.Header, m batch.EndTxnMarker) error {
+	return p.completeTxn(h.ProducerID, h.ProducerEpoch, m.CoordinatorEpoch, m.Commit, h.BaseOffset, h.MaxTimestamp)
+}

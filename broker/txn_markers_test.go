@@ -1,0 +1,278 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-broker/gregor/protocol/batch"
+	"github.com/gregor-broker/gregor/storage"
+)
+
+// txnBatch builds a transactional batch of n records from pid at epoch
+// and sequence seq, values "<tag>-<i>".
+func txnBatch(t testing.TB, pid int64, epoch int16, seq int32, n int, tag string) []byte {
+	t.Helper()
+	recs := make([]batch.Record, n)
+	for i := range recs {
+		recs[i] = batch.Record{OffsetDelta: int32(i), Value: []byte(fmt.Sprintf("%s-%d", tag, i))}
+	}
+	b, err := batch.AppendBatch(nil, batch.BuildOptions{BaseTimestamp: time.Now().UnixMilli(), ProducerID: pid, ProducerEpoch: epoch,
+		BaseSequence: seq, Transactional: true}, recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// appendDirect appends b to p as the produce path does once a batch is
+// accepted. Transactional produce is not served yet (it needs the
+// coordinator's AddPartitionsToTxn), so these tests append directly.
+func appendDirect(t testing.TB, p *partition, b []byte) appendOutcome {
+	t.Helper()
+	batch.SetPartitionLeaderEpoch(b, p.leaderEpoch)
+	out, err := p.appendBatch(b, time.Now().UnixMilli())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.refused == nil {
+		p.appended()
+	}
+	return out
+}
+
+func marker(t testing.TB, p *partition, pid int64, epoch int16, coordEpoch int32, commit bool) markerOutcome {
+	t.Helper()
+	out, err := p.writeTxnMarker(pid, epoch, coordEpoch, commit, time.Now().UnixMilli())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// fetchCommitted fetches partition 0 of topic from offset at
+// read_committed and returns the partition's answer and its batches'
+// headers.
+func fetchCommitted(t testing.TB, c *rawConn, topic string, offset int64) (kmsg.FetchResponseTopicPartition, []batch.Header) {
+	t.Helper()
+	req := kmsg.NewPtrFetchRequest()
+	req.SetVersion(12)
+	req.IsolationLevel, req.MaxBytes, req.MaxWaitMillis = 1, 1<<20, 0
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = offset, 1<<20, -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	sp := c.do(req).(*kmsg.FetchResponse).Topics[0].Partitions[0]
+	var hs []batch.Header
+	if err := batch.Split(sp.RecordBatches, func(one []byte) error {
+		h, err := batch.ParseHeader(one)
+		hs = append(hs, h)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return sp, hs
+}
+
+func listCommitted(t testing.TB, c *rawConn, topic string) int64 {
+	t.Helper()
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.SetVersion(7)
+	req.IsolationLevel = 1
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Timestamp, rp.CurrentLeaderEpoch = -1, -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	sp := c.do(req).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]
+	if err := kerr.ErrorForCode(sp.ErrorCode); err != nil {
+		t.Fatal(err)
+	}
+	return sp.Offset
+}
+
+type lsoStep struct {
+	name      string
+	do        func()
+	lso, hw   int64
+	lastBatch int64 // base offset of the last batch a read_committed fetch from 0 returns, -1 none
+	aborted   []int64
+}
+
+func checkLSO(t *testing.T, c *rawConn, p *partition, s lsoStep) {
+	t.Helper()
+	if got := p.lastStableOffset(); got != s.lso {
+		t.Fatalf("%s: LSO %d, want %d", s.name, got, s.lso)
+	}
+	if got := listCommitted(t, c, p.topic); got != s.lso {
+		t.Fatalf("%s: ListOffsets latest read_committed %d, want %d", s.name, got, s.lso)
+	}
+	sp, hs := fetchCommitted(t, c, p.topic, 0)
+	if sp.ErrorCode != 0 || sp.HighWatermark != s.hw || sp.LastStableOffset != s.lso {
+		t.Fatalf("%s: fetch error %d, HW %d, LSO %d; want HW %d, LSO %d", s.name, sp.ErrorCode, sp.HighWatermark, sp.LastStableOffset, s.hw, s.lso)
+	}
+	last := int64(-1)
+	if len(hs) > 0 {
+		last = hs[len(hs)-1].BaseOffset
+	}
+	if last != s.lastBatch {
+		t.Fatalf("%s: last batch read at %d, want %d", s.name, last, s.lastBatch)
+	}
+	var aborted []int64
+	for _, a := range sp.AbortedTransactions {
+		aborted = append(aborted, a.FirstOffset)
+	}
+	if !slices.Equal(aborted, s.aborted) {
+		t.Fatalf("%s: aborted transactions at %v, want %v", s.name, aborted, s.aborted)
+	}
+}
+
+// TestTxnMarkersMoveTheLastStableOffset walks two interleaved transactions
+// and a plain batch through their markers, checking after each step the
+// LSO, ListOffsets and a read_committed fetch (which stops at the LSO and
+// lists the aborted transaction), and finally that franz-go's
+// read_committed consumer sees exactly the committed and plain records
+// while a read_uncommitted one sees everything.
+func TestTxnMarkersMoveTheLastStableOffset(t *testing.T) {
+	b := startBroker(t, Config{})
+	c := dialRaw(t, b.Addr())
+	createTopic(t, c, "t", 1, nil)
+	p := partitionOf(t, b, "t", 0)
+	const pidA, pidB = 1000, 2000
+	for _, s := range []lsoStep{
+		{name: "empty", do: func() {}, lso: 0, hw: 0, lastBatch: -1},
+		{name: "A opens at 0", do: func() { appendDirect(t, p, txnBatch(t, pidA, 0, 0, 2, "aborted")) }, lso: 0, hw: 2, lastBatch: -1},
+		{name: "B opens at 2", do: func() { appendDirect(t, p, txnBatch(t, pidB, 0, 0, 1, "committed")) }, lso: 0, hw: 3, lastBatch: -1},
+		{name: "plain at 3", do: func() { appendDirect(t, p, idempotentBatch(t, -1, 0, 0, 1, time.Now().UnixMilli())) }, lso: 0, hw: 4, lastBatch: -1},
+		{name: "A more at 4", do: func() { appendDirect(t, p, txnBatch(t, pidA, 0, 2, 1, "aborted-too")) }, lso: 0, hw: 5, lastBatch: -1},
+		{name: "A aborts at 5", do: func() { marker(t, p, pidA, 0, 0, false) }, lso: 2, hw: 6, lastBatch: 0, aborted: []int64{0}},
+		{name: "B commits at 6", do: func() { marker(t, p, pidB, 0, 0, true) }, lso: 7, hw: 7, lastBatch: 6, aborted: []int64{0}},
+		{name: "empty transaction of A commits at 7", do: func() { marker(t, p, pidA, 0, 0, true) }, lso: 8, hw: 8, lastBatch: 7, aborted: []int64{0}},
+	} {
+		s.do()
+		checkLSO(t, c, p, s)
+	}
+
+	consume := func(level kgo.IsolationLevel, want int) []string {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.ConsumeTopics("t"), kgo.FetchIsolationLevel(level),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		var got []string
+		for len(got) < want {
+			fs := cl.PollFetches(ctx)
+			if ctx.Err() != nil {
+				t.Fatalf("consumed %v, want %d records", got, want)
+			}
+			fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+		}
+		return got
+	}
+	plain := "p-1-e-1-s-1"
+	if got := consume(kgo.ReadCommitted(), 2); !slices.Equal(got, []string{"committed-0", plain}) {
+		t.Fatalf("read_committed consumed %q", got)
+	}
+	if got := consume(kgo.ReadUncommitted(), 5); !slices.Equal(got, []string{"aborted-0", "aborted-1", "committed-0", plain, "aborted-too-0"}) {
+		t.Fatalf("read_uncommitted consumed %q", got)
+	}
+}
+
+// TestTxnStateRefusals: Kafka's checks on markers and on a producer's
+// batches while its transaction is open.
+func TestTxnStateRefusals(t *testing.T) {
+	b := startBroker(t, Config{})
+	c := dialRaw(t, b.Addr())
+	createTopic(t, c, "t", 1, nil)
+	p := partitionOf(t, b, "t", 0)
+	const pid = 77
+	appendDirect(t, p, txnBatch(t, pid, 3, 0, 1, "x"))
+	if out := appendDirect(t, p, idempotentBatch(t, pid, 3, 1, 1, time.Now().UnixMilli())); out.refused != kerr.InvalidTxnState {
+		t.Fatalf("non-transactional batch inside a transaction: %v", out.refused)
+	}
+	if out := marker(t, p, pid, 2, 5, false); out.refused != kerr.InvalidProducerEpoch {
+		t.Fatalf("marker of an older epoch: %v", out.refused)
+	}
+	if out := marker(t, p, pid, 3, 5, true); out.refused != nil || out.offset != 1 {
+		t.Fatalf("commit: %+v", out)
+	}
+	if out := marker(t, p, pid, 3, 4, true); out.refused != kerr.TransactionCoordinatorFenced {
+		t.Fatalf("marker of an older coordinator epoch: %v", out.refused)
+	}
+	// A bumped epoch (TV2 markers carry epoch+1) is accepted, and the
+	// producer then continues at sequence 0 of it.
+	if out := marker(t, p, pid, 4, 5, false); out.refused != nil {
+		t.Fatalf("marker with a bumped epoch: %v", out.refused)
+	}
+	if out := appendDirect(t, p, txnBatch(t, pid, 4, 0, 1, "y")); out.refused != nil {
+		t.Fatalf("new transaction at the bumped epoch: %v", out.refused)
+	}
+	if p.lastStableOffset() != 3 {
+		t.Fatalf("LSO %d, want 3", p.lastStableOffset())
+	}
+}
+
+// TestTxnStateSurvivesRestart leaves one transaction open and one aborted,
+// restarts (cleanly, and from a copy taken while running, without the
+// .txnindex, which the replayed abort marker restores), and checks the LSO
+// still stops at the open transaction, the abort is still listed, and the
+// open transaction can then be committed.
+func TestTxnStateSurvivesRestart(t *testing.T) {
+	for _, crash := range []bool{false, true} {
+		t.Run(map[bool]string{false: "clean", true: "crash"}[crash], func(t *testing.T) {
+			dir := t.TempDir()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			first, err := Start(ctx, Config{DataDir: dir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := dialRaw(t, first.Addr())
+			createTopic(t, c, "t", 1, nil)
+			p := partitionOf(t, first, "t", 0)
+			appendDirect(t, p, txnBatch(t, 1, 0, 0, 1, "aborted"))    // 0
+			appendDirect(t, p, txnBatch(t, 2, 0, 0, 1, "open"))       // 1
+			if out := marker(t, p, 1, 0, 7, false); out.offset != 2 { // 2
+				t.Fatalf("abort: %+v", out)
+			}
+			dataDir := dir
+			if crash {
+				dataDir = t.TempDir()
+				copyDir(t, dir, dataDir)
+				txnIndex := filepath.Join(dataDir, "t-0", "00000000000000000000.txnindex")
+				if err := os.Remove(txnIndex); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := first.Close(); err != nil {
+				t.Fatal(err)
+			}
+			second := startBroker(t, Config{DataDir: dataDir})
+			c = dialRaw(t, second.Addr())
+			p = partitionOf(t, second, "t", 0)
+			checkLSO(t, c, p, lsoStep{name: "after restart", lso: 1, hw: 3, lastBatch: 0, aborted: []int64{0}})
+			if got := p.log.AbortedTxns(0, 3); !slices.Equal(got, []storage.AbortedTxn{{ProducerID: 1, FirstOffset: 0, LastOffset: 2, LastStableOffset: 1}}) {
+				t.Fatalf("aborted transactions %+v", got)
+			}
+			if out := marker(t, p, 1, 0, 6, true); out.refused != kerr.TransactionCoordinatorFenced {
+				t.Fatalf("coordinator epoch not restored: %+v", out)
+			}
+			marker(t, p, 2, 0, 7, true) // 3
+			checkLSO(t, c, p, lsoStep{name: "after commit", lso: 4, hw: 4, lastBatch: 3, aborted: []int64{0}})
+		})
+	}
+}
