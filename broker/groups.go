@@ -123,6 +123,12 @@ func (gc *groupCoordinator) replay() error {
 				break
 			}
 			err = batch.Split(data, func(one []byte) error {
+				if h, err := batch.ParseHeader(one); err == nil && h.Control() {
+					// A transaction marker (WriteTxnMarkers): no offsets of
+					// its own.
+					off = max(off, h.BaseOffset+int64(h.LastOffsetDelta)+1)
+					return nil
+				}
 				var loadErr error
 				if err := batch.ForEachRecord(one, &scratch, func(h *batch.Header, r *batch.Record) bool {
 					off = h.BaseOffset + int64(r.OffsetDelta) + 1

@@ -276,3 +276,136 @@ func TestTxnStateSurvivesRestart(t *testing.T) {
 		})
 	}
 }
+
+func writeMarkers(t testing.TB, c *rawConn, version int16, markers ...kmsg.WriteTxnMarkersRequestMarker) *kmsg.WriteTxnMarkersResponse {
+	t.Helper()
+	req := kmsg.NewPtrWriteTxnMarkersRequest()
+	req.SetVersion(version)
+	req.Markers = markers
+	return c.do(req).(*kmsg.WriteTxnMarkersResponse)
+}
+
+func txnMarker(pid int64, epoch int16, coordEpoch int32, commit bool, topic string, partitions ...int32) kmsg.WriteTxnMarkersRequestMarker {
+	m := kmsg.NewWriteTxnMarkersRequestMarker()
+	m.ProducerID, m.ProducerEpoch, m.CoordinatorEpoch, m.Committed = pid, epoch, coordEpoch, commit
+	mt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+	mt.Topic, mt.Partitions = topic, partitions
+	m.Topics = append(m.Topics, mt)
+	return m
+}
+
+// TestWriteTxnMarkersOverTheWire ends transactions in two partitions with
+// WriteTxnMarkers at both versions and checks each partition's error code:
+// success (the LSO moves past the transaction), unknown topic and
+// partition, an older producer epoch, an older coordinator epoch; markers
+// of one producer id share a response entry.
+func TestWriteTxnMarkersOverTheWire(t *testing.T) {
+	b := startBroker(t, Config{})
+	c := dialRaw(t, b.Addr())
+	createTopic(t, c, "t", 2, nil)
+	p0, p1 := partitionOf(t, b, "t", 0), partitionOf(t, b, "t", 1)
+	const pid = 500
+	appendDirect(t, p0, txnBatch(t, pid, 2, 0, 1, "a"))
+	appendDirect(t, p1, txnBatch(t, pid, 2, 0, 1, "b"))
+	if p0.lastStableOffset() != 0 || p1.lastStableOffset() != 0 {
+		t.Fatal("open transactions do not hold the LSO")
+	}
+	codes := func(resp *kmsg.WriteTxnMarkersResponse) map[string]int16 {
+		out := map[string]int16{}
+		for _, m := range resp.Markers {
+			for _, mt := range m.Topics {
+				for _, mp := range mt.Partitions {
+					out[fmt.Sprintf("%d/%s-%d", m.ProducerID, mt.Topic, mp.Partition)] = mp.ErrorCode
+				}
+			}
+		}
+		return out
+	}
+	for _, version := range []int16{0, 1} {
+		resp := writeMarkers(t, c, version, txnMarker(pid, 2, 3, version == 1, "t", int32(version), 7), txnMarker(pid, 2, 3, true, "nope", 0))
+		if len(resp.Markers) != 1 {
+			t.Fatalf("v%d: %d response entries for one producer id", version, len(resp.Markers))
+		}
+		want := map[string]int16{
+			fmt.Sprintf("500/t-%d", version): 0,
+			"500/t-7":                        kerr.UnknownTopicOrPartition.Code,
+			"500/nope-0":                     kerr.UnknownTopicOrPartition.Code,
+		}
+		if got := codes(resp); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("v%d: codes %v, want %v", version, got, want)
+		}
+	}
+	if p0.lastStableOffset() != 2 || p1.lastStableOffset() != 2 {
+		t.Fatalf("LSOs %d and %d after the markers, want 2 and 2", p0.lastStableOffset(), p1.lastStableOffset())
+	}
+	if got := p0.log.AbortedTxns(0, 2); len(got) != 1 || got[0].FirstOffset != 0 || got[0].LastOffset != 1 {
+		t.Fatalf("partition 0's abort indexed as %+v", got)
+	}
+	resp := writeMarkers(t, c, 1, txnMarker(pid, 1, 3, true, "t", 0), txnMarker(pid+1, 0, 0, true, "t", 1))
+	want := map[string]int16{"500/t-0": kerr.InvalidProducerEpoch.Code, "501/t-1": 0}
+	if got := codes(resp); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("codes %v, want %v", got, want)
+	}
+	resp = writeMarkers(t, c, 1, txnMarker(pid, 2, 2, true, "t", 0))
+	if got := codes(resp); got["500/t-0"] != kerr.TransactionCoordinatorFenced.Code {
+		t.Fatalf("older coordinator epoch: %v", got)
+	}
+}
+
+// TestOffsetsSurviveAMarkerInConsumerOffsets: a transaction marker written
+// to __consumer_offsets is skipped when the group coordinator replays the
+// topic, and committed offsets are still there after a restart.
+func TestOffsetsSurviveAMarkerInConsumerOffsets(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	first, err := Start(ctx, Config{DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := dialRaw(t, first.Addr())
+	createTopic(t, c, "t", 1, nil)
+	commit := kmsg.NewPtrOffsetCommitRequest()
+	commit.SetVersion(8)
+	commit.Group, commit.Generation = "g", -1
+	ct := kmsg.NewOffsetCommitRequestTopic()
+	ct.Topic = "t"
+	cp := kmsg.NewOffsetCommitRequestTopicPartition()
+	cp.Partition, cp.Offset = 0, 42
+	ct.Partitions = append(ct.Partitions, cp)
+	commit.Topics = append(commit.Topics, ct)
+	if code := c.do(commit).(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode; code != 0 {
+		t.Fatalf("commit: %v", kerr.ErrorForCode(code))
+	}
+	offsets := b2p(first, offsetsTopic)
+	var markerPartitions []int32
+	for i := range offsets {
+		markerPartitions = append(markerPartitions, int32(i))
+	}
+	for _, mt := range writeMarkers(t, c, 1, txnMarker(9, 0, 0, true, offsetsTopic, markerPartitions...)).Markers[0].Topics {
+		for _, mp := range mt.Partitions {
+			if mp.ErrorCode != 0 {
+				t.Fatalf("marker in %s-%d: %v", offsetsTopic, mp.Partition, kerr.ErrorForCode(mp.ErrorCode))
+			}
+		}
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	second := startBroker(t, Config{DataDir: dir})
+	c = dialRaw(t, second.Addr())
+	fetch := kmsg.NewPtrOffsetFetchRequest()
+	fetch.SetVersion(7)
+	fetch.Group = "g"
+	ft := kmsg.NewOffsetFetchRequestTopic()
+	ft.Topic, ft.Partitions = "t", []int32{0}
+	fetch.Topics = append(fetch.Topics, ft)
+	if got := c.do(fetch).(*kmsg.OffsetFetchResponse).Topics[0].Partitions[0].Offset; got != 42 {
+		t.Fatalf("offset after the restart: %d, want 42", got)
+	}
+}
+
+// b2p returns the partitions of topic on b.
+func b2p(b *Broker, topic string) []*partition {
+	return b.partitions(b.lookupTopic(topic))
+}

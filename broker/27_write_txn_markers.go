@@ -1,0 +1,78 @@
+package broker
+
+// WriteTxnMarkers (key 27), v0-v1, the range Kafka 4 serves. v1: flexible.
+//
+// The request a transaction coordinator sends to partition leaders to
+// complete a transaction: for each marker, a commit or abort control batch
+// for the producer in each named partition (partition.writeTxnMarker, the
+// path Gregor's own coordinator will use in process). Per partition, as
+// KafkaApis.handleWriteTxnMarkersRequest and the append with origin
+// COORDINATOR answer: an unknown topic or partition is
+// UNKNOWN_TOPIC_OR_PARTITION, a producer epoch older than the partition's
+// INVALID_PRODUCER_EPOCH, a coordinator epoch older than that of the
+// producer's last marker TRANSACTION_COORDINATOR_FENCED, a failed write
+// KAFKA_STORAGE_ERROR. Internal topics are written too: a marker in
+// __consumer_offsets is what ends a transactional offset commit (none
+// exist before TxnOffsetCommit is served, so it only completes the
+// partition's producer state). Markers naming the same producer id share
+// one response entry, as in Kafka, whose response is keyed by producer id.
+
+import (
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(27, 0, 1, handleWriteTxnMarkers) }
+
+func handleWriteTxnMarkers(b *Broker, _ *request, req *kmsg.WriteTxnMarkersRequest) (kmsg.Response, error) {
+	resp := newResponse[*kmsg.WriteTxnMarkersResponse](req)
+	byPID := map[int64]int{} // producer id -> index in resp.Markers
+	for _, m := range req.Markers {
+		i, ok := byPID[m.ProducerID]
+		if !ok {
+			i = len(resp.Markers)
+			byPID[m.ProducerID] = i
+			rm := kmsg.NewWriteTxnMarkersResponseMarker()
+			rm.ProducerID = m.ProducerID
+			resp.Markers = append(resp.Markers, rm)
+		}
+		rm := &resp.Markers[i]
+		for _, mt := range m.Topics {
+			rt := kmsg.NewWriteTxnMarkersResponseMarkerTopic()
+			rt.Topic = mt.Topic
+			t := b.lookupTopic(mt.Topic)
+			for _, index := range mt.Partitions {
+				rp := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
+				rp.Partition = index
+				rp.ErrorCode = b.writeMarker(t, index, m)
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			rm.Topics = append(rm.Topics, rt)
+		}
+	}
+	return resp, nil
+}
+
+// writeMarker writes marker m in partition index of t (nil: unknown) and
+// returns the partition's error code.
+func (b *Broker) writeMarker(t *topic, index int32, m kmsg.WriteTxnMarkersRequestMarker) int16 {
+	var p *partition
+	if t != nil {
+		p = b.partition(t, index)
+	}
+	if p == nil {
+		return kerr.UnknownTopicOrPartition.Code
+	}
+	out, err := p.writeTxnMarker(m.ProducerID, m.ProducerEpoch, m.CoordinatorEpoch, m.Committed, time.Now().UnixMilli())
+	switch {
+	case err != nil:
+		b.log.Error("writing a transaction marker failed", "topic", p.topic, "partition", p.index, "producer_id", m.ProducerID, "err", err)
+		return kerr.KafkaStorageError.Code
+	case out.refused != nil:
+		b.log.Debug("transaction marker refused", "topic", p.topic, "partition", p.index, "reason", out.message)
+		return out.refused.Code
+	}
+	return 0
+}
