@@ -194,16 +194,15 @@ func (b *Broker) readPartition(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopic
 		return storage.Slice{}
 	}
 	if req.IsolationLevel == 1 && records.Len() > 0 {
-		sp.AbortedTransactions = abortedTransactions(p.log.AbortedTxns(rp.FetchOffset, upTo))
+		sp.AbortedTransactions = abortedTransactions(p.log.AbortedTxns(rp.FetchOffset, records.NextOffset()))
 	}
 	return records
 }
 
 // abortedTransactions renders the aborted transactions overlapping a
-// read_committed fetch, so that the client drops their records. Kafka
-// bounds the search by the offset after the data read; Gregor bounds it by
-// the LSO, which can list a few more transactions, above the data, that
-// clients ignore (they consult the list only as they reach each batch).
+// read_committed fetch's data, [fetch offset, the offset after the data),
+// as Kafka's addAbortedTransactions bounds them, so that the client drops
+// their records.
 func abortedTransactions(txns []storage.AbortedTxn) []kmsg.FetchResponseTopicPartitionAbortedTransaction {
 	out := make([]kmsg.FetchResponseTopicPartitionAbortedTransaction, len(txns))
 	for i, a := range txns {

@@ -23,6 +23,7 @@ import (
 type Slice struct {
 	ranges []FileRange
 	size   int64
+	next   int64
 }
 
 // FileRange is Len bytes at Pos of one segment file.
@@ -37,6 +38,12 @@ type FileRange struct {
 
 // Len returns the bytes the slice holds.
 func (s *Slice) Len() int64 { return s.size }
+
+// NextOffset returns the offset after the slice's data: the base offset of
+// the first batch left out, else the end of the last segment read (Kafka's
+// fetchUpperBoundOffset, which bounds the aborted transactions a
+// read_committed fetch lists). 0 for an empty slice.
+func (s *Slice) NextOffset() int64 { return s.next }
 
 // Ranges returns the file ranges in log order. The caller must not keep
 // them past Release.
@@ -177,7 +184,7 @@ func (l *Log) ReadSlice(offset int64, maxBytes int, maxOffset int64) (Slice, err
 	var s Slice
 	for ; i < len(l.segments) && budget > 0; i, pos = i+1, 0 {
 		seg := l.segments[i]
-		n, stopped, err := seg.measureBatches(pos, budget, maxOffset, buf)
+		n, next, stopped, err := seg.measureBatches(pos, budget, maxOffset, buf)
 		if err != nil {
 			s.Release()
 			return Slice{}, err
@@ -192,6 +199,7 @@ func (l *Log) ReadSlice(offset int64, maxBytes int, maxOffset int64) (Slice, err
 			s.ranges = append(s.ranges, FileRange{File: sf.File, Pos: pos, Len: n, shared: sf})
 			s.size += n
 			budget -= n
+			s.next = next
 		}
 		if stopped {
 			break
@@ -201,46 +209,46 @@ func (l *Log) ReadSlice(offset int64, maxBytes int, maxOffset int64) (Slice, err
 }
 
 // measureBatches returns how many bytes of whole batches starting at pos fit
-// in budget and lie below maxOffset, reading headers through buf. stopped
-// reports that a batch was left out, so the read must not go on into the
-// next segment.
-func (s *segment) measureBatches(pos, budget, maxOffset int64, buf *[headerBufSize]byte) (n int64, stopped bool, err error) {
+// in budget and lie below maxOffset, reading headers through buf, and the
+// offset after them. stopped reports that a batch was left out, so the read
+// must not go on into the next segment.
+func (s *segment) measureBatches(pos, budget, maxOffset int64, buf *[headerBufSize]byte) (n, next int64, stopped bool, err error) {
 	var (
 		bufPos int64 = -1 // file position of buf[0]
 		bufLen int64
 	)
 	p := pos
 	if err := s.offsets.ensure(); err != nil { // a closed segment's index loads on first use
-		return 0, true, fmt.Errorf("storage: %s: %w", s.path, err)
+		return 0, 0, true, fmt.Errorf("storage: %s: %w", s.path, err)
 	}
 	if ip := s.offsets.skipWithin(pos, pos+budget, maxOffset); ip > pos {
 		n, p = ip-pos, ip
 	}
 	for p < s.size {
 		if p+batchHeaderSize > s.size {
-			return 0, true, s.corrupt(p, "batch header past the end of the segment")
+			return 0, 0, true, s.corrupt(p, "batch header past the end of the segment")
 		}
 		if bufPos < 0 || p < bufPos || p+batchHeaderSize > bufPos+bufLen {
 			bufLen = min(headerBufSize, s.size-p)
 			if err := readFullAt(s.log, buf[:bufLen], p); err != nil {
-				return 0, true, fmt.Errorf("storage: read %s: %w", s.path, err)
+				return 0, 0, true, fmt.Errorf("storage: read %s: %w", s.path, err)
 			}
 			bufPos = p
 		}
 		h, reason := parseHeader(buf[p-bufPos : bufLen])
 		if reason != "" {
-			return 0, true, s.corrupt(p, reason)
+			return 0, 0, true, s.corrupt(p, reason)
 		}
 		if p+h.size > s.size {
-			return 0, true, s.corrupt(p, "batch past the end of the segment")
+			return 0, 0, true, s.corrupt(p, "batch past the end of the segment")
 		}
 		if h.baseOffset >= maxOffset || n+h.size > budget {
-			return n, true, nil
+			return n, h.baseOffset, true, nil
 		}
 		n += h.size
 		p += h.size
 	}
-	return n, false, nil
+	return n, s.end, false, nil
 }
 
 // skipWithin returns the position of the last indexed batch that starts in

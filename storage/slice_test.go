@@ -56,6 +56,9 @@ func TestReadSliceMatchesReadInto(t *testing.T) {
 					if !bytes.Equal(got, want) {
 						t.Fatalf("ReadSlice(%d, %d, %d) = %d bytes, ReadInto %d", off, maxBytes, maxOffset, len(got), len(want))
 					}
+					if len(want) > 0 {
+						checkNextOffset(t, l, want, off, maxBytes, maxOffset)
+					}
 				}
 			}
 		}
@@ -262,4 +265,26 @@ func TestReadSliceAcrossReopenedSegments(t *testing.T) {
 			}
 		}
 	})
+}
+
+// checkNextOffset checks that the slice of a read reports as next offset
+// the one after the last batch of data, the batches the read returned: with
+// no gaps in the log, that is where the batch left out (or the next
+// segment) begins.
+func checkNextOffset(t *testing.T, l *Log, data []byte, off int64, maxBytes int, maxOffset int64) {
+	t.Helper()
+	var next int64
+	for len(data) >= batchHeaderSize {
+		h, _ := parseHeader(data)
+		next = h.lastOffset() + 1
+		data = data[h.size:]
+	}
+	s, err := l.ReadSlice(off, maxBytes, maxOffset)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Release()
+	if s.NextOffset() != next {
+		t.Fatalf("ReadSlice(%d, %d, %d).NextOffset() = %d, want %d", off, maxBytes, maxOffset, s.NextOffset(), next)
+	}
 }
