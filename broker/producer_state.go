@@ -49,7 +49,8 @@ package broker
 // replayed without checks, as Kafka's loadProducersFromRecords does, from
 // their headers alone (Log.ForEachBatchHeader). So a
 // clean restart reads no data and a crash reads at most the active
-// segment. Gregor's snapshot keeps all five retained batches of each
+// segment (unless recovery emptied transaction indexes: then from the
+// first segment it emptied, see txn_markers.go). Gregor's snapshot keeps all five retained batches of each
 // producer (Kafka's keeps the last), so a retry of any of them is still
 // recognised after a restart. A corrupt snapshot is deleted by storage and
 // the next older one used; with none at all (a log written before
@@ -309,10 +310,18 @@ type markerFunc func(h *batch.Header, m batch.EndTxnMarker) error
 // latest snapshot and the batches after it or, without a snapshot, from
 // every batch that may belong to an unexpired producer. Each transaction
 // marker replayed goes to onMarker.
+//
+// After a crash whose recovery emptied transaction indexes
+// (RecoveryStats.TxnIndexRebuildFrom), the replay starts at or below the
+// first of them, so that every abort marker in them is indexed again.
 func (s *producerStates) load(l *storage.Log, now int64, onMarker markerFunc) error {
 	s.lastSweep, s.snapshotAt = now, l.StartOffset()
 	defer s.removeExpired(now)
-	snapAt, entries, found, err := l.LatestProducerSnapshot()
+	limit := l.EndOffset()
+	if from := l.Recovery().TxnIndexRebuildFrom; from >= 0 {
+		limit = from
+	}
+	snapAt, entries, found, err := l.ProducerSnapshotAtOrBelow(limit)
 	if err != nil {
 		return err
 	}
@@ -321,15 +330,19 @@ func (s *producerStates) load(l *storage.Log, now int64, onMarker markerFunc) er
 		s.snapshotAt = snapAt
 		return s.replay(l, max(snapAt, l.StartOffset()), onMarker)
 	}
+	from := limit
 	first, found, err := l.BatchAtTimestamp(now - producerIDExpirationMs + 1)
-	if err != nil || !found {
-		return err
-	}
-	h, err := batch.ParseHeader(first)
 	if err != nil {
 		return err
 	}
-	return s.replay(l, max(h.BaseOffset, l.StartOffset()), onMarker)
+	if found {
+		h, err := batch.ParseHeader(first)
+		if err != nil {
+			return err
+		}
+		from = min(from, h.BaseOffset)
+	}
+	return s.replay(l, max(from, l.StartOffset()), onMarker)
 }
 
 // errAtMarker stops a header walk at a control batch, which replay must

@@ -40,8 +40,10 @@ package broker
 //
 // Restart: the producer snapshot keeps each producer's coordinator epoch
 // and open transaction's first offset, and the markers after the snapshot
-// are replayed (replayMarker), re-indexing an abort a crash lost from the
-// .txnindex.
+// are replayed (replayMarker), indexing each abort again (a no-op when its
+// entry is there). After a crash, storage empties the .txnindex of the
+// recovered segments that hold markers, and the replay starts from a
+// snapshot at or below the first of them (producerStates.load).
 
 import (
 	"errors"

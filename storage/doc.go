@@ -79,8 +79,11 @@
 //
 // It is truncated with its segment, deleted with it, and carried into a
 // cleaned segment for each abort marker the cleaner keeps. Open cuts a
-// torn last entry and entries past the recovered log; unlike the offset
-// and time indexes it cannot be rebuilt from the segment alone.
+// torn last entry and entries past the recovered log. Unlike the offset
+// and time indexes it cannot be rebuilt from the segment alone: after a
+// crash Open empties it in each unflushed segment it recovers that holds
+// a control batch and reports the first (RecoveryStats.TxnIndexRebuildFrom);
+// the broker's producer-state replay indexes those aborts again.
 //
 // A batch gets an entry in both (the time entry only if the maximum grew)
 // when more than IndexIntervalBytes were written since the last entry, as

@@ -208,6 +208,13 @@ type RecoveryStats struct {
 	SegmentsScanned int   // segments whose batches were CRC-checked and indexes rebuilt
 	TruncatedBytes  int64 // invalid bytes cut from the segment where recovery stopped
 	SegmentsDeleted int   // unflushed segments deleted after a cut one, as Kafka does
+	// TxnIndexRebuildFrom is the base offset of the first unflushed segment
+	// recovery scanned that holds transaction markers: Open emptied the
+	// .txnindex of each such segment, because a crash may have lost
+	// entries of it, as Kafka's segment recovery resets it; -1 when none. The producer state's
+	// replay, from a snapshot at or below it, indexes their aborted
+	// transactions again (Log.AppendAbortedTxn).
+	TxnIndexRebuildFrom int64
 }
 
 // Recovery reports what Open did to recover the log.

@@ -239,13 +239,21 @@ func (l *Log) WriteProducerSnapshot(offset int64, entries []ProducerSnapshotEntr
 // version) is deleted, as Kafka does, and the next older one is tried. The
 // caller replays the batches from max(offset, StartOffset) to the end.
 func (l *Log) LatestProducerSnapshot() (offset int64, entries []ProducerSnapshotEntry, found bool, err error) {
+	return l.ProducerSnapshotAtOrBelow(math.MaxInt64)
+}
+
+// ProducerSnapshotAtOrBelow is LatestProducerSnapshot for the newest
+// snapshot taken at or below limit (and the log end): where the producer
+// state's replay must begin to rebuild transaction indexes from
+// RecoveryStats.TxnIndexRebuildFrom.
+func (l *Log) ProducerSnapshotAtOrBelow(limit int64) (offset int64, entries []ProducerSnapshotEntry, found bool, err error) {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	offsets, err := l.listSnapshots()
 	if err != nil {
 		return 0, nil, false, err
 	}
-	end := l.end.Load()
+	end := min(l.end.Load(), limit)
 	for i := len(offsets) - 1; i >= 0; i-- {
 		off := offsets[i]
 		if off > end {

@@ -62,7 +62,8 @@ func Open(fsys FS, dir string, cfg Config) (*Log, error) {
 		return nil, err
 	}
 	l := &Log{fsys: fsys, dir: dir, cfg: cfg, logger: cfg.Logger,
-		pendingDeletes: map[*segment]*time.Timer{}, firstDirty: -1}
+		pendingDeletes: map[*segment]*time.Timer{}, firstDirty: -1,
+		recovery: RecoveryStats{TxnIndexRebuildFrom: -1}}
 	if l.logger == nil {
 		l.logger = slog.Default()
 	}
@@ -421,6 +422,17 @@ func (l *Log) recoverSegment(seg *segment, fileSize int64, last, unflushed bool)
 	}
 	seg.size, seg.end = res.valid, res.end
 	seg.maxTs, seg.maxTsOffset = res.maxTs, res.maxTsOffset
+	if unflushed && res.control {
+		// A crash may have lost entries of its transaction index: emptied
+		// here, rebuilt by the producer state's replay (Kafka's
+		// LogSegment.recover resets it too).
+		if err := seg.txns.truncateTo(seg.base); err != nil {
+			return false, err
+		}
+		if l.recovery.TxnIndexRebuildFrom < 0 {
+			l.recovery.TxnIndexRebuildFrom = seg.base
+		}
+	}
 	// Kafka ends a recovered segment's time index with its max timestamp.
 	if last := res.lastTimeTs(); seg.maxTs > last {
 		res.times = appendTimeEntry(res.times, seg.base, seg.maxTs, seg.maxTsOffset)
@@ -464,6 +476,7 @@ type scanResult struct {
 	times       []byte // rebuilt time index, without the final entry
 	maxTs       int64
 	maxTsOffset int64
+	control     bool // a control batch (a transaction marker) was seen
 }
 
 // lastTimeTs returns the timestamp of the last rebuilt time index entry,
@@ -539,6 +552,7 @@ func scanSegment(f File, size, base int64, interval int) (scanResult, error) {
 		if h.maxTimestamp > res.maxTs {
 			res.maxTs, res.maxTsOffset = h.maxTimestamp, h.lastOffset()
 		}
+		res.control = res.control || binary.BigEndian.Uint16(batch[offAttributes:])&attrControl != 0
 		if pos-lastIdxPos > int64(interval) {
 			res.offsets = appendOffsetEntry(res.offsets, base, h.lastOffset(), pos)
 			lastIdxPos = pos

@@ -1,11 +1,13 @@
 package storage
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 )
 
 // The aborted-transaction index: Kafka's <base>.txnindex beside each
@@ -211,9 +213,9 @@ func (x *txnIndex) close() error {
 // AppendAbortedTxn indexes an aborted transaction in the segment holding
 // its abort marker, a.LastOffset (Kafka's LogSegment.updateTxnIndex): the
 // active segment when the marker was just appended, an older one when the
-// broker replays markers at open to restore entries a crash lost. The
-// same entry already indexed there is not added twice; otherwise
-// a.LastOffset must be above every entry of that segment. The entry is
+// broker replays markers at open to restore entries a crash lost. An entry
+// already indexed there is not added twice; otherwise a.LastOffset must be
+// above every entry of that segment. The entry is
 // written to the page cache; Sync makes it durable with the segment.
 func (l *Log) AppendAbortedTxn(a AbortedTxn) error {
 	l.appendMu.Lock()
@@ -226,7 +228,9 @@ func (l *Log) AppendAbortedTxn(a AbortedTxn) error {
 			ErrOffsetOutOfRange, a.FirstOffset, a.LastOffset, l.start.Load(), l.end.Load())
 	}
 	seg := l.segments[l.segmentFor(a.LastOffset)]
-	if n := len(seg.txns.entries); n > 0 && seg.txns.entries[n-1] == a {
+	if i, found := slices.BinarySearchFunc(seg.txns.entries, a.LastOffset, func(e AbortedTxn, off int64) int {
+		return cmp.Compare(e.LastOffset, off)
+	}); found && seg.txns.entries[i] == a {
 		return nil
 	}
 	l.mu.Lock()

@@ -1,8 +1,10 @@
 package storage
 
 import (
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"slices"
@@ -271,5 +273,57 @@ func TestOpenCutsTornTxnIndexAndEntriesPastTheLog(t *testing.T) {
 	var ce *CorruptError
 	if _, err := Open(fsys, dir, testConfig()); !errors.As(err, &ce) {
 		t.Fatalf("open with a version-9 entry: %v", err)
+	}
+}
+
+// TestCrashRecoveryEmptiesTxnIndexesOfSegmentsWithMarkers: after a crash,
+// an unflushed segment holding a control batch has its .txnindex emptied
+// and RecoveryStats.TxnIndexRebuildFrom names it, for the broker's replay
+// to index its aborts again; after a clean close nothing is emptied.
+func TestCrashRecoveryEmptiesTxnIndexesOfSegmentsWithMarkers(t *testing.T) {
+	for _, clean := range []bool{true, false} {
+		t.Run(map[bool]string{true: "clean", false: "crash"}[clean], func(t *testing.T) {
+			fsys, dir := NewMemFS(), "/d/t-0"
+			l := mustOpen(t, fsys, dir, testConfig())
+			appendOne(t, l)
+			for _, control := range []bool{false, true} {
+				_, b := txnBatch(0, 7, true, control)
+				binary.BigEndian.PutUint32(b[offCRC:], crc32.Checksum(b[crcStart:], castagnoli))
+				if _, _, err := l.Append(b); err != nil {
+					t.Fatal(err)
+				}
+			}
+			a := AbortedTxn{ProducerID: 7, FirstOffset: 1, LastOffset: 2, LastStableOffset: 3}
+			if err := l.AppendAbortedTxn(a); err != nil {
+				t.Fatal(err)
+			}
+			// Durable, but the active segment is recovered after a crash
+			// all the same, and its index rebuilt.
+			if err := l.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			if clean {
+				if err := l.Close(); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				crash(l)
+			}
+			l = mustOpen(t, fsys, dir, testConfig())
+			defer l.Close()
+			want, wantFrom := []AbortedTxn{a}, int64(-1)
+			if !clean {
+				want, wantFrom = nil, 0
+			}
+			if got := l.AbortedTxns(0, 3); !slices.Equal(got, want) || l.Recovery().TxnIndexRebuildFrom != wantFrom {
+				t.Fatalf("aborted %v, rebuild from %d; want %v, %d", got, l.Recovery().TxnIndexRebuildFrom, want, wantFrom)
+			}
+			if err := l.AppendAbortedTxn(a); err != nil { // the replay's re-indexing
+				t.Fatal(err)
+			}
+			if got := l.AbortedTxns(0, 3); !slices.Equal(got, []AbortedTxn{a}) {
+				t.Fatalf("after re-indexing: %v", got)
+			}
+		})
 	}
 }
