@@ -1,6 +1,8 @@
 package broker
 
-// WriteTxnMarkers (key 27), v0-v1, the range Kafka 4 serves. v1: flexible.
+// WriteTxnMarkers (key 27), v1-v2, the range Kafka 4.2 serves (it closes
+// the connection on v0). v1: flexible. v2: each marker carries the client's
+// transaction version, which changes the producer epoch check (below).
 //
 // The request a transaction coordinator sends to partition leaders to
 // complete a transaction: for each marker, a commit or abort control batch
@@ -24,7 +26,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { register(27, 0, 1, handleWriteTxnMarkers) }
+func init() { register(27, 1, 2, handleWriteTxnMarkers) }
 
 func handleWriteTxnMarkers(b *Broker, _ *request, req *kmsg.WriteTxnMarkersRequest) (kmsg.Response, error) {
 	resp := newResponse[*kmsg.WriteTxnMarkersResponse](req)
@@ -65,7 +67,8 @@ func (b *Broker) writeMarker(t *topic, index int32, m kmsg.WriteTxnMarkersReques
 	if p == nil {
 		return kerr.UnknownTopicOrPartition.Code
 	}
-	out, err := p.writeTxnMarker(m.ProducerID, m.ProducerEpoch, m.CoordinatorEpoch, m.Committed, time.Now().UnixMilli())
+	out, err := p.writeTxnMarker(txnMarker{pid: m.ProducerID, epoch: m.ProducerEpoch, coordinatorEpoch: m.CoordinatorEpoch,
+		commit: m.Committed, transactionVersion: m.TransactionVersion}, time.Now().UnixMilli())
 	switch {
 	case err != nil:
 		b.log.Error("writing a transaction marker failed", "topic", p.topic, "partition", p.index, "producer_id", m.ProducerID, "err", err)

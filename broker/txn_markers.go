@@ -22,7 +22,10 @@ package broker
 //
 // A marker is refused, nothing appended, with:
 //   - INVALID_PRODUCER_EPOCH when its producer epoch is older than the
-//     producer's epoch here (Kafka's checkProducerEpoch);
+//     producer's epoch here or, for a transaction version 2 marker (whose
+//     epoch the coordinator bumped, KIP-890), not newer than it, unless it
+//     is a retry: the same epoch with no transaction open, which Kafka
+//     4.2 appends again (checkProducerEpoch);
 //   - TRANSACTION_COORDINATOR_FENCED when its coordinator epoch is older
 //     than that of the last marker written for the producer
 //     (checkCoordinatorEpoch).
@@ -69,18 +72,29 @@ type markerOutcome struct {
 	message string
 }
 
-// writeTxnMarker appends a commit or abort marker for producer pid at
-// epoch, written by the coordinator at coordinatorEpoch, at time now (Unix
-// ms). A non-nil error is the log's: KAFKA_STORAGE_ERROR to the caller.
-func (p *partition) writeTxnMarker(pid int64, epoch int16, coordinatorEpoch int32, commit bool, now int64) (markerOutcome, error) {
-	out, err := p.appendTxnMarker(pid, epoch, coordinatorEpoch, commit, now)
+// txnMarker is one marker a coordinator asks a partition to write.
+type txnMarker struct {
+	pid              int64
+	epoch            int16
+	coordinatorEpoch int32
+	commit           bool
+	// transactionVersion is the client's transaction version (0 and 1
+	// behave alike; 2 is KIP-890's epoch bump per transaction).
+	transactionVersion int8
+}
+
+// writeTxnMarker appends m at time now (Unix ms). A non-nil error is the
+// log's: KAFKA_STORAGE_ERROR to the caller.
+func (p *partition) writeTxnMarker(m txnMarker, now int64) (markerOutcome, error) {
+	out, err := p.appendTxnMarker(m, now)
 	if err == nil && out.refused == nil {
 		p.appended() // the LSO moved: wake read_committed long polls
 	}
 	return out, err
 }
 
-func (p *partition) appendTxnMarker(pid int64, epoch int16, coordinatorEpoch int32, commit bool, now int64) (markerOutcome, error) {
+func (p *partition) appendTxnMarker(m txnMarker, now int64) (markerOutcome, error) {
+	pid, epoch, coordinatorEpoch, commit := m.pid, m.epoch, m.coordinatorEpoch, m.commit
 	one, err := batch.AppendEndTxnMarker(nil, pid, epoch, p.leaderEpoch, now, batch.EndTxnMarker{Commit: commit, CoordinatorEpoch: coordinatorEpoch})
 	if err != nil {
 		return markerOutcome{}, err
@@ -89,10 +103,16 @@ func (p *partition) appendTxnMarker(pid int64, epoch int16, coordinatorEpoch int
 	defer p.appendMu.Unlock()
 	p.producers.maybeRemoveExpired(now)
 	if e := p.producers.byID[pid]; e != nil {
+		tv2 := m.transactionVersion >= 2
+		stale := epoch < e.epoch || tv2 && epoch == e.epoch && e.txnFirstOffset >= 0
 		switch {
-		case epoch < e.epoch:
-			return markerOutcome{refused: kerr.InvalidProducerEpoch, message: fmt.Sprintf("Epoch of producer %d is %d, which is smaller than the last seen epoch %d in partition %s-%d",
-				pid, epoch, e.epoch, p.topic, p.index)}, nil
+		case stale:
+			cmp := "<"
+			if tv2 {
+				cmp = "<="
+			}
+			return markerOutcome{refused: kerr.InvalidProducerEpoch, message: fmt.Sprintf("Epoch of producer %d in partition %s-%d is %d, which is %s the last seen epoch %d",
+				pid, p.topic, p.index, epoch, cmp, e.epoch)}, nil
 		case coordinatorEpoch < e.coordinatorEpoch:
 			return markerOutcome{refused: kerr.TransactionCoordinatorFenced, message: fmt.Sprintf("Invalid coordinator epoch for producerId %d in partition %s-%d: %d (zombie), %d (current)",
 				pid, p.topic, p.index, coordinatorEpoch, e.coordinatorEpoch)}, nil

@@ -51,7 +51,12 @@ func appendDirect(t testing.TB, p *partition, b []byte) appendOutcome {
 
 func marker(t testing.TB, p *partition, pid int64, epoch int16, coordEpoch int32, commit bool) markerOutcome {
 	t.Helper()
-	out, err := p.writeTxnMarker(pid, epoch, coordEpoch, commit, time.Now().UnixMilli())
+	return markerTV(t, p, txnMarker{pid: pid, epoch: epoch, coordinatorEpoch: coordEpoch, commit: commit})
+}
+
+func markerTV(t testing.TB, p *partition, m txnMarker) markerOutcome {
+	t.Helper()
+	out, err := p.writeTxnMarker(m, time.Now().UnixMilli())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,6 +229,27 @@ func TestTxnStateRefusals(t *testing.T) {
 	if p.lastStableOffset() != 3 {
 		t.Fatalf("LSO %d, want 3", p.lastStableOffset())
 	}
+	// Transaction version 2 (Kafka 4.2's checkProducerEpoch): the marker's
+	// epoch must be above the producer's while its transaction is open; the
+	// same epoch once the transaction is over is a retry, written again.
+	tv2 := txnMarker{pid: pid, epoch: 4, coordinatorEpoch: 5, commit: true, transactionVersion: 2}
+	if out := markerTV(t, p, tv2); out.refused != kerr.InvalidProducerEpoch {
+		t.Fatalf("TV2 marker at the open transaction's epoch: %v", out.refused)
+	}
+	tv2.epoch = 5
+	if out := markerTV(t, p, tv2); out.refused != nil || out.offset != 4 {
+		t.Fatalf("TV2 marker with the bumped epoch: %+v", out)
+	}
+	if out := markerTV(t, p, tv2); out.refused != nil || out.offset != 5 {
+		t.Fatalf("TV2 marker retried: %+v", out)
+	}
+	tv2.epoch = 4
+	if out := markerTV(t, p, tv2); out.refused != kerr.InvalidProducerEpoch {
+		t.Fatalf("TV2 marker of an older epoch: %v", out.refused)
+	}
+	if p.lastStableOffset() != 6 {
+		t.Fatalf("LSO %d, want 6", p.lastStableOffset())
+	}
 }
 
 // TestTxnStateSurvivesRestart leaves one transaction open and one aborted,
@@ -285,7 +311,7 @@ func writeMarkers(t testing.TB, c *rawConn, version int16, markers ...kmsg.Write
 	return c.do(req).(*kmsg.WriteTxnMarkersResponse)
 }
 
-func txnMarker(pid int64, epoch int16, coordEpoch int32, commit bool, topic string, partitions ...int32) kmsg.WriteTxnMarkersRequestMarker {
+func wireMarker(pid int64, epoch int16, coordEpoch int32, commit bool, topic string, partitions ...int32) kmsg.WriteTxnMarkersRequestMarker {
 	m := kmsg.NewWriteTxnMarkersRequestMarker()
 	m.ProducerID, m.ProducerEpoch, m.CoordinatorEpoch, m.Committed = pid, epoch, coordEpoch, commit
 	mt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
@@ -295,7 +321,8 @@ func txnMarker(pid int64, epoch int16, coordEpoch int32, commit bool, topic stri
 }
 
 // TestWriteTxnMarkersOverTheWire ends transactions in two partitions with
-// WriteTxnMarkers at both versions and checks each partition's error code:
+// WriteTxnMarkers at both versions (v0, which Kafka 4.2 no longer serves,
+// closes the connection as for any unsupported version) and checks each partition's error code:
 // success (the LSO moves past the transaction), unknown topic and
 // partition, an older producer epoch, an older coordinator epoch; markers
 // of one producer id share a response entry.
@@ -321,15 +348,15 @@ func TestWriteTxnMarkersOverTheWire(t *testing.T) {
 		}
 		return out
 	}
-	for _, version := range []int16{0, 1} {
-		resp := writeMarkers(t, c, version, txnMarker(pid, 2, 3, version == 1, "t", int32(version), 7), txnMarker(pid, 2, 3, true, "nope", 0))
+	for _, version := range []int16{1, 2} {
+		resp := writeMarkers(t, c, version, wireMarker(pid, 2, 3, version == 2, "t", int32(version-1), 7), wireMarker(pid, 2, 3, true, "nope", 0))
 		if len(resp.Markers) != 1 {
 			t.Fatalf("v%d: %d response entries for one producer id", version, len(resp.Markers))
 		}
 		want := map[string]int16{
-			fmt.Sprintf("500/t-%d", version): 0,
-			"500/t-7":                        kerr.UnknownTopicOrPartition.Code,
-			"500/nope-0":                     kerr.UnknownTopicOrPartition.Code,
+			fmt.Sprintf("500/t-%d", version-1): 0,
+			"500/t-7":                          kerr.UnknownTopicOrPartition.Code,
+			"500/nope-0":                       kerr.UnknownTopicOrPartition.Code,
 		}
 		if got := codes(resp); fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("v%d: codes %v, want %v", version, got, want)
@@ -341,12 +368,12 @@ func TestWriteTxnMarkersOverTheWire(t *testing.T) {
 	if got := p0.log.AbortedTxns(0, 2); len(got) != 1 || got[0].FirstOffset != 0 || got[0].LastOffset != 1 {
 		t.Fatalf("partition 0's abort indexed as %+v", got)
 	}
-	resp := writeMarkers(t, c, 1, txnMarker(pid, 1, 3, true, "t", 0), txnMarker(pid+1, 0, 0, true, "t", 1))
+	resp := writeMarkers(t, c, 1, wireMarker(pid, 1, 3, true, "t", 0), wireMarker(pid+1, 0, 0, true, "t", 1))
 	want := map[string]int16{"500/t-0": kerr.InvalidProducerEpoch.Code, "501/t-1": 0}
 	if got := codes(resp); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("codes %v, want %v", got, want)
 	}
-	resp = writeMarkers(t, c, 1, txnMarker(pid, 2, 2, true, "t", 0))
+	resp = writeMarkers(t, c, 1, wireMarker(pid, 2, 2, true, "t", 0))
 	if got := codes(resp); got["500/t-0"] != kerr.TransactionCoordinatorFenced.Code {
 		t.Fatalf("older coordinator epoch: %v", got)
 	}
@@ -382,7 +409,7 @@ func TestOffsetsSurviveAMarkerInConsumerOffsets(t *testing.T) {
 	for i := range offsets {
 		markerPartitions = append(markerPartitions, int32(i))
 	}
-	for _, mt := range writeMarkers(t, c, 1, txnMarker(9, 0, 0, true, offsetsTopic, markerPartitions...)).Markers[0].Topics {
+	for _, mt := range writeMarkers(t, c, 1, wireMarker(9, 0, 0, true, offsetsTopic, markerPartitions...)).Markers[0].Topics {
 		for _, mp := range mt.Partitions {
 			if mp.ErrorCode != 0 {
 				t.Fatalf("marker in %s-%d: %v", offsetsTopic, mp.Partition, kerr.ErrorForCode(mp.ErrorCode))

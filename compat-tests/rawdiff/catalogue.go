@@ -511,6 +511,50 @@ var catalogue = []entry{
 	{name: "OffsetForLeaderEpoch client epoch ahead", setup: topicWithData, req: offsetForLeaderEpoch(4, 0, 2, 0, "")},
 	{name: "OffsetForLeaderEpoch unknown partition", setup: topicWithData, req: offsetForLeaderEpoch(4, 9, -1, 0, "")},
 	{name: "OffsetForLeaderEpoch unknown topic", req: offsetForLeaderEpoch(4, 0, -1, 0, "")},
+
+	// DescribeProducers v0
+	{name: "DescribeProducers partition without producers", setup: topicWithData, req: describeProducers("", 0)},
+	{name: "DescribeProducers unknown partition", setup: setupTopic, req: describeProducers("", 5)},
+	{name: "DescribeProducers unknown topic", req: describeProducers("", 0)},
+	{name: "DescribeProducers invalid topic name", req: describeProducers("bad/name", 0)},
+
+	// WriteTxnMarkers v1-v2 (Kafka 4.2 closes the connection on v0)
+	{name: "WriteTxnMarkers commit for a new producer", setup: setupTopic, req: writeTxnMarkers(1, true, 0, 5)},
+	{name: "WriteTxnMarkers v2 abort for a new producer", setup: setupTopic, req: writeTxnMarkers(2, false, 0)},
+	{name: "WriteTxnMarkers v0 (removed)", setup: setupTopic, req: writeTxnMarkers(0, false, 0)},
+	{name: "WriteTxnMarkers unknown topic", req: writeTxnMarkers(1, true, 0)},
+}
+
+func describeProducers(name string, partition int32) func(string) kmsg.Request {
+	return func(topic string) kmsg.Request {
+		if name != "" {
+			topic = name
+		}
+		req := kmsg.NewPtrDescribeProducersRequest()
+		t := kmsg.NewDescribeProducersRequestTopic()
+		t.Topic, t.Partitions = topic, []int32{partition}
+		req.Topics = append(req.Topics, t)
+		return req
+	}
+}
+
+// writeTxnMarkers asks for a marker of producer 4242, epoch 0, coordinator
+// epoch 0, which neither broker has seen, in the topic's partitions.
+func writeTxnMarkers(version int16, commit bool, partitions ...int32) func(string) kmsg.Request {
+	return func(topic string) kmsg.Request {
+		req := kmsg.NewPtrWriteTxnMarkersRequest()
+		req.Version = version
+		m := kmsg.NewWriteTxnMarkersRequestMarker()
+		m.ProducerID, m.ProducerEpoch, m.CoordinatorEpoch, m.Committed = 4242, 0, 0, commit
+		if version >= 2 {
+			m.TransactionVersion = 2
+		}
+		t := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+		t.Topic, t.Partitions = topic, partitions
+		m.Topics = append(m.Topics, t)
+		req.Markers = append(req.Markers, m)
+		return req
+	}
 }
 
 // minISRSource: a fresh Kafka 4.2 cluster, where nobody set
