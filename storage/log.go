@@ -121,6 +121,7 @@ type Log struct {
 	start    atomic.Int64
 	end      atomic.Int64
 	failure  atomic.Pointer[failedError]
+	flush    flusher // the flush policy and background fsyncs (flush.go)
 
 	// Guarded by appendMu.
 	dirDirty   bool   // segment files created since the last SyncDir
@@ -555,6 +556,11 @@ func (l *Log) MaxTimestampBatch() (batch []byte, found bool, err error) {
 func (l *Log) Sync() error {
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
+	return l.syncLocked()
+}
+
+// syncLocked is Sync with syncMu held.
+func (l *Log) syncLocked() error {
 	l.appendMu.Lock()
 	if err := l.writable(); err != nil {
 		l.appendMu.Unlock()
@@ -582,7 +588,7 @@ func (l *Log) Sync() error {
 			return l.fail(fmt.Errorf("storage: sync %s: %w", l.dir, err))
 		}
 	}
-	l.recoveryPoint = target
+	l.setRecoveryPoint(target)
 	if l.checkpointedRP < activeBase {
 		if err := writeCheckpoint(l.fsys, l.dir, checkpoint{logStart: l.start.Load(), recoveryPoint: target}); err != nil {
 			return err
@@ -598,6 +604,7 @@ func (l *Log) Sync() error {
 // Close waits for reads in progress; later calls return ErrClosed. Closing
 // twice returns nil.
 func (l *Log) Close() error {
+	l.stopFlushes()
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
 	l.appendMu.Lock()
@@ -646,12 +653,14 @@ func (l *Log) shutdownCleanly() error {
 	if err := writeCheckpoint(l.fsys, l.dir, checkpoint{logStart: l.start.Load(), recoveryPoint: end}); err != nil {
 		return err
 	}
-	l.recoveryPoint, l.checkpointedRP = end, end
+	l.setRecoveryPoint(end)
+	l.checkpointedRP = end
 	return writeCleanShutdown(l.fsys, l.dir)
 }
 
 // Delete closes the log without syncing and removes its directory.
 func (l *Log) Delete() error {
+	l.stopFlushes()
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
 	l.appendMu.Lock()

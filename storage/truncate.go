@@ -99,7 +99,7 @@ func (l *Log) Truncate(offset int64) error {
 		}
 		l.checkpointedRP = rp
 	}
-	l.recoveryPoint = min(l.recoveryPoint, newEnd)
+	l.setRecoveryPoint(min(l.recoveryPoint, newEnd))
 
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -150,7 +150,8 @@ func (l *Log) truncateFully(offset int64) error {
 	if err := writeCheckpoint(l.fsys, l.dir, checkpoint{logStart: offset, recoveryPoint: offset}); err != nil {
 		return err
 	}
-	l.recoveryPoint, l.checkpointedRP = offset, offset
+	l.setRecoveryPoint(offset)
+	l.checkpointedRP = offset
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	dead := l.segments
