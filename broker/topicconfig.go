@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/gregor-broker/gregor/storage"
 )
 
 // configKind is the type of a topic config's value, as Kafka's ConfigDef
@@ -204,6 +206,7 @@ type effectiveTopicConfig struct {
 	segmentBytes         int64
 	segmentIndexBytes    int
 	indexIntervalBytes   int
+	flush                storage.FlushPolicy // flush.messages and flush.ms
 }
 
 func (c topicConfigs) effective(brokerDefaults map[string]string) effectiveTopicConfig {
@@ -229,6 +232,7 @@ func (c topicConfigs) effective(brokerDefaults map[string]string) effectiveTopic
 		segmentBytes:         num("segment.bytes"),
 		segmentIndexBytes:    int(num("segment.index.bytes")),
 		indexIntervalBytes:   int(num("index.interval.bytes")),
+		flush:                storage.FlushPolicy{Messages: num("flush.messages"), Ms: num("flush.ms")},
 	}
 }
 
@@ -300,8 +304,8 @@ var topicConfigDocs = map[string]string{
 	"compression.zstd.level":                  "Zstandard level used when the broker recompresses batches (stored only).",
 	"delete.retention.ms":                     "How long compaction keeps tombstones (stored only).",
 	"file.delete.delay.ms":                    "Delay before a deleted segment's files are removed (stored only).",
-	"flush.messages":                          "Records between forced fsyncs of the log (stored only).",
-	"flush.ms":                                "Milliseconds between forced fsyncs of the log (stored only).",
+	"flush.messages":                          "Fsync the partition once this many records are unflushed; 1 fsyncs every append before it is acknowledged (concurrent appends share one fsync). The default leaves flushing to the OS.",
+	"flush.ms":                                "Fsync, in the background, every record at most this many ms after its append; the producer is not made to wait. The default leaves flushing to the OS.",
 	"follower.replication.throttled.replicas": "Replicas whose follower replication is throttled (stored only).",
 	"index.interval.bytes":                    "Bytes of log between two offset index entries.",
 	"leader.replication.throttled.replicas":   "Replicas whose leader replication is throttled (stored only).",

@@ -173,6 +173,7 @@ func (c *catalog) openPartition(t *topic, p int32) (*partition, error) {
 	if err != nil {
 		return nil, fmt.Errorf("broker: opening partition %s-%d: %w", t.name, p, err)
 	}
+	l.SetFlushPolicy(t.effective.Load().flush)
 	part := newPartition(t.name, p, l)
 	if err := part.producers.load(l, time.Now().UnixMilli()); err != nil {
 		l.Close()
@@ -235,9 +236,10 @@ func (c *catalog) addPartitions(t *topic, n int32) error {
 
 // alterConfigs replaces t's configs with configs (already validated) and
 // persists the catalogue; on failure t keeps its old configs. The new
-// effective config applies to the next request at once, and the segment
+// effective config applies to the next request at once, the segment
 // settings to each partition log's next append (segment.bytes,
-// index.interval.bytes) or next segment (segment.index.bytes).
+// index.interval.bytes) or next segment (segment.index.bytes), and the
+// flush policy (flush.messages, flush.ms) to the next append.
 func (c *catalog) alterConfigs(t *topic, configs topicConfigs) error {
 	old := t.configs
 	t.setConfigs(configs, c.defaults)
@@ -248,6 +250,7 @@ func (c *catalog) alterConfigs(t *topic, configs topicConfigs) error {
 	sc := t.effective.Load().storageConfig()
 	var errs []error
 	for _, p := range t.partitions {
+		p.log.SetFlushPolicy(t.effective.Load().flush)
 		if err := p.log.SetConfig(sc); err != nil {
 			errs = append(errs, fmt.Errorf("broker: applying configs to %s-%d: %w", t.name, p.index, err))
 		}
