@@ -96,4 +96,11 @@
 // an unclean shutdown, CRC-scans the segments at or above the recovery
 // point; see Open for the rules. In short: a damaged tail of the last
 // segment is cut (a torn write); damage anywhere else is ErrCorrupt.
+//
+// When Append's caller must wait for an fsync is the log's FlushPolicy
+// (Kafka's flush.messages and flush.ms; flush.go): after Append, and
+// outside its own locks, the caller calls FlushAfterAppend, which fsyncs
+// once flush.messages offsets are unflushed (group commit: concurrent
+// callers share one Sync) or schedules a background fsync within flush.ms.
+// The zero policy, Kafka's default, never forces one.
 package storage
