@@ -262,17 +262,23 @@ func TestPowerLossKeepsEveryFsyncedAppend(t *testing.T) {
 		first int64
 		data  []byte
 	}
+	const losses, perLoss = 25, 48
 	var (
 		mu   sync.Mutex
 		done []acked
-		stop atomic.Bool
 		wg   sync.WaitGroup
+		// Each token lets one append start. The losses come while the last
+		// few tokens' appends are still in flight.
+		tokens = make(chan struct{}, losses*perLoss)
 	)
 	for w := range 8 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := 0; !stop.Load(); i++ {
+			for i := 0; ; i++ {
+				if _, ok := <-tokens; !ok {
+					return
+				}
 				b := makeBatch(batchSpec{records: 1 + (w+i)%5, maxTs: int64(i), valueSize: 10 + w})
 				first, last, err := l.Append(b)
 				if err == nil {
@@ -288,10 +294,12 @@ func TestPowerLossKeepsEveryFsyncedAppend(t *testing.T) {
 			}
 		}()
 	}
-	defer func() { stop.Store(true); wg.Wait() }() // before l.Close, also on failure
-	const losses = 25
+	defer func() { close(tokens); wg.Wait() }() // before l.Close, also on failure
 	for c := range losses {
-		waitFor(t, "more appends", func() bool { mu.Lock(); defer mu.Unlock(); return len(done) >= 40*(c+1) })
+		for range perLoss {
+			tokens <- struct{}{}
+		}
+		waitFor(t, "more appends", func() bool { mu.Lock(); defer mu.Unlock(); return len(done) >= perLoss*c+perLoss-8 })
 		mu.Lock()
 		ackedNow := append([]acked(nil), done...)
 		mu.Unlock()
