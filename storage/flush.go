@@ -10,10 +10,11 @@ import (
 
 // FlushPolicy is when a Log fsyncs what Append wrote, in Kafka's terms: the
 // topic configs flush.messages and flush.ms (broker defaults
-// log.flush.interval.messages and log.flush.interval.ms). The zero value,
-// like Kafka's defaults (both Long.MAX_VALUE), never forces an fsync: the
-// operating system writes the page cache back when it chooses, and only
-// Close, a segment roll and Sync fsync.
+// log.flush.interval.messages and log.flush.interval.ms), with Kafka's
+// values. OSFlush, Kafka's default and a new Log's, never forces an fsync:
+// the operating system writes the page cache back when it chooses, and
+// only Close, a segment roll and Sync fsync. Beware that the zero value is
+// not that: its Ms of 0 fsyncs in the background after every append.
 type FlushPolicy struct {
 	// Messages is flush.messages: once this many offsets are appended but
 	// not yet fsynced, the append that reached the count is made durable
@@ -26,6 +27,10 @@ type FlushPolicy struct {
 	// math.MaxInt64 mean never.
 	Ms int64
 }
+
+// OSFlush is Kafka's default policy, flush.messages and flush.ms both
+// Long.MAX_VALUE: no fsync is forced, flushing is left to the OS.
+func OSFlush() FlushPolicy { return FlushPolicy{Messages: math.MaxInt64, Ms: math.MaxInt64} }
 
 func (p FlushPolicy) everyMessages() bool { return p.Messages > 0 && p.Messages < math.MaxInt64 }
 func (p FlushPolicy) everyMs() bool       { return p.Ms >= 0 && p.Ms < math.MaxInt64 }
@@ -55,12 +60,12 @@ func (l *Log) SetFlushPolicy(p FlushPolicy) {
 	l.flush.policy.Store(&p)
 }
 
-// FlushPolicy returns the log's flush policy.
+// FlushPolicy returns the log's flush policy, OSFlush until SetFlushPolicy.
 func (l *Log) FlushPolicy() FlushPolicy {
 	if p := l.flush.policy.Load(); p != nil {
 		return *p
 	}
-	return FlushPolicy{}
+	return OSFlush()
 }
 
 // DurableOffset returns the recovery point: every offset below it has been

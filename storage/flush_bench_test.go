@@ -36,7 +36,7 @@ func BenchmarkAppendPolicy(b *testing.B) {
 		policy    FlushPolicy
 		appenders int
 	}{
-		{"os", FlushPolicy{}, 1},
+		{"os", OSFlush(), 1},
 		{"interval-100ms", FlushPolicy{Messages: math.MaxInt64, Ms: 100}, 1},
 		{"interval-1000msgs", FlushPolicy{Messages: 1000, Ms: math.MaxInt64}, 1},
 		{"per-append-1", FlushPolicy{Messages: 1}, 1},

@@ -65,6 +65,9 @@ func TestFlushPolicyDefaultNeverSyncs(t *testing.T) {
 	g := &gatedFS{FS: NewMemFS()}
 	l := mustOpen(t, g, "/d/t-0", testConfig())
 	defer l.Close()
+	if p := l.FlushPolicy(); p != OSFlush() {
+		t.Fatalf("a new log's policy is %+v, want OSFlush", p)
+	}
 	batch := makeBatch(batchSpec{records: 1, maxTs: 1})
 	for range 10 {
 		_, last, err := l.Append(batch)
@@ -75,8 +78,11 @@ func TestFlushPolicyDefaultNeverSyncs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := g.logSyncs.Load(); n != 0 {
-		t.Fatalf("the default policy fsynced %d times", n)
+	l.flush.mu.Lock()
+	pending := l.flush.timer != nil || l.flush.running
+	l.flush.mu.Unlock()
+	if n := g.logSyncs.Load(); n != 0 || pending {
+		t.Fatalf("the default policy fsynced %d times (and has a flush pending: %v)", n, pending)
 	}
 	if d := l.DurableOffset(); d != 0 {
 		t.Fatalf("DurableOffset = %d, want 0", d)
