@@ -45,8 +45,7 @@ func BenchmarkAppendPolicy(b *testing.B) {
 	for _, size := range benchRecordSizes {
 		for _, pc := range policies {
 			b.Run(size.name+"/"+pc.name, func(b *testing.B) {
-				cfg := DefaultConfig()
-				cfg.SegmentBytes = 128 << 20
+				cfg := DefaultConfig() // 1 GiB segments: benchDiskCap is reached before a roll
 				cfg.Logger = quietLogger
 				l := mustOpen(b, OSFS{}, filepath.Join(b.TempDir(), "bench-0"), cfg)
 				defer l.Delete()
