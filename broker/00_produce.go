@@ -43,7 +43,8 @@ package broker
 // after the partition's append lock is released, so appends from many
 // connections share one fsync (group commit), and the partitions of one
 // request are fsynced in parallel. acks=0 never waits for it: the fsync runs
-// in the background. A failed fsync fails the partition's log and answers
+// in the background. Under flush.messages=1 consumers see the batch only
+// once it is fsynced (partition.highWatermark), as in Kafka. A failed fsync fails the partition's log and answers
 // KAFKA_STORAGE_ERROR, as does any append error; the log then refuses writes
 // until the broker restarts, and its data stays readable.
 
@@ -140,10 +141,11 @@ func (b *Broker) awaitFlushes(resp *kmsg.ProduceResponse, flushes []pendingFlush
 		wg.Wait()
 	}
 	for i, err := range errs {
+		f := flushes[i]
 		if err == nil {
+			f.p.appended() // the high watermark may have waited for the fsync
 			continue
 		}
-		f := flushes[i]
 		b.log.Error("flush failed", "topic", f.p.topic, "partition", f.p.index, "err", err)
 		sp := &resp.Topics[f.topic].Partitions[f.partition]
 		sp.ErrorCode = kerr.KafkaStorageError.Code

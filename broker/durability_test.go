@@ -231,9 +231,11 @@ func TestFsyncFailureAnswersKafkaStorageErrorAndKeepsReads(t *testing.T) {
 	if got := produceRaw(c, 9, -1, "bad", 0, makeBatch(t, batch.None, 2, now)); got.ErrorCode != kerr.KafkaStorageError.Code {
 		t.Fatalf("produce after the failed fsync: %v, want KAFKA_STORAGE_ERROR", kerr.ErrorForCode(got.ErrorCode))
 	}
-	// ... and still serves what it holds; other partitions are untouched.
-	if vals := consumeAll(t, b.Addr(), "bad"); len(vals) != 4 {
-		t.Fatalf("read %d records of the failed partition, want 4 (the unacknowledged batch stays readable)", len(vals))
+	// ... and still serves what it acknowledged (under flush.messages=1 the
+	// high watermark stays below the batch whose fsync failed); other
+	// partitions are untouched.
+	if vals := consumeAll(t, b.Addr(), "bad"); len(vals) != 2 {
+		t.Fatalf("read %d records of the failed partition, want the 2 acknowledged", len(vals))
 	}
 	if got := produceRaw(c, 9, -1, "good", 0, makeBatch(t, batch.None, 2, now)); got.ErrorCode != 0 {
 		t.Fatalf("produce to another partition: %v", kerr.ErrorForCode(got.ErrorCode))
@@ -365,4 +367,123 @@ func TestUnreadablePartitionDirRefusesToStart(t *testing.T) {
 	if vals := consumeAll(t, b2.Addr(), "locked"); len(vals) != 0 {
 		t.Fatalf("read %d records, want 0", len(vals))
 	}
+}
+
+// holdingFS wraps an FS and, while held, blocks every fsync of a .log file
+// until released, signalling each one that waits.
+type holdingFS struct {
+	storage.FS
+	mu      sync.Mutex
+	release chan struct{} // nil: not holding
+	waiting chan struct{}
+}
+
+func (h *holdingFS) hold() {
+	h.mu.Lock()
+	h.release = make(chan struct{})
+	h.mu.Unlock()
+}
+
+func (h *holdingFS) let() {
+	h.mu.Lock()
+	close(h.release)
+	h.release = nil
+	h.mu.Unlock()
+}
+
+func (h *holdingFS) OpenFile(name string, flag int, perm os.FileMode) (storage.File, error) {
+	f, err := h.FS.OpenFile(name, flag, perm)
+	if err != nil || !strings.HasSuffix(name, ".log") {
+		return f, err
+	}
+	return &holdingFile{File: f, h: h}, nil
+}
+
+type holdingFile struct {
+	storage.File
+	h *holdingFS
+}
+
+func (f *holdingFile) Sync() error {
+	f.h.mu.Lock()
+	release := f.h.release
+	f.h.mu.Unlock()
+	if release != nil {
+		f.h.waiting <- struct{}{}
+		<-release
+	}
+	return f.File.Sync()
+}
+
+// TestFlushMessagesOneShowsConsumersOnlyFsyncedRecords holds a produce's
+// fsync on the disk and fetches meanwhile: under flush.messages=1 the high
+// watermark waits for the fsync, as Kafka's does, so no consumer reads a
+// record a power loss could still take; once the fsync is done the
+// producer is answered and a waiting fetch gets the records.
+func TestFlushMessagesOneShowsConsumersOnlyFsyncedRecords(t *testing.T) {
+	h := &holdingFS{FS: storage.NewMemFS(), waiting: make(chan struct{}, 4)}
+	b := startBroker(t, Config{FS: h, DataDir: "/data", TopicDefaults: map[string]string{"flush.messages": "1"}})
+	c := dialRaw(t, b.Addr())
+	createTopic(t, c, "v", 1, nil)
+	h.hold()
+	corr := c.send(func() kmsg.Request {
+		req := kmsg.NewPtrProduceRequest()
+		req.SetVersion(9)
+		req.Acks, req.TimeoutMillis = -1, 30000
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = "v"
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Records = makeBatch(t, batch.None, 3, time.Now().UnixMilli())
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		return req
+	}())
+	<-h.waiting // the append is written and its fsync is on hold
+
+	fetcher := dialRaw(t, b.Addr())
+	resp := fetcher.do(fetchRequest(12, "v", 0, 0, 1)).(*kmsg.FetchResponse)
+	if fp := resp.Topics[0].Partitions[0]; fp.HighWatermark != 0 || len(fp.RecordBatches) != 0 {
+		t.Fatalf("before the fsync: high watermark %d, %d bytes of records; want 0, none", fp.HighWatermark, len(fp.RecordBatches))
+	}
+	waiting := fetcher.send(fetchRequest(12, "v", 0, 30000, 1)) // parks until the fsync
+	h.let()
+	pr := kmsg.NewPtrProduceResponse()
+	pr.SetVersion(9)
+	c.readResponse(corr, pr)
+	if sp := pr.Topics[0].Partitions[0]; sp.ErrorCode != 0 || sp.BaseOffset != 0 {
+		t.Fatalf("produce: %v at %d", kerr.ErrorForCode(sp.ErrorCode), sp.BaseOffset)
+	}
+	fr := kmsg.NewPtrFetchResponse()
+	fr.SetVersion(12)
+	fetcher.readResponse(waiting, fr)
+	if fp := fr.Topics[0].Partitions[0]; fp.HighWatermark != 3 || len(fp.RecordBatches) == 0 {
+		t.Fatalf("after the fsync: high watermark %d, %d bytes of records; want 3 and the batch", fp.HighWatermark, len(fp.RecordBatches))
+	}
+}
+
+// TestSwitchingToFlushMessagesOneKeepsRecordsVisible: records appended under
+// the default policy are not yet fsynced when flush.messages becomes 1; the
+// alteration fsyncs them, so the high watermark does not go back for long
+// and comes to the log end without another produce.
+func TestSwitchingToFlushMessagesOneKeepsRecordsVisible(t *testing.T) {
+	b := startBroker(t, Config{FS: storage.NewMemFS(), DataDir: "/data"})
+	c := dialRaw(t, b.Addr())
+	createTopic(t, c, "a", 1, nil)
+	if got := produceRaw(c, 9, -1, "a", 0, makeBatch(t, batch.None, 3, time.Now().UnixMilli())); got.ErrorCode != 0 {
+		t.Fatal(kerr.ErrorForCode(got.ErrorCode))
+	}
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeTopic, "a"
+	cfg := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	cfg.Name, cfg.Op, cfg.Value = "flush.messages", kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr("1")
+	res.Configs = append(res.Configs, cfg)
+	req.Resources = append(req.Resources, res)
+	if code := c.do(req).(*kmsg.IncrementalAlterConfigsResponse).Resources[0].ErrorCode; code != 0 {
+		t.Fatal(kerr.ErrorForCode(code))
+	}
+	waitFor(t, "the high watermark to reach the log end", func() bool {
+		resp := c.do(fetchRequest(12, "a", 0, 0, 1)).(*kmsg.FetchResponse)
+		return resp.Topics[0].Partitions[0].HighWatermark == 3
+	})
 }

@@ -173,8 +173,18 @@ func (c *catalog) openPartition(t *topic, p int32) (*partition, error) {
 	if err != nil {
 		return nil, fmt.Errorf("broker: opening partition %s-%d: %w", t.name, p, err)
 	}
-	l.SetFlushPolicy(t.effective.Load().flush)
+	flush := t.effective.Load().flush
+	l.SetFlushPolicy(flush)
+	if flush.PerAppend() && l.DurableOffset() < l.EndOffset() {
+		// The tail recovered after a crash is not known to be on disk; under
+		// flush.messages=1 the high watermark waits for that.
+		if err := l.Sync(); err != nil {
+			l.Close()
+			return nil, fmt.Errorf("broker: syncing partition %s-%d: %w", t.name, p, err)
+		}
+	}
 	part := newPartition(t.name, p, l)
+	l.OnBackgroundFlush(part.appended)
 	if err := part.producers.load(l, time.Now().UnixMilli()); err != nil {
 		l.Close()
 		return nil, fmt.Errorf("broker: rebuilding the producer state of %s-%d: %w", t.name, p, err)
@@ -251,6 +261,9 @@ func (c *catalog) alterConfigs(t *topic, configs topicConfigs) error {
 	var errs []error
 	for _, p := range t.partitions {
 		p.log.SetFlushPolicy(t.effective.Load().flush)
+		// Switching to flush.messages=1 hides the unflushed tail from
+		// consumers until it is fsynced: start that now.
+		p.log.FlushAfterAppendAsync(p.log.EndOffset())
 		if err := p.log.SetConfig(sc); err != nil {
 			errs = append(errs, fmt.Errorf("broker: applying configs to %s-%d: %w", t.name, p.index, err))
 		}

@@ -47,6 +47,8 @@ type flusher struct {
 	// unflushed offsets without taking syncMu.
 	durable atomic.Int64
 
+	onBackground atomic.Pointer[func()] // run after each background fsync
+
 	mu      sync.Mutex
 	timer   *time.Timer // armed while a flush.ms deadline is pending
 	running bool        // a background Sync goroutine is running
@@ -58,6 +60,18 @@ type flusher struct {
 // FlushAfterAppend. Safe to call concurrently with everything.
 func (l *Log) SetFlushPolicy(p FlushPolicy) {
 	l.flush.policy.Store(&p)
+}
+
+// OnBackgroundFlush sets fn to run after each background fsync (for
+// flush.ms and FlushAfterAppendAsync), holding no lock of the Log, so that
+// a caller who shows readers only durable offsets can wake them. nil
+// clears it.
+func (l *Log) OnBackgroundFlush(fn func()) {
+	if fn == nil {
+		l.flush.onBackground.Store(nil)
+		return
+	}
+	l.flush.onBackground.Store(&fn)
 }
 
 // FlushPolicy returns the log's flush policy, OSFlush until SetFlushPolicy.
@@ -183,6 +197,9 @@ func (l *Log) backgroundFlushes() {
 		// A failure is logged and kept by Sync (fail); the next write sees it.
 		if err := l.SyncTo(l.end.Load()); err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, ErrFailed) {
 			l.logger.Error("storage: background flush failed", "dir", l.dir, "err", err)
+		}
+		if fn := f.onBackground.Load(); fn != nil {
+			(*fn)()
 		}
 		f.mu.Lock()
 		if !f.again || f.stopped {
