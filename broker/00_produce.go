@@ -256,6 +256,7 @@ func (b *Broker) produceTo(r *request, req *kmsg.ProduceRequest, t *topic, p *pa
 		sp.LogAppendTime = out.timestamp
 	default:
 		p.appended()
+		t.metrics.produced(len(one), info.NumRecords)
 	}
 	sp.BaseOffset = out.baseOffset
 	sp.LogStartOffset = p.log.StartOffset()

@@ -255,3 +255,50 @@ func TestAlteredSegmentBytesRollsTheNextAppend(t *testing.T) {
 		t.Fatalf("%d segments after 1.6 MB with segment.bytes=1048576, want a roll", segments)
 	}
 }
+
+// TestSegmentMsRollsOnRecordTimestamps creates a topic with segment.ms=60000
+// and produces records whose CreateTime timestamps are a minute apart: the
+// append of a record more than segment.ms after the active segment's first
+// rolls it, as Kafka measures segment age (no waiting on the wall clock).
+func TestSegmentMsRollsOnRecordTimestamps(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	b := startBroker(t, Config{DataDir: dir})
+	adm, cl := newAdmin(t, b.Addr())
+	if _, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"segment.ms": kmsg.StringPtr("60000")}, "t"); err != nil {
+		t.Fatal(err)
+	}
+	segments := func() int {
+		entries, err := os.ReadDir(filepath.Join(dir, "t-0"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, e := range entries {
+			if strings.HasSuffix(e.Name(), ".log") {
+				n++
+			}
+		}
+		return n
+	}
+	start := time.Now().Add(-time.Hour)
+	for i, step := range []struct {
+		after    time.Duration
+		segments int
+	}{
+		{0, 1},
+		{60 * time.Second, 1},                  // exactly segment.ms: no roll
+		{60*time.Second + time.Millisecond, 2}, // more: roll
+		{2 * time.Minute, 2},                   // a minute after the new segment's first record
+		{3 * time.Minute, 3},
+	} {
+		rec := &kgo.Record{Topic: "t", Value: []byte("v"), Timestamp: start.Add(step.after)}
+		if err := cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		if got := segments(); got != step.segments {
+			t.Fatalf("record %d at +%v: %d segments, want %d", i, step.after, got, step.segments)
+		}
+	}
+}

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gregor-broker/gregor/storage"
 )
@@ -40,6 +42,15 @@ type Broker struct {
 
 	// groups drives the group coordinator (groups.go).
 	groups *groupCoordinator
+
+	// metrics are the broker's Prometheus series (metrics.go), served on
+	// the HTTP listener (http.go) when one is configured.
+	metrics      *brokerMetrics
+	loaded       atomic.Bool // the catalogue and the groups are loaded
+	ready        atomic.Bool // loaded and accepting connections, not closing
+	http         *http.Server
+	httpListener net.Listener
+	httpDone     chan struct{}
 }
 
 // Start opens the data directory, recovers every partition log, starts
@@ -59,6 +70,19 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		cfg.TopicDefaults[name] = v
 	}
 	b := &Broker{cfg: cfg, log: cfg.Logger, conns: map[*conn]struct{}{}}
+	b.metrics = newBrokerMetrics(b)
+	if err := b.startHTTP(ctx); err != nil {
+		return nil, err
+	}
+	started := false
+	defer func() {
+		if !started {
+			b.stopHTTP()
+		}
+	}()
+	if cfg.testHooks.beforeLoad != nil {
+		cfg.testHooks.beforeLoad(b)
+	}
 
 	var fsys storage.FS = storage.OSFS{}
 	dir := cfg.DataDir
@@ -74,7 +98,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	if err := fsys.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("broker: creating data dir: %w", err)
 	}
-	b.catalog = catalog{fs: fsys, dir: dir, defaults: cfg.TopicDefaults}
+	b.catalog = catalog{fs: fsys, dir: dir, defaults: cfg.TopicDefaults, metrics: b.metrics}
 	if err := b.catalog.load(); err != nil {
 		return nil, err
 	}
@@ -89,6 +113,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		b.catalog.closeAll()
 		return nil, err
 	}
+	b.loaded.Store(true)
 
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", cfg.Listen)
 	if err != nil {
@@ -120,6 +145,8 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	b.wg.Add(1)
 	go b.acceptLoop()
+	started = true
+	b.ready.Store(true)
 	b.log.Info("gregor: ready", "listen", ln.Addr().String(), "advertise", advertise,
 		"node_id", cfg.NodeID, "data_dir", cfg.DataDir, "topics", len(b.catalog.byName))
 	return b, nil
@@ -136,6 +163,10 @@ func (b *Broker) ClusterID() string { return b.catalog.clusterID }
 // call more than once.
 func (b *Broker) Close() error {
 	b.closeOnce.Do(func() {
+		b.ready.Store(false)
+		if b.cfg.testHooks.closing != nil {
+			b.cfg.testHooks.closing(b)
+		}
 		b.cancel()
 		b.listener.Close()
 		b.connMu.Lock()
@@ -146,6 +177,9 @@ func (b *Broker) Close() error {
 		b.wg.Wait()
 		b.groups.stop()
 
+		// The HTTP listener closes last, once b.mu is released: a scrape
+		// in flight may be waiting for it.
+		defer b.stopHTTP()
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		var errs []error
@@ -183,6 +217,8 @@ func (b *Broker) acceptLoop() {
 		}
 		b.conns[c] = struct{}{}
 		b.connMu.Unlock()
+		b.metrics.connectionsAccepted.Inc()
+		b.metrics.connectionsOpen.Inc()
 		b.wg.Add(1)
 		go func() {
 			defer b.wg.Done()
@@ -190,6 +226,8 @@ func (b *Broker) acceptLoop() {
 			b.connMu.Lock()
 			delete(b.conns, c)
 			b.connMu.Unlock()
+			b.metrics.connectionsOpen.Dec()
+			b.metrics.connectionsClosed.Inc()
 		}()
 	}
 }

@@ -57,6 +57,18 @@ type Config struct {
 	GroupMaxSize int
 	// OffsetsRetentionMinutes is offsets.retention.minutes. Default 10080.
 	OffsetsRetentionMinutes int64
+
+	// HTTPListen is the address of the HTTP listener serving /metrics,
+	// /healthz and /readyz (docs/operations.md), for example
+	// "127.0.0.1:9644" or "127.0.0.1:0" for a random port (see
+	// Broker.HTTPAddr). Empty, the default, serves no HTTP.
+	HTTPListen string
+
+	// testHooks lets tests act at points of the broker's life.
+	testHooks struct {
+		beforeLoad func(*Broker) // in Start, after the HTTP listener opens, before the logs load
+		closing    func(*Broker) // in Close, after readiness is withdrawn, before anything stops
+	}
 }
 
 func (c *Config) setDefaults() {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"time"
 
 	"github.com/gregor-broker/gregor/protocol"
 	"github.com/gregor-broker/gregor/protocol/batch"
@@ -38,6 +39,8 @@ type request struct {
 	body []byte
 	ctx  context.Context // done when the connection or the broker closes
 	conn *conn
+	// received is when the frame was read, for the latency metric.
+	received time.Time
 }
 
 func newConn(b *Broker, nc net.Conn) *conn {
@@ -94,13 +97,15 @@ func (c *conn) readLoop(ctx context.Context, cancel context.CancelFunc, queue ch
 			}
 			return
 		}
+		received := time.Now()
 		hdr, body, err := protocol.ParseRequestHeader(frame)
 		if err != nil {
 			c.log.Info("closing connection", "api_key", hdr.APIKey, "reason", err)
+			c.b.metrics.observe(&request{hdr: hdr, received: received}, nil, true)
 			return
 		}
 		select {
-		case queue <- &request{hdr: hdr, body: body, ctx: ctx, conn: c}:
+		case queue <- &request{hdr: hdr, body: body, ctx: ctx, conn: c, received: received}:
 		case <-ctx.Done():
 			return
 		}
@@ -115,15 +120,23 @@ func (c *conn) handle(req *request) error {
 			"correlation_id", req.hdr.CorrelationID, "response", resp != nil, "err", err)
 	}
 	if err != nil {
+		c.b.metrics.observe(req, nil, true)
 		return err
 	}
 	if resp == nil { // Produce with acks=0 gets no response
+		c.b.metrics.observe(req, nil, false)
 		return nil
 	}
 	c.out = protocol.AppendResponse(c.out[:0], req.hdr.CorrelationID, resp)
+	// Counted before the client can see the response, so a client that
+	// has its answer finds the request in /metrics.
+	c.b.metrics.observe(req, resp, false)
 	_, err = c.w.Write(c.out)
 	if cap(c.out) > 1<<20 { // do not pin a large fetch response's buffer
 		c.out = nil
+	}
+	if err != nil {
+		c.b.metrics.api(req.hdr.APIKey).failed.Inc()
 	}
 	return err
 }

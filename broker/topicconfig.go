@@ -206,6 +206,8 @@ type effectiveTopicConfig struct {
 	segmentBytes         int64
 	segmentIndexBytes    int
 	indexIntervalBytes   int
+	segmentMs            int64
+	segmentJitterMs      int64
 	flush                storage.FlushPolicy // flush.messages and flush.ms
 }
 
@@ -232,6 +234,8 @@ func (c topicConfigs) effective(brokerDefaults map[string]string) effectiveTopic
 		segmentBytes:         num("segment.bytes"),
 		segmentIndexBytes:    int(num("segment.index.bytes")),
 		indexIntervalBytes:   int(num("index.interval.bytes")),
+		segmentMs:            num("segment.ms"),
+		segmentJitterMs:      num("segment.jitter.ms"),
 		flush:                storage.FlushPolicy{Messages: num("flush.messages"), Ms: num("flush.ms")},
 	}
 }
@@ -327,8 +331,8 @@ var topicConfigDocs = map[string]string{
 	"retention.ms":                            "Age limit before old segments are deleted (stored; retention is not enforced yet).",
 	"segment.bytes":                           "Size at which a new log segment is rolled; no batch may be larger.",
 	"segment.index.bytes":                     "Size of each new segment's offset and time indexes; a full index rolls the segment.",
-	"segment.jitter.ms":                       "Random jitter subtracted from segment.ms (stored only).",
-	"segment.ms":                              "Age at which a new log segment is rolled (stored only).",
+	"segment.jitter.ms":                       "Largest random jitter subtracted from segment.ms, drawn per segment.",
+	"segment.ms":                              "Age, from its first record's timestamp, at which the active segment is rolled on the next append.",
 	"unclean.leader.election.enable":          "Whether an out-of-sync replica may become leader (stored only).",
 }
 

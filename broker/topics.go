@@ -29,6 +29,7 @@ type topic struct {
 	configs    topicConfigs
 	effective  atomic.Pointer[effectiveTopicConfig]
 	partitions []*partition
+	metrics    *topicMetrics // the topic's counters (metrics.go)
 }
 
 // setConfigs publishes a new config set and its effective form.
@@ -107,6 +108,8 @@ func (e effectiveTopicConfig) storageConfig() storage.Config {
 		SegmentBytes:       e.segmentBytes,
 		IndexIntervalBytes: e.indexIntervalBytes,
 		SegmentIndexBytes:  e.segmentIndexBytes,
+		SegmentMs:          e.segmentMs,
+		SegmentJitterMs:    e.segmentJitterMs,
 	}
 }
 
@@ -119,6 +122,7 @@ type catalog struct {
 	byName    map[string]*topic
 	byID      map[[16]byte]*topic
 	defaults  map[string]string
+	metrics   *brokerMetrics
 
 	// nextProducerID is the next producer id to hand out, producerIDBlockEnd
 	// the end of the reserved block it is taken from (persisted).
@@ -148,7 +152,7 @@ func (c *catalog) load() error {
 		if err != nil || len(idBytes) != 16 {
 			return fmt.Errorf("broker: %s: topic %q has a bad id %q", metadataFile, rec.Name, rec.ID)
 		}
-		t := &topic{name: rec.Name}
+		t := &topic{name: rec.Name, metrics: c.metrics.topic(rec.Name)}
 		copy(t.id[:], idBytes)
 		if rec.Configs == nil {
 			rec.Configs = topicConfigs{}
@@ -169,7 +173,11 @@ func (c *catalog) load() error {
 }
 
 func (c *catalog) openPartition(t *topic, p int32) (*partition, error) {
-	l, err := storage.Open(c.fs, path.Join(c.dir, partitionDir(t.name, p)), t.effective.Load().storageConfig())
+	sc := t.effective.Load().storageConfig()
+	if c.metrics != nil {
+		sc.SyncObserver = c.metrics.observeFsync
+	}
+	l, err := storage.Open(c.fs, path.Join(c.dir, partitionDir(t.name, p)), sc)
 	if err != nil {
 		return nil, fmt.Errorf("broker: opening partition %s-%d: %w", t.name, p, err)
 	}
@@ -216,6 +224,7 @@ func (c *catalog) create(name string, n int32, configs topicConfigs) (*topic, er
 		}
 		return nil, err
 	}
+	t.metrics = c.metrics.topic(name)
 	return t, nil
 }
 
@@ -280,6 +289,7 @@ func (c *catalog) remove(t *topic) error {
 		c.byID[t.id] = t
 		return err
 	}
+	c.metrics.forgetTopic(t.name)
 	var firstErr error
 	for _, p := range t.partitions {
 		p.close()

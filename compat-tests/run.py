@@ -219,7 +219,9 @@ class GregorTarget(Target):
         data.mkdir(exist_ok=True)
         port = free_port()
         logf = open(self.dir / "gregor.log", "w")
-        cmd = [str(self.binary), "serve", "--listen", f"127.0.0.1:{port}", "--data-dir", str(data), *self.extra]
+        # The HTTP listener (metrics, health) on a free port: parallel runs never compete for 9644.
+        cmd = [str(self.binary), "serve", "--listen", f"127.0.0.1:{port}", "--data-dir", str(data),
+               "--http-listen", "127.0.0.1:0", *self.extra]
         logf.write("$ " + " ".join(cmd) + "\n")
         logf.flush()
         self.proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,

@@ -3,6 +3,7 @@ package storage
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -123,6 +124,59 @@ func TestConcurrentAppendReadSync(t *testing.T) {
 		})
 		if l.EndOffset() != total {
 			t.Fatalf("EndOffset %d, appended %d records", l.EndOffset(), total)
+		}
+	})
+}
+
+// TestConcurrentReadersLoadClosedSegmentIndexes reopens a log of many
+// segments, whose closed indexes are mapped on first use, and has several
+// readers race to load them (offset and timestamp lookups) while an
+// appender rolls new segments (run it with -race).
+func TestConcurrentReadersLoadClosedSegmentIndexes(t *testing.T) {
+	forEachFS(t, func(t *testing.T, env testEnv) {
+		l := mustOpen(t, env.fs, env.dir, testConfig())
+		var m model
+		fillLog(t, l, &m, 120)
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		l = mustOpen(t, env.fs, env.dir, testConfig())
+		defer l.Close()
+		end := m.end
+		var wg sync.WaitGroup
+		errc := make(chan error, 8)
+		for r := 0; r < 4; r++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range m.batches {
+					b := m.batches[(i*(r+1)*7919)%len(m.batches)]
+					got, err := l.Read(b.first, 1, end)
+					if err != nil || !bytes.Equal(got, b.data) {
+						errc <- fmt.Errorf("Read(%d) = base %d, %v", b.first, baseOf(got), err)
+						return
+					}
+					if _, _, err := l.BatchAtTimestamp(b.maxTs); err != nil {
+						errc <- err
+						return
+					}
+				}
+			}()
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 60; i++ {
+				if _, _, err := l.Append(makeBatch(batchSpec{records: 2, maxTs: int64(5000 + i), valueSize: 200})); err != nil {
+					errc <- err
+					return
+				}
+			}
+		}()
+		wg.Wait()
+		close(errc)
+		for err := range errc {
+			t.Fatal(err)
 		}
 	})
 }

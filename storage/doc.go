@@ -67,14 +67,44 @@
 // Kafka's recovery does, so that kafka-dump-log's index check (the batch at
 // each position ends at the entry's offset) holds.
 //
-// Unlike Kafka, index files are NOT preallocated to SegmentIndexBytes:
-// entries are appended, so a file is always exactly its entries and there
-// are no zero slots to tell from real ones after a crash. kafka-dump-log
-// reads such files as Kafka's own trimmed ones. SegmentIndexBytes still
-// bounds the entries a segment takes before it is rolled (the time index
-// keeping one slot free for the final entry, as Kafka's does). Indexes are
-// also held in memory for every segment; the files are for restarts and
-// for Kafka's tools.
+// As in Kafka, the active segment's index files are preallocated: created
+// (or, when a segment becomes active by Open or Truncate, extended) to
+// SegmentIndexBytes rounded down to whole entries, zeros after the entries
+// written so far (AbstractIndex does the same). When a segment stops being
+// active (roll, Close) its files are trimmed to their entries, so the length
+// of any file Open does not rebuild says how many entries it holds, which
+// is how Kafka counts them too. A file ending in a zero slot was never
+// trimmed (a crash, or damage) and is rebuilt from the log: no zero slot is
+// ever taken for an entry. After an unclean shutdown the last segment is
+// scanned and its indexes rebuilt anyway. SegmentIndexBytes bounds the
+// entries a segment takes before it is rolled (the time index keeping one
+// slot free for the final entry, as Kafka's does).
+//
+// kafka-dump-log (Kafka 4.2.2) reads all of it as it reads Kafka's own
+// files: trimmed indexes pass --index-sanity-check and --verify-index-only.
+// On the live active segment it counts the zero slots of the preallocated
+// files as entries, as it does on a Kafka broker's active segment, so its
+// time index sanity check fails there ("last timestamp is 0 which is less
+// than the first timestamp") exactly as it does against Kafka.
+//
+// Lookups read the index files, not copies: on OSFS each index is mapped
+// read-only and shared (entries are written with pwrite, which the mapping
+// sees through the page cache) and binary-searched in place. The active
+// segment's indexes are mapped whole; a closed segment's are mapped on its
+// first lookup and unmapped when its files are closed. The heap holds no
+// index entries, so memory does not grow with log size or partition count
+// beyond the index pages lookups touch. MemFS files cannot be mapped: there
+// the entries are kept in the heap and the files are not preallocated.
+//
+// A segment is rolled before an append when the append would take it past
+// SegmentBytes, when either index is full, when an offset would not fit in
+// 32 bits relative to its base, or when it is older than SegmentMs less a
+// random jitter drawn per segment from SegmentJitterMs. Age is Kafka's:
+// the appended batches' largest timestamp minus the max timestamp of the
+// segment's first append (its first batch's, after a restart), or, when
+// that has no timestamp, the wall clock time since the segment was
+// created. Like Kafka, rolling happens only on append. An empty segment is
+// never rolled.
 //
 // gregor.checkpoint is text, replaced atomically (temporary file, fsync,
 // rename, directory fsync):
@@ -94,13 +124,16 @@
 // segment boundary. Close syncs everything, writes the checkpoint and then
 // the clean-shutdown marker. Open removes the marker (durably) and, after
 // an unclean shutdown, CRC-scans the segments at or above the recovery
-// point; see Open for the rules. In short: a damaged tail of the last
-// segment is cut (a torn write); damage anywhere else is ErrCorrupt.
+// point; see Open for the rules. In short, as Kafka's LogLoader: the log
+// is cut at the first invalid batch in those segments and the segments
+// after it are deleted. A segment below the recovery point (or any, after
+// a clean shutdown) whose indexes fail the cheap checks is rebuilt from
+// its log; damage found in its batches is ErrCorrupt unless it is the last.
 //
 // When Append's caller must wait for an fsync is the log's FlushPolicy
 // (Kafka's flush.messages and flush.ms; flush.go): after Append, and
 // outside its own locks, the caller calls FlushAfterAppend, which fsyncs
 // once flush.messages offsets are unflushed (group commit: concurrent
 // callers share one Sync) or schedules a background fsync within flush.ms.
-// The zero policy, Kafka's default, never forces one.
+// OSFlush, Kafka's default and a new Log's, never forces one.
 package storage

@@ -3,6 +3,7 @@ package storage
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -27,6 +28,14 @@ func TestAppendFailureLeavesLogUnchanged(t *testing.T) {
 		{"time index write fails", func() Injector { return FailAfter(2, ErrInjected, OpWrite) }},
 		{"no space", func() Injector { return NoSpaceAfter(150) }},
 		{"roll cannot create files", func() Injector { return FailAfter(0, ErrInjected, OpOpen) }},
+		{"roll cannot write the final time entry", func() Injector {
+			return func(op Op, name string, _ int) Fault {
+				if op == OpWrite && strings.HasSuffix(name, timeIndexSuffix) {
+					return Fault{Err: ErrInjected, Keep: 5}
+				}
+				return Fault{}
+			}
+		}},
 	}
 	for _, f := range faults {
 		t.Run(f.name, func(t *testing.T) {
@@ -42,7 +51,14 @@ func TestAppendFailureLeavesLogUnchanged(t *testing.T) {
 				}
 				unit := append(makeBatch(batchSpec{records: 2, maxTs: 1<<20 + 1, valueSize: 300}),
 					makeBatch(batchSpec{records: 3, maxTs: 1<<20 + 2, valueSize: 300})...)
-				if f.name == "roll cannot create files" {
+				switch f.name {
+				case "roll cannot write the final time entry":
+					// An indexed batch, then one raising the max timestamp
+					// without an index entry: the roll owes a final entry.
+					m.append(t, l, batchSpec{records: 1, maxTs: 1<<20 + 7, valueSize: 10})
+					m.append(t, l, batchSpec{records: 1, maxTs: 1<<20 + 8, valueSize: 10})
+					fallthrough
+				case "roll cannot create files":
 					unit = makeBatch(batchSpec{records: 1, maxTs: 5, valueSize: int(testConfig().SegmentBytes)})
 				}
 				ffs.Arm(f.inj())

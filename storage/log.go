@@ -7,10 +7,12 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Sentinel errors. Every error the package returns is prefixed "storage: "
@@ -66,16 +68,52 @@ type Config struct {
 	// gets an index entry when more than this many bytes were written since
 	// the last entry.
 	IndexIntervalBytes int
-	// SegmentIndexBytes is segment.index.bytes (default 10 MiB): the most an
-	// index file may hold; a full index rolls the segment.
+	// SegmentIndexBytes is segment.index.bytes (default 10 MiB): the size
+	// of the active segment's index files, preallocated (rounded down to
+	// whole entries, as Kafka does) on OSFS; a full index rolls the segment.
 	SegmentIndexBytes int
+	// SegmentMs is segment.ms (log.roll.ms; default 7 days): an append
+	// rolls a non-empty active segment once its first batch's timestamp
+	// (the wall clock time since the segment was created, if that batch has
+	// none) lies more than SegmentMs minus the segment's jitter behind the
+	// appended batches' largest timestamp, as Kafka's
+	// LogSegment.shouldRoll. 0 turns time-based rolling off (Kafka requires
+	// at least 1).
+	SegmentMs int64
+	// SegmentJitterMs is segment.jitter.ms (default 0): each segment draws a
+	// jitter in [0, min(SegmentJitterMs, SegmentMs)) subtracted from
+	// SegmentMs, so that many partitions do not roll at once.
+	SegmentJitterMs int64
+	// Now is the clock for time-based rolling; nil means time.Now.
+	Now func() time.Time
 	// Logger receives recovery reports; nil means slog.Default().
 	Logger *slog.Logger
+	// SyncObserver, if set, is called with the duration of every fsync of a
+	// segment's data file, after it returns (successful or not), from the
+	// goroutine that synced. It must be cheap and safe for concurrent use.
+	SyncObserver func(time.Duration)
 }
 
 // DefaultConfig returns Kafka's defaults.
 func DefaultConfig() Config {
-	return Config{SegmentBytes: 1 << 30, IndexIntervalBytes: 4096, SegmentIndexBytes: 10 << 20}
+	return Config{SegmentBytes: 1 << 30, IndexIntervalBytes: 4096, SegmentIndexBytes: 10 << 20,
+		SegmentMs: 7 * 24 * time.Hour.Milliseconds()}
+}
+
+// nowMs is the clock in Unix milliseconds.
+func (c Config) nowMs() int64 {
+	if c.Now != nil {
+		return c.Now().UnixMilli()
+	}
+	return time.Now().UnixMilli()
+}
+
+// randomSegmentJitter is Kafka's LogConfig.randomSegmentJitter.
+func (c Config) randomSegmentJitter() int64 {
+	if c.SegmentJitterMs <= 0 || c.SegmentMs <= 0 {
+		return 0
+	}
+	return rand.Int64N(min(c.SegmentJitterMs, c.SegmentMs))
 }
 
 func (c Config) validate() error {
@@ -86,6 +124,10 @@ func (c Config) validate() error {
 		return fmt.Errorf("storage: IndexIntervalBytes %d is negative", c.IndexIntervalBytes)
 	case c.SegmentIndexBytes < 4:
 		return fmt.Errorf("storage: SegmentIndexBytes %d is below 4", c.SegmentIndexBytes)
+	case c.SegmentMs < 0:
+		return fmt.Errorf("storage: SegmentMs %d is negative", c.SegmentMs)
+	case c.SegmentJitterMs < 0:
+		return fmt.Errorf("storage: SegmentJitterMs %d is negative", c.SegmentJitterMs)
 	}
 	return nil
 }
@@ -139,7 +181,8 @@ type Log struct {
 type RecoveryStats struct {
 	CleanShutdown   bool  // the clean-shutdown marker was found, no CRC scan was needed
 	SegmentsScanned int   // segments whose batches were CRC-checked and indexes rebuilt
-	TruncatedBytes  int64 // torn or corrupt tail bytes cut from the last segment
+	TruncatedBytes  int64 // invalid bytes cut from the segment where recovery stopped
+	SegmentsDeleted int   // unflushed segments deleted after a cut one, as Kafka does
 }
 
 // Recovery reports what Open did to recover the log.
@@ -211,6 +254,7 @@ func (l *Log) Append(batches []byte) (first, last int64, err error) {
 	// Walk the headers once to check them and learn the unit's shape.
 	first = l.end.Load()
 	next, count := first, 0
+	unitMaxTs := int64(noTimestamp)
 	for p := 0; p < len(batches); count++ {
 		h, reason := parseHeader(batches[p:])
 		if reason != "" {
@@ -223,6 +267,7 @@ func (l *Log) Append(batches []byte) (first, last int64, err error) {
 			return -1, -1, fmt.Errorf("%w: offsets overflow", ErrInvalidBatch)
 		}
 		next += int64(h.lastOffsetDelta) + 1
+		unitMaxTs = max(unitMaxTs, h.maxTimestamp)
 		p += int(h.size)
 	}
 	if next-1-first > math.MaxInt32 {
@@ -231,7 +276,7 @@ func (l *Log) Append(batches []byte) (first, last int64, err error) {
 	}
 
 	seg := l.active()
-	if l.shouldRoll(seg, int64(len(batches)), count, next-1) {
+	if l.shouldRoll(seg, int64(len(batches)), count, next-1, unitMaxTs) {
 		if err := l.roll(); err != nil {
 			return -1, -1, err
 		}
@@ -265,32 +310,62 @@ func (l *Log) Append(batches []byte) (first, last int64, err error) {
 		off = h.nextOffset()
 	}
 	l.idxScratch, l.timScratch = idx, tim
-
-	idxLen, timLen := int64(len(seg.offsets.buf)), int64(len(seg.times.buf))
-	err = writeFull(seg.log, batches, seg.size)
-	if err == nil && len(idx) > 0 {
-		err = writeFull(seg.idxFile, idx, idxLen)
+	if err := l.makeRoom(seg, len(idx)/offsetEntrySize, len(tim)/timeEntrySize); err != nil {
+		return -1, -1, err
 	}
-	if err == nil && len(tim) > 0 {
-		err = writeFull(seg.timeFile, tim, timLen)
+
+	err = writeFull(seg.log, batches, seg.size)
+	if err == nil {
+		err = seg.offsets.write(idx)
+	}
+	if err == nil {
+		err = seg.times.write(tim)
 	}
 	if err != nil {
 		err = fmt.Errorf("storage: append to %s: %w", seg.path, err)
-		if rerr := l.undoWrite(seg, seg.size, idxLen, timLen); rerr != nil {
+		if rerr := l.undoWrite(seg, seg.size); rerr != nil {
 			return -1, -1, l.fail(errors.Join(err, rerr))
 		}
 		return -1, -1, err
 	}
 
 	l.mu.Lock()
+	if seg.size == 0 {
+		seg.rollTs = unitMaxTs // Kafka's rollingBasedTimestamp
+	}
 	seg.size = pos
 	seg.end = off
-	seg.offsets.buf = append(seg.offsets.buf, idx...)
-	seg.times.buf = append(seg.times.buf, tim...)
+	seg.offsets.publish(idx)
+	seg.times.publish(tim)
 	seg.maxTs, seg.maxTsOffset = maxTs, maxTsOffset
 	l.end.Store(off)
 	l.mu.Unlock()
 	return first, off - 1, nil
+}
+
+// makeRoom grows the active segment's mapped index files when an append
+// needs more entries than they were preallocated for. That happens only
+// when a unit of many batches goes into an empty segment (which is never
+// rolled) with a tiny segment.index.bytes; otherwise the roll check keeps
+// the entries within capacity. appendMu held.
+func (l *Log) makeRoom(seg *segment, idxEntries, timEntries int) error {
+	if seg.offsets.room(idxEntries) && seg.times.room(timEntries) {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var err error
+	if !seg.offsets.room(idxEntries) {
+		err = seg.offsets.grow(idxEntries)
+	}
+	if err == nil && !seg.times.room(timEntries) {
+		err = seg.times.grow(timEntries)
+	}
+	if err != nil {
+		// The mapping may be gone; reads of this segment would fail.
+		return l.fail(fmt.Errorf("storage: append to %s: %w", seg.path, err))
+	}
+	return nil
 }
 
 // writeFull writes all of b at off.
@@ -302,56 +377,98 @@ func writeFull(f File, b []byte, off int64) error {
 	return err
 }
 
-// undoWrite cuts a segment's files back to the given lengths after a failed
+// undoWrite cuts a segment's files back to what they held before a failed
 // write.
-func (l *Log) undoWrite(seg *segment, logLen, idxLen, timLen int64) error {
-	return errors.Join(seg.log.Truncate(logLen), seg.idxFile.Truncate(idxLen), seg.timeFile.Truncate(timLen))
+func (l *Log) undoWrite(seg *segment, logLen int64) error {
+	return errors.Join(seg.log.Truncate(logLen), seg.offsets.undo(), seg.times.undo())
 }
 
-// shouldRoll is Kafka's LogSegment.shouldRoll, size and index parts: roll
-// when the unit would overflow the segment, either index, or the 32-bit
-// relative offsets. An empty segment is never rolled.
-func (l *Log) shouldRoll(seg *segment, n int64, batches int, lastOffset int64) bool {
+// shouldRoll is Kafka's LogSegment.shouldRoll: roll when the unit would
+// overflow the segment, either index, or the 32-bit relative offsets, or
+// when the segment is older than SegmentMs less its jitter. A segment's age
+// is measured as Kafka's timeWaitedForRoll does: from the timestamp of its
+// first append to unitMaxTs, the largest timestamp being appended, or,
+// when that first append had no timestamp, from its creation to now. An
+// empty segment is never rolled.
+func (l *Log) shouldRoll(seg *segment, n int64, batches int, lastOffset, unitMaxTs int64) bool {
 	if seg.size == 0 {
 		return false
 	}
 	return seg.size+n > l.cfg.SegmentBytes ||
+		l.cfg.SegmentMs > 0 && seg.timeWaitedForRoll(l.cfg.nowMs(), unitMaxTs) > l.cfg.SegmentMs-seg.rollJitter ||
 		seg.offsets.isFull(batches) || seg.times.isFull(batches) ||
 		lastOffset-seg.base > math.MaxInt32
 }
 
-// roll starts a new active segment at the log end offset, after appending
-// the old one's final time index entry as Kafka does. The old segment is
-// synced before the new one exists, so a power loss can only ever cut the
-// last segment, which recovery truncates; an unsynced segment followed by
-// another would make Open refuse the log. appendMu held.
+// timeWaitedForRoll is Kafka's LogSegment.timeWaitedForRoll.
+func (s *segment) timeWaitedForRoll(now, unitMaxTs int64) int64 {
+	if s.rollTs >= 0 {
+		return unitMaxTs - s.rollTs
+	}
+	return now - s.created
+}
+
+// roll starts a new active segment at the log end offset. The old segment
+// first gets its final time index entry, as Kafka's onBecomeInactiveSegment
+// appends, has its index files trimmed to their entries, and is synced, all
+// before the new one exists: a power loss can only ever cut the last
+// segment, which recovery truncates (an unsynced segment followed by
+// another would make Open refuse the log), and every segment but the last
+// has trimmed indexes. appendMu held.
 func (l *Log) roll() error {
 	old := l.active()
+	if err := l.deactivate(old); err != nil {
+		return err
+	}
 	if err := old.sync(); err != nil {
 		return l.fail(fmt.Errorf("storage: roll: %w", err))
 	}
 	ns := newSegment(l.dir, l.end.Load(), l.cfg)
-	if _, err := ns.openFiles(l.fsys, l.dir, true); err != nil {
+	_, err := ns.openFiles(l.fsys, l.dir, true)
+	if err == nil {
+		err = ns.activate(l.cfg)
+	}
+	if err != nil {
+		// The old segment stays active, preallocated again; its final
+		// time entry stays too, a true entry.
 		ns.remove(l.fsys, l.dir)
+		l.mu.Lock()
+		aerr := old.activate(l.cfg)
+		l.mu.Unlock()
+		if aerr != nil {
+			return l.fail(errors.Join(err, aerr))
+		}
 		return err
 	}
 	l.dirDirty = true
-	entry := old.finalTimeEntry()
-	if entry != nil {
-		timLen := int64(len(old.times.buf))
-		if err := writeFull(old.timeFile, entry, timLen); err != nil {
-			err = fmt.Errorf("storage: roll %s: %w", old.path, err)
-			ns.remove(l.fsys, l.dir)
-			if terr := old.timeFile.Truncate(timLen); terr != nil {
-				return l.fail(errors.Join(err, terr))
-			}
-			return err
-		}
-	}
 	l.mu.Lock()
-	old.times.buf = append(old.times.buf, entry...)
 	l.segments = append(l.segments, ns)
 	l.mu.Unlock()
+	return nil
+}
+
+// deactivate writes the active segment's final time index entry and trims
+// its index files. A failed write leaves the segment active and unchanged;
+// a failed trim fails the log, since the files may no longer say which
+// slots are entries. appendMu held.
+func (l *Log) deactivate(seg *segment) error {
+	entry := seg.finalTimeEntry()
+	if err := l.makeRoom(seg, 0, len(entry)/timeEntrySize); err != nil {
+		return err
+	}
+	if err := seg.times.write(entry); err != nil {
+		err = fmt.Errorf("storage: final time index entry of %s: %w", seg.path, err)
+		if uerr := seg.times.undo(); uerr != nil {
+			return l.fail(errors.Join(err, uerr))
+		}
+		return err
+	}
+	l.mu.Lock()
+	seg.times.publish(entry)
+	l.mu.Unlock()
+	if err := seg.deactivate(); err != nil {
+		return l.fail(err)
+	}
 	return nil
 }
 
@@ -496,6 +613,9 @@ func (l *Log) BatchAtTimestamp(ts int64) (batch []byte, found bool, err error) {
 		if seg.maxTs < ts || seg.maxTs == noTimestamp {
 			continue
 		}
+		if err := seg.loadIndexes(); err != nil {
+			return nil, false, err
+		}
 		_, tOffset := seg.times.lookup(ts)
 		_, pos := seg.offsets.lookup(max(tOffset, start))
 		var scratch [batchHeaderSize]byte
@@ -630,14 +750,10 @@ func (l *Log) Close() error {
 }
 
 func (l *Log) shutdownCleanly() error {
-	act := l.active()
-	if entry := act.finalTimeEntry(); entry != nil {
-		if err := writeFull(act.timeFile, entry, int64(len(act.times.buf))); err != nil {
-			return fmt.Errorf("storage: close %s: %w", act.path, err)
-		}
-		l.mu.Lock()
-		act.times.buf = append(act.times.buf, entry...)
-		l.mu.Unlock()
+	// Kafka's LogSegment.close: the final time entry, and indexes trimmed
+	// to their entries, so that the next Open trusts the file lengths.
+	if err := l.deactivate(l.active()); err != nil {
+		return err
 	}
 	for _, seg := range l.segments {
 		if seg.end >= l.recoveryPoint {
@@ -693,17 +809,27 @@ func (l *Log) Size() int64 {
 }
 
 // SetConfig replaces the log's segment settings while it is open, as a
-// topic config alteration does. SegmentBytes and IndexIntervalBytes apply
-// from the next append; SegmentIndexBytes to segments created after the
-// call, existing segments keeping the index capacity they were created
-// with. cfg.Logger is ignored: the log keeps the logger it was opened with.
+// topic config alteration does. SegmentBytes, IndexIntervalBytes and
+// SegmentMs apply from the next append; SegmentIndexBytes and
+// SegmentJitterMs to segments created after the call, existing segments
+// keeping the index capacity and jitter they were created with.
+// cfg.Logger, cfg.Now and cfg.SyncObserver are ignored: the log keeps those it
+// was opened with.
 func (l *Log) SetConfig(cfg Config) error {
 	if err := cfg.validate(); err != nil {
 		return err
 	}
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
-	cfg.Logger = l.cfg.Logger
+	cfg.Logger, cfg.Now, cfg.SyncObserver = l.cfg.Logger, l.cfg.Now, l.cfg.SyncObserver
 	l.cfg = cfg
 	return nil
+}
+
+// SegmentCount returns the number of segments the log holds, the active one
+// included. It is safe to call concurrently with appends.
+func (l *Log) SegmentCount() int {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return len(l.segments)
 }

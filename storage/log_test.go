@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // fillLog appends n single- or multi-batch units of varied shapes.
@@ -233,7 +235,7 @@ func TestRollAtSegmentBytes(t *testing.T) {
 			if size != seg.size {
 				t.Fatalf("segment %d: file %d bytes, in memory %d", seg.base, size, seg.size)
 			}
-			if size > cfg.SegmentBytes && len(seg.offsets.buf) > 0 {
+			if size > cfg.SegmentBytes && seg.offsets.entries() > 0 {
 				t.Fatalf("segment %d has %d bytes, more than SegmentBytes and more than one unit", seg.base, size)
 			}
 			if i+1 < len(l.segments) && seg.end != l.segments[i+1].base {
@@ -298,12 +300,14 @@ func TestIndexesMatchKafkaRules(t *testing.T) {
 			if err != nil || res.valid != int64(len(logBytes)) {
 				t.Fatalf("segment %d does not scan clean: %v %s", base, err, res.reason)
 			}
-			seg := &segment{base: base, maxTs: res.maxTs, maxTsOffset: res.maxTsOffset, times: timeIndex{base: base, buf: res.times}}
+			seg := &segment{base: base, maxTs: res.maxTs, maxTsOffset: res.maxTsOffset, times: newTimeIndex(base)}
+			fillIndex(&seg.times.indexFile, res.times)
 			wantTim := append(bytes.Clone(res.times), seg.finalTimeEntry()...)
 			if !bytes.Equal(idx, res.offsets) || !bytes.Equal(tim, wantTim) {
 				t.Fatalf("segment %d: index files differ from a rebuild", base)
 			}
-			oi := offsetIndex{base: base, buf: idx}
+			oi := newOffsetIndex(base)
+			fillIndex(&oi.indexFile, idx)
 			for i := range oi.entries() {
 				off, pos := oi.entry(i)
 				h, reason := parseHeader(logBytes[pos:])
@@ -311,7 +315,8 @@ func TestIndexesMatchKafkaRules(t *testing.T) {
 					t.Fatalf("segment %d index entry %d: offset %d, batch at %d ends at %d (%s)", base, i, off, pos, h.lastOffset(), reason)
 				}
 			}
-			ti := timeIndex{base: base, buf: tim}
+			ti := newTimeIndex(base)
+			fillIndex(&ti.indexFile, tim)
 			prev := int64(-1)
 			for i := range ti.entries() {
 				ts, off := ti.entry(i)
@@ -437,4 +442,43 @@ func TestErrorsArePrefixed(t *testing.T) {
 			t.Errorf("error %q lacks the storage: prefix", msg)
 		}
 	}
+}
+
+func TestSyncObserverSeesEveryDataFileSync(t *testing.T) {
+	forEachFS(t, func(t *testing.T, env testEnv) {
+		var calls atomic.Int64
+		cfg := testConfig()
+		cfg.SyncObserver = func(d time.Duration) {
+			if d < 0 {
+				t.Errorf("SyncObserver got a negative duration %v", d)
+			}
+			calls.Add(1)
+		}
+		l := mustOpen(t, env.fs, env.dir, cfg)
+		defer l.Close()
+		var m model
+		fillLog(t, l, &m, 80) // rolls several segments, each synced as it is left
+		rolled := len(l.segments) - 1
+		if l.SegmentCount() != len(l.segments) {
+			t.Fatalf("SegmentCount() = %d, want %d", l.SegmentCount(), len(l.segments))
+		}
+		if rolled < 2 {
+			t.Fatalf("only %d segments rolled", rolled)
+		}
+		if got := calls.Load(); got != int64(rolled) {
+			t.Fatalf("%d observed fsyncs after %d rolls, want one per rolled segment", got, rolled)
+		}
+		// Sync covers the active segment; a config change keeps the observer.
+		plain := testConfig()
+		if err := l.SetConfig(plain); err != nil {
+			t.Fatal(err)
+		}
+		before := calls.Load()
+		if err := l.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		if calls.Load() <= before {
+			t.Fatal("Sync after SetConfig was not observed")
+		}
+	})
 }

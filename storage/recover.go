@@ -1,11 +1,13 @@
 package storage
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 )
@@ -17,25 +19,35 @@ import (
 //     checkpoint.
 //   - Without the clean-shutdown marker, every segment holding offsets at
 //     or above the checkpointed recovery point (all segments when there is
-//     no checkpoint) is scanned: each batch's length, magic, CRC-32C and
-//     offset continuity are checked and both indexes are rebuilt. An invalid
-//     batch in the LAST segment is a torn tail: the segment is cut there,
-//     and the cut is logged. An invalid batch in any other segment is
-//     ErrCorrupt (a *CorruptError), and Open refuses to start. Append does
-//     not fsync a segment when it rolls (Kafka does, in the background), so
-//     after a power loss (not a mere process crash) with no Sync since the
-//     roll, a rolled segment may have lost data that a later one kept; that
-//     too is refused rather than silently cut.
-//   - Segments not scanned get cheap checks: both index files present and
-//     consistent, the last offset index entry pointing at the batch it
-//     names, the batches after it walking exactly to the end of the file,
-//     none of them above the time index's max timestamp or lacking the index
-//     entry IndexIntervalBytes calls for. A segment failing
-//     them is scanned as above.
+//     no checkpoint) is unflushed, and scanned as Kafka's
+//     LogLoader.recoverLog does: each batch's length, magic, CRC-32C and
+//     offset continuity are checked and both indexes are rebuilt. At the
+//     first invalid batch the segment is cut, and every later segment is
+//     deleted, as in Kafka: what follows a torn or lost write cannot be
+//     trusted to continue the log. The cut and the deletions are logged and
+//     counted in Recovery.
+//   - Segments not scanned get cheap checks: both index files present,
+//     trimmed to whole entries (an index ending in an unwritten zero slot
+//     was never trimmed) and consistent, the last offset index entry
+//     pointing at the batch it names, the batches after it walking exactly
+//     to the end of the file, none of them above the time index's max
+//     timestamp or lacking the index entry IndexIntervalBytes calls for,
+//     the first offset entry and the last time entry naming their batches.
+//     Entries in between are trusted, as Kafka trusts them all. A
+//     segment failing them is scanned as above and its indexes rebuilt
+//     (Kafka rebuilds a segment whose offset index is missing or fails its
+//     sanity check). If such a segment is flushed (below the recovery point,
+//     or the shutdown was clean) and not the last, an invalid batch in it is
+//     data that was fsynced and then damaged: Open refuses with ErrCorrupt
+//     (a *CorruptError) rather than cut it. Kafka would cut that segment
+//     and keep the ones after it, leaving a hole in the offsets.
 //   - Segments must be contiguous: each ends where the next begins, or the
 //     log is ErrCorrupt.
 //   - The log start offset is the checkpointed one (at least the first
 //     segment's base). Segments wholly below it are deleted.
+//   - The last segment becomes the active one: its index files are
+//     preallocated and mapped (see the package doc); the others' are
+//     mapped on first use.
 //   - The clean-shutdown marker is removed, durably, before Open returns,
 //     so a crash from now on is seen as unclean.
 //
@@ -110,6 +122,7 @@ func (l *Log) open() error {
 	if cpFound {
 		rp = cp.recoveryPoint
 	}
+	rpCut := false // an unflushed segment was cut and the later ones deleted
 
 	for i, base := range bases {
 		last := i == len(bases)-1
@@ -142,8 +155,17 @@ func (l *Log) open() error {
 			}
 		}
 		if scan {
-			if err := l.recoverSegment(seg, fileSize, last); err != nil {
+			unflushed := !clean && (rp < 0 || last || bases[i+1] > rp)
+			cut, err := l.recoverSegment(seg, fileSize, last, unflushed)
+			if err != nil {
 				return err
+			}
+			if cut && !last {
+				if err := l.deleteSegmentFiles(bases[i+1:]); err != nil {
+					return err
+				}
+				rpCut = true
+				break
 			}
 		}
 		if !last && seg.end != bases[i+1] {
@@ -186,6 +208,12 @@ func (l *Log) open() error {
 		n++
 	}
 	l.segments = l.segments[n:]
+	if err := l.active().activate(l.cfg); err != nil {
+		return err
+	}
+	if err := l.active().resetRoll(l.cfg, true); err != nil {
+		return err
+	}
 	end := l.active().end
 	l.start.Store(start)
 	l.end.Store(end)
@@ -199,6 +227,15 @@ func (l *Log) open() error {
 		l.setRecoveryPoint(min(rp, end))
 	}
 	l.checkpointedRP = rp
+	if rpCut && rp > end {
+		// The checkpoint names offsets that are gone; a crash before the
+		// next checkpoint must not take segments written from now on for
+		// flushed ones.
+		if err := writeCheckpoint(fsys, dir, checkpoint{logStart: start, recoveryPoint: end}); err != nil {
+			return err
+		}
+		l.checkpointedRP = end
+	}
 	if clean {
 		if err := fsys.Remove(filepath.Join(dir, cleanShutdownName)); err != nil {
 			return fmt.Errorf("storage: remove clean-shutdown marker: %w", err)
@@ -218,16 +255,24 @@ func mismatch(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{errIndexMismatch}, args...)...)
 }
 
-// load reads a segment's index files and checks them against the log
-// cheaply; any disagreement is errIndexMismatch.
-func (s *segment) load(fileSize int64, interval int) error {
-	var err error
-	if s.offsets.buf, err = readWhole(s.idxFile); err != nil {
+// load checks a segment's index files against the log cheaply; any
+// disagreement is errIndexMismatch. The indexes are read through a
+// temporary mapping and left unloaded: a closed segment's are mapped again
+// on its first lookup, the active segment's when Open activates it.
+func (s *segment) load(fileSize int64, interval int) (err error) {
+	for _, x := range []*indexFile{&s.offsets.indexFile, &s.times.indexFile} {
+		if err := x.count(); err != nil {
+			return err
+		}
+	}
+	if err := s.loadIndexes(); err != nil {
 		return err
 	}
-	if s.times.buf, err = readWhole(s.timeFile); err != nil {
-		return err
-	}
+	defer func() {
+		if rerr := errors.Join(s.offsets.release(), s.times.release()); err == nil {
+			err = rerr
+		}
+	}()
 	if err := s.offsets.check(fileSize); err != nil {
 		return mismatch("%s: %v", indexSuffix, err)
 	}
@@ -278,64 +323,118 @@ func (s *segment) load(fileSize int64, interval int) error {
 	if err := s.times.check(end); err != nil {
 		return mismatch("%s: %v", timeIndexSuffix, err)
 	}
+	// The first offset entry and the last time entry (the segment's max
+	// timestamp, which BatchAtTimestamp trusts) must name the batches they
+	// point at. Kafka checks neither; entries in between are trusted, as
+	// Kafka trusts them all.
+	if s.offsets.entries() > 1 {
+		off, pos := s.offsets.entry(0)
+		if h, err := s.readHeader(pos, scratch[:]); err != nil || h.lastOffset() != off {
+			return mismatch("first index entry (%d, %d) does not name its batch", off, pos)
+		}
+	}
 	if s.times.entries() > 0 {
-		s.maxTs, s.maxTsOffset = s.times.last()
+		ts, off := s.times.last()
+		pos, h, found, err := s.locate(off, scratch[:])
+		if err != nil || !found || h.lastOffset() != off || h.maxTimestamp != ts {
+			return mismatch("last time index entry (%d, %d) does not name its batch (at %d)", ts, off, pos)
+		}
+		s.maxTs, s.maxTsOffset = ts, off
 	}
 	return nil
 }
 
-func readWhole(f File) ([]byte, error) {
-	fi, err := f.Stat()
+// count sets the number of entries from the file's length, as Kafka does
+// for an index it opens: every segment's index files are trimmed to their
+// entries when it stops being active (roll, Close), so the length of any
+// file recovery does not rebuild is trustworthy. A length that is not whole
+// entries, or a file ending in a slot of zeros, is errIndexMismatch: the
+// zeros are the unwritten tail of a preallocated file that was never
+// trimmed (a crash, or damage), and no zero slot is ever taken for an
+// entry. The one exception is a time index whose only slot is zeros, which
+// is the real entry (timestamp 0, base offset) when the file was trimmed
+// to it.
+func (x *indexFile) count() error {
+	fi, err := x.f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("storage: stat index: %w", err)
+		return fmt.Errorf("storage: stat index: %w", err)
 	}
-	if fi.Size() > math.MaxInt32 {
-		return nil, mismatch("index file of %d bytes", fi.Size())
+	size := fi.Size()
+	switch {
+	case size > math.MaxInt32:
+		return mismatch("index file of %d bytes", size)
+	case size%int64(x.entrySize) != 0:
+		return mismatch("index file of %d bytes is not whole %d-byte entries", size, x.entrySize)
 	}
-	b := make([]byte, fi.Size())
-	if _, err := f.ReadAt(b, 0); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("storage: read index: %w", err)
+	x.n = int(size) / x.entrySize
+	if x.n == 0 {
+		return nil
 	}
-	return b, nil
+	var last [timeEntrySize]byte
+	slot := last[:x.entrySize]
+	if got, err := x.f.ReadAt(slot, size-int64(x.entrySize)); got < len(slot) {
+		return fmt.Errorf("storage: read index: %w", err)
+	}
+	if isZero(slot) && !(x.entrySize == timeEntrySize && x.n == 1) {
+		return mismatch("index file of %d bytes ends in an unwritten slot (not trimmed)", size)
+	}
+	return nil
 }
 
 // recoverSegment CRC-scans a segment from the start, rebuilds its indexes
-// and cuts a torn tail if it is the last segment.
-func (l *Log) recoverSegment(seg *segment, fileSize int64, last bool) error {
+// and cuts it at the first invalid batch if it is the last segment or
+// unflushed (see Open); cut reports that it did.
+func (l *Log) recoverSegment(seg *segment, fileSize int64, last, unflushed bool) (cut bool, err error) {
 	l.recovery.SegmentsScanned++
 	res, err := scanSegment(seg.log, fileSize, seg.base, l.cfg.IndexIntervalBytes)
 	if err != nil {
-		return fmt.Errorf("storage: recover %s: %w", seg.path, err)
+		return false, fmt.Errorf("storage: recover %s: %w", seg.path, err)
 	}
 	if res.valid < fileSize {
-		if !last {
-			return &CorruptError{Path: seg.path, Position: res.valid, Reason: res.reason + " in a segment that is not the last"}
+		if !last && !unflushed {
+			return false, &CorruptError{Path: seg.path, Position: res.valid,
+				Reason: res.reason + " in a flushed segment that is not the last"}
 		}
-		l.logger.Warn("storage: truncating torn tail",
+		l.logger.Warn("storage: corruption found, truncating",
 			"segment", seg.path, "position", res.valid, "bytes", fileSize-res.valid,
 			"reason", res.reason, "end_offset", res.end)
 		if err := seg.log.Truncate(res.valid); err != nil {
-			return fmt.Errorf("storage: truncate %s: %w", seg.path, err)
+			return false, fmt.Errorf("storage: truncate %s: %w", seg.path, err)
 		}
 		l.recovery.TruncatedBytes += fileSize - res.valid
+		cut = true
 	}
 	seg.size, seg.end = res.valid, res.end
-	seg.offsets.buf = res.offsets
-	seg.times.buf = res.times
 	seg.maxTs, seg.maxTsOffset = res.maxTs, res.maxTsOffset
 	// Kafka ends a recovered segment's time index with its max timestamp.
-	seg.times.buf = append(seg.times.buf, seg.finalTimeEntry()...)
-	for _, w := range []struct {
-		f File
-		b []byte
-	}{{seg.idxFile, seg.offsets.buf}, {seg.timeFile, seg.times.buf}} {
-		if err := w.f.Truncate(0); err != nil {
-			return fmt.Errorf("storage: rebuild index of %s: %w", seg.path, err)
-		}
-		if len(w.b) > 0 {
-			if err := writeFull(w.f, w.b, 0); err != nil {
-				return fmt.Errorf("storage: rebuild index of %s: %w", seg.path, err)
+	if last := res.lastTimeTs(); seg.maxTs > last {
+		res.times = appendTimeEntry(res.times, seg.base, seg.maxTs, seg.maxTsOffset)
+	}
+	if err := seg.offsets.rebuild(res.offsets); err != nil {
+		return false, fmt.Errorf("storage: %s: %w", seg.path, err)
+	}
+	if err := seg.times.rebuild(res.times); err != nil {
+		return false, fmt.Errorf("storage: %s: %w", seg.path, err)
+	}
+	return cut, nil
+}
+
+// deleteSegmentFiles deletes the files of the segments with the given base
+// offsets, which follow a segment recovery cut, as Kafka's recoverLog
+// deletes the unflushed segments after a corrupt one.
+func (l *Log) deleteSegmentFiles(bases []int64) error {
+	for _, base := range bases {
+		l.logger.Warn("storage: deleting segment after a corrupt one", "segment", segmentPath(l.dir, base, logSuffix))
+		for _, suffix := range []string{timeIndexSuffix, indexSuffix, logSuffix} {
+			if err := l.fsys.Remove(segmentPath(l.dir, base, suffix)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("storage: delete segment %d: %w", base, err)
 			}
+		}
+		l.recovery.SegmentsDeleted++
+	}
+	if len(bases) > 0 {
+		if err := l.fsys.SyncDir(l.dir); err != nil {
+			return fmt.Errorf("storage: sync %s: %w", l.dir, err)
 		}
 	}
 	return nil
@@ -350,6 +449,15 @@ type scanResult struct {
 	times       []byte // rebuilt time index, without the final entry
 	maxTs       int64
 	maxTsOffset int64
+}
+
+// lastTimeTs returns the timestamp of the last rebuilt time index entry,
+// noTimestamp when there is none.
+func (r *scanResult) lastTimeTs() int64 {
+	if len(r.times) == 0 {
+		return noTimestamp
+	}
+	return int64(binary.BigEndian.Uint64(r.times[len(r.times)-timeEntrySize:]))
 }
 
 // scanBufferSize is how much scanSegment reads at a time.

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 const (
@@ -62,17 +63,34 @@ type segment struct {
 	// holding it; noTimestamp and -1 when no batch has a timestamp.
 	maxTs       int64
 	maxTsOffset int64
+
+	// The time-based roll (see Log.shouldRoll), as Kafka's LogSegment keeps
+	// it: created is when the segment was created or opened (or truncated
+	// empty), in Unix milliseconds; rollTs is the max timestamp of the first
+	// append to it (of the first batch, when the segment was opened with
+	// data), noTimestamp when unknown or absent; rollJitter is the random
+	// jitter drawn for it.
+	created    int64
+	rollTs     int64
+	rollJitter int64
+
+	// syncObserver is Config.SyncObserver, or nil.
+	syncObserver func(time.Duration)
 }
 
 func newSegment(dir string, base int64, cfg Config) *segment {
 	return &segment{
-		base:        base,
-		path:        segmentPath(dir, base, logSuffix),
-		end:         base,
-		offsets:     offsetIndex{base: base, maxEntries: cfg.SegmentIndexBytes / offsetEntrySize},
-		times:       timeIndex{base: base, maxEntries: cfg.SegmentIndexBytes / timeEntrySize},
-		maxTs:       noTimestamp,
-		maxTsOffset: -1,
+		base:         base,
+		path:         segmentPath(dir, base, logSuffix),
+		end:          base,
+		offsets:      newOffsetIndex(base),
+		times:        newTimeIndex(base),
+		maxTs:        noTimestamp,
+		maxTsOffset:  -1,
+		created:      cfg.nowMs(),
+		rollTs:       noTimestamp,
+		rollJitter:   cfg.randomSegmentJitter(),
+		syncObserver: cfg.SyncObserver,
 	}
 }
 
@@ -115,11 +133,49 @@ func (s *segment) openFiles(fsys FS, dir string, create bool) (indexMissing bool
 		s.closeFiles()
 		return false, err
 	}
+	s.offsets.f, s.times.f = s.idxFile, s.timeFile
 	return indexMissing, nil
 }
 
+// activate makes the segment the active one: its index files preallocated
+// to capacity and mapped (see indexFile.activate). Log.mu held for writing,
+// or the segment not yet published.
+func (s *segment) activate(cfg Config) error {
+	if err := s.offsets.activate(cfg.SegmentIndexBytes / offsetEntrySize); err != nil {
+		return fmt.Errorf("storage: activate %s: %w", s.path, err)
+	}
+	if err := s.times.activate(cfg.SegmentIndexBytes / timeEntrySize); err != nil {
+		return fmt.Errorf("storage: activate %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// deactivate trims the index files to their entries, as a segment leaving
+// the active state has them (Kafka's onBecomeInactiveSegment).
+func (s *segment) deactivate() error {
+	if err := errors.Join(s.offsets.trim(), s.times.trim()); err != nil {
+		return fmt.Errorf("storage: %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// loadIndexes makes both indexes readable (see indexFile.ensure). Safe for
+// concurrent readers.
+func (s *segment) loadIndexes() error {
+	if err := s.offsets.ensure(); err != nil {
+		return fmt.Errorf("storage: %s: %w", s.path, err)
+	}
+	if err := s.times.ensure(); err != nil {
+		return fmt.Errorf("storage: %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// closeFiles unmaps the indexes and closes the files. No reader may be
+// using the segment.
 func (s *segment) closeFiles() error {
-	var errs []error
+	errs := []error{s.offsets.release(), s.times.release()}
+	s.offsets.f, s.times.f = nil, nil
 	for _, f := range []*File{&s.log, &s.idxFile, &s.timeFile} {
 		if *f != nil {
 			errs = append(errs, (*f).Close())
@@ -146,11 +202,22 @@ func (s *segment) remove(fsys FS, dir string) error {
 	return nil
 }
 
+// sync fsyncs the segment's data file, then its two indexes. The data
+// file's fsync is timed for Config.SyncObserver.
 func (s *segment) sync() error {
-	for _, f := range []File{s.log, s.idxFile, s.timeFile} {
-		if err := f.Sync(); err != nil {
-			return fmt.Errorf("storage: sync segment %d: %w", s.base, err)
-		}
+	began := time.Now()
+	err := s.log.Sync()
+	if s.syncObserver != nil {
+		s.syncObserver(time.Since(began))
+	}
+	if err == nil {
+		err = s.idxFile.Sync()
+	}
+	if err == nil {
+		err = s.timeFile.Sync()
+	}
+	if err != nil {
+		return fmt.Errorf("storage: sync segment %d: %w", s.base, err)
 	}
 	return nil
 }
@@ -185,6 +252,9 @@ func (s *segment) corrupt(pos int64, reason string) error {
 // IndexIntervalBytes worth of headers. found=false means the segment ends
 // before offset.
 func (s *segment) locate(offset int64, scratch []byte) (pos int64, h batchHeader, found bool, err error) {
+	if err := s.offsets.ensure(); err != nil {
+		return 0, h, false, fmt.Errorf("storage: %s: %w", s.path, err)
+	}
 	_, pos = s.offsets.lookup(offset)
 	for pos < s.size {
 		if h, err = s.readHeader(pos, scratch); err != nil {

@@ -10,24 +10,25 @@ const (
 	noTimestamp   = -1 // Kafka's RecordBatch.NO_TIMESTAMP
 )
 
-// timeIndex is a segment's sparse time index, kept in memory in the exact
-// bytes of its .timeindex file: entries of timestamp int64 and
-// (offset - base) int32. An entry (T, O) says that T is the largest batch
-// max timestamp up to and including the batch whose last offset is O, and
-// that every earlier batch has a smaller max timestamp: O is the earliest
-// batch reaching T. Timestamps strictly increase along the file.
+// timeIndex is a segment's sparse time index, read from its .timeindex file
+// (see indexFile): entries of timestamp int64 and (offset - base) int32. An
+// entry (T, O) says that T is the largest batch max timestamp up to and
+// including the batch whose last offset is O, and that every earlier batch
+// has a smaller max timestamp: O is the earliest batch reaching T.
+// Timestamps strictly increase along the file, starting at 0 or above.
 //
 // Guarded like offsetIndex.
 type timeIndex struct {
-	base       int64
-	buf        []byte
-	maxEntries int
+	indexFile
+	base int64
 }
 
-func (x *timeIndex) entries() int { return len(x.buf) / timeEntrySize }
+func newTimeIndex(base int64) timeIndex {
+	return timeIndex{base: base, indexFile: indexFile{entrySize: timeEntrySize}}
+}
 
 func (x *timeIndex) entry(i int) (ts, offset int64) {
-	e := x.buf[i*timeEntrySize:]
+	e := x.slot(i)
 	return int64(binary.BigEndian.Uint64(e)), x.base + int64(int32(binary.BigEndian.Uint32(e[8:])))
 }
 
@@ -44,7 +45,8 @@ func (x *timeIndex) last() (ts, offset int64) {
 }
 
 // lookup returns the entry with the largest timestamp <= target, or
-// (noTimestamp, base) when there is none.
+// (noTimestamp, base) when there is none. A plain binary search, like
+// offsetIndex.lookup.
 func (x *timeIndex) lookup(target int64) (ts, offset int64) {
 	lo, hi := 0, x.entries()
 	for lo < hi {
@@ -66,9 +68,9 @@ func appendTimeEntry(dst []byte, base, ts, offset int64) []byte {
 	return binary.BigEndian.AppendUint32(dst, uint32(int32(offset-base)))
 }
 
-// truncatedLen returns the byte length after removing every entry whose
-// offset is >= offset.
-func (x *timeIndex) truncatedLen(offset int64) int {
+// truncatedEntries returns the number of entries left after removing every
+// entry whose offset is >= offset.
+func (x *timeIndex) truncatedEntries(offset int64) int {
 	n := x.entries()
 	for n > 0 {
 		if _, o := x.entry(n - 1); o < offset {
@@ -76,15 +78,14 @@ func (x *timeIndex) truncatedLen(offset int64) int {
 		}
 		n--
 	}
-	return n * timeEntrySize
+	return n
 }
 
-// check verifies whole entries, strictly increasing timestamps,
-// non-decreasing offsets inside [base, end).
+// check verifies strictly increasing timestamps from 0 up, non-decreasing
+// offsets inside [base, end). An unwritten slot of a preallocated file
+// (timestamp 0, offset base) passes only as the first entry, where it is a
+// real entry's value too; load tells the two apart by the file length.
 func (x *timeIndex) check(end int64) error {
-	if len(x.buf)%timeEntrySize != 0 {
-		return fmt.Errorf("length %d is not a multiple of %d", len(x.buf), timeEntrySize)
-	}
 	prevTs, prevOff := int64(noTimestamp), x.base
 	for i := range x.entries() {
 		t, o := x.entry(i)

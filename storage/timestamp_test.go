@@ -31,7 +31,7 @@ func (m *model) wantMaxTimestamp() []byte {
 	return best.data
 }
 
-func checkTimestamps(t *testing.T, l *Log, m *model, probes []int64) {
+func checkTimestamps(t testing.TB, l *Log, m *model, probes []int64) {
 	t.Helper()
 	for _, ts := range probes {
 		got, found, err := l.BatchAtTimestamp(ts)

@@ -81,6 +81,10 @@ func (l *Log) Truncate(offset int64) error {
 	}
 	k := l.segmentFor(offset)
 	seg := l.segments[k]
+	wasActive := k == len(l.segments)-1
+	if err := seg.loadIndexes(); err != nil {
+		return err
+	}
 	var scratch [batchHeaderSize]byte
 	pos, h, found, err := seg.locate(offset, scratch[:])
 	if err != nil {
@@ -114,16 +118,46 @@ func (l *Log) Truncate(offset int64) error {
 			return l.fail(err)
 		}
 	}
-	idxLen, timLen := seg.offsets.truncatedLen(newEnd), seg.times.truncatedLen(newEnd)
-	if err := errors.Join(seg.log.Truncate(pos), seg.idxFile.Truncate(int64(idxLen)), seg.timeFile.Truncate(int64(timLen))); err != nil {
+	idxN, timN := seg.offsets.truncatedEntries(newEnd), seg.times.truncatedEntries(newEnd)
+	if err := errors.Join(seg.log.Truncate(pos), seg.offsets.truncateEntries(idxN), seg.times.truncateEntries(timN)); err != nil {
 		return l.fail(fmt.Errorf("storage: truncate %s: %w", seg.path, err))
 	}
 	seg.size, seg.end = pos, newEnd
-	seg.offsets.buf = seg.offsets.buf[:idxLen]
-	seg.times.buf = seg.times.buf[:timLen]
+	if !wasActive {
+		// As Kafka's LogSegment.truncateTo: the segment is active again,
+		// its indexes preallocated again.
+		if err := seg.activate(l.cfg); err != nil {
+			return l.fail(err)
+		}
+	}
 	if err := seg.recomputeMaxTimestamp(); err != nil {
 		return l.fail(err)
 	}
+	if err := seg.resetRoll(l.cfg, !wasActive); err != nil {
+		return l.fail(err)
+	}
+	return nil
+}
+
+// resetRoll sets the time-based roll state of a segment that becomes (or
+// stays) active after a truncation or an Open, as Kafka's LogSegment does:
+// an empty segment counts as created now, with no first timestamp; one
+// with data takes its first batch's max timestamp, read from disk when
+// reload is set (Kafka's loadFirstBatchTimestamp), or keeps what it had.
+func (s *segment) resetRoll(cfg Config, reload bool) error {
+	if s.size == 0 {
+		s.created, s.rollTs = cfg.nowMs(), noTimestamp
+		return nil
+	}
+	if !reload {
+		return nil
+	}
+	var scratch [batchHeaderSize]byte
+	h, err := s.readHeader(0, scratch[:])
+	if err != nil {
+		return err
+	}
+	s.rollTs = h.maxTimestamp
 	return nil
 }
 
@@ -163,6 +197,11 @@ func (l *Log) truncateFully(offset int64) error {
 	}
 	ns := newSegment(l.dir, offset, l.cfg)
 	if _, err := ns.openFiles(l.fsys, l.dir, true); err != nil {
+		ns.remove(l.fsys, l.dir)
+		l.segments = nil
+		return l.fail(err)
+	}
+	if err := ns.activate(l.cfg); err != nil {
 		ns.remove(l.fsys, l.dir)
 		l.segments = nil
 		return l.fail(err)

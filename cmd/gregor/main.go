@@ -11,6 +11,9 @@
 //
 // The broker logs "gregor: ready" once it accepts connections, and stops
 // cleanly on SIGINT or SIGTERM.
+//
+// The client commands (topic, produce, consume, group, cluster) talk to any
+// Kafka-compatible cluster; see docs/cli.md.
 package main
 
 import (
@@ -44,6 +47,8 @@ func newApp() *cli.App {
 			&cli.StringFlag{Name: "data-dir", Value: "./data", Usage: "`DIR` for partition logs and topic metadata"},
 			&cli.IntFlag{Name: "node-id", Value: 1, Usage: "this broker's node.id"},
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error"},
+			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text (logfmt-style key=value) or json, one object per line"},
+			&cli.StringFlag{Name: "http-listen", Value: "127.0.0.1:9644", Usage: "`HOST:PORT` serving /metrics, /healthz and /readyz; empty disables it"},
 			&cli.StringFlag{Name: "config", Usage: "`FILE` in Kafka's server.properties format"},
 			&cli.StringSliceFlag{Name: "override", Usage: "`KEY=VALUE` Kafka broker config, over the file and KAFKA_* variables (repeatable)"},
 		},
@@ -52,7 +57,7 @@ func newApp() *cli.App {
 	return &cli.App{
 		Name:           "gregor",
 		Usage:          "a message broker that speaks the Apache Kafka protocol",
-		Commands:       []*cli.Command{serve},
+		Commands:       []*cli.Command{serve, topicCommand(), produceCommand(), consumeCommand(), groupCommand(), clusterCommand()},
 		DefaultCommand: "serve",
 		Flags:          serve.Flags,
 		// --override listeners=PLAINTEXT://a:1,CONTROLLER://b:2 is one value.
@@ -62,10 +67,13 @@ func newApp() *cli.App {
 
 func runServe(c *cli.Context) error {
 	var level slog.Level
-	if err := level.UnmarshalText([]byte(c.String("log-level"))); err != nil {
+	if err := level.UnmarshalText([]byte(flagContext(c, "log-level").String("log-level"))); err != nil {
 		return fmt.Errorf("--log-level: %w", err)
 	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	logger, err := newLogger(flagContext(c, "log-format").String("log-format"), level)
+	if err != nil {
+		return err
+	}
 	cfg, origins, err := serveConfig(c, os.Environ(), logger)
 	if err != nil {
 		return err
@@ -87,27 +95,45 @@ func runServe(c *cli.Context) error {
 	return b.Close()
 }
 
+// flagContext returns the context on which the flag name was set: `gregor
+// --flag` (serve as the default command) sets it on the app's context,
+// `gregor serve --flag` on the command's. Unset, it is c.
+func flagContext(c *cli.Context, name string) *cli.Context {
+	for _, x := range c.Lineage() {
+		if x.IsSet(name) {
+			return x
+		}
+	}
+	return c
+}
+
+// newLogger returns the logger of --log-format and --log-level, writing to
+// stderr.
+func newLogger(format string, level slog.Level) (*slog.Logger, error) {
+	opts := &slog.HandlerOptions{Level: level}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
+	default:
+		return nil, fmt.Errorf("--log-format %q: want text or json", format)
+	}
+}
+
 // serveConfig builds the broker's configuration from, lowest precedence
 // first: the flags' defaults, the --config file, KAFKA_* variables of
 // environ, --override arguments, and the flags given explicitly.
 // The map names, for each topic default set, the key, value and origin
 // that set it.
 func serveConfig(c *cli.Context, environ []string, logger *slog.Logger) (broker.Config, map[string]string, error) {
-	// `gregor --flag` (serve as the default command) sets the flag on the
-	// app's context, `gregor serve --flag` on the command's.
-	flags := func(name string) *cli.Context {
-		for _, x := range c.Lineage() {
-			if x.IsSet(name) {
-				return x
-			}
-		}
-		return c
-	}
+	flags := func(name string) *cli.Context { return flagContext(c, name) }
 	cfg := broker.Config{
-		Listen:  flags("listen").String("listen"),
-		DataDir: flags("data-dir").String("data-dir"),
-		NodeID:  int32(flags("node-id").Int("node-id")),
-		Logger:  logger,
+		Listen:     flags("listen").String("listen"),
+		DataDir:    flags("data-dir").String("data-dir"),
+		NodeID:     int32(flags("node-id").Int("node-id")),
+		HTTPListen: flags("http-listen").String("http-listen"),
+		Logger:     logger,
 	}
 	var file []property
 	if path := flags("config").String("config"); path != "" {

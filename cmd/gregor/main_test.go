@@ -37,8 +37,13 @@ func freePort(t *testing.T) string {
 }
 
 // startGregor runs the binary with args and waits for its readiness line.
+// Unless args choose an --http-listen, the HTTP listener gets a random port,
+// so that tests never compete for the default one.
 func startGregor(t *testing.T, args string) *exec.Cmd {
 	t.Helper()
+	if !strings.Contains(args, "--http-listen") {
+		args += " --http-listen 127.0.0.1:0"
+	}
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), "GREGOR_RUN_MAIN="+args)
 	stderr, err := cmd.StderrPipe()
@@ -115,7 +120,7 @@ func TestServeStopsCleanlyOnSignalsAndRestartsWithItsData(t *testing.T) {
 func TestServeRefusesBadFlags(t *testing.T) {
 	for _, args := range []string{"serve --node-id -1", "serve --listen not-an-address", "serve --log-level loud"} {
 		cmd := exec.Command(os.Args[0])
-		cmd.Env = append(os.Environ(), "GREGOR_RUN_MAIN="+args+" --data-dir "+t.TempDir())
+		cmd.Env = append(os.Environ(), "GREGOR_RUN_MAIN="+args+" --data-dir "+t.TempDir()+" --http-listen 127.0.0.1:0")
 		out, err := cmd.CombinedOutput()
 		if err == nil {
 			t.Fatalf("%q started: %s", args, out)
