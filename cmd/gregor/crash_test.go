@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -61,7 +64,7 @@ func TestCrashKill9KeepsAcknowledgedRecords(t *testing.T) {
 	inFlight := 0 // records stored but never acknowledged: the kill caught them
 	for cycle := range cycles {
 		addr := freePort(t)
-		cmd := startGregor(t, "serve --listen "+addr+" --data-dir "+dir+
+		cmd := startCrashChild(t, cycle, "serve --listen "+addr+" --data-dir "+dir+
 			" --override log.flush.interval.messages=1")
 		if cycle == 0 {
 			createCrashTopic(t, addr)
@@ -75,10 +78,56 @@ func TestCrashKill9KeepsAcknowledgedRecords(t *testing.T) {
 		}
 	}
 	addr := freePort(t)
-	startGregor(t, "serve --listen "+addr+" --data-dir "+dir)
+	startCrashChild(t, cycles, "serve --listen "+addr+" --data-dir "+dir)
 	inFlight = checkCrashLog(t, cycles, addr, acked)
 	t.Logf("%d kill -9 cycles in %v: %d acknowledged records all recovered; %d more were stored but never acknowledged (in flight at a kill)",
 		cycles, time.Since(started).Round(time.Millisecond), len(acked), inFlight)
+}
+
+// startCrashChild is startGregor, keeping the child's log so that a child
+// that exits before it is ready (a recovery that refuses the data dir, say)
+// is reported with its own words.
+func startCrashChild(t *testing.T, cycle int, args string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), "GREGOR_RUN_MAIN="+args)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	var (
+		mu   sync.Mutex
+		logs []string
+	)
+	ready, ended := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(ended)
+		sc := bufio.NewScanner(stderr)
+		isReady := false
+		for sc.Scan() {
+			mu.Lock()
+			logs = append(logs, sc.Text())
+			mu.Unlock()
+			if !isReady && strings.Contains(sc.Text(), "gregor: ready") {
+				isReady = true
+				close(ready)
+			}
+		}
+	}()
+	select {
+	case <-ready:
+		return cmd
+	case <-ended:
+	case <-time.After(60 * time.Second):
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	t.Fatalf("cycle %d: gregor did not get ready; its log:\n%s", cycle, strings.Join(logs, "\n"))
+	return nil
 }
 
 func createCrashTopic(t *testing.T, addr string) {
