@@ -63,8 +63,7 @@ func TestCrashKill9KeepsAcknowledgedRecords(t *testing.T) {
 	started := time.Now()
 	inFlight := 0 // records stored but never acknowledged: the kill caught them
 	for cycle := range cycles {
-		addr := freePort(t)
-		cmd := startCrashChild(t, cycle, "serve --listen "+addr+" --data-dir "+dir+
+		cmd, addr := startCrashChild(t, cycle, "serve --listen 127.0.0.1:0 --data-dir "+dir+
 			" --override log.flush.interval.messages=1")
 		if cycle == 0 {
 			createCrashTopic(t, addr)
@@ -77,8 +76,7 @@ func TestCrashKill9KeepsAcknowledgedRecords(t *testing.T) {
 			t.Fatalf("cycle %d: gregor exited cleanly; it was to be killed", cycle)
 		}
 	}
-	addr := freePort(t)
-	startCrashChild(t, cycles, "serve --listen "+addr+" --data-dir "+dir)
+	_, addr := startCrashChild(t, cycles, "serve --listen 127.0.0.1:0 --data-dir "+dir)
 	inFlight = checkCrashLog(t, cycles, addr, acked)
 	t.Logf("%d kill -9 cycles in %v: %d acknowledged records all recovered; %d more were stored but never acknowledged (in flight at a kill)",
 		cycles, time.Since(started).Round(time.Millisecond), len(acked), inFlight)
@@ -86,8 +84,10 @@ func TestCrashKill9KeepsAcknowledgedRecords(t *testing.T) {
 
 // startCrashChild is startGregor, keeping the child's log so that a child
 // that exits before it is ready (a recovery that refuses the data dir, say)
-// is reported with its own words.
-func startCrashChild(t *testing.T, cycle int, args string) *exec.Cmd {
+// is reported with its own words. It returns the address the child's
+// readiness line names, so the child can listen on a port of its own
+// choosing (no race for a port picked beforehand).
+func startCrashChild(t *testing.T, cycle int, args string) (*exec.Cmd, string) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), "GREGOR_RUN_MAIN="+args)
@@ -103,31 +103,36 @@ func startCrashChild(t *testing.T, cycle int, args string) *exec.Cmd {
 		mu   sync.Mutex
 		logs []string
 	)
-	ready, ended := make(chan struct{}), make(chan struct{})
+	ready, ended := make(chan string, 1), make(chan struct{})
 	go func() {
 		defer close(ended)
 		sc := bufio.NewScanner(stderr)
 		isReady := false
 		for sc.Scan() {
+			line := sc.Text()
 			mu.Lock()
-			logs = append(logs, sc.Text())
+			logs = append(logs, line)
 			mu.Unlock()
-			if !isReady && strings.Contains(sc.Text(), "gregor: ready") {
+			if !isReady && strings.Contains(line, "gregor: ready") {
 				isReady = true
-				close(ready)
+				for _, field := range strings.Fields(line) {
+					if addr, ok := strings.CutPrefix(field, "listen="); ok {
+						ready <- addr
+					}
+				}
 			}
 		}
 	}()
 	select {
-	case <-ready:
-		return cmd
+	case addr := <-ready:
+		return cmd, addr
 	case <-ended:
 	case <-time.After(60 * time.Second):
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	t.Fatalf("cycle %d: gregor did not get ready; its log:\n%s", cycle, strings.Join(logs, "\n"))
-	return nil
+	t.Fatalf("cycle %d: gregor did not get ready (or named no listen= address); its log:\n%s", cycle, strings.Join(logs, "\n"))
+	return nil, ""
 }
 
 func createCrashTopic(t *testing.T, addr string) {
