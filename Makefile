@@ -34,7 +34,7 @@ race:
 
 # Each fuzz target runs briefly; longer runs: make fuzz FUZZTIME=10m.
 fuzz:
-	@set -e; for pkg in ./protocol ./protocol/batch ./storage ./coordinator/group; do \
+	@set -e; for pkg in ./protocol ./protocol/batch ./storage ./coordinator/group ./broker; do \
 	  for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
 	    echo "fuzz $$pkg $$target"; \
 	    $(GO) test -run='^$$' -fuzz="^$$target$$" -fuzztime=$(FUZZTIME) $$pkg; \

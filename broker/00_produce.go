@@ -44,9 +44,10 @@ package broker
 // connections share one fsync (group commit), and the partitions of one
 // request are fsynced in parallel. acks=0 never waits for it: the fsync runs
 // in the background. Under flush.messages=1 consumers see the batch only
-// once it is fsynced (partition.highWatermark), as in Kafka. A failed fsync fails the partition's log and answers
-// KAFKA_STORAGE_ERROR, as does any append error; the log then refuses writes
-// until the broker restarts, and its data stays readable.
+// once it is fsynced (partition.highWatermark), as in Kafka. A failed fsync
+// fails the partition's log and answers KAFKA_STORAGE_ERROR, as does any
+// append error; the log then refuses writes until the broker restarts, and
+// its data stays readable.
 
 import (
 	"errors"

@@ -19,13 +19,16 @@ package broker
 // FENCED_LEADER_EPOCH, a newer one UNKNOWN_LEADER_EPOCH. v13+ names topics by
 // id (UNKNOWN_TOPIC_ID).
 //
+// Records are not read into memory: each partition's batches are a
+// storage.Slice of its segment files, which the connection sends with
+// sendfile (fetch_send.go).
+//
 // Long poll: when fewer than min.bytes are available and no partition has
 // an error, the fetch waits up to max.wait.ms and is woken by any append to
 // one of its partitions. While it waits, the connection's later requests
 // wait too, as in Kafka.
 
 import (
-	"encoding/binary"
 	"errors"
 	"time"
 
@@ -45,17 +48,18 @@ func handleFetch(b *Broker, r *request, req *kmsg.FetchRequest) (kmsg.Response, 
 			return resp, nil
 		}
 	}
+	reply := &fetchReply{FetchResponse: resp}
 
 	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 	var wake chan struct{}
 	for {
-		total, anyError, parts := b.readFetch(req, resp)
+		total, anyError, parts := b.readFetch(req, reply)
 		if total >= int(req.MinBytes) || anyError || req.MaxWaitMillis <= 0 || total >= int(req.MaxBytes) {
-			return resp, nil
+			return reply, nil
 		}
 		remaining := time.Until(deadline)
 		if remaining <= 0 {
-			return resp, nil
+			return reply, nil
 		}
 		if wake == nil {
 			wake = make(chan struct{}, 1)
@@ -64,12 +68,13 @@ func handleFetch(b *Broker, r *request, req *kmsg.FetchRequest) (kmsg.Response, 
 			p.watch(wake)
 		}
 		// Re-check once registered: an append may have landed in between.
-		if t2, _, _ := b.readFetch(req, resp); t2 >= int(req.MinBytes) {
+		if t2, _, _ := b.readFetch(req, reply); t2 >= int(req.MinBytes) {
 			for _, p := range parts {
 				p.unwatch(wake)
 			}
-			return resp, nil
+			return reply, nil
 		}
+		reply.release() // hold no segment file while waiting; the next read takes fresh slices
 		timer := time.NewTimer(remaining)
 		select {
 		case <-wake:
@@ -86,9 +91,12 @@ func handleFetch(b *Broker, r *request, req *kmsg.FetchRequest) (kmsg.Response, 
 	}
 }
 
-// readFetch fills resp.Topics from the logs and returns the record bytes
-// gathered, whether any partition failed, and the partitions read.
-func (b *Broker) readFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) (total int, anyError bool, parts []*partition) {
+// readFetch fills reply from the logs, replacing what an earlier call put
+// there, and returns the record bytes gathered, whether any partition
+// failed, and the partitions read.
+func (b *Broker) readFetch(req *kmsg.FetchRequest, reply *fetchReply) (total int, anyError bool, parts []*partition) {
+	resp := reply.FetchResponse
+	reply.release()
 	resp.Topics = resp.Topics[:0]
 	responseBudget := int(req.MaxBytes)
 	if req.Version < 3 || responseBudget <= 0 {
@@ -105,8 +113,10 @@ func (b *Broker) readFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) (to
 			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
 			sp.PreferredReadReplica = -1
 			// Kafka always sends a record set, empty when there is nothing;
-			// librdkafka and sarama refuse a null one (size -1).
+			// librdkafka and sarama refuse a null one (size -1). The records
+			// themselves go in reply.records.
 			sp.RecordBatches = []byte{}
+			var records storage.Slice
 			var p *partition
 			if t != nil {
 				p = b.partition(t, rp.Partition)
@@ -123,7 +133,8 @@ func (b *Broker) readFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) (to
 			default:
 				parts = append(parts, p)
 				limit := min(int(rp.PartitionMaxBytes), responseBudget)
-				n := b.readPartition(req, rp, p, limit, minOneBatch, &sp)
+				records = b.readPartition(req, rp, p, limit, minOneBatch, &sp)
+				n := int(records.Len())
 				total += n
 				responseBudget -= n
 				if n > 0 {
@@ -134,17 +145,19 @@ func (b *Broker) readFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) (to
 				anyError = true
 			}
 			st.Partitions = append(st.Partitions, sp)
+			reply.records = append(reply.records, records)
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
 	return total, anyError, parts
 }
 
-// readPartition reads one partition into sp and returns the bytes read.
-func (b *Broker) readPartition(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopicPartition, p *partition, limit int, minOneBatch bool, sp *kmsg.FetchResponseTopicPartition) int {
+// readPartition fills sp's fields but the records, and returns the records
+// as a slice of the log, which the caller must release.
+func (b *Broker) readPartition(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopicPartition, p *partition, limit int, minOneBatch bool, sp *kmsg.FetchResponseTopicPartition) storage.Slice {
 	if e := checkLeaderEpoch(rp.CurrentLeaderEpoch, p.leaderEpoch); e != nil {
 		sp.ErrorCode = e.Code
-		return 0
+		return storage.Slice{}
 	}
 	hw, lso := p.highWatermark(), p.lastStableOffset()
 	upTo := hw
@@ -155,13 +168,13 @@ func (b *Broker) readPartition(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopic
 	start := p.log.StartOffset()
 	if rp.FetchOffset < start || rp.FetchOffset > p.log.EndOffset() {
 		sp.ErrorCode = kerr.OffsetOutOfRange.Code
-		return 0
+		return storage.Slice{}
 	}
 	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = hw, lso, start
 	if limit <= 0 && !minOneBatch {
-		return 0
+		return storage.Slice{}
 	}
-	data, err := p.log.Read(rp.FetchOffset, max(limit, 0), upTo)
+	records, err := p.log.ReadSlice(rp.FetchOffset, max(limit, 0), upTo)
 	if err != nil {
 		if errors.Is(err, storage.ErrOffsetOutOfRange) {
 			sp.ErrorCode = kerr.OffsetOutOfRange.Code
@@ -170,28 +183,15 @@ func (b *Broker) readPartition(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopic
 			sp.ErrorCode = kerr.KafkaStorageError.Code
 		}
 		sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
-		return 0
+		return storage.Slice{}
 	}
-	if !minOneBatch {
-		data = wholeBatchesWithin(data, limit)
+	// The log returns the first batch whole even when it alone exceeds
+	// limit; only the response's first batch may do that.
+	if !minOneBatch && records.Len() > int64(limit) {
+		records.Release()
+		return storage.Slice{}
 	}
-	if len(data) > 0 {
-		sp.RecordBatches = data
-	}
-	return len(data)
-}
-
-// wholeBatchesWithin trims data to the whole batches that fit in limit.
-func wholeBatchesWithin(data []byte, limit int) []byte {
-	n := 0
-	for n+12 <= len(data) {
-		size := 12 + int(binary.BigEndian.Uint32(data[n+8:]))
-		if n+size > limit || n+size > len(data) {
-			break
-		}
-		n += size
-	}
-	return data[:n]
+	return records
 }
 
 // checkLeaderEpoch compares a client's current leader epoch (-1: none) with

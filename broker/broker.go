@@ -42,6 +42,8 @@ type Broker struct {
 
 	// groups drives the group coordinator (groups.go).
 	groups *groupCoordinator
+	// logs runs retention and the log cleaner (logmanager.go).
+	logs *logManager
 
 	// metrics are the broker's Prometheus series (metrics.go), served on
 	// the HTTP listener (http.go) when one is configured.
@@ -98,7 +100,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	if err := fsys.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("broker: creating data dir: %w", err)
 	}
-	b.catalog = catalog{fs: fsys, dir: dir, defaults: cfg.TopicDefaults, metrics: b.metrics}
+	b.catalog = catalog{fs: fsys, dir: dir, defaults: cfg.TopicDefaults, log: b.log, metrics: b.metrics}
 	if err := b.catalog.load(); err != nil {
 		return nil, err
 	}
@@ -145,6 +147,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	b.wg.Add(1)
 	go b.acceptLoop()
+	b.startLogManager()
 	started = true
 	b.ready.Store(true)
 	b.log.Info("gregor: ready", "listen", ln.Addr().String(), "advertise", advertise,
@@ -186,6 +189,7 @@ func (b *Broker) Close() error {
 		for _, t := range b.catalog.byName {
 			for _, p := range t.partitions {
 				p.close()
+				p.snapshotAtClose()
 				if err := p.log.Close(); err != nil {
 					errs = append(errs, err)
 				}

@@ -118,7 +118,7 @@ func franzConsume(t *testing.T, ctx context.Context, addr, topic string, want []
 }
 
 func TestFranzGoProduceConsumeEveryCodec(t *testing.T) {
-	b := startBroker(t, Config{})
+	b := startBroker(t, Config{DataDir: t.TempDir()}) // on disk: records leave by sendfile
 	for name, codec := range franzCodecs {
 		t.Run(name, func(t *testing.T) { franzProduceConsume(t, b.Addr(), "franz-"+name, codec) })
 	}
@@ -130,7 +130,7 @@ var saramaCodecs = map[string]sarama.CompressionCodec{
 }
 
 func TestSaramaProduceConsumeEveryCodec(t *testing.T) {
-	b := startBroker(t, Config{})
+	b := startBroker(t, Config{DataDir: t.TempDir()}) // on disk: records leave by sendfile
 	// Sarama pins request versions from Config.Version: a modern pin and an
 	// old one (Produce v3, Fetch v4) that Kafka 4 still serves.
 	for _, version := range []sarama.KafkaVersion{sarama.V3_6_0_0, sarama.V2_1_0_0, sarama.V0_11_0_0} {
@@ -205,7 +205,7 @@ var kafkaGoCodecs = map[string]kafkago.Compression{
 }
 
 func TestKafkaGoProduceConsumeEveryCodec(t *testing.T) {
-	b := startBroker(t, Config{})
+	b := startBroker(t, Config{DataDir: t.TempDir()}) // on disk: records leave by sendfile
 	for name, codec := range kafkaGoCodecs {
 		t.Run(name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -58,6 +58,25 @@ type Config struct {
 	// OffsetsRetentionMinutes is offsets.retention.minutes. Default 10080.
 	OffsetsRetentionMinutes int64
 
+	// Log retention and compaction (logmanager.go), Kafka's names.
+
+	// LogRetentionCheckIntervalMs is log.retention.check.interval.ms: how
+	// often segments are checked against retention.ms, retention.bytes and
+	// the log start offset. Default 300000.
+	LogRetentionCheckIntervalMs int64
+	// LogCleanerEnable is log.cleaner.enable. Nil means true.
+	LogCleanerEnable *bool
+	// LogCleanerThreads is log.cleaner.threads. Default 1.
+	LogCleanerThreads int
+	// LogCleanerBackoffMs is log.cleaner.backoff.ms: how long a cleaner
+	// thread sleeps when no log needs cleaning. Default 15000.
+	LogCleanerBackoffMs int64
+	// LogCleanerDedupeBufferSize is log.cleaner.dedupe.buffer.size: the
+	// memory for the cleaners' key maps, shared by the threads; a thread's
+	// map holds as many keys as Kafka's (24 bytes a key, 0.9 load factor).
+	// Default 134217728.
+	LogCleanerDedupeBufferSize int64
+
 	// HTTPListen is the address of the HTTP listener serving /metrics,
 	// /healthz and /readyz (docs/operations.md), for example
 	// "127.0.0.1:9644" or "127.0.0.1:0" for a random port (see
@@ -100,5 +119,21 @@ func (c *Config) setDefaults() {
 	}
 	if c.OffsetsRetentionMinutes <= 0 {
 		c.OffsetsRetentionMinutes = 10080
+	}
+	if c.LogRetentionCheckIntervalMs <= 0 {
+		c.LogRetentionCheckIntervalMs = 300_000
+	}
+	if c.LogCleanerEnable == nil {
+		yes := true
+		c.LogCleanerEnable = &yes
+	}
+	if c.LogCleanerThreads <= 0 {
+		c.LogCleanerThreads = 1
+	}
+	if c.LogCleanerBackoffMs <= 0 {
+		c.LogCleanerBackoffMs = 15_000
+	}
+	if c.LogCleanerDedupeBufferSize <= 0 {
+		c.LogCleanerDedupeBufferSize = 128 << 20
 	}
 }

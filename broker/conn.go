@@ -26,7 +26,8 @@ type conn struct {
 	nc  net.Conn
 	log *slog.Logger
 	w   *bufio.Writer
-	out []byte // response encoding buffer, reused
+	tcp *net.TCPConn // nc, when records can be sent to it with sendfile
+	out []byte       // response encoding buffer, reused; records never go in it
 
 	// scratch is the batch decoder's reusable state; only the serve
 	// goroutine touches it.
@@ -44,11 +45,13 @@ type request struct {
 }
 
 func newConn(b *Broker, nc net.Conn) *conn {
+	tcp, _ := nc.(*net.TCPConn)
 	return &conn{
 		b:   b,
 		nc:  nc,
 		log: b.log.With("remote", nc.RemoteAddr().String()),
 		w:   bufio.NewWriterSize(nc, 64*1024),
+		tcp: tcp,
 	}
 }
 
@@ -112,9 +115,15 @@ func (c *conn) readLoop(ctx context.Context, cancel context.CancelFunc, queue ch
 	}
 }
 
-// handle runs one request and writes its response, if it has one.
+// handle runs one request and writes its response, if it has one. Small
+// responses collect in c.w and leave together when the queue runs dry; a
+// Fetch response's records are sent from their files (fetch_send.go),
+// flushing what precedes them.
 func (c *conn) handle(req *request) error {
 	resp, err := dispatch(c.b, req)
+	if fr, ok := resp.(*fetchReply); ok {
+		defer fr.release()
+	}
 	if c.log.Enabled(req.ctx, slog.LevelDebug) {
 		c.log.Debug("request", "api_key", req.hdr.APIKey, "api_version", req.hdr.APIVersion,
 			"correlation_id", req.hdr.CorrelationID, "response", resp != nil, "err", err)
@@ -127,12 +136,17 @@ func (c *conn) handle(req *request) error {
 		c.b.metrics.observe(req, nil, false)
 		return nil
 	}
-	c.out = protocol.AppendResponse(c.out[:0], req.hdr.CorrelationID, resp)
-	// Counted before the client can see the response, so a client that
-	// has its answer finds the request in /metrics.
-	c.b.metrics.observe(req, resp, false)
-	_, err = c.w.Write(c.out)
-	if cap(c.out) > 1<<20 { // do not pin a large fetch response's buffer
+	if fr, ok := resp.(*fetchReply); ok {
+		// Counted before the client can see the response, so a client that
+		// has its answer finds the request in /metrics.
+		c.b.metrics.observe(req, resp, false)
+		c.out, err = writeFetchReply(c.w, c.tcp, c.out, req.hdr.CorrelationID, fr)
+	} else {
+		c.out = protocol.AppendResponse(c.out[:0], req.hdr.CorrelationID, resp)
+		c.b.metrics.observe(req, resp, false)
+		_, err = c.w.Write(c.out)
+	}
+	if cap(c.out) > 1<<20 { // do not pin a large response's buffer
 		c.out = nil
 	}
 	if err != nil {

@@ -30,7 +30,9 @@
 // these, so that appends from other connections join the same fsync. The group coordinator's goroutine
 // (groups.go) holds no lock of its own: it takes Broker.mu to create
 // __consumer_offsets and partition.appendMu to append to it, like any
-// handler. apiMetrics.mu (metrics.go) is a leaf: nothing is taken while it
-// is held, and the metrics collectors take Broker.mu and storage.Log's locks
-// one at a time, never while holding another.
+// handler. The log manager's cleaner threads (logmanager.go) take
+// logManager.mu before Broker.mu, and release Broker.mu before taking a
+// partition's appendMu. apiMetrics.mu (metrics.go) is a leaf: nothing is
+// taken while it is held, and the metrics collectors take Broker.mu and
+// storage.Log's locks one at a time, never while holding another.
 package broker

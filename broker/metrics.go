@@ -214,26 +214,32 @@ func (m *brokerMetrics) observe(r *request, resp kmsg.Response, failed bool) {
 	if resp == nil {
 		return
 	}
-	if f, ok := resp.(*kmsg.FetchResponse); ok {
+	if f, ok := resp.(*fetchReply); ok {
 		m.fetched(f)
+		resp = f.FetchResponse
 	}
 	a.countErrors(resp)
 }
 
-// fetched counts the record bytes of a fetch response by topic. The topic
-// is looked up only when the response carries records for it.
-func (m *brokerMetrics) fetched(resp *kmsg.FetchResponse) {
+// fetched counts the record bytes of a fetch response by topic: the file
+// slices it will send (fetch_send.go), one per partition in order. The
+// topic is looked up only when the response carries records for it.
+func (m *brokerMetrics) fetched(reply *fetchReply) {
+	resp, k := reply.FetchResponse, 0
 	for i := range resp.Topics {
 		rt := &resp.Topics[i]
-		n := 0
-		for j := range rt.Partitions {
-			n += len(rt.Partitions[j].RecordBatches)
+		var n int64
+		for range rt.Partitions {
+			if k < len(reply.records) {
+				n += reply.records[k].Len()
+			}
+			k++
 		}
 		if n == 0 {
 			continue
 		}
 		if t := m.b.lookupTopicRef(resp.Version >= 13, rt.Topic, rt.TopicID); t != nil {
-			t.metrics.fetched(n)
+			t.metrics.fetched(int(n))
 		}
 	}
 }

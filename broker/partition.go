@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"log/slog"
 	"sync"
 
 	"github.com/gregor-broker/gregor/storage"
@@ -10,9 +11,10 @@ import (
 // appends with the producer-state checks before them; mu guards only the
 // set of fetches waiting for new data.
 type partition struct {
-	topic string
-	index int32
-	log   *storage.Log
+	topic  string
+	index  int32
+	log    *storage.Log
+	logger *slog.Logger
 	// leaderEpoch is the partition's leader epoch. A single node leads every
 	// partition from epoch 0 for its whole life; replication will move it.
 	leaderEpoch int32
@@ -28,7 +30,7 @@ type partition struct {
 }
 
 func newPartition(topic string, index int32, l *storage.Log) *partition {
-	return &partition{topic: topic, index: index, log: l, waiters: map[chan struct{}]struct{}{}}
+	return &partition{topic: topic, index: index, log: l, logger: slog.Default(), waiters: map[chan struct{}]struct{}{}}
 }
 
 // highWatermark is the offset below which records are committed and visible

@@ -39,25 +39,30 @@ package broker
 // producer.id.expiration.check.interval.ms (ten minutes) as Kafka does, but
 // lazily on the next append rather than on a timer.
 //
-// Restart: the state is rebuilt when a partition opens, after a clean
-// shutdown and after a crash alike, by reading the log's batches from the
-// first batch whose max timestamp is within producer.id.expiration.ms of now
+// Restart: as Kafka's ProducerStateManager, the state is saved as a
+// snapshot (storage's <offset>.snapshot, Kafka's file format) whenever an
+// append rolls a new segment (the state of every batch before it) and when
+// the broker closes (the state at the log end); storage keeps the last two.
+// When a partition opens, the latest snapshot at or below the log end is
+// loaded, its expired producers dropped, and only the batches after it are
+// replayed without checks, as Kafka's loadProducersFromRecords does, from
+// their headers alone (Log.ForEachBatchHeader). So a
+// clean restart reads no data and a crash reads at most the active
+// segment. Gregor's snapshot keeps all five retained batches of each
+// producer (Kafka's keeps the last), so a retry of any of them is still
+// recognised after a restart. A corrupt snapshot is deleted by storage and
+// the next older one used; with none at all (a log written before
+// snapshots existed), the log is replayed from the first batch whose max
+// timestamp is within producer.id.expiration.ms of now
 // (Log.BatchAtTimestamp; every earlier batch belongs to producers Kafka
-// would have expired) to the end, and replaying their headers without
-// checks, as Kafka's loadProducersFromRecords does. Trade-off: Kafka reads
-// a snapshot (<offset>.snapshot, written at every segment roll and at
-// shutdown) and replays only the batches after it; Gregor writes no snapshot
-// yet, so opening a partition reads up to a day of its data, whole batches
-// since storage has no header-only read, once per partition at start-up.
-// What is rebuilt is no more than what Kafka keeps (unexpired producers,
-// five batches each); it is more than Kafka keeps after a restart, whose
-// snapshot holds only each producer's last batch. Snapshots are the way to
-// bound start-up by producers rather than by bytes.
+// would have expired). A failed snapshot write is logged and costs only
+// replay time at the next start.
 
 import (
-	"errors"
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -74,9 +79,6 @@ const (
 	// producerIDExpirationCheckMs is Kafka's
 	// producer.id.expiration.check.interval.ms default.
 	producerIDExpirationCheckMs = int64(10 * time.Minute / time.Millisecond)
-	// producerStateReadBytes is how much of the log one read takes while the
-	// state is rebuilt.
-	producerStateReadBytes = 1 << 20
 )
 
 // producerBatch is Kafka's BatchMetadata: one appended batch of a producer.
@@ -111,6 +113,10 @@ func (e *producerEntry) lastSeq() int32 {
 type producerStates struct {
 	byID      map[int64]*producerEntry
 	lastSweep int64 // when expired producers were last removed, Unix ms
+	// snapshotAt is the offset of the latest snapshot written or loaded
+	// (every batch below it is in it), or the log start offset at open when
+	// there was none: a snapshot is only worth writing above it.
+	snapshotAt int64
 }
 
 // sequenceOf returns the first and last sequence of the batch h heads, as
@@ -222,11 +228,21 @@ func (s *producerStates) maybeRemoveExpired(now int64) {
 	}
 }
 
-// load rebuilds the state from the log, which nothing else may use yet:
-// every batch with a producer id from the first batch that may belong to
-// an unexpired producer up to the log end, replayed without checks.
+// load rebuilds the state of l, which nothing else may use yet: from the
+// latest snapshot and the batches after it or, without a snapshot, from
+// every batch that may belong to an unexpired producer.
 func (s *producerStates) load(l *storage.Log, now int64) error {
-	s.lastSweep = now
+	s.lastSweep, s.snapshotAt = now, l.StartOffset()
+	defer s.removeExpired(now)
+	snapAt, entries, found, err := l.LatestProducerSnapshot()
+	if err != nil {
+		return err
+	}
+	if found {
+		s.restore(entries, now)
+		s.snapshotAt = snapAt
+		return s.replay(l, max(snapAt, l.StartOffset()))
+	}
 	first, found, err := l.BatchAtTimestamp(now - producerIDExpirationMs + 1)
 	if err != nil || !found {
 		return err
@@ -235,33 +251,80 @@ func (s *producerStates) load(l *storage.Log, now int64) error {
 	if err != nil {
 		return err
 	}
-	offset, end := max(h.BaseOffset, l.StartOffset()), l.EndOffset()
-	var buf []byte
-	for offset < end {
-		if buf, err = l.ReadInto(buf[:0], offset, producerStateReadBytes, end); err != nil {
+	return s.replay(l, max(h.BaseOffset, l.StartOffset()))
+}
+
+// replay applies the producer batches of l from offset to the end, without
+// checks, reading only batch headers.
+func (s *producerStates) replay(l *storage.Log, offset int64) error {
+	return l.ForEachBatchHeader(offset, func(hdr []byte) error {
+		h, err := batch.ParseHeader(hdr)
+		if err != nil {
 			return err
 		}
-		if len(buf) == 0 {
-			return fmt.Errorf("broker: no batch at offset %d below the log end %d", offset, end)
+		if h.ProducerID >= 0 && !h.Control() {
+			s.update(&h, h.BaseOffset)
 		}
-		for rest := buf; len(rest) > 0; {
-			h, err := batch.ParseHeader(rest)
-			if err != nil {
-				return err
-			}
-			size := 12 + int(h.BatchLength)
-			if size < batch.HeaderSize || size > len(rest) {
-				return errors.New("broker: the log returned a partial batch")
-			}
-			if h.ProducerID >= 0 && !h.Control() {
-				s.update(&h, h.BaseOffset)
-			}
-			offset = h.LastOffset() + 1
-			rest = rest[size:]
+		return nil
+	})
+}
+
+// restore sets the state from snapshot entries, leaving out the producers
+// expired at now (Kafka's loadFromSnapshot) and keeping each one's last
+// producerBatchesRetained batches.
+func (s *producerStates) restore(entries []storage.ProducerSnapshotEntry, now int64) {
+	s.byID = make(map[int64]*producerEntry, len(entries))
+	for _, se := range entries {
+		if now-se.LastTimestamp >= producerIDExpirationMs {
+			continue
 		}
+		e := &producerEntry{epoch: se.Epoch, lastTimestamp: se.LastTimestamp}
+		batches := se.Batches[max(len(se.Batches)-producerBatchesRetained, 0):]
+		for _, b := range batches {
+			e.batches[e.n] = producerBatch{lastSeq: b.LastSequence, offsetDelta: b.OffsetDelta, lastOffset: b.LastOffset, timestamp: b.Timestamp}
+			e.n++
+		}
+		s.byID[se.ProducerID] = e
 	}
-	s.removeExpired(now)
-	return nil
+}
+
+// snapshotEntries returns the state as storage's snapshot entries. There
+// are no transactions yet: coordinator epoch and transaction offset are -1.
+func (s *producerStates) snapshotEntries() []storage.ProducerSnapshotEntry {
+	out := make([]storage.ProducerSnapshotEntry, 0, len(s.byID))
+	for pid, e := range s.byID {
+		se := storage.ProducerSnapshotEntry{ProducerID: pid, Epoch: e.epoch, LastTimestamp: e.lastTimestamp,
+			CoordinatorEpoch: -1, CurrentTxnFirstOffset: -1, Batches: make([]storage.ProducerBatchMeta, e.n)}
+		for i, b := range e.batches[:e.n] {
+			se.Batches[i] = storage.ProducerBatchMeta{LastSequence: b.lastSeq, LastOffset: b.lastOffset, OffsetDelta: b.offsetDelta, Timestamp: b.timestamp}
+		}
+		out = append(out, se)
+	}
+	slices.SortFunc(out, func(a, b storage.ProducerSnapshotEntry) int { return cmp.Compare(a.ProducerID, b.ProducerID) })
+	return out
+}
+
+// takeSnapshot writes the state as the snapshot at offset, which must be
+// the offset every batch in the state lies below. appendMu held. A failure
+// is logged, not returned: the next start replays more of the log instead.
+func (p *partition) takeSnapshot(offset int64) {
+	if offset <= p.producers.snapshotAt {
+		return
+	}
+	if err := p.log.WriteProducerSnapshot(offset, p.producers.snapshotEntries()); err != nil {
+		p.logger.Warn("writing the producer snapshot failed", "topic", p.topic, "partition", p.index, "offset", offset, "err", err)
+		return
+	}
+	p.producers.snapshotAt = offset
+}
+
+// snapshotAtClose saves the state at the log end before the log closes, so
+// that the next start reads nothing of the log (Kafka's snapshot at
+// shutdown).
+func (p *partition) snapshotAtClose() {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	p.takeSnapshot(p.log.EndOffset())
 }
 
 // appendOutcome is what appendBatch did with a batch.
@@ -309,6 +372,11 @@ func (p *partition) appendBatch(one []byte, now int64) (appendOutcome, error) {
 	first, last, err := p.log.Append(one)
 	if err != nil {
 		return appendOutcome{}, err
+	}
+	if first > p.producers.snapshotAt && p.log.ActiveSegmentBase() == first {
+		// The batch rolled a new segment: snapshot the state of every batch
+		// before it, as Kafka's roll does.
+		p.takeSnapshot(first)
 	}
 	if idempotent {
 		p.producers.update(&h, first)

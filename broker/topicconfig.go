@@ -208,7 +208,17 @@ type effectiveTopicConfig struct {
 	indexIntervalBytes   int
 	segmentMs            int64
 	segmentJitterMs      int64
-	flush                storage.FlushPolicy // flush.messages and flush.ms
+
+	// Retention and compaction (logmanager.go).
+	deletePolicy       bool // cleanup.policy includes delete
+	retentionMs        int64
+	retentionBytes     int64
+	fileDeleteDelayMs  int64
+	deleteRetentionMs  int64
+	minCleanableRatio  float64
+	minCompactionLagMs int64
+	maxCompactionLagMs int64
+	flush              storage.FlushPolicy // flush.messages and flush.ms
 }
 
 func (c topicConfigs) effective(brokerDefaults map[string]string) effectiveTopicConfig {
@@ -225,6 +235,7 @@ func (c topicConfigs) effective(brokerDefaults map[string]string) effectiveTopic
 		n, _ := strconv.ParseInt(get(name), 10, 64) // validated on the way in
 		return n
 	}
+	ratio, _ := strconv.ParseFloat(get("min.cleanable.dirty.ratio"), 64) // validated on the way in
 	return effectiveTopicConfig{
 		maxMessageBytes:      int32(num("max.message.bytes")),
 		logAppendTime:        get("message.timestamp.type") == "LogAppendTime",
@@ -236,6 +247,14 @@ func (c topicConfigs) effective(brokerDefaults map[string]string) effectiveTopic
 		indexIntervalBytes:   int(num("index.interval.bytes")),
 		segmentMs:            num("segment.ms"),
 		segmentJitterMs:      num("segment.jitter.ms"),
+		deletePolicy:         slices.Contains(strings.Split(get("cleanup.policy"), ","), "delete"),
+		retentionMs:          num("retention.ms"),
+		retentionBytes:       num("retention.bytes"),
+		fileDeleteDelayMs:    num("file.delete.delay.ms"),
+		deleteRetentionMs:    num("delete.retention.ms"),
+		minCleanableRatio:    ratio,
+		minCompactionLagMs:   num("min.compaction.lag.ms"),
+		maxCompactionLagMs:   num("max.compaction.lag.ms"),
 		flush:                storage.FlushPolicy{Messages: num("flush.messages"), Ms: num("flush.ms")},
 	}
 }
@@ -301,13 +320,13 @@ var brokerConfigWithoutDefault = map[string]bool{
 // reported by DescribeConfigs v3+ when documentation is asked for. They say
 // what Gregor does with each value.
 var topicConfigDocs = map[string]string{
-	"cleanup.policy":                          "How old log segments are removed: delete by retention, or compact by key (stored; Gregor does not compact yet).",
+	"cleanup.policy":                          "How old log segments are removed: delete by retention, compact by key, or both.",
 	"compression.gzip.level":                  "Gzip level used when the broker recompresses batches (stored only).",
 	"compression.lz4.level":                   "LZ4 level used when the broker recompresses batches (stored only).",
 	"compression.type":                        "Codec of stored batches; Gregor keeps the producer's codec.",
 	"compression.zstd.level":                  "Zstandard level used when the broker recompresses batches (stored only).",
-	"delete.retention.ms":                     "How long compaction keeps tombstones (stored only).",
-	"file.delete.delay.ms":                    "Delay before a deleted segment's files are removed (stored only).",
+	"delete.retention.ms":                     "How long compaction keeps tombstones after the cleaning that first saw them.",
+	"file.delete.delay.ms":                    "Delay before a deleted segment's files (renamed .deleted) are removed.",
 	"flush.messages":                          "Fsync the partition once this many records are unflushed; 1 fsyncs every append before it is acknowledged (concurrent appends share one fsync). The default leaves flushing to the OS.",
 	"flush.ms":                                "Fsync, in the background, every record at most this many ms after its append; the producer is not made to wait. The default leaves flushing to the OS.",
 	"follower.replication.throttled.replicas": "Replicas whose follower replication is throttled (stored only).",
@@ -315,20 +334,20 @@ var topicConfigDocs = map[string]string{
 	"leader.replication.throttled.replicas":   "Replicas whose leader replication is throttled (stored only).",
 	"local.retention.bytes":                   "Local size limit when tiered storage is on (stored only).",
 	"local.retention.ms":                      "Local time limit when tiered storage is on (stored only).",
-	"max.compaction.lag.ms":                   "Longest a record may stay uncompacted (stored only).",
+	"max.compaction.lag.ms":                   "Longest a record may stay uncompacted.",
 	"max.message.bytes":                       "Largest record batch a produce request may carry for this topic.",
 	"message.timestamp.after.max.ms":          "How far a CreateTime timestamp may lie ahead of the broker clock.",
 	"message.timestamp.before.max.ms":         "How far a CreateTime timestamp may lie behind the broker clock.",
 	"message.timestamp.type":                  "Whether records keep the producer's CreateTime or get the broker's LogAppendTime.",
-	"min.cleanable.dirty.ratio":               "Share of uncompacted log that triggers compaction (stored only).",
-	"min.compaction.lag.ms":                   "Shortest a record stays uncompacted (stored only).",
+	"min.cleanable.dirty.ratio":               "Share of uncompacted log that triggers compaction.",
+	"min.compaction.lag.ms":                   "Shortest a record stays uncompacted.",
 	"min.insync.replicas":                     "Replicas that must hold a record before an acks=all produce succeeds.",
 	"preallocate":                             "Whether segment files are preallocated (stored only).",
 	"remote.log.copy.disable":                 "Stop copying segments to tiered storage (stored only).",
 	"remote.log.delete.on.disable":            "Delete tiered data when tiered storage is turned off (stored only).",
 	"remote.storage.enable":                   "Tiered storage for this topic; Gregor has none, so only false is accepted.",
-	"retention.bytes":                         "Size limit per partition before old segments are deleted (stored; retention is not enforced yet).",
-	"retention.ms":                            "Age limit before old segments are deleted (stored; retention is not enforced yet).",
+	"retention.bytes":                         "Size limit per partition before old segments are deleted.",
+	"retention.ms":                            "Age limit before old segments are deleted.",
 	"segment.bytes":                           "Size at which a new log segment is rolled; no batch may be larger.",
 	"segment.index.bytes":                     "Size of each new segment's offset and time indexes; a full index rolls the segment.",
 	"segment.jitter.ms":                       "Largest random jitter subtracted from segment.ms, drawn per segment.",

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path"
 	"sort"
@@ -110,6 +111,7 @@ func (e effectiveTopicConfig) storageConfig() storage.Config {
 		SegmentIndexBytes:  e.segmentIndexBytes,
 		SegmentMs:          e.segmentMs,
 		SegmentJitterMs:    e.segmentJitterMs,
+		FileDeleteDelay:    time.Duration(e.fileDeleteDelayMs) * time.Millisecond,
 	}
 }
 
@@ -122,6 +124,7 @@ type catalog struct {
 	byName    map[string]*topic
 	byID      map[[16]byte]*topic
 	defaults  map[string]string
+	log       *slog.Logger // nil: slog.Default()
 	metrics   *brokerMetrics
 
 	// nextProducerID is the next producer id to hand out, producerIDBlockEnd
@@ -193,6 +196,16 @@ func (c *catalog) openPartition(t *topic, p int32) (*partition, error) {
 	}
 	part := newPartition(t.name, p, l)
 	l.OnBackgroundFlush(part.appended)
+	if c.log != nil {
+		part.logger = c.log
+	}
+	// Take the lead as Kafka's Partition.makeLeader does: the leader epoch
+	// starts at the log end, unless the log has reached it already. Append
+	// records it too, at the first batch stamped with it.
+	if err := l.AssignEpoch(part.leaderEpoch, l.EndOffset()); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("broker: opening partition %s-%d: %w", t.name, p, err)
+	}
 	if err := part.producers.load(l, time.Now().UnixMilli()); err != nil {
 		l.Close()
 		return nil, fmt.Errorf("broker: rebuilding the producer state of %s-%d: %w", t.name, p, err)

@@ -20,11 +20,20 @@
 //	  00000000000000001200.index
 //	  00000000000000001200.timeindex
 //	  gregor.checkpoint               log start offset and recovery point
+//	  leader-epoch-checkpoint         leader epochs and their start offsets
+//	  00000000000000001200.snapshot   producer state of offsets [0, 1200)
+//	  gregor.cleaner-checkpoint       first dirty offset (compacted logs)
 //	  .gregor_cleanshutdown           present only while closed cleanly
+//
+// Transient names: <segment file>.deleted (a segment retention or the
+// cleaner took out of the log, removed after FileDeleteDelay), .cleaned
+// (the cleaner's output being written) and .swap (cleaned output committed,
+// being renamed into place); see retention.go and cleaner.go.
 //
 // A segment is named by its base offset in 20 digits: the offset of its
 // first batch. Segments are contiguous: each starts where the previous one
-// ends.
+// ends. Inside a cleaned segment offsets may skip (records the cleaner
+// removed), and its first batch may start after its base.
 //
 // A .log file is record batches back to back, byte for byte as Kafka stores
 // them (big-endian; the CRC-32C covers bytes 21 to the end, so the broker
@@ -78,7 +87,10 @@
 // ever taken for an entry. After an unclean shutdown the last segment is
 // scanned and its indexes rebuilt anyway. SegmentIndexBytes bounds the
 // entries a segment takes before it is rolled (the time index keeping one
-// slot free for the final entry, as Kafka's does).
+// slot free for the final entry, as Kafka's does). A segment the cleaner
+// writes is never active: its index files are written holding exactly their
+// entries, the final time entry included, as a rolled segment's are
+// trimmed, and are mapped on the segment's first lookup.
 //
 // kafka-dump-log (Kafka 4.2.2) reads all of it as it reads Kafka's own
 // files: trimmed indexes pass --index-sanity-check and --verify-index-only.
@@ -95,6 +107,10 @@
 // index entries, so memory does not grow with log size or partition count
 // beyond the index pages lookups touch. MemFS files cannot be mapped: there
 // the entries are kept in the heap and the files are not preallocated.
+// A segment that retention or the cleaner takes out of the log is no longer
+// in the segment list that reads search (under Log.mu), so no read reaches
+// it; its files are renamed .deleted (a mapping survives the rename) and
+// are unmapped, closed and removed after FileDeleteDelay, or at Close.
 //
 // A segment is rolled before an append when the append would take it past
 // SegmentBytes, when either index is full, when an offset would not fit in
@@ -115,6 +131,48 @@
 //
 // Kafka keeps these two per log directory (log-start-offset-checkpoint,
 // recovery-point-offset-checkpoint); storage keeps them per partition.
+//
+// leader-epoch-checkpoint is Kafka's file of that name, text, replaced
+// atomically like gregor.checkpoint (epoch.go):
+//
+//	0                       version
+//	2                       number of entries
+//	0 0                     epoch 0 starts at offset 0
+//	3 1200                  epoch 3 starts at offset 1200
+//
+// Append assigns an entry before writing the first batch stamped with a
+// newer epoch; truncations and SetStartOffset trim the entries; Open trims
+// them to the recovered log and rebuilds a missing file from the batch
+// headers. Its lock (epochCache.mu) is a leaf, taken after any Log lock.
+//
+// <offset>.snapshot is Kafka's ProducerSnapshot v1 (producer_snapshot.go),
+// the producer state of every batch below offset, written atomically:
+//
+//	+---------------------------+ 0
+//	| version        int16 (1)  |
+//	| crc            uint32     |   CRC-32C of bytes [6, end)
+//	| count          int32      |
+//	+---------------------------+ 10
+//	| producerId     int64      |   count entries of 46 bytes; Gregor
+//	| epoch          int16      |   writes one per retained batch (up to
+//	| lastSequence   int32      |   five per producer), oldest first, so
+//	| lastOffset     int64      |   that Kafka, keeping the last entry of a
+//	| offsetDelta    int32      |   producer, reads what it writes itself
+//	| timestamp      int64      |
+//	| coordinatorEpoch int32    |   -1 until transactions
+//	| currentTxnFirstOffset int64|  -1 when no transaction is open
+//	+---------------------------+
+//
+// The latest two are kept; those past the log end after a truncation or a
+// torn tail are deleted, and a corrupt one is deleted when read.
+//
+// # Reading without copying
+//
+// ReadSlice returns the batches a read would copy as ranges of the .log
+// files (a Slice). The segment's file is reference-counted: removing the
+// segment drops the segment's reference, and the file closes when the last
+// Slice naming it is released, so a send in flight keeps reading the
+// removed file's data.
 //
 // # Durability and recovery
 //

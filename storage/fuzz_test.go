@@ -2,9 +2,11 @@ package storage
 
 import (
 	"bytes"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -208,5 +210,50 @@ func FuzzOpenWithDamagedIndexes(f *testing.F) {
 			l.BatchAtTimestamp(ts)
 		}
 		l.MaxTimestampBatch()
+	})
+}
+
+// FuzzSwapRecovery opens a log whose cleaner swap was interrupted, the
+// .log.swap file holding arbitrary bytes beside two ordinary segments, and
+// checks:
+//   - Open never panics;
+//   - it either refuses with ErrCorrupt (a swap file is fsynced whole
+//     before it is named .swap, so damage in it is not a torn tail) or
+//     completes the swap, leaving no .swap file, with the swap's batches
+//     in place of the segments it covers.
+func FuzzSwapRecovery(f *testing.F) {
+	b0 := withOffset(makeBatch(batchSpec{records: 3, maxTs: 10, valueSize: 5}), 0)
+	b1 := withOffset(makeBatch(batchSpec{records: 2, maxTs: 20, valueSize: 5}), 3)
+	f.Add(b0)
+	f.Add(append(bytes.Clone(b0), b1...))
+	f.Add(b0[:40])
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fsys := NewMemFS()
+		if err := fsys.MkdirAll("/p-0", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, fsys, segmentPath("/p-0", 0, logSuffix), b0)
+		writeFile(t, fsys, segmentPath("/p-0", 3, logSuffix), b1)
+		writeFile(t, fsys, segmentPath("/p-0", 0, logSuffix)+swapSuffix, data)
+		l, err := Open(fsys, "/p-0", testConfig())
+		if err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("Open: %v, want success or ErrCorrupt", err)
+			}
+			return
+		}
+		defer l.Close()
+		entries, _ := fsys.ReadDir("/p-0")
+		for _, e := range entries {
+			if strings.HasSuffix(e.Name(), swapSuffix) {
+				t.Fatalf("%s left after Open", e.Name())
+			}
+		}
+		if l.EndOffset() > 0 {
+			if _, err := l.Read(l.StartOffset(), 1<<20, l.EndOffset()); err != nil {
+				t.Fatalf("Read after the swap: %v", err)
+			}
+		}
 	})
 }

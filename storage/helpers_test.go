@@ -199,6 +199,9 @@ func (m *model) check(t testing.TB, l *Log) {
 		if !bytes.Equal(got, all) {
 			t.Fatalf("Read all = %d bytes, want %d", len(got), len(all))
 		}
+		if got := sliceBytes(t, l, m.start, len(all), m.end); !bytes.Equal(got, all) {
+			t.Fatalf("ReadSlice all = %d bytes, want %d", len(got), len(all))
+		}
 	}
 }
 

@@ -86,6 +86,11 @@ type Config struct {
 	SegmentJitterMs int64
 	// Now is the clock for time-based rolling; nil means time.Now.
 	Now func() time.Time
+	// FileDeleteDelay is file.delete.delay.ms (default one minute): how long
+	// the files of a segment that retention or the cleaner took out of the
+	// log stay on disk, renamed to .deleted, before they are removed. 0
+	// removes them at once.
+	FileDeleteDelay time.Duration
 	// Logger receives recovery reports; nil means slog.Default().
 	Logger *slog.Logger
 	// SyncObserver, if set, is called with the duration of every fsync of a
@@ -97,7 +102,7 @@ type Config struct {
 // DefaultConfig returns Kafka's defaults.
 func DefaultConfig() Config {
 	return Config{SegmentBytes: 1 << 30, IndexIntervalBytes: 4096, SegmentIndexBytes: 10 << 20,
-		SegmentMs: 7 * 24 * time.Hour.Milliseconds()}
+		SegmentMs: 7 * 24 * time.Hour.Milliseconds(), FileDeleteDelay: time.Minute}
 }
 
 // nowMs is the clock in Unix milliseconds.
@@ -141,29 +146,37 @@ func (c Config) validate() error {
 //
 // Lock order (take left before right, never the reverse):
 //
-//	syncMu -> appendMu -> mu
+//	cleanMu -> syncMu -> appendMu -> mu -> deleteMu
 //
+// cleanMu is held by the cleaner for a whole cleaning and by every call
+// that removes segments or closes their files (retention, SetStartOffset,
+// Truncate, Close, Delete), so the cleaner reads closed segments without
+// blocking appends.
 // syncMu is held by Sync and by every call that removes or closes segment
 // files or writes the checkpoint, so Sync can fsync files without holding
 // appendMu. appendMu serializes mutators. mu guards the segment list and
 // every segment's published state; mutators take it for writing only to
-// publish, readers for reading for the whole read.
+// publish, readers for reading for the whole read. The leader-epoch
+// cache's own lock (epoch.go) is a leaf, taken after any of these.
 type Log struct {
 	fsys   FS
 	dir    string
 	cfg    Config
 	logger *slog.Logger
 
+	cleanMu  sync.Mutex
 	syncMu   sync.Mutex
 	appendMu sync.Mutex
 	mu       sync.RWMutex
+	deleteMu sync.Mutex // a leaf: guards pendingDeletes and deletesDone
 
 	segments []*segment // ascending base offsets, contiguous; guarded by mu
 	closed   bool       // guarded by mu; set holding appendMu too
 	start    atomic.Int64
 	end      atomic.Int64
 	failure  atomic.Pointer[failedError]
-	flush    flusher // the flush policy and background fsyncs (flush.go)
+	flush    flusher     // the flush policy and background fsyncs (flush.go)
+	epochs   *epochCache // leader-epoch checkpoint (epoch.go); set by Open
 
 	// Guarded by appendMu.
 	dirDirty   bool   // segment files created since the last SyncDir
@@ -175,6 +188,19 @@ type Log struct {
 	checkpointedRP int64 // the recovery point the checkpoint file holds
 
 	recovery RecoveryStats // set by Open, then read-only
+
+	// Retired segments waiting for FileDeleteDelay (retention.go); guarded
+	// by deleteMu. deletesDone is set by Close and Delete.
+	pendingDeletes map[*segment]*time.Timer
+	deletesDone    bool
+
+	// firstDirty is the cleaner's checkpoint (cleaner.go), -1 until read
+	// from disk; guarded by cleanMu.
+	firstDirty int64
+	// cleanAbort is set by Close and Delete to stop a cleaning round
+	// between batches: the round reads closed segments' files holding only
+	// cleanMu, so they wait for it before closing any file.
+	cleanAbort atomic.Bool
 }
 
 // RecoveryStats reports what Open did.
@@ -311,6 +337,10 @@ func (l *Log) Append(batches []byte) (first, last int64, err error) {
 	}
 	l.idxScratch, l.timScratch = idx, tim
 	if err := l.makeRoom(seg, len(idx)/offsetEntrySize, len(tim)/timeEntrySize); err != nil {
+		return -1, -1, err
+	}
+	// As Kafka, record a new leader epoch before the data that starts it.
+	if err := l.epochs.assignBatches(batches); err != nil {
 		return -1, -1, err
 	}
 
@@ -722,9 +752,12 @@ func (l *Log) syncLocked() error {
 // marker (so the next Open skips the CRC scan) and closes the files. A
 // failed Log is closed without the marker, so that the next Open recovers.
 // Close waits for reads in progress; later calls return ErrClosed. Closing
-// twice returns nil.
+// twice returns nil. A cleaning round in progress is stopped first.
 func (l *Log) Close() error {
 	l.stopFlushes()
+	l.cleanAbort.Store(true)
+	l.cleanMu.Lock()
+	defer l.cleanMu.Unlock()
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
 	l.appendMu.Lock()
@@ -746,6 +779,7 @@ func (l *Log) Close() error {
 			err = cerr
 		}
 	}
+	l.finishRetiredDeletes()
 	return err
 }
 
@@ -774,9 +808,13 @@ func (l *Log) shutdownCleanly() error {
 	return writeCleanShutdown(l.fsys, l.dir)
 }
 
-// Delete closes the log without syncing and removes its directory.
+// Delete closes the log without syncing and removes its directory. A
+// cleaning round in progress is stopped first.
 func (l *Log) Delete() error {
 	l.stopFlushes()
+	l.cleanAbort.Store(true)
+	l.cleanMu.Lock()
+	defer l.cleanMu.Unlock()
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
 	l.appendMu.Lock()
@@ -789,6 +827,7 @@ func (l *Log) Delete() error {
 		}
 	}
 	l.mu.Unlock()
+	l.finishRetiredDeletes()
 	if err := l.fsys.RemoveAll(l.dir); err != nil {
 		return fmt.Errorf("storage: delete %s: %w", l.dir, err)
 	}

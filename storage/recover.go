@@ -10,18 +10,23 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"time"
 )
 
 // Open opens the partition log in dir, creating dir if absent, and
 // recovers it:
 //
+//   - Interrupted operations are finished first: .deleted files (retired
+//     segments) and .cleaned files (an uncommitted cleaning) are removed,
+//     and a committed cleaner swap (.log.swap) is completed.
 //   - Leftovers are removed: index files without a .log, a temporary
 //     checkpoint.
 //   - Without the clean-shutdown marker, every segment holding offsets at
 //     or above the checkpointed recovery point (all segments when there is
 //     no checkpoint) is unflushed, and scanned as Kafka's
 //     LogLoader.recoverLog does: each batch's length, magic, CRC-32C and
-//     offset continuity are checked and both indexes are rebuilt. At the
+//     increasing offsets (not continuity: the cleaner leaves gaps inside a
+//     segment) are checked and both indexes are rebuilt. At the
 //     first invalid batch the segment is cut, and every later segment is
 //     deleted, as in Kafka: what follows a torn or lost write cannot be
 //     trusted to continue the log. The cut and the deletions are logged and
@@ -56,7 +61,8 @@ func Open(fsys FS, dir string, cfg Config) (*Log, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	l := &Log{fsys: fsys, dir: dir, cfg: cfg, logger: cfg.Logger}
+	l := &Log{fsys: fsys, dir: dir, cfg: cfg, logger: cfg.Logger,
+		pendingDeletes: map[*segment]*time.Timer{}, firstDirty: -1}
 	if l.logger == nil {
 		l.logger = slog.Default()
 	}
@@ -73,6 +79,9 @@ func (l *Log) open() error {
 	fsys, dir := l.fsys, l.dir
 	if err := fsys.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("storage: create %s: %w", dir, err)
+	}
+	if err := l.finishInterruptedOperations(); err != nil {
+		return err
 	}
 	entries, err := fsys.ReadDir(dir)
 	if err != nil {
@@ -169,6 +178,8 @@ func (l *Log) open() error {
 			}
 		}
 		if !last && seg.end != bases[i+1] {
+			// The cleaner keeps each segment's last batch (empty if need
+			// be), so segments stay contiguous even with gaps inside.
 			return &CorruptError{Path: seg.path, Position: seg.size,
 				Reason: fmt.Sprintf("segment ends at offset %d but the next segment starts at %d", seg.end, bases[i+1])}
 		}
@@ -217,6 +228,9 @@ func (l *Log) open() error {
 	end := l.active().end
 	l.start.Store(start)
 	l.end.Store(end)
+	if err := l.openSidecars(); err != nil {
+		return err
+	}
 
 	switch {
 	case clean:
@@ -303,8 +317,9 @@ func (s *segment) load(fileSize int64, interval int) (err error) {
 			return mismatch("partial batch at %d", pos)
 		case first && expect < 0 && h.lastOffset() != lastOff:
 			return mismatch("last index entry names offset %d, its batch ends at %d", lastOff, h.lastOffset())
-		case expect >= 0 && h.baseOffset != expect:
-			return mismatch("batch at %d has offset %d, expected %d", pos, h.baseOffset, expect)
+		case expect >= 0 && h.baseOffset < expect:
+			// Compaction leaves gaps (see cleaner.go), never overlaps.
+			return mismatch("batch at %d has offset %d, expected at least %d", pos, h.baseOffset, expect)
 		case h.lastOffset()-s.base > math.MaxInt32:
 			return mismatch("offset %d overflows the segment's relative offsets", h.lastOffset())
 		case h.maxTimestamp > maxTs:
@@ -464,7 +479,7 @@ func (r *scanResult) lastTimeTs() int64 {
 const scanBufferSize = 1 << 20
 
 // scanSegment checks every batch of a segment file (length, magic, CRC-32C,
-// offsets contiguous from base and within 32 bits of it) and rebuilds the
+// offsets increasing from base and within 32 bits of it) and rebuilds the
 // indexes with Kafka's rule, the same one Append follows. It stops at the
 // first invalid batch. It never allocates more than the file holds.
 func scanSegment(f File, size, base int64, interval int) (scanResult, error) {
@@ -504,8 +519,9 @@ func scanSegment(f File, size, base int64, interval int) (scanResult, error) {
 			res.reason = fmt.Sprintf("partial batch: %d bytes, %d in the file", h.size, size-pos)
 			break
 		}
-		if h.baseOffset != res.end {
-			res.reason = fmt.Sprintf("batch has offset %d, expected %d", h.baseOffset, res.end)
+		if h.baseOffset < res.end {
+			// Offsets increase; compaction may leave gaps between batches.
+			res.reason = fmt.Sprintf("batch has offset %d, expected at least %d", h.baseOffset, res.end)
 			break
 		}
 		if h.lastOffset()-base > math.MaxInt32 {

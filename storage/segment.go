@@ -109,9 +109,11 @@ func (s *segment) openFiles(fsys FS, dir string, create bool) (indexMissing bool
 		}
 		return f, nil
 	}
-	if s.log, err = open(logSuffix, logFlag); err != nil {
+	log, err := open(logSuffix, logFlag)
+	if err != nil {
 		return false, err
 	}
+	s.log = newSharedFile(log) // reads in flight may outlive the segment (slice.go)
 	idxFlag := os.O_RDWR | os.O_CREATE
 	if create {
 		idxFlag |= os.O_TRUNC

@@ -13,6 +13,8 @@ import (
 // start is a no-op, as in Kafka; one above EndOffset is ErrOffsetOutOfRange.
 // offset may fall inside a batch: reads at it return that whole batch.
 func (l *Log) SetStartOffset(offset int64) error {
+	l.cleanMu.Lock()
+	defer l.cleanMu.Unlock()
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
 	l.appendMu.Lock()
@@ -33,6 +35,9 @@ func (l *Log) SetStartOffset(offset int64) error {
 		return err
 	}
 	l.checkpointedRP = rp
+	if err := l.epochs.truncateFromStart(offset); err != nil {
+		return err
+	}
 	l.mu.Lock()
 	l.start.Store(offset)
 	n := 0
@@ -43,13 +48,9 @@ func (l *Log) SetStartOffset(offset int64) error {
 	l.segments = append([]*segment(nil), l.segments[n:]...)
 	l.mu.Unlock()
 
-	// No reader can reach the dead segments any more; a crash before they
-	// are gone leaves files that Open deletes, being below the start.
-	var errs []error
-	for _, seg := range dead {
-		errs = append(errs, seg.remove(l.fsys, l.dir))
-	}
-	return errors.Join(errs...)
+	// No read issued from now on reaches the dead segments; a crash before
+	// they are gone leaves files that Open deletes, being below the start.
+	return l.retire(dead)
 }
 
 // Truncate removes every batch holding an offset at or above offset, for
@@ -63,6 +64,8 @@ func (l *Log) SetStartOffset(offset int64) error {
 // The lowered recovery point is checkpointed first, so a crash part way
 // leaves a state the next Open recovers by scanning.
 func (l *Log) Truncate(offset int64) error {
+	l.cleanMu.Lock()
+	defer l.cleanMu.Unlock()
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
 	l.appendMu.Lock()
@@ -104,6 +107,12 @@ func (l *Log) Truncate(offset int64) error {
 		l.checkpointedRP = rp
 	}
 	l.setRecoveryPoint(min(l.recoveryPoint, newEnd))
+	if err := l.epochs.truncateFromEnd(newEnd); err != nil {
+		return err
+	}
+	if err := l.removeSnapshotsAbove(newEnd); err != nil {
+		return err
+	}
 
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -166,6 +175,8 @@ func (s *segment) resetRoll(cfg Config, reload bool) error {
 // truncateFullyAndStartAt, for a follower whose fetch offset fell below the
 // leader's log start. Durable when it returns.
 func (l *Log) TruncateFully(offset int64) error {
+	l.cleanMu.Lock()
+	defer l.cleanMu.Unlock()
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
 	l.appendMu.Lock()
@@ -186,6 +197,12 @@ func (l *Log) truncateFully(offset int64) error {
 	}
 	l.setRecoveryPoint(offset)
 	l.checkpointedRP = offset
+	if err := l.epochs.clear(); err != nil {
+		return err
+	}
+	if err := l.removeSnapshots(func(int64) bool { return true }); err != nil {
+		return err
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	dead := l.segments

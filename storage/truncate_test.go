@@ -151,10 +151,11 @@ func TestSetStartOffsetCrashBeforeSegmentsDeleted(t *testing.T) {
 	var m model
 	fillLog(t, l, &m, 60)
 	m.start = l.segments[3].base
-	// The checkpoint is written, then removing the first segment fails.
+	// The checkpoint is written, then retiring the first segment (renaming
+	// its files to .deleted) fails.
 	ffs := NewFaultFS(fsys, nil)
 	l.fsys = ffs
-	ffs.Arm(FailAfter(0, ErrInjected, OpRemove))
+	ffs.Arm(FailAfter(1, ErrInjected, OpRename)) // the checkpoint's rename passes
 	if err := l.SetStartOffset(m.start); err == nil {
 		t.Fatal("SetStartOffset succeeded despite the failed removal")
 	}

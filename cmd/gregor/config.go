@@ -40,9 +40,9 @@ var ignoredKeys = []string{
 	"process.roles", "controller.quorum.voters", "controller.quorum.bootstrap.servers",
 	"inter.broker.listener.name", "num.network.threads", "num.io.threads",
 	"socket.send.buffer.bytes", "socket.receive.buffer.bytes", "num.recovery.threads.per.data.dir",
-	"num.replica.fetchers", "log.retention.check.interval.ms", "offsets.topic.replication.factor",
+	"num.replica.fetchers", "offsets.topic.replication.factor",
 	"share.coordinator.state.topic.replication.factor", "share.coordinator.state.topic.min.isr",
-	"log.cleaner.enable", "log.cleaner.threads", "delete.topic.enable", "metadata.log.dir",
+	"delete.topic.enable", "metadata.log.dir",
 	"group.coordinator.rebalance.protocols", "zookeeper.connect", "zookeeper.connection.timeout.ms",
 }
 
@@ -166,6 +166,7 @@ func applyPropertiesWithOrigins(dst *broker.Config, props map[string]setting, lo
 		cfg.NodeID = int32(brokerID)
 	}
 
+	noCleanerThreads := false
 	ints := []struct {
 		key    string
 		lo, hi int64
@@ -180,12 +181,31 @@ func applyPropertiesWithOrigins(dst *broker.Config, props map[string]setting, lo
 		{"group.max.session.timeout.ms", 1, math.MaxInt32, func(n int64) { cfg.GroupMaxSessionTimeoutMs = int32(n) }},
 		{"group.max.size", 1, math.MaxInt32, func(n int64) { cfg.GroupMaxSize = int(n) }},
 		{"offsets.retention.minutes", 1, math.MaxInt32, func(n int64) { cfg.OffsetsRetentionMinutes = n }},
+		{"log.retention.check.interval.ms", 1, math.MaxInt64, func(n int64) { cfg.LogRetentionCheckIntervalMs = n }},
+		{"log.cleaner.threads", 0, 1024, func(n int64) { cfg.LogCleanerThreads, noCleanerThreads = int(n), n == 0 }},
+		{"log.cleaner.backoff.ms", 1, math.MaxInt64, func(n int64) { cfg.LogCleanerBackoffMs = n }},
+		{"log.cleaner.dedupe.buffer.size", 1, math.MaxInt64, func(n int64) { cfg.LogCleanerDedupeBufferSize = n }},
 	}
 	for _, s := range ints {
 		handled[s.key] = true
 		if n, ok := integer(s.key, s.lo, s.hi); ok {
 			s.set(n)
 		}
+	}
+
+	handled["log.cleaner.enable"] = true
+	if v, ok := value("log.cleaner.enable"); ok {
+		switch strings.ToLower(v) {
+		case "true", "false":
+			b := strings.ToLower(v) == "true"
+			cfg.LogCleanerEnable = &b
+		default:
+			bad("log.cleaner.enable", "expected true or false")
+		}
+	}
+	if noCleanerThreads {
+		off := false // Kafka starts no cleaner thread
+		cfg.LogCleanerEnable = &off
 	}
 
 	handled["auto.create.topics.enable"] = true

@@ -144,6 +144,12 @@ func TestApplyPropertiesSetsTheBrokerConfig(t *testing.T) {
 		"log.cleanup.policy", "compact",
 		"log.retention.hours", "1",
 		"log.roll.hours", "2",
+		"log.retention.check.interval.ms", "1000",
+		"log.cleaner.enable", "false",
+		"log.cleaner.threads", "2",
+		"log.cleaner.backoff.ms", "500",
+		"log.cleaner.dedupe.buffer.size", "1048576",
+		"log.segment.delete.delay.ms", "0",
 	), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
@@ -154,9 +160,12 @@ func TestApplyPropertiesSetsTheBrokerConfig(t *testing.T) {
 		NumPartitions: 3, DefaultReplicationFactor: 1, AutoCreateTopics: &no, MaxFrameBytes: 1048576,
 		OffsetsTopicPartitions: 5, GroupInitialRebalanceDelayMs: &zero,
 		GroupMinSessionTimeoutMs: 100, GroupMaxSessionTimeoutMs: 60000, GroupMaxSize: 10,
-		OffsetsRetentionMinutes: 60,
+		OffsetsRetentionMinutes:     60,
+		LogRetentionCheckIntervalMs: 1000, LogCleanerEnable: &no, LogCleanerThreads: 2, LogCleanerBackoffMs: 500,
+		LogCleanerDedupeBufferSize: 1048576,
 		TopicDefaults: map[string]string{
-			"segment.bytes": "2097152", "max.message.bytes": "100000",
+			"file.delete.delay.ms": "0",
+			"segment.bytes":        "2097152", "max.message.bytes": "100000",
 			"message.timestamp.type": "LogAppendTime", "min.insync.replicas": "1",
 			"cleanup.policy": "compact", "retention.ms": "3600000", "segment.ms": "7200000",
 		},
@@ -210,6 +219,9 @@ func TestApplyPropertiesRefusesInvalidValuesAndAppliesNothing(t *testing.T) {
 		{[]string{"group.max.session.timeout.ms", "0"}, "group.max.session.timeout.ms"},
 		{[]string{"group.max.size", "0"}, "group.max.size"},
 		{[]string{"offsets.retention.minutes", "1.5"}, "offsets.retention.minutes"},
+		{[]string{"log.retention.check.interval.ms", "0"}, "log.retention.check.interval.ms"},
+		{[]string{"log.cleaner.enable", "yes"}, "log.cleaner.enable"},
+		{[]string{"log.cleaner.threads", "-1"}, "log.cleaner.threads"},
 		{[]string{"log.retention.hours", "a week"}, "log.retention.hours"},
 		{[]string{"log.dirs", "/a,/b"}, "one directory"},
 		{[]string{"log.dirs", " "}, `log.dirs=" " (test): empty`},
@@ -509,5 +521,16 @@ func TestLogDirIsUsedWithoutLogDirs(t *testing.T) {
 	var cfg broker.Config
 	if err := applyProperties(&cfg, props("log.dir", "/d"), slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil || cfg.DataDir != "/d" {
 		t.Fatalf("DataDir %q, err %v", cfg.DataDir, err)
+	}
+}
+
+func TestLogCleanerThreadsZeroDisablesTheCleaner(t *testing.T) {
+	var cfg broker.Config
+	if err := applyProperties(&cfg, props("log.cleaner.enable", "true", "log.cleaner.threads", "0"),
+		slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.LogCleanerEnable == nil || *cfg.LogCleanerEnable {
+		t.Fatalf("log.cleaner.threads=0 left the cleaner enabled: %+v", cfg.LogCleanerEnable)
 	}
 }

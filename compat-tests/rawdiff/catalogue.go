@@ -227,6 +227,26 @@ func deleteRecords(offset int64) func(string) kmsg.Request {
 	}
 }
 
+// offsetForLeaderEpoch asks about partition of the topic (or name) at
+// version, with the client's current leader epoch and the epoch to look up.
+func offsetForLeaderEpoch(version int16, partition, current, epoch int32, name string) func(string) kmsg.Request {
+	return func(topic string) kmsg.Request {
+		if name != "" {
+			topic = name
+		}
+		req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+		req.Version = version
+		req.ReplicaID = -1
+		t := kmsg.NewOffsetForLeaderEpochRequestTopic()
+		t.Topic = topic
+		p := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+		p.Partition, p.CurrentLeaderEpoch, p.LeaderEpoch = partition, current, epoch
+		t.Partitions = append(t.Partitions, p)
+		req.Topics = append(req.Topics, t)
+		return req
+	}
+}
+
 func initProducerID(string) kmsg.Request {
 	req := kmsg.NewPtrInitProducerIDRequest()
 	req.Version = 4
@@ -479,6 +499,18 @@ var catalogue = []entry{
 	// DeleteRecords v2
 	{name: "DeleteRecords beyond high watermark", setup: topicWithData, req: deleteRecords(10)},
 	{name: "DeleteRecords mid-batch", setup: topicWithData, req: deleteRecords(1)},
+
+	// OffsetForLeaderEpoch v2-v4 (a new topic's leader epoch is 0)
+	{name: "OffsetForLeaderEpoch current epoch", setup: topicWithData, req: offsetForLeaderEpoch(4, 0, -1, 0, "")},
+	{name: "OffsetForLeaderEpoch current epoch checked", setup: topicWithData, req: offsetForLeaderEpoch(4, 0, 0, 0, "")},
+	{name: "OffsetForLeaderEpoch v2", setup: topicWithData, req: offsetForLeaderEpoch(2, 0, -1, 0, "")},
+	{name: "OffsetForLeaderEpoch v3", setup: topicWithData, req: offsetForLeaderEpoch(3, 0, -1, 0, "")},
+	{name: "OffsetForLeaderEpoch empty partition", setup: setupTopic, req: offsetForLeaderEpoch(4, 0, -1, 0, "")},
+	{name: "OffsetForLeaderEpoch newer epoch", setup: topicWithData, req: offsetForLeaderEpoch(4, 0, -1, 3, "")},
+	{name: "OffsetForLeaderEpoch undefined epoch", setup: topicWithData, req: offsetForLeaderEpoch(4, 0, -1, -1, "")},
+	{name: "OffsetForLeaderEpoch client epoch ahead", setup: topicWithData, req: offsetForLeaderEpoch(4, 0, 2, 0, "")},
+	{name: "OffsetForLeaderEpoch unknown partition", setup: topicWithData, req: offsetForLeaderEpoch(4, 9, -1, 0, "")},
+	{name: "OffsetForLeaderEpoch unknown topic", req: offsetForLeaderEpoch(4, 0, -1, 0, "")},
 }
 
 // minISRSource: a fresh Kafka 4.2 cluster, where nobody set

@@ -27,6 +27,15 @@ type BuildOptions struct {
 	Transactional        bool
 	Control              bool
 	PartitionLeaderEpoch int32 // -1 for none
+	// DeleteHorizon sets the delete-horizon attribute (KIP-534): the log
+	// cleaner's batches carry in BaseTimestamp the time after which their
+	// tombstones may be removed.
+	DeleteHorizon bool
+	// LastOffsetDelta, when larger than the last record's OffsetDelta, is
+	// written instead: a compacted batch keeps its original last offset so
+	// that the producer's last sequence survives (Kafka's
+	// MemoryRecordsBuilder.overrideLastOffset).
+	LastOffsetDelta int32
 }
 
 // AppendBatch appends to dst one v2 batch holding records, compressed as
@@ -85,6 +94,9 @@ func AppendBatch(dst []byte, opts BuildOptions, records []Record) ([]byte, error
 	if opts.Control {
 		attrs |= attrControl
 	}
+	if opts.DeleteHorizon {
+		attrs |= attrDeleteHorizon
+	}
 	b := dst[start:]
 	be := binary.BigEndian
 	be.PutUint64(b[offBaseOffset:], uint64(opts.BaseOffset))
@@ -92,7 +104,7 @@ func AppendBatch(dst []byte, opts BuildOptions, records []Record) ([]byte, error
 	be.PutUint32(b[offLeaderEpoch:], uint32(opts.PartitionLeaderEpoch))
 	b[offMagic] = 2
 	be.PutUint16(b[offAttributes:], attrs)
-	be.PutUint32(b[offLastOffsetDelta:], uint32(records[len(records)-1].OffsetDelta))
+	be.PutUint32(b[offLastOffsetDelta:], uint32(max(records[len(records)-1].OffsetDelta, opts.LastOffsetDelta)))
 	be.PutUint64(b[offBaseTimestamp:], uint64(opts.BaseTimestamp))
 	be.PutUint64(b[offMaxTimestamp:], uint64(maxTimestamp))
 	be.PutUint64(b[offProducerID:], uint64(opts.ProducerID))

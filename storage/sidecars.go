@@ -1,0 +1,33 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// openSidecars brings the files kept beside the segments in line with the
+// recovered log, once Open has loaded the segments and set the start and
+// end offsets: the leader-epoch checkpoint (epoch.go) is loaded and
+// truncated to the log, and producer snapshots past the log end, which
+// describe batches the log lost to a truncation or a torn tail, are
+// deleted, as are temporary snapshot files a crash left.
+func (l *Log) openSidecars() error {
+	if err := l.openEpochs(); err != nil {
+		return err
+	}
+	entries, err := l.fsys.ReadDir(l.dir)
+	if err != nil {
+		return fmt.Errorf("storage: list %s: %w", l.dir, err)
+	}
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), snapshotSuffix+".tmp") {
+			if err := l.fsys.Remove(filepath.Join(l.dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("storage: remove %s: %w", e.Name(), err)
+			}
+		}
+	}
+	return l.removeSnapshotsAbove(l.end.Load())
+}
