@@ -500,6 +500,9 @@ func (cl *cleaner) cleanGroup(group []*segment, res *CleanResult) (err error) {
 		}
 	}()
 
+	// Reads may outlive the segment once it is swapped in (slice.go), as for
+	// every segment opened by openFiles.
+	out.log = newSharedFile(out.log)
 	out.offsets.f, out.times.f = out.idxFile, out.timeFile
 	w := segmentWriter{seg: out, interval: int64(cl.cfg.IndexIntervalBytes), lastTimeTs: noTimestamp}
 	for _, seg := range group {

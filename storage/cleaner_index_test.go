@@ -7,6 +7,7 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -217,7 +218,12 @@ func TestRecoveryOfCleanedLog(t *testing.T) {
 	}
 	noLeftovers := func(t *testing.T, dir string) {
 		for _, name := range dirNames(t, OSFS{}, dir) {
-			if _, _, ok := parseSegmentName(name); !ok && name != checkpointName && name != cleanerCheckpointName {
+			switch {
+			case name == checkpointName, name == cleanerCheckpointName, name == leaderEpochCheckpointName,
+				strings.HasSuffix(name, snapshotSuffix):
+				continue
+			}
+			if _, _, ok := parseSegmentName(name); !ok {
 				t.Fatalf("%s left after Open", name)
 			}
 		}
