@@ -59,6 +59,9 @@ func handleOffsetFetch(b *Broker, r *request, req *kmsg.OffsetFetchRequest) (kms
 		g := kmsg.NewOffsetFetchResponseGroup()
 		g.Group = rg.Group
 		fr := group.FetchRequest{GroupID: rg.Group, RequireStable: req.RequireStable}
+		if req.Version >= 9 {
+			fr.MemberID, fr.MemberEpoch = rg.MemberID, rg.MemberEpoch
+		}
 		// For v10 topics are named by id: resolve them, and answer
 		// unknown ids here.
 		var unknownIDs []kmsg.OffsetFetchResponseGroupTopic

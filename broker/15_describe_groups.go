@@ -36,6 +36,9 @@ func handleDescribeGroups(b *Broker, r *request, req *kmsg.DescribeGroupsRequest
 		if req.Version >= 6 && g.ErrorCode == 0 && g.State == "Dead" {
 			g.ErrorCode = kerr.GroupIDNotFound.Code
 			msg := "Group " + d.GroupID + " not found."
+			if d.NotClassic {
+				msg = "Group " + d.GroupID + " is not a classic group."
+			}
 			g.ErrorMessage = &msg
 		}
 		if req.Version >= 3 && req.IncludeAuthorizedOperations {

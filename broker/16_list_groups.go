@@ -3,9 +3,10 @@ package broker
 // ListGroups (key 16), v0-v5.
 //
 // Lists every group this broker coordinates. v3: flexible; v4+ filter by
-// state (case-insensitive, as Kafka) and report it; v5+ filter by type and
-// report it: every group here is "classic", so a type filter without
-// "classic" (case-insensitive) lists nothing.
+// state (case-insensitive, as Kafka) and report it; v5+ filter by type
+// ("classic" or "consumer", case-insensitive; an unknown type matches
+// nothing) and report it. A consumer group (KIP-848) reports protocol type
+// "consumer" and its own states (Empty, Assigning, Reconciling, Stable).
 
 import (
 	"strings"
@@ -20,27 +21,30 @@ func init() { register(16, 0, 5, handleListGroups) }
 func handleListGroups(b *Broker, r *request, req *kmsg.ListGroupsRequest) (kmsg.Response, error) {
 	resp := newResponse[*kmsg.ListGroupsResponse](req)
 	resp.Groups = []kmsg.ListGroupsResponseGroup{}
-	if req.Version >= 5 && len(req.TypesFilter) > 0 {
-		classic := false
-		for _, t := range req.TypesFilter {
-			classic = classic || strings.EqualFold(t, "classic")
-		}
-		if !classic {
-			return resp, nil
-		}
-	}
-	var states []string
+	var states, types []string
 	if req.Version >= 4 {
-		states = req.StatesFilter
+		states = trimAll(req.StatesFilter)
+	}
+	if req.Version >= 5 {
+		types = trimAll(req.TypesFilter)
 	}
 	var listed []group.ListedGroup
-	if err := b.groups.read(r, func(c *group.Coordinator, now int64) { listed = c.ListGroups(states) }); err != nil {
+	if err := b.groups.read(r, func(c *group.Coordinator, now int64) { listed = c.ListGroups(states, types) }); err != nil {
 		return nil, err
 	}
 	for _, l := range listed {
 		g := kmsg.NewListGroupsResponseGroup()
-		g.Group, g.ProtocolType, g.GroupState, g.GroupType = l.GroupID, l.ProtocolType, l.State, "classic"
+		g.Group, g.ProtocolType, g.GroupState, g.GroupType = l.GroupID, l.ProtocolType, l.State, l.Type
 		resp.Groups = append(resp.Groups, g)
 	}
 	return resp, nil
+}
+
+// trimAll trims each filter, as Kafka does before comparing.
+func trimAll(ss []string) []string {
+	out := make([]string, 0, len(ss))
+	for _, s := range ss {
+		out = append(out, strings.TrimSpace(s))
+	}
+	return out
 }

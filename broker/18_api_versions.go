@@ -9,8 +9,10 @@ package broker
 // INVALID_REQUEST. The response header is never flexible, even at v3+.
 //
 // No supported or finalized features are advertised: Gregor does not yet
-// serve transactions V2 (transaction.version) or KIP-848 groups
-// (group.version), and a client must not believe it does.
+// serve transactions V2 (transaction.version), and a client must not believe
+// it does. KIP-848 groups are served (keys 68 and 69) but group.version is
+// not advertised either: clients decide by the API keys (franz-go, the
+// Java client), and Kafka's feature gates the broker side only.
 
 import (
 	"regexp"

@@ -97,6 +97,9 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	case dir == "":
 		fsys, dir = storage.NewMemFS(), "/gregor"
 	}
+	if cfg.fs != nil {
+		fsys = cfg.fs
+	}
 	if err := fsys.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("broker: creating data dir: %w", err)
 	}

@@ -57,6 +57,21 @@ type Config struct {
 	GroupMaxSize int
 	// OffsetsRetentionMinutes is offsets.retention.minutes. Default 10080.
 	OffsetsRetentionMinutes int64
+	// GroupConsumerSessionTimeoutMs is group.consumer.session.timeout.ms,
+	// the session timeout of KIP-848 consumer group members. Default 45000.
+	GroupConsumerSessionTimeoutMs int32
+	// GroupConsumerHeartbeatIntervalMs is
+	// group.consumer.heartbeat.interval.ms. Default 5000.
+	GroupConsumerHeartbeatIntervalMs int32
+	// GroupConsumerMaxSize is group.consumer.max.size. Default unlimited.
+	GroupConsumerMaxSize int
+	// GroupConsumerAssignors is group.consumer.assignors: "uniform" and/or
+	// "range", the first being the default. Default uniform,range.
+	GroupConsumerAssignors []string
+
+	// fs, if set, replaces the data directory's file system: a test seam
+	// for storage.FaultFS. With DataDir empty the root is "/gregor".
+	fs storage.FS
 
 	// Log retention and compaction (logmanager.go), Kafka's names.
 

@@ -45,10 +45,11 @@ type groupCoordinator struct {
 	done   chan struct{}
 
 	// Owned by the run goroutine.
-	coord   *group.Coordinator
-	parts   []*partition
-	nextID  group.ReplyID
-	waiting map[group.ReplyID]chan any
+	coordCfg group.Config
+	coord    *group.Coordinator
+	parts    []*partition
+	nextID   group.ReplyID
+	waiting  map[group.ReplyID]chan any
 }
 
 // groupEvent is one step for the coordinator. reply, if set, receives the
@@ -70,15 +71,20 @@ func (b *Broker) startGroups() error {
 		events:  make(chan groupEvent),
 		done:    make(chan struct{}),
 		waiting: map[group.ReplyID]chan any{},
-		coord: group.New(group.Config{
-			InitialRebalanceDelayMs: *b.cfg.GroupInitialRebalanceDelayMs,
-			MinSessionTimeoutMs:     b.cfg.GroupMinSessionTimeoutMs,
-			MaxSessionTimeoutMs:     b.cfg.GroupMaxSessionTimeoutMs,
-			MaxSize:                 b.cfg.GroupMaxSize,
-			OffsetsRetentionMs:      b.cfg.OffsetsRetentionMinutes * 60 * 1000,
-			NewMemberID:             newMemberID,
-		}),
+		coordCfg: group.Config{
+			InitialRebalanceDelayMs:     *b.cfg.GroupInitialRebalanceDelayMs,
+			MinSessionTimeoutMs:         b.cfg.GroupMinSessionTimeoutMs,
+			MaxSessionTimeoutMs:         b.cfg.GroupMaxSessionTimeoutMs,
+			MaxSize:                     b.cfg.GroupMaxSize,
+			OffsetsRetentionMs:          b.cfg.OffsetsRetentionMinutes * 60 * 1000,
+			NewMemberID:                 newMemberID,
+			ConsumerSessionTimeoutMs:    b.cfg.GroupConsumerSessionTimeoutMs,
+			ConsumerHeartbeatIntervalMs: b.cfg.GroupConsumerHeartbeatIntervalMs,
+			ConsumerMaxSize:             b.cfg.GroupConsumerMaxSize,
+			ConsumerAssignors:           b.cfg.GroupConsumerAssignors,
+		},
 	}
+	gc.coord = group.New(gc.coordCfg)
 	if t := b.lookupTopic(offsetsTopic); t != nil {
 		gc.parts = b.partitions(t)
 		if err := gc.replay(); err != nil {
@@ -128,8 +134,8 @@ func (gc *groupCoordinator) replay() error {
 					switch {
 					case errors.Is(err, group.ErrBadRecord):
 						// Not a record Gregor writes (a client produced
-						// to the topic, or a newer Kafka record type):
-						// skipped, as it cannot describe a classic group.
+						// to the topic, or a share or streams group
+						// record): skipped.
 						gc.b.log.Warn("skipping a record of "+offsetsTopic, "partition", p.index, "err", err)
 					case err != nil:
 						loadErr = err
@@ -151,6 +157,7 @@ func (gc *groupCoordinator) replay() error {
 			}
 		}
 	}
+	gc.coord.LoadDone(now)
 	gc.coord.Ready() // loading has no effects to act on
 	gc.b.log.Info("group coordinator loaded", "records", loaded)
 	return nil
@@ -177,40 +184,66 @@ func (gc *groupCoordinator) run(ctx context.Context) {
 	}
 }
 
-// flush appends the coordinator's records, then delivers its answers.
+// flush appends the coordinator's records, then delivers its answers. If
+// the append fails, the coordinator's decisions do not stand: see revert.
 func (gc *groupCoordinator) flush() {
 	eff := gc.coord.Ready()
-	failed := false
 	if len(eff.Records) > 0 {
 		if err := gc.appendRecords(eff.Records); err != nil {
-			gc.b.log.Error("appending to "+offsetsTopic+" failed", "err", err)
-			failed = true
+			gc.revert(eff.Replies, err)
+			return
 		}
 	}
-	for _, r := range eff.Replies {
+	gc.deliver(eff.Replies, 0)
+}
+
+// deliver hands out answers; a non-zero code fails each (group.Fail).
+func (gc *groupCoordinator) deliver(replies []group.Reply, code int16) {
+	for _, r := range replies {
 		ch, ok := gc.waiting[r.ID]
 		if !ok {
 			continue
 		}
 		delete(gc.waiting, r.ID)
-		if failed {
-			markStorageFailure(r.Result)
+		res := r.Result
+		if code != 0 {
+			res = group.Fail(res, code)
 		}
-		ch <- r.Result // buffered: the handler may have gone
+		ch <- res // buffered: the handler may have gone
 	}
 }
 
-// markStorageFailure turns the answer to a commit whose records could not be
-// written into a failure, as Kafka answers a failed append of offsets.
-func markStorageFailure(result any) {
-	if res, ok := result.(*group.CommitResult); ok {
-		for i := range res.Topics {
-			for j := range res.Topics[i].Partitions {
-				if res.Topics[i].Partitions[j].ErrorCode == 0 {
-					res.Topics[i].Partitions[j].ErrorCode = kerr.UnknownServerError.Code
-				}
-			}
-		}
+// errOffsetsTopic marks a failure to create __consumer_offsets.
+var errOffsetsTopic = errors.New("broker: " + offsetsTopic + " cannot be created")
+
+// appendErrorCode is the error the group coordinator answers when its
+// records could not be written, as Kafka's GroupCoordinatorService maps a
+// failed append: no offsets topic (UNKNOWN_TOPIC_OR_PARTITION there) is
+// COORDINATOR_NOT_AVAILABLE, a storage error (KAFKA_STORAGE_ERROR) is
+// NOT_COORDINATOR, so clients look the coordinator up again and retry.
+func appendErrorCode(err error) int16 {
+	if errors.Is(err, errOffsetsTopic) {
+		return kerr.CoordinatorNotAvailable.Code
+	}
+	return kerr.NotCoordinator.Code
+}
+
+// revert handles a failed append as Kafka's CoordinatorRuntime does: the
+// in-memory state goes back to what the log holds. The answers of this
+// batch and every parked request are failed, and the coordinator is
+// rebuilt by replaying __consumer_offsets. If even the replay fails, the
+// old coordinator is kept (nothing better is known) and the error logged.
+func (gc *groupCoordinator) revert(replies []group.Reply, err error) {
+	code := appendErrorCode(err)
+	gc.b.log.Error("appending to "+offsetsTopic+" failed; reverting the group coordinator to the log", "err", err)
+	gc.deliver(replies, code)
+	old := gc.coord
+	old.AbortParked(code)
+	gc.deliver(old.Ready().Replies, 0)
+	gc.coord = group.New(gc.coordCfg)
+	if rerr := gc.replay(); rerr != nil {
+		gc.b.log.Error("replaying "+offsetsTopic+" after a failed append failed; keeping the unreverted state", "err", rerr)
+		gc.coord = old
 	}
 }
 
@@ -238,7 +271,7 @@ func (gc *groupCoordinator) createOffsetsTopic() error {
 func (gc *groupCoordinator) appendRecords(recs []group.Record) error {
 	if gc.parts == nil {
 		if err := gc.createOffsetsTopic(); err != nil {
-			return err
+			return fmt.Errorf("%w: %v", errOffsetsTopic, err)
 		}
 	}
 	n := int32(len(gc.parts))

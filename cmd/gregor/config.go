@@ -181,6 +181,9 @@ func applyPropertiesWithOrigins(dst *broker.Config, props map[string]setting, lo
 		{"group.max.session.timeout.ms", 1, math.MaxInt32, func(n int64) { cfg.GroupMaxSessionTimeoutMs = int32(n) }},
 		{"group.max.size", 1, math.MaxInt32, func(n int64) { cfg.GroupMaxSize = int(n) }},
 		{"offsets.retention.minutes", 1, math.MaxInt32, func(n int64) { cfg.OffsetsRetentionMinutes = n }},
+		{"group.consumer.session.timeout.ms", 1, math.MaxInt32, func(n int64) { cfg.GroupConsumerSessionTimeoutMs = int32(n) }},
+		{"group.consumer.heartbeat.interval.ms", 1, math.MaxInt32, func(n int64) { cfg.GroupConsumerHeartbeatIntervalMs = int32(n) }},
+		{"group.consumer.max.size", 1, math.MaxInt32, func(n int64) { cfg.GroupConsumerMaxSize = int(n) }},
 		{"log.retention.check.interval.ms", 1, math.MaxInt64, func(n int64) { cfg.LogRetentionCheckIntervalMs = n }},
 		{"log.cleaner.threads", 0, 1024, func(n int64) { cfg.LogCleanerThreads, noCleanerThreads = int(n), n == 0 }},
 		{"log.cleaner.backoff.ms", 1, math.MaxInt64, func(n int64) { cfg.LogCleanerBackoffMs = n }},
@@ -191,6 +194,25 @@ func applyPropertiesWithOrigins(dst *broker.Config, props map[string]setting, lo
 		if n, ok := integer(s.key, s.lo, s.hi); ok {
 			s.set(n)
 		}
+	}
+
+	// group.consumer.assignors: Kafka takes class names or the short names
+	// of its own assignors; Gregor has those two.
+	handled["group.consumer.assignors"] = true
+	if v, ok := value("group.consumer.assignors"); ok {
+		var names []string
+		for _, a := range strings.Split(v, ",") {
+			a = strings.TrimSpace(a)
+			switch a {
+			case "uniform", "org.apache.kafka.coordinator.group.assignor.UniformAssignor":
+				names = append(names, "uniform")
+			case "range", "org.apache.kafka.coordinator.group.assignor.RangeAssignor":
+				names = append(names, "range")
+			default:
+				bad("group.consumer.assignors", fmt.Sprintf("unknown assignor %q (uniform and range exist)", a))
+			}
+		}
+		cfg.GroupConsumerAssignors = names
 	}
 
 	handled["log.cleaner.enable"] = true

@@ -523,6 +523,8 @@ const minISRSource = "fresh Kafka 4.2 reports min.insync.replicas=1 as a cluster
 // expectedDiffs are the known, documented deviations of Gregor from Kafka.
 // An entry "*" applies to every catalogue entry.
 var expectedDiffs = []expected{
+	{"JoinGroup v9 into a consumer group", "ErrorCode",
+		"Kafka lets classic members join a KIP-848 consumer group (online migration) and asks for a member id; Gregor does not implement that interop and refuses with INCONSISTENT_GROUP_PROTOCOL (docs/architecture.md, Groups)"},
 	{"*", "Topics.*.Configs.min.insync.replicas.Source", minISRSource},
 	{"*", "Resources.*.Configs.min.insync.replicas.Source", minISRSource},
 	{"Metadata missing topic, auto-create", "Topics.0.ErrorCode",

@@ -17,6 +17,9 @@ type DescribedGroup struct {
 	ProtocolType string
 	Protocol     string
 	Members      []DescribedMember
+	// NotClassic is set for a consumer group, which DescribeGroups reports
+	// as not found.
+	NotClassic bool
 }
 
 // DescribeGroups describes groups (Kafka's
@@ -27,8 +30,11 @@ func (c *Coordinator) DescribeGroups(ids []string) []DescribedGroup {
 	out := make([]DescribedGroup, 0, len(ids))
 	for _, id := range ids {
 		g := c.groups[id]
-		if g == nil {
-			out = append(out, DescribedGroup{GroupID: id, State: Dead.String(), Members: []DescribedMember{}})
+		if g == nil || g.cg != nil {
+			// Kafka's describeGroups sees classic groups only: a consumer
+			// group is "not found" to it (ConsumerGroupDescribe describes
+			// it).
+			out = append(out, DescribedGroup{GroupID: id, State: Dead.String(), Members: []DescribedMember{}, NotClassic: g != nil})
 			continue
 		}
 		d := DescribedGroup{GroupID: id, State: g.state.String(), ProtocolType: g.protocolType, Members: []DescribedMember{}}
@@ -53,21 +59,30 @@ func (c *Coordinator) DescribeGroups(ids []string) []DescribedGroup {
 	return out
 }
 
-// ListedGroup is one group as ListGroups shows it.
+// ListedGroup is one group as ListGroups shows it. Type is "classic" or
+// "consumer".
 type ListedGroup struct {
-	GroupID, ProtocolType, State string
+	GroupID, ProtocolType, State, Type string
 }
 
-// ListGroups lists the groups, sorted by id, whose state is in states
-// (case-insensitive; empty means any).
-func (c *Coordinator) ListGroups(states []string) []ListedGroup {
+// ListGroups lists the groups, sorted by id, whose state is in states and
+// whose type is in types (both case-insensitive; empty means any), as
+// Kafka's GroupMetadataManager.listGroups.
+func (c *Coordinator) ListGroups(states, types []string) []ListedGroup {
 	var out []ListedGroup
 	for _, id := range c.sortedGroupIDs() {
 		g := c.groups[id]
-		if len(states) > 0 && !containsFold(states, g.state.String()) {
+		l := ListedGroup{GroupID: id, ProtocolType: g.protocolType, State: g.state.String(), Type: "classic"}
+		if g.cg != nil {
+			l.State, l.Type = g.cg.state(), ConsumerProtocolType
+		}
+		if len(states) > 0 && !containsFold(states, l.State) {
 			continue
 		}
-		out = append(out, ListedGroup{GroupID: id, ProtocolType: g.protocolType, State: g.state.String()})
+		if len(types) > 0 && !containsFold(types, l.Type) {
+			continue
+		}
+		out = append(out, l)
 	}
 	return out
 }
@@ -122,7 +137,9 @@ func (c *Coordinator) DeleteGroups(now int64, id ReplyID, ids []string) {
 			r.ErrorCode = kerr.InvalidGroupID.Code
 		case g == nil || g.state == Dead:
 			r.ErrorCode = kerr.GroupIDNotFound.Code
-		case g.state != Empty:
+		case g.cg != nil && len(g.cg.members) > 0:
+			r.ErrorCode = kerr.NonEmptyGroup.Code
+		case g.cg == nil && g.state != Empty:
 			r.ErrorCode = kerr.NonEmptyGroup.Code
 		default:
 			c.deleteGroup(g)
@@ -130,4 +147,59 @@ func (c *Coordinator) DeleteGroups(now int64, id ReplyID, ids []string) {
 		res.Groups = append(res.Groups, r)
 	}
 	c.reply(id, res)
+}
+
+// ConsumerDescribedMember is one member as ConsumerGroupDescribe shows it.
+type ConsumerDescribedMember struct {
+	MemberID                 string
+	InstanceID, RackID       *string
+	MemberEpoch              int32
+	ClientID, ClientHost     string
+	SubscribedTopicNames     []string
+	SubscribedTopicRegex     *string
+	Assignment, TargetAssign []OwnedTopic
+}
+
+// ConsumerDescribedGroup is one group as ConsumerGroupDescribe shows it.
+type ConsumerDescribedGroup struct {
+	GroupID         string
+	ErrorCode       int16
+	ErrorMessage    *string
+	State           string
+	Epoch           int32
+	AssignmentEpoch int32
+	AssignorName    string
+	Members         []ConsumerDescribedMember
+}
+
+// ConsumerGroupDescribe describes consumer groups (Kafka's
+// ConsumerGroup.asDescribedGroup): a group that does not exist, or is a
+// classic group, is GROUP_ID_NOT_FOUND.
+func (c *Coordinator) ConsumerGroupDescribe(ids []string) []ConsumerDescribedGroup {
+	out := make([]ConsumerDescribedGroup, 0, len(ids))
+	for _, id := range ids {
+		g := c.groups[id]
+		if g == nil || g.cg == nil || g.state == Dead {
+			msg := "Group " + id + " not found."
+			if g != nil && g.cg == nil {
+				msg = "Group " + id + " is not a consumer group."
+			}
+			out = append(out, ConsumerDescribedGroup{GroupID: id, ErrorCode: kerr.GroupIDNotFound.Code, ErrorMessage: &msg})
+			continue
+		}
+		cg := g.cg
+		d := ConsumerDescribedGroup{GroupID: id, State: cg.state(), Epoch: cg.epoch, AssignmentEpoch: cg.assignmentEpoch,
+			AssignorName: c.preferredAssignor(cg), Members: []ConsumerDescribedMember{}}
+		for _, mid := range cg.sortedMemberIDs() {
+			m := cg.members[mid]
+			dm := ConsumerDescribedMember{MemberID: m.id, InstanceID: m.instanceID, RackID: m.rackID, MemberEpoch: m.epoch,
+				ClientID: m.clientID, ClientHost: m.clientHost, SubscribedTopicNames: append([]string{}, m.subscribedTopicNames...),
+				Assignment: toOwned(m.assigned), TargetAssign: toOwned(cg.target[m.id])}
+			// Kafka reports "" for a member without a regex, not null.
+			dm.SubscribedTopicRegex = strp(m.subscribedTopicRegex)
+			d.Members = append(d.Members, dm)
+		}
+		out = append(out, d)
+	}
+	return out
 }

@@ -129,6 +129,18 @@ func (c *Coordinator) JoinGroup(now int64, id ReplyID, req JoinRequest) {
 		fail(kerr.CoordinatorNotAvailable)
 		return
 	}
+	if g.cg != nil {
+		// Kafka turns an empty consumer group into a classic one (online
+		// downgrade); a classic member joining a consumer group with
+		// members is Kafka's classicGroupJoinToConsumerGroup, which Gregor
+		// does not implement: refused as a protocol mismatch.
+		if len(g.cg.members) > 0 {
+			fail(kerr.InconsistentGroupProtocol)
+			return
+		}
+		c.consumerGroupTombstones(g)
+		g.cg, g.protocolType = nil, ""
+	}
 	if !g.supportsProtocols(req.ProtocolType, req.Protocols) {
 		fail(kerr.InconsistentGroupProtocol)
 		return

@@ -33,6 +33,22 @@ type Config struct {
 	// clientId + "-" + a random UUID; the default, a counter, is
 	// deterministic for tests but must not be used across restarts.
 	NewMemberID func(clientID string) string
+
+	// ConsumerSessionTimeoutMs is group.consumer.session.timeout.ms
+	// (default 45000): a consumer group member that sends no heartbeat for
+	// this long is fenced.
+	ConsumerSessionTimeoutMs int32
+	// ConsumerHeartbeatIntervalMs is group.consumer.heartbeat.interval.ms
+	// (default 5000), told to every consumer group member.
+	ConsumerHeartbeatIntervalMs int32
+	// ConsumerMaxSize is group.consumer.max.size (default: unlimited). A
+	// new member beyond it is GROUP_MAX_SIZE_REACHED.
+	ConsumerMaxSize int
+	// ConsumerAssignors is group.consumer.assignors: the server assignors a
+	// member may name, the first being the default (Kafka's default
+	// "uniform,range"). Only "uniform" and "range" exist; other names are
+	// ignored (the broker's configuration parser refuses them).
+	ConsumerAssignors []string
 }
 
 // Defaults of Config, Kafka's.
@@ -43,6 +59,8 @@ const (
 	DefaultOffsetsRetentionMs              = 10080 * 60 * 1000
 	DefaultOffsetsRetentionCheckIntervalMs = 600000
 	DefaultMaxMetadataBytes                = 4096
+	DefaultConsumerSessionTimeoutMs        = 45000
+	DefaultConsumerHeartbeatIntervalMs     = 5000
 )
 
 func (c *Config) setDefaults() {
@@ -67,6 +85,25 @@ func (c *Config) setDefaults() {
 	if c.MaxMetadataBytes <= 0 {
 		c.MaxMetadataBytes = DefaultMaxMetadataBytes
 	}
+	if c.ConsumerSessionTimeoutMs <= 0 {
+		c.ConsumerSessionTimeoutMs = DefaultConsumerSessionTimeoutMs
+	}
+	if c.ConsumerHeartbeatIntervalMs <= 0 {
+		c.ConsumerHeartbeatIntervalMs = DefaultConsumerHeartbeatIntervalMs
+	}
+	if c.ConsumerMaxSize <= 0 {
+		c.ConsumerMaxSize = int(^uint32(0) >> 1)
+	}
+	var known []string
+	for _, a := range c.ConsumerAssignors {
+		if assignors[a] != nil && !contains(known, a) {
+			known = append(known, a)
+		}
+	}
+	c.ConsumerAssignors = known
+	if len(c.ConsumerAssignors) == 0 {
+		c.ConsumerAssignors = []string{UniformAssignor, RangeAssignor}
+	}
 	if c.NewMemberID == nil {
 		n := 0
 		c.NewMemberID = func(clientID string) string {
@@ -82,7 +119,8 @@ type ReplyID uint64
 
 // Reply is the answer to one request. Result is one of *JoinResult,
 // *SyncResult, *HeartbeatResult, *LeaveResult, *CommitResult,
-// *FetchResult, *DeleteGroupsResult, *OffsetDeleteResult.
+// *FetchResult, *DeleteGroupsResult, *OffsetDeleteResult,
+// *ConsumerHeartbeatResult.
 type Reply struct {
 	ID     ReplyID
 	Result any
@@ -140,7 +178,11 @@ func (c *Coordinator) record(groupID string, key, value []byte) {
 func (c *Coordinator) Tick(now int64) {
 	for _, id := range c.sortedGroupIDs() {
 		g := c.groups[id]
-		if g != nil {
+		switch {
+		case g == nil:
+		case g.cg != nil:
+			c.tickConsumerGroup(g, now)
+		default:
 			c.tickGroup(g, now)
 		}
 	}

@@ -1,6 +1,7 @@
 // Package group is Gregor's group coordinator for the classic consumer
-// group protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) and for the
-// committed offsets of every group.
+// group protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup), for KIP-848
+// consumer groups (ConsumerGroupHeartbeat, ConsumerGroupDescribe; consumer.go,
+// assignor.go) and for the committed offsets of every group.
 //
 // It is a deterministic state machine without I/O, in the manner of etcd's
 // raft: the driver (broker/groups.go) feeds it one event at a time — a
@@ -14,8 +15,13 @@
 // by one goroutine.
 //
 // Records use Kafka's key and value schemas (OffsetCommitKey v1,
-// OffsetCommitValue v3, GroupMetadataKey v2, GroupMetadataValue v3), so
-// kafka-dump-log --offsets-decoder reads Gregor's __consumer_offsets.
+// OffsetCommitValue v3, GroupMetadataKey v2, GroupMetadataValue v3, and the
+// ConsumerGroup* records of consumer_records.go), so kafka-dump-log
+// --offsets-decoder reads Gregor's __consumer_offsets.
+//
+// When the driver cannot write an event's records, it fails that event's
+// answers and every parked request (Fail, AbortParked) and rebuilds the
+// coordinator from the log (failure.go).
 //
 // Error codes are Kafka's (kerr) and each decision names the Kafka class
 // and method it follows (GroupMetadataManager, ClassicGroup,

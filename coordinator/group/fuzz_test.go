@@ -6,12 +6,19 @@ import "testing"
 // produced to __consumer_offsets would arrive at start-up. Invariants: Load
 // never panics; it either accepts the record or returns an error wrapping
 // ErrBadRecord; it produces no effects; and the coordinator still answers
-// DescribeGroups, ListGroups and a fetch of every offset afterwards.
+// DescribeGroups, ListGroups, ConsumerGroupDescribe and a fetch of every
+// offset afterwards. The seeds include every consumer group record type
+// (KIP-848), whose decoders are Gregor's own.
 func FuzzLoad(f *testing.F) {
 	c := New(Config{})
 	c.CommitOffsets(1, 1, CommitRequest{GroupID: "g", Generation: -1, Topics: []CommitTopic{{Topic: "t", Partitions: []CommitPartition{{Offset: 5, Metadata: sp("m")}}}}})
 	c.JoinGroup(1, 2, JoinRequest{GroupID: "h", ClientID: "c", ProtocolType: "consumer", SessionTimeoutMs: 10000, RebalanceTimeoutMs: 10000, Protocols: []Protocol{{Name: "range", Metadata: []byte{1}}}})
 	c.SyncGroup(1, 3, SyncRequest{GroupID: "h", Generation: 1, MemberID: "c-1", Assignments: map[string][]byte{"c-1": {2}}})
+	inst := "i"
+	c.ConsumerGroupHeartbeat(1, 4, ConsumerHeartbeatRequest{Version: 1, GroupID: "k", MemberID: "m", InstanceID: &inst, RackID: &inst,
+		RebalanceTimeoutMs: 1000, SubscribedTopicNames: []string{"t"}, TopicPartitions: []OwnedTopic{}},
+		Topics{"t": {Name: "t", ID: TopicID{1}, Partitions: 3}})
+	c.ConsumerGroupHeartbeat(1, 5, ConsumerHeartbeatRequest{Version: 1, GroupID: "k", MemberID: "m", InstanceID: &inst, MemberEpoch: -1}, nil)
 	for _, r := range c.Ready().Records {
 		f.Add(r.Key, r.Value)
 	}
@@ -27,10 +34,12 @@ func FuzzLoad(f *testing.F) {
 		if e := c.Ready(); len(e.Records)+len(e.Replies) != 0 {
 			t.Fatal("Load produced effects")
 		}
-		for _, g := range c.ListGroups(nil) {
+		for _, g := range c.ListGroups(nil, nil) {
 			c.DescribeGroups([]string{g.GroupID})
+			c.ConsumerGroupDescribe([]string{g.GroupID})
 			c.fetchOffsets(FetchRequest{GroupID: g.GroupID})
 		}
+		c.LoadDone(0)
 		c.Tick(1 << 40)
 	})
 }

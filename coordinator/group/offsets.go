@@ -60,6 +60,10 @@ type FetchRequest struct {
 	GroupID       string
 	Topics        []FetchTopic
 	RequireStable bool
+	// MemberID and MemberEpoch are OffsetFetch v9+'s; a consumer group
+	// checks them (nil member id: not sent).
+	MemberID    *string
+	MemberEpoch int32
 }
 
 // FetchedPartition is one partition's committed offset (-1 for none).
@@ -144,6 +148,9 @@ func (c *Coordinator) validateCommit(now int64, req CommitRequest) *kerr.Error {
 	if g.state == Dead {
 		return kerr.CoordinatorNotAvailable
 	}
+	if g.cg != nil {
+		return g.validateConsumerCommit(req)
+	}
 	if req.Generation < 0 && g.state == Empty {
 		return nil
 	}
@@ -182,6 +189,12 @@ func (c *Coordinator) fetchOffsets(req FetchRequest) *FetchResult {
 	if g != nil && g.state == Dead {
 		res.ErrorCode = kerr.GroupIDNotFound.Code
 		return res
+	}
+	if g != nil && g.cg != nil {
+		if e := g.validateConsumerFetch(req.MemberID, req.MemberEpoch); e != nil {
+			res.ErrorCode = e.Code
+			return res
+		}
 	}
 	if req.Topics == nil {
 		if g == nil {
@@ -231,6 +244,9 @@ func (c *Coordinator) DeleteOffsets(now int64, id ReplyID, req OffsetDeleteReque
 	switch {
 	case g == nil || g.state == Dead:
 		res.ErrorCode = kerr.GroupIDNotFound.Code
+	case g.cg != nil:
+		// Kafka's ConsumerGroup.validateOffsetDelete accepts any state;
+		// partitions of topics a member subscribes to are refused below.
 	case g.state != Empty:
 		res.ErrorCode = kerr.NonEmptyGroup.Code
 	}
@@ -242,6 +258,10 @@ func (c *Coordinator) DeleteOffsets(now int64, id ReplyID, req OffsetDeleteReque
 		tr := TopicResult{Topic: t.Topic}
 		for _, p := range t.Partitions {
 			tp := topicPartition{t.Topic, p}
+			if g.cg != nil && g.cg.subscribesTo(t.Topic) {
+				tr.Partitions = append(tr.Partitions, PartitionResult{Partition: p, ErrorCode: kerr.GroupSubscribedToTopic.Code})
+				continue
+			}
 			if _, ok := g.offsets[tp]; ok {
 				delete(g.offsets, tp)
 				c.record(g.id, offsetKey(g.id, t.Topic, p), nil)
@@ -260,13 +280,13 @@ func (c *Coordinator) DeleteOffsets(now int64, id ReplyID, req OffsetDeleteReque
 func (c *Coordinator) expireOffsets(now int64) {
 	for _, id := range c.sortedGroupIDs() {
 		g := c.groups[id]
-		if g.state != Empty {
+		if g.state != Empty || (g.cg != nil && len(g.cg.members) > 0) {
 			continue
 		}
 		for _, tp := range g.sortedOffsets() {
 			co := g.offsets[tp]
 			base := co.commitTimestamp
-			if g.protocolType != "" {
+			if g.protocolType != "" && g.cg == nil {
 				base = g.stateTimestamp
 			}
 			if now-base >= c.cfg.OffsetsRetentionMs {
@@ -284,7 +304,11 @@ func (c *Coordinator) deleteGroup(g *group) {
 	for _, tp := range g.sortedOffsets() {
 		c.record(g.id, offsetKey(g.id, tp.topic, tp.partition), nil)
 	}
-	c.record(g.id, groupKey(g.id), nil)
+	if g.cg != nil {
+		c.consumerGroupTombstones(g)
+	} else {
+		c.record(g.id, groupKey(g.id), nil)
+	}
 	g.state = Dead
 	delete(c.groups, g.id)
 }

@@ -78,7 +78,7 @@ func TestOffsetsTranscript(t *testing.T) {
 	if f := h.fetch(FetchRequest{GroupID: "g"}); len(f.Topics) != 0 {
 		t.Fatalf("not expired: %s", describeResult(f))
 	}
-	if l := h.c.ListGroups(nil); len(l) != 0 {
+	if l := h.c.ListGroups(nil, nil); len(l) != 0 {
 		t.Fatalf("groups left: %+v", l)
 	}
 	h.checkGolden("offsets")

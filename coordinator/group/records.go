@@ -89,6 +89,11 @@ func (c *Coordinator) storeGroup(g *group) {
 	c.record(g.id, groupKey(g.id), v.AppendTo(nil))
 }
 
+// LoadDone finishes a replay: it rebuilds what records do not carry
+// (which member holds which partition, the rebalance deadlines of members
+// still revoking). Call it once after the last Load.
+func (c *Coordinator) LoadDone(now int64) { c.finishConsumerLoad(now) }
+
 // ErrBadRecord marks a __consumer_offsets record Load cannot decode.
 var ErrBadRecord = errors.New("group: undecodable __consumer_offsets record")
 
@@ -130,7 +135,18 @@ func (c *Coordinator) Load(now int64, key, value []byte) error {
 			return fmt.Errorf("%w: %v", ErrBadRecord, err)
 		}
 		if value == nil {
-			delete(c.groups, k.Group)
+			// The classic group goes; offsets committed to it stay, as
+			// Kafka keeps them apart (a group upgraded to a consumer
+			// group writes this tombstone and keeps its offsets).
+			if old := c.groups[k.Group]; old != nil && old.cg == nil {
+				if len(old.offsets) == 0 {
+					delete(c.groups, k.Group)
+				} else {
+					g := newGroup(k.Group, now)
+					g.offsets = old.offsets
+					c.groups[k.Group] = g
+				}
+			}
 			return nil
 		}
 		v := kmsg.NewGroupMetadataValue()
@@ -169,9 +185,14 @@ func (c *Coordinator) Load(now int64, key, value []byte) error {
 			g.state = Stable
 		}
 		c.groups[k.Group] = g
+	case consumerGroupMetadataType, consumerGroupPartitionMetaType, consumerMemberMetadataType,
+		targetAssignmentMetadataType, targetAssignmentMemberType, currentMemberAssignmentType, regularExpressionType:
+		if err := c.loadConsumerRecord(now, version, key, value); err != nil {
+			return fmt.Errorf("%w: record type %d: %v", ErrBadRecord, version, err)
+		}
 	default:
-		// Kafka 3.7+ writes other record types (consumer groups, share
-		// groups) with higher key versions; Gregor writes none of them.
+		// Kafka writes other record types (share and streams groups) with
+		// higher key versions; Gregor writes none of them.
 		return fmt.Errorf("%w: key version %d", ErrBadRecord, version)
 	}
 	return nil

@@ -119,6 +119,10 @@ type group struct {
 	pendingSync  map[string]bool
 
 	offsets map[topicPartition]committedOffset
+
+	// cg is set for a group of type "consumer" (KIP-848); the classic
+	// fields above are then unused but for protocolType.
+	cg *consumerGroup
 }
 
 func newGroup(id string, now int64) *group {

@@ -202,7 +202,7 @@ class Adapter:
       transactions(topic, txn_id, committed, aborted)   commit one transaction, then abort one
       describe_group(group, topic) -> (state name, [partitions of topic per member])
       committed_offsets(group, topic, partitions) -> [offset or -1 per partition]
-      new_group_consumer(group, topic) -> obj with assigned(), poll(seconds), commit(), close()
+      new_group_consumer(group, topic, protocol) -> obj with assigned(), poll(seconds), commit(), close()
     """
 
 
@@ -436,7 +436,11 @@ def sc_delete_records(a, topic, o):
     o.expect("consumed", 60, len(recs))
 
 
-def sc_consumer_group(a, topic, o):
+def sc_consumer_group(a, topic, o, protocol="classic"):
+    """The consumer-group scenario; protocol "consumer" is consumer-group-848 (KIP-848), for adapters
+    whose new_group_consumer takes a protocol argument (others: not applicable)."""
+    if protocol != "classic" and not getattr(a, "consumer_protocol", False):
+        raise NotApplicable("the client has no KIP-848 consumer group protocol")
     partitions = 6
     group = topic + "-g"
     create_topic(a, topic, partitions)
@@ -445,7 +449,7 @@ def sc_consumer_group(a, topic, o):
     per = [0, 0, 0]
     try:
         for _ in range(3):
-            cs.append(a.new_group_consumer(group, topic))
+            cs.append(a.new_group_consumer(group, topic, protocol))
 
         def poll_all(seconds):
             for n, c in enumerate(cs):
@@ -517,7 +521,7 @@ def sc_consumer_group(a, topic, o):
         for r in recs:
             counts["new" if index_of(r.key) >= 600 else "old"] += 1
 
-    r = a.new_group_consumer(group, topic)
+    r = a.new_group_consumer(group, topic, protocol)
     try:
         deadline = time.monotonic() + WAIT
         while r.assigned() < partitions and time.monotonic() < deadline:
@@ -547,6 +551,7 @@ def scenarios():
         "admin-topics": sc_admin_topics,
         "offsets-by-timestamp": sc_offsets_by_timestamp,
         "consumer-group": sc_consumer_group,
+        "consumer-group-848": lambda a, t, o: sc_consumer_group(a, t, o, "consumer"),
         "idempotent-producer": lambda a, t, o: produce_consume(a, t, o, "none", True),
         "transactions": sc_transactions,
         "configs": sc_configs,

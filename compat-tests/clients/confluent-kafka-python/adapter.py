@@ -101,9 +101,15 @@ class Reader:
 
 
 class GroupConsumer:
-    def __init__(self, bootstrap, group, topic):
-        self.c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
-                           "auto.offset.reset": "earliest", "heartbeat.interval.ms": 1000, **QUIET})
+    def __init__(self, bootstrap, group, topic, protocol):
+        conf = {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+                "auto.offset.reset": "earliest", **QUIET}
+        if protocol == "classic":
+            conf["heartbeat.interval.ms"] = 1000
+        else:
+            # KIP-848: the broker sets the heartbeat interval and assigns.
+            conf["group.protocol"] = protocol
+        self.c = Consumer(conf)
         self.c.subscribe([topic])
         self.closed = False
 
@@ -223,8 +229,10 @@ class ConfluentAdapter:
                 out[tp.partition] = tp.offset
         return out
 
-    def new_group_consumer(self, group, topic):
-        return GroupConsumer(self.bootstrap, group, topic)
+    consumer_protocol = True  # librdkafka 2.12+ has group.protocol=consumer
+
+    def new_group_consumer(self, group, topic, protocol):
+        return GroupConsumer(self.bootstrap, group, topic, protocol)
 
 
 if __name__ == "__main__":

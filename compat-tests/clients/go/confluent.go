@@ -412,14 +412,29 @@ type confluentGroupConsumer struct {
 }
 
 func (c *confluentAdapter) NewGroupConsumer(ctx context.Context, group, topic string) (GroupConsumer, error) {
-	cons, err := kafka.NewConsumer(&kafka.ConfigMap{
-		"bootstrap.servers":     c.bootstrap,
-		"group.id":              group,
-		"enable.auto.commit":    false,
-		"auto.offset.reset":     "earliest",
+	return c.newGroupConsumer(group, topic, kafka.ConfigMap{
 		"heartbeat.interval.ms": 1000, // members notice rebalances sooner
-		"log_level":             3,
 	})
+}
+
+// NewConsumerProtocolGroupConsumer is a member using KIP-848
+// (group.protocol=consumer); the broker sets the heartbeat interval.
+func (c *confluentAdapter) NewConsumerProtocolGroupConsumer(ctx context.Context, group, topic string) (GroupConsumer, error) {
+	return c.newGroupConsumer(group, topic, kafka.ConfigMap{"group.protocol": "consumer"})
+}
+
+func (c *confluentAdapter) newGroupConsumer(group, topic string, extra kafka.ConfigMap) (GroupConsumer, error) {
+	cfg := kafka.ConfigMap{
+		"bootstrap.servers":  c.bootstrap,
+		"group.id":           group,
+		"enable.auto.commit": false,
+		"auto.offset.reset":  "earliest",
+		"log_level":          3,
+	}
+	for k, v := range extra {
+		cfg[k] = v
+	}
+	cons, err := kafka.NewConsumer(&cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -309,6 +309,18 @@ func (f *franzAdapter) Transactions(ctx context.Context, topic, txnID string, co
 }
 
 func (f *franzAdapter) DescribeGroup(ctx context.Context, group, topic string) (string, []int, error) {
+	// A KIP-848 group is described by ConsumerGroupDescribe; a classic
+	// group is not found there (GROUP_ID_NOT_FOUND), as Kafka's admin client
+	// finds, and is described by DescribeGroups.
+	if cgs, err := f.adm.DescribeConsumerGroups(ctx, group); err == nil {
+		if g, ok := cgs[group]; ok && g.Err == nil {
+			var sizes []int
+			for _, m := range g.Members {
+				sizes = append(sizes, len(m.Assignment[topic]))
+			}
+			return g.State, sizes, nil
+		}
+	}
 	gs, err := f.adm.DescribeGroups(ctx, group)
 	if err != nil {
 		return "", nil, franzErr(err)
@@ -358,6 +370,17 @@ type franzGroupConsumer struct {
 }
 
 func (f *franzAdapter) NewGroupConsumer(ctx context.Context, group, topic string) (GroupConsumer, error) {
+	return f.newGroupConsumer(group, topic, kgo.HeartbeatInterval(time.Second)) // members notice rebalances sooner
+}
+
+// NewConsumerProtocolGroupConsumer is a member using KIP-848
+// (kgo.ServerSideBalancer, which needs the range or sticky balancer
+// named); the broker sets the heartbeat interval.
+func (f *franzAdapter) NewConsumerProtocolGroupConsumer(ctx context.Context, group, topic string) (GroupConsumer, error) {
+	return f.newGroupConsumer(group, topic, kgo.ServerSideBalancer(), kgo.Balancers(kgo.RangeBalancer()))
+}
+
+func (f *franzAdapter) newGroupConsumer(group, topic string, extra ...kgo.Opt) (GroupConsumer, error) {
 	g := &franzGroupConsumer{assigned: map[int32]bool{}}
 	drop := func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
 		g.mu.Lock()
@@ -366,14 +389,13 @@ func (f *franzAdapter) NewGroupConsumer(ctx context.Context, group, topic string
 			delete(g.assigned, p)
 		}
 	}
-	cl, err := kgo.NewClient(
+	opts := append([]kgo.Opt{
 		kgo.SeedBrokers(f.bootstrap),
 		kgo.ConsumerGroup(group),
 		kgo.ConsumeTopics(topic),
 		kgo.DisableAutoCommit(),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchMaxWait(500*time.Millisecond),
-		kgo.HeartbeatInterval(time.Second), // members notice rebalances sooner
+		kgo.FetchMaxWait(500 * time.Millisecond),
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
 			g.mu.Lock()
 			defer g.mu.Unlock()
@@ -383,7 +405,8 @@ func (f *franzAdapter) NewGroupConsumer(ctx context.Context, group, topic string
 		}),
 		kgo.OnPartitionsRevoked(drop),
 		kgo.OnPartitionsLost(drop),
-	)
+	}, extra...)
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -90,6 +90,7 @@ func scenarios() map[string]scenarioFunc {
 		"admin-topics":         scAdminTopics,
 		"offsets-by-timestamp": scOffsetsByTimestamp,
 		"consumer-group":       scConsumerGroup,
+		"consumer-group-848":   scConsumerGroup848,
 		"idempotent-producer":  scIdempotent,
 		"transactions":         scTransactions,
 		"configs":              scConfigs,
@@ -478,6 +479,26 @@ func sum(xs []int64) int64 {
 }
 
 func scConsumerGroup(ctx context.Context, a Adapter, topic string, o *Outcome) error {
+	return consumerGroup(ctx, a, a.NewGroupConsumer, topic, o)
+}
+
+// ConsumerProtocolAdapter is an Adapter whose client speaks the KIP-848
+// consumer group protocol.
+type ConsumerProtocolAdapter interface {
+	NewConsumerProtocolGroupConsumer(ctx context.Context, group, topic string) (GroupConsumer, error)
+}
+
+// scConsumerGroup848 is consumer-group with group.protocol=consumer.
+func scConsumerGroup848(ctx context.Context, a Adapter, topic string, o *Outcome) error {
+	cp, ok := a.(ConsumerProtocolAdapter)
+	if !ok {
+		return na("the client has no KIP-848 consumer group protocol")
+	}
+	return consumerGroup(ctx, a, cp.NewConsumerProtocolGroupConsumer, topic, o)
+}
+
+func consumerGroup(ctx context.Context, a Adapter, newConsumer func(ctx context.Context, group, topic string) (GroupConsumer, error),
+	topic string, o *Outcome) error {
 	const partitions = 6
 	group := topic + "-g"
 	if err := createTopic(ctx, a, topic, partitions); err != nil {
@@ -491,7 +512,7 @@ func scConsumerGroup(ctx context.Context, a Adapter, topic string, o *Outcome) e
 		}
 	}()
 	for i := 0; i < 3; i++ {
-		c, err := a.NewGroupConsumer(ctx, group, topic)
+		c, err := newConsumer(ctx, group, topic)
 		if err != nil {
 			return fmt.Errorf("member %d: %w", i, err)
 		}
@@ -589,7 +610,7 @@ func scConsumerGroup(ctx context.Context, a Adapter, topic string, o *Outcome) e
 	o.Expect("committed", []int64{100, 100, 100, 100, 100, 100}, committed)
 
 	// Phase 2: a new member resumes from the commits: nothing old, then exactly the 10 new records.
-	r, err := a.NewGroupConsumer(ctx, group, topic)
+	r, err := newConsumer(ctx, group, topic)
 	if err != nil {
 		return fmt.Errorf("new member: %w", err)
 	}

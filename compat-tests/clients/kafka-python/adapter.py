@@ -244,7 +244,7 @@ class KafkaPythonAdapter:
             raise _kerr(e) from None
         return [res[tp].offset if tp in res and res[tp].offset >= 0 else -1 for tp in tps]
 
-    def new_group_consumer(self, group, topic):
+    def new_group_consumer(self, group, topic, protocol):
         return GroupConsumer(self.bootstrap, group, topic)
 
 

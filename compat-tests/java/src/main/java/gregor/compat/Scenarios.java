@@ -67,7 +67,8 @@ final class Scenarios {
             case "produce-consume-lz4" -> produceConsume(a, "lz4");
             case "produce-consume-zstd" -> produceConsume(a, "zstd");
             case "offsets-by-timestamp" -> offsetsByTimestamp(a);
-            case "consumer-group" -> consumerGroup(a);
+            case "consumer-group" -> consumerGroup(a, "classic");
+            case "consumer-group-848" -> consumerGroup(a, "consumer");
             case "idempotent-producer" -> idempotentProducer(a);
             case "transactions" -> transactions(a);
             case "configs" -> configs(a);
@@ -315,7 +316,10 @@ final class Scenarios {
         return o;
     }
 
-    static Outcome consumerGroup(Args a) throws Exception {
+    // consumerGroup runs the consumer-group scenario with the group protocol given: "classic"
+    // (JoinGroup/SyncGroup) or "consumer" (KIP-848, ConsumerGroupHeartbeat, the broker's default
+    // server assignor).
+    static Outcome consumerGroup(Args a, String protocol) throws Exception {
         Outcome o = new Outcome();
         String t = a.topic();
         String group = t + "-g";
@@ -334,7 +338,7 @@ final class Scenarios {
                 Thread th = new Thread(() -> {
                     try (KafkaConsumer<byte[], byte[]> c = consumer(a, Map.of(
                             ConsumerConfig.GROUP_ID_CONFIG, group,
-                            ConsumerConfig.GROUP_PROTOCOL_CONFIG, "classic",
+                            ConsumerConfig.GROUP_PROTOCOL_CONFIG, protocol,
                             ConsumerConfig.CLIENT_ID_CONFIG, "compat-java-member-" + id))) {
                         c.subscribe(List.of(t), new ConsumerRebalanceListener() {
                             @Override
@@ -399,7 +403,7 @@ final class Scenarios {
             int old = 0, fresh = 0;
             try (KafkaConsumer<byte[], byte[]> c = consumer(a, Map.of(
                     ConsumerConfig.GROUP_ID_CONFIG, group,
-                    ConsumerConfig.GROUP_PROTOCOL_CONFIG, "classic",
+                    ConsumerConfig.GROUP_PROTOCOL_CONFIG, protocol,
                     ConsumerConfig.CLIENT_ID_CONFIG, "compat-java-member-4"))) {
                 c.subscribe(List.of(t));
                 long deadline = System.currentTimeMillis() + WAIT_MS;

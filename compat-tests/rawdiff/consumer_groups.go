@@ -1,0 +1,177 @@
+package main
+
+// KIP-848 consumer groups: ConsumerGroupHeartbeat and ConsumerGroupDescribe,
+// and what the classic-group APIs answer about a consumer group. Topic ids
+// are random per broker and masked.
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+var topicIDMask = []string{"Assignment.Topics.*.TopicID", "Groups.*.Members.*.Assignment.TopicPartitions.*.TopicID",
+	"Groups.*.Members.*.TargetAssignment.TopicPartitions.*.TopicID"}
+
+// cghb builds a v1 ConsumerGroupHeartbeat for group topic+"-cg". epoch 0
+// is a full join subscribed to topic.
+func cghb(topic, member string, epoch int32) *kmsg.ConsumerGroupHeartbeatRequest {
+	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	req.Version = 1
+	req.Group, req.MemberID, req.MemberEpoch = topic+"-cg", member, epoch
+	if epoch == 0 {
+		req.RebalanceTimeoutMillis = 30000
+		req.SubscribedTopicNames = []string{topic}
+		req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	}
+	return req
+}
+
+// joinedConsumerGroup creates topic (2 partitions) and joins member
+// topic+"-m1" to group topic+"-cg" with the consumer protocol.
+func joinedConsumerGroup(c *conn, topic string) error {
+	if err := createTopic(c, topic, 2, nil); err != nil {
+		return err
+	}
+	if err := waitCoordinator(c, topic+"-cg", 0); err != nil {
+		return err
+	}
+	// Kafka may still be loading the coordinator's partition: retry.
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		resp, err := c.roundTrip(cghb(topic, topic+"-m1", 0))
+		if err != nil {
+			return err
+		}
+		r := resp.(*kmsg.ConsumerGroupHeartbeatResponse)
+		retriable := r.ErrorCode == kerr.NotCoordinator.Code || r.ErrorCode == kerr.CoordinatorLoadInProgress.Code ||
+			r.ErrorCode == kerr.CoordinatorNotAvailable.Code
+		if retriable && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		if r.ErrorCode != 0 || r.MemberEpoch != 1 {
+			return fmt.Errorf("join: %v epoch %d", kerr.ErrorForCode(r.ErrorCode), r.MemberEpoch)
+		}
+		return nil
+	}
+}
+
+func consumerGroupCoordinator(c *conn, topic string) error {
+	if err := createTopic(c, topic, 2, nil); err != nil {
+		return err
+	}
+	return waitCoordinator(c, topic+"-cg", 0)
+}
+
+var consumerGroupEntries = []entry{
+	{name: "ConsumerGroupHeartbeat v1 join", setup: consumerGroupCoordinator, mask: topicIDMask,
+		req: func(topic string) kmsg.Request { return cghb(topic, topic+"-m1", 0) }},
+	{name: "ConsumerGroupHeartbeat v1 steady heartbeat", setup: joinedConsumerGroup, mask: topicIDMask,
+		req: func(topic string) kmsg.Request { return cghb(topic, topic+"-m1", 1) }},
+	{name: "ConsumerGroupHeartbeat v1 second member", setup: joinedConsumerGroup, mask: topicIDMask,
+		req: func(topic string) kmsg.Request { return cghb(topic, topic+"-m2", 0) }},
+	{name: "ConsumerGroupHeartbeat v1 unknown group", setup: consumerGroupCoordinator,
+		req: func(topic string) kmsg.Request { return cghb(topic, topic+"-m1", 3) }},
+	{name: "ConsumerGroupHeartbeat v1 unknown member", setup: joinedConsumerGroup,
+		req: func(topic string) kmsg.Request { return cghb(topic, topic+"-m9", 1) }},
+	{name: "ConsumerGroupHeartbeat v1 epoch ahead", setup: joinedConsumerGroup,
+		req: func(topic string) kmsg.Request { return cghb(topic, topic+"-m1", 5) }},
+	{name: "ConsumerGroupHeartbeat v1 empty member id", setup: consumerGroupCoordinator,
+		req: func(topic string) kmsg.Request { return cghb(topic, "", 0) }},
+	{name: "ConsumerGroupHeartbeat v1 join without subscription", setup: consumerGroupCoordinator,
+		req: func(topic string) kmsg.Request {
+			r := cghb(topic, topic+"-m1", 0)
+			r.SubscribedTopicNames = nil
+			return r
+		}},
+	{name: "ConsumerGroupHeartbeat v1 unknown assignor", setup: consumerGroupCoordinator,
+		req: func(topic string) kmsg.Request {
+			r := cghb(topic, topic+"-m1", 0)
+			r.ServerAssignor = kmsg.StringPtr("sticky")
+			return r
+		}},
+	{name: "ConsumerGroupHeartbeat v1 invalid regex", setup: consumerGroupCoordinator,
+		req: func(topic string) kmsg.Request {
+			r := cghb(topic, topic+"-m1", 0)
+			r.SubscribedTopicNames, r.SubscribedTopicRegex = nil, kmsg.StringPtr("([")
+			return r
+		}},
+	{name: "ConsumerGroupHeartbeat v1 names and empty regex", setup: consumerGroupCoordinator, mask: topicIDMask,
+		req: func(topic string) kmsg.Request {
+			r := cghb(topic, topic+"-m1", 0)
+			r.SubscribedTopicRegex = kmsg.StringPtr("")
+			return r
+		}},
+	{name: "ConsumerGroupHeartbeat v1 leave", setup: joinedConsumerGroup,
+		req: func(topic string) kmsg.Request { return cghb(topic, topic+"-m1", -1) }},
+	{name: "ConsumerGroupHeartbeat v1 static leave without instance id", setup: joinedConsumerGroup,
+		req: func(topic string) kmsg.Request { return cghb(topic, topic+"-m1", -2) }},
+	{name: "ConsumerGroupDescribe v1 consumer group", setup: joinedConsumerGroup, mask: topicIDMask,
+		req: func(topic string) kmsg.Request {
+			req := kmsg.NewPtrConsumerGroupDescribeRequest()
+			req.Version = 1
+			req.Groups = []string{topic + "-cg"}
+			return req
+		}},
+	{name: "ConsumerGroupDescribe v1 unknown and classic groups", setup: commitSetup,
+		req: func(topic string) kmsg.Request {
+			req := kmsg.NewPtrConsumerGroupDescribeRequest()
+			req.Version = 1
+			req.Groups = []string{topic + "-g", topic + "-none"}
+			return req
+		}},
+	{name: "DescribeGroups v5 consumer group", setup: joinedConsumerGroup,
+		req: func(topic string) kmsg.Request {
+			req := kmsg.NewPtrDescribeGroupsRequest()
+			req.Version = 5
+			req.Groups = []string{topic + "-cg"}
+			return req
+		}},
+	{name: "DescribeGroups v6 consumer group", setup: joinedConsumerGroup,
+		req: func(topic string) kmsg.Request {
+			req := kmsg.NewPtrDescribeGroupsRequest()
+			req.Version = 6
+			req.Groups = []string{topic + "-cg"}
+			return req
+		}},
+	{name: "OffsetCommit v9 consumer group stale epoch", setup: joinedConsumerGroup,
+		req: func(topic string) kmsg.Request { return memberCommit(topic, 2) }},
+	{name: "OffsetCommit v9 consumer group current epoch", setup: joinedConsumerGroup,
+		req: func(topic string) kmsg.Request { return memberCommit(topic, 1) }},
+	{name: "OffsetFetch v9 consumer group stale epoch", setup: joinedConsumerGroup,
+		req: func(topic string) kmsg.Request {
+			req := kmsg.NewPtrOffsetFetchRequest()
+			req.Version = 9
+			g := kmsg.NewOffsetFetchRequestGroup()
+			g.Group, g.MemberID, g.MemberEpoch = topic+"-cg", kmsg.StringPtr(topic+"-m1"), 7
+			req.Groups = append(req.Groups, g)
+			return req
+		}},
+	{name: "JoinGroup v9 into a consumer group", setup: joinedConsumerGroup,
+		req: func(topic string) kmsg.Request {
+			req := kmsg.NewPtrJoinGroupRequest()
+			req.Version = 9
+			req.Group, req.MemberID, req.ProtocolType = topic+"-cg", "", "consumer"
+			req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = 10000, 10000
+			p := kmsg.NewJoinGroupRequestProtocol()
+			p.Name, p.Metadata = "range", []byte{0, 0, 0, 0, 0, 0, 0, 0}
+			req.Protocols = append(req.Protocols, p)
+			return req
+		}, mask: []string{"MemberID"}},
+}
+
+func memberCommit(topic string, epoch int32) kmsg.Request {
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Version = 9
+	req.Group, req.MemberID, req.Generation = topic+"-cg", topic+"-m1", epoch
+	rt := kmsg.NewOffsetCommitRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewOffsetCommitRequestTopicPartition()
+	rp.Partition, rp.Offset, rp.LeaderEpoch = 0, 1, -1
+	rt.Partitions = []kmsg.OffsetCommitRequestTopicPartition{rp}
+	req.Topics = []kmsg.OffsetCommitRequestTopic{rt}
+	return req
+}
