@@ -6,8 +6,10 @@ BIN         := bin/gregor
 GREGOR_CACHE ?= $(CURDIR)/.cache
 export GREGOR_CACHE
 FUZZTIME    ?= 10s
+# Kill -9 cycles of the crash test in make crash-test (make test runs 50).
+CRASH_CYCLES ?= 200
 
-.PHONY: build run test unit race fuzz vet compat clean
+.PHONY: build run test unit race fuzz vet compat crash-test clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/gregor
@@ -38,6 +40,12 @@ fuzz:
 	    $(GO) test -run='^$$' -fuzz="^$$target$$" -fuzztime=$(FUZZTIME) $$pkg; \
 	  done; \
 	done
+
+# The kill -9 crash test with many more cycles than make test runs: a child
+# broker with log.flush.interval.messages=1 is SIGKILLed amid acknowledged
+# produces and restarted; every acknowledged record must be there.
+crash-test:
+	CRASH_CYCLES=$(CRASH_CYCLES) $(GO) test -count=1 -timeout 30m -run '^TestCrashKill9KeepsAcknowledgedRecords$$' -v ./cmd/gregor
 
 # The compatibility matrix: real clients against Gregor and Apache Kafka.
 compat: build

@@ -332,6 +332,10 @@ type appendOutcome struct {
 	// baseOffset is where the batch was appended or, for a duplicate, where
 	// the original was.
 	baseOffset int64
+	// end is the offset after the batch (or the original, for a
+	// duplicate): the flush policy must make offsets below it durable
+	// before the producer is answered.
+	end int64
 	// duplicate is set for a retry of a batch still in the producer state:
 	// nothing was appended, and timestamp is the original's max timestamp.
 	duplicate bool
@@ -359,13 +363,13 @@ func (p *partition) appendBatch(one []byte, now int64) (appendOutcome, error) {
 	if idempotent {
 		p.producers.maybeRemoveExpired(now)
 		if dup, ok := p.producers.duplicate(&h); ok {
-			return appendOutcome{baseOffset: dup.firstOffset(), duplicate: true, timestamp: dup.timestamp}, nil
+			return appendOutcome{baseOffset: dup.firstOffset(), end: dup.lastOffset + 1, duplicate: true, timestamp: dup.timestamp}, nil
 		}
 		if e, msg := p.producers.check(&h); e != nil {
 			return appendOutcome{refused: e, message: fmt.Sprintf("%s in partition %s-%d", msg, p.topic, p.index)}, nil
 		}
 	}
-	first, _, err := p.log.Append(one)
+	first, last, err := p.log.Append(one)
 	if err != nil {
 		return appendOutcome{}, err
 	}
@@ -377,5 +381,5 @@ func (p *partition) appendBatch(one []byte, now int64) (appendOutcome, error) {
 	if idempotent {
 		p.producers.update(&h, first)
 	}
-	return appendOutcome{baseOffset: first}, nil
+	return appendOutcome{baseOffset: first, end: last + 1}, nil
 }
