@@ -9,7 +9,7 @@ FUZZTIME    ?= 10s
 # Kill -9 cycles of the crash test in make crash-test (make test runs 50).
 CRASH_CYCLES ?= 200
 
-.PHONY: build run test unit race fuzz vet compat crash-test clean
+.PHONY: build run test unit race fuzz vet compat crash-test bench clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/gregor
@@ -50,6 +50,13 @@ crash-test:
 # The compatibility matrix: real clients against Gregor and Apache Kafka.
 compat: build
 	$(MAKE) -C compat-tests compat
+
+# Gregor and Apache Kafka side by side (bench/README.md, docs/performance.md):
+# BENCH_ROUNDS, BENCH_QUICK=1, BENCH_CONSUME_BYTES, BENCH_MODES. Not part of
+# test: it prints whether the targets are met and never fails on them.
+bench: build
+	$(GO) build -o bin/gregor-bench ./bench
+	./bin/gregor-bench
 
 clean:
 	rm -rf bin
