@@ -14,11 +14,11 @@ import (
 
 // BenchmarkFranzGoProduce100B is the bench's "franz-go 100 B" workload against
 // an in-process broker with its data on disk: franz-go producing 100-byte
-// records as fast as it can into 6 partitions, acks=all, linger 5 ms. Client
-// and broker share the process, so a CPU profile of it
+// records as fast as it can into 6 partitions, uncompressed, acks=all,
+// linger 5 ms. Client and broker share the process, so a CPU profile of it
 // (go test -run '^$' -bench FranzGoProduce -cpuprofile cpu.prof ./broker)
-// shows both; `go tool pprof -top -focus gregor cpu.prof` narrows it to the
-// broker.
+// shows both; -focus 'broker\.\(\*conn\)\.(serve|readLoop)' in
+// `go tool pprof` narrows it to the broker's connection goroutines.
 func BenchmarkFranzGoProduce100B(b *testing.B) {
 	br := startBroker(b, Config{DataDir: b.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	cl, err := kgo.NewClient(kgo.SeedBrokers(br.Addr()), kgo.DefaultProduceTopic("bench"),
