@@ -79,7 +79,8 @@ func (g *gregorServer) start(ctx context.Context) (time.Duration, error) {
 	}()
 	acked, err := firstAck(ackCtx, g.addr)
 	if err != nil {
-		return 0, fmt.Errorf("gregor: no acknowledged produce (log in %s): %w", g.logFile.Name(), err)
+		logged, _ := os.ReadFile(g.logFile.Name())
+		return 0, fmt.Errorf("gregor: no acknowledged produce: %w\n%s", err, tail(string(logged), 20))
 	}
 	return acked.Sub(began), nil
 }
