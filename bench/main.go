@@ -277,6 +277,7 @@ func runInstance(ctx context.Context, s settings, tool javaTool, srv server, mod
 			}
 			storedOnly, err := flushStoredOnly(ctx, boot, t)
 			if err == nil && storedOnly {
+				rs.caveats[mode] = "not durable-equivalent"
 				note("this Gregor build stores flush.messages without acting on it (DescribeConfigs says \"stored only\"): " +
 					"its [flush] rows are NOT durable-equivalent to Kafka's")
 			}

@@ -25,9 +25,12 @@ func (r *row) median(broker string) float64 { return median(r.Values[broker]) }
 type results struct {
 	rows  []*row
 	index map[string]*row
+	// caveats qualifies every target judged in a mode, for example
+	// "flush": "not durable-equivalent" while Gregor does not fsync there.
+	caveats map[string]string
 }
 
-func newResults() *results { return &results{index: map[string]*row{}} }
+func newResults() *results { return &results{index: map[string]*row{}, caveats: map[string]string{}} }
 
 func (rs *results) add(workload, mode, metric, unit string, higher bool, broker string, v float64) {
 	k := workload + "\x00" + mode + "\x00" + metric
@@ -98,6 +101,9 @@ func (t target) check(rs *results) targetResult {
 	if met {
 		tr.Status = "met"
 	}
+	if c := rs.caveats[t.Mode]; c != "" {
+		tr.Status += " (" + c + ")"
+	}
 	return tr
 }
 
@@ -148,10 +154,14 @@ func formatValue(v float64) string {
 }
 
 func formatRatio(v float64) string {
-	if math.IsNaN(v) {
+	switch {
+	case math.IsNaN(v):
 		return "-"
+	case v < 0.1:
+		return fmt.Sprintf("%.3fx", v)
+	default:
+		return fmt.Sprintf("%.2fx", v)
 	}
-	return fmt.Sprintf("%.2fx", v)
 }
 
 // writeTable prints the medians as an aligned text table.

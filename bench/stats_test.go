@@ -102,6 +102,14 @@ func TestTargetCheck(t *testing.T) {
 		{target{"rss", "start-up", "", "idle RSS", gregorBelow, 40}, "no data", 0},
 		{target{"missing row", "consume perf-test 1 KB", "default", "MB/s", ratioAtLeast, 1.3}, "no data", 0},
 	}
+	rs.add("e2e 10k/s 1 KB", "flush", "p99", "ms", false, "gregor", 1)
+	rs.add("e2e 10k/s 1 KB", "flush", "p99", "ms", false, "kafka", 10)
+	rs.caveats["flush"] = "not durable-equivalent"
+	tests = append(tests, struct {
+		t          target
+		wantStatus string
+		wantValue  float64
+	}{target{"caveat", "e2e 10k/s 1 KB", "flush", "p99", ratioAtMost, 0.5}, "met (not durable-equivalent)", 0.1})
 	for _, tt := range tests {
 		got := tt.t.check(rs)
 		if got.Status != tt.wantStatus {
@@ -156,5 +164,22 @@ func TestReportsCarryMissingData(t *testing.T) {
 	if len(decoded.Rows) != 1 || decoded.Rows[0].GregorMedian != nil || decoded.Rows[0].Ratio != nil ||
 		decoded.Rows[0].KafkaMedian == nil || *decoded.Rows[0].KafkaMedian != 512 {
 		t.Errorf("JSON rows: %s", js.String())
+	}
+}
+
+func TestFormatRatio(t *testing.T) {
+	tests := []struct {
+		in   float64
+		want string
+	}{
+		{math.NaN(), "-"},
+		{12.5 / 5829, "0.002x"},
+		{0.56, "0.56x"},
+		{3.333, "3.33x"},
+	}
+	for _, tt := range tests {
+		if got := formatRatio(tt.in); got != tt.want {
+			t.Errorf("formatRatio(%v) = %q, want %q", tt.in, got, tt.want)
+		}
 	}
 }
