@@ -58,9 +58,11 @@ func (g *gregorServer) start(ctx context.Context) (time.Duration, error) {
 		return 0, err
 	}
 	// Kafka's side runs with group.initial.rebalance.delay.ms=0 (kafka.sh),
-	// so the consumer perf test's join costs the same on both.
+	// so the consumer perf test's join costs the same on both. No metrics
+	// listener: Kafka serves none either, and its fixed default port could
+	// be taken.
 	g.cmd = exec.Command(g.bin, "serve", "--listen", g.addr, "--data-dir", filepath.Join(dir, "data"),
-		"--log-level", "warn", "--override", "group.initial.rebalance.delay.ms=0")
+		"--log-level", "warn", "--http-listen", "", "--override", "group.initial.rebalance.delay.ms=0")
 	g.cmd.Stdout, g.cmd.Stderr = g.logFile, g.logFile
 	began := time.Now()
 	if err := g.cmd.Start(); err != nil {
