@@ -6,8 +6,10 @@ BIN         := bin/gregor
 GREGOR_CACHE ?= $(CURDIR)/.cache
 export GREGOR_CACHE
 FUZZTIME    ?= 10s
+# Kill -9 cycles of the crash test in make crash-test (make test runs 50).
+CRASH_CYCLES ?= 200
 
-.PHONY: build run test unit race fuzz vet compat clean
+.PHONY: build run test unit race fuzz vet compat crash-test bench clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/gregor
@@ -39,9 +41,22 @@ fuzz:
 	  done; \
 	done
 
+# The kill -9 crash test with many more cycles than make test runs: a child
+# broker with log.flush.interval.messages=1 is SIGKILLed amid acknowledged
+# produces and restarted; every acknowledged record must be there.
+crash-test:
+	CRASH_CYCLES=$(CRASH_CYCLES) $(GO) test -count=1 -timeout 30m -run '^TestCrashKill9KeepsAcknowledgedRecords$$' -v ./cmd/gregor
+
 # The compatibility matrix: real clients against Gregor and Apache Kafka.
 compat: build
 	$(MAKE) -C compat-tests compat
+
+# Gregor and Apache Kafka side by side (bench/README.md, docs/performance.md):
+# BENCH_ROUNDS, BENCH_QUICK=1, BENCH_CONSUME_BYTES, BENCH_MODES. Not part of
+# test: it prints whether the targets are met and never fails on them.
+bench: build
+	$(GO) build -o bin/gregor-bench ./bench
+	./bin/gregor-bench
 
 clean:
 	rm -rf bin

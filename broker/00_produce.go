@@ -36,11 +36,24 @@ package broker
 // (INVALID_TOPIC_EXCEPTION, as Kafka). Transactional batches are refused
 // with INVALID_TXN_STATE, since no transaction can have added the
 // partition.
+//
+// Durability follows the topic's flush.messages and flush.ms (flush.go in
+// storage): when flush.messages is reached (every append, at 1) the
+// producer is answered only once the batch is fsynced. The fsync is awaited
+// after the partition's append lock is released, so appends from many
+// connections share one fsync (group commit), and the partitions of one
+// request are fsynced in parallel. acks=0 never waits for it: the fsync runs
+// in the background. Under flush.messages=1 consumers see the batch only
+// once it is fsynced (partition.highWatermark), as in Kafka. A failed fsync
+// fails the partition's log and answers KAFKA_STORAGE_ERROR, as does any
+// append error; the log then refuses writes until the broker restarts, and
+// its data stays readable.
 
 import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -57,7 +70,8 @@ func handleProduce(b *Broker, r *request, req *kmsg.ProduceRequest) (kmsg.Respon
 	}
 	resp := newResponse[*kmsg.ProduceResponse](req)
 	validAcks := req.Acks == -1 || req.Acks == 0 || req.Acks == 1
-	for _, rt := range req.Topics {
+	var flushes []pendingFlush
+	for ti, rt := range req.Topics {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
 		t := b.lookupTopicRef(req.Version >= 13, rt.Topic, rt.TopicID)
@@ -85,20 +99,66 @@ func handleProduce(b *Broker, r *request, req *kmsg.ProduceRequest) (kmsg.Respon
 					sp.ErrorMessage = &msg
 				}
 			default:
-				b.produceTo(r, req, t, p, rp.Records, &sp)
+				if end := b.produceTo(r, req, t, p, rp.Records, &sp); end >= 0 {
+					flushes = append(flushes, pendingFlush{p: p, end: end, topic: ti, partition: len(st.Partitions)})
+				}
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
 	if req.Acks == 0 {
+		for _, f := range flushes {
+			f.p.log.FlushAfterAppendAsync(f.end)
+		}
 		return nil, nil
 	}
+	b.awaitFlushes(resp, flushes)
 	return resp, nil
 }
 
+// pendingFlush is an append whose answer waits for the flush policy: the
+// partition, the offset after the batch, and where its answer is in the
+// response.
+type pendingFlush struct {
+	p                *partition
+	end              int64
+	topic, partition int
+}
+
+// awaitFlushes applies each partition's flush policy to its append, in
+// parallel when there are several, and turns a failed fsync into
+// KAFKA_STORAGE_ERROR. It is called holding no partition lock, so appends
+// by other connections join the same fsyncs.
+func (b *Broker) awaitFlushes(resp *kmsg.ProduceResponse, flushes []pendingFlush) {
+	errs := make([]error, len(flushes))
+	if len(flushes) == 1 {
+		errs[0] = flushes[0].p.log.FlushAfterAppend(flushes[0].end)
+	} else {
+		var wg sync.WaitGroup
+		for i, f := range flushes {
+			wg.Go(func() { errs[i] = f.p.log.FlushAfterAppend(f.end) })
+		}
+		wg.Wait()
+	}
+	for i, err := range errs {
+		f := flushes[i]
+		if err == nil {
+			f.p.appended() // the high watermark may have waited for the fsync
+			continue
+		}
+		b.log.Error("flush failed", "topic", f.p.topic, "partition", f.p.index, "err", err)
+		sp := &resp.Topics[f.topic].Partitions[f.partition]
+		sp.ErrorCode = kerr.KafkaStorageError.Code
+		sp.ErrorMessage = nil
+		sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = -1, -1, -1
+	}
+}
+
 // produceTo validates one partition's records and appends them, filling sp.
-func (b *Broker) produceTo(r *request, req *kmsg.ProduceRequest, t *topic, p *partition, records []byte, sp *kmsg.ProduceResponseTopicPartition) {
+// It returns the offset after the batch when one was appended (or found to
+// be a duplicate) and the flush policy must be applied to it, else -1.
+func (b *Broker) produceTo(r *request, req *kmsg.ProduceRequest, t *topic, p *partition, records []byte, sp *kmsg.ProduceResponseTopicPartition) int64 {
 	fail := func(e *kerr.Error, msg string) {
 		sp.ErrorCode = e.Code
 		if msg != "" && req.Version >= 8 {
@@ -120,33 +180,33 @@ func (b *Broker) produceTo(r *request, req *kmsg.ProduceRequest, t *topic, p *pa
 		} else {
 			fail(kerr.InvalidRecord, err.Error())
 		}
-		return
+		return -1
 	}
 	if magic, _ := batch.Magic(one); magic != 2 {
 		fail(kerr.InvalidRecord, fmt.Sprintf("Produce requests with version %d are only allowed to contain record batches with magic version 2", req.Version))
-		return
+		return -1
 	}
 	cfg := *t.effective.Load()
 	if len(one) > int(cfg.maxMessageBytes) {
 		fail(kerr.MessageTooLarge, fmt.Sprintf("The batch size of %d bytes exceeds max.message.bytes %d", len(one), cfg.maxMessageBytes))
-		return
+		return -1
 	}
 	if int64(len(one)) > cfg.segmentBytes {
 		fail(kerr.RecordListTooLarge, fmt.Sprintf("The batch size of %d bytes exceeds segment.bytes %d", len(one), cfg.segmentBytes))
-		return
+		return -1
 	}
 	if hdr, err := batch.ParseHeader(one); err == nil && hdr.Compression() == batch.Zstd && req.Version < 7 {
 		fail(kerr.UnsupportedCompressionType, fmt.Sprintf("Produce requests with version %d are not allowed to use ZStandard compression", req.Version))
-		return
+		return -1
 	}
 	info, err := batch.Validate(one, &r.conn.scratch)
 	if err != nil {
 		fail(batchErrorCode(err), err.Error())
-		return
+		return -1
 	}
 	if info.Transactional() {
 		fail(kerr.InvalidTxnState, "Gregor does not serve transactions yet: no transaction added this partition")
-		return
+		return -1
 	}
 	if cfg.compact && info.NullKeys > 0 { // walk the records only when Validate counted a null key
 		if bad := nullKeys(one, r); len(bad) > 0 {
@@ -160,7 +220,7 @@ func (b *Broker) produceTo(r *request, req *kmsg.ProduceRequest, t *topic, p *pa
 					sp.ErrorRecords = append(sp.ErrorRecords, rec)
 				}
 			}
-			return
+			return -1
 		}
 	}
 	now := time.Now().UnixMilli()
@@ -173,7 +233,7 @@ func (b *Broker) produceTo(r *request, req *kmsg.ProduceRequest, t *topic, p *pa
 				rec.ErrorMessage = &msg
 				sp.ErrorRecords = []kmsg.ProduceResponseTopicPartitionErrorRecord{rec}
 			}
-			return
+			return -1
 		}
 	}
 	if cfg.logAppendTime {
@@ -189,10 +249,10 @@ func (b *Broker) produceTo(r *request, req *kmsg.ProduceRequest, t *topic, p *pa
 	case err != nil:
 		b.log.Error("append failed", "topic", p.topic, "partition", p.index, "err", err)
 		fail(kerr.KafkaStorageError, "")
-		return
+		return -1
 	case out.refused != nil:
 		fail(out.refused, out.message)
-		return
+		return -1
 	case out.duplicate:
 		sp.LogAppendTime = out.timestamp
 	default:
@@ -201,6 +261,7 @@ func (b *Broker) produceTo(r *request, req *kmsg.ProduceRequest, t *topic, p *pa
 	}
 	sp.BaseOffset = out.baseOffset
 	sp.LogStartOffset = p.log.StartOffset()
+	return out.end
 }
 
 // singleBatch returns the one batch a v3+ partition entry must hold. As in

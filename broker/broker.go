@@ -88,7 +88,13 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 
 	var fsys storage.FS = storage.OSFS{}
 	dir := cfg.DataDir
-	if dir == "" {
+	switch {
+	case cfg.FS != nil:
+		fsys = cfg.FS
+		if dir == "" {
+			dir = "/gregor"
+		}
+	case dir == "":
 		fsys, dir = storage.NewMemFS(), "/gregor"
 	}
 	if cfg.fs != nil {
@@ -101,6 +107,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	if err := b.catalog.load(); err != nil {
 		return nil, err
 	}
+	b.catalog.warnStrayEntries(b.log)
 	if err := ctx.Err(); err != nil {
 		b.catalog.closeAll()
 		return nil, err

@@ -35,6 +35,11 @@ type Config struct {
 	TopicDefaults map[string]string
 	// Logger receives the broker's logs. Default slog.Default().
 	Logger *slog.Logger
+	// FS is the file system DataDir is on. Nil means the operating
+	// system's, or an in-memory one when DataDir is empty. Tests set a
+	// storage.FaultFS or a storage.MemFS (whose CrashClone shows what a
+	// power loss would leave) to inject disk faults.
+	FS storage.FS
 
 	// Group coordinator settings (broker/groups.go), Kafka's names.
 

@@ -25,7 +25,9 @@
 // Lock order: Broker.mu (topic map and producer ids) before
 // partition.appendMu (an append and its producer-state check) before
 // partition.mu (fetch waiters); storage.Log's own locks come last. No lock
-// is taken while holding a later one. The group coordinator's goroutine
+// is taken while holding a later one. A produce waits for the fsync its
+// flush policy demands (storage.Log.FlushAfterAppend) holding none of
+// these, so that appends from other connections join the same fsync. The group coordinator's goroutine
 // (groups.go) holds no lock of its own: it takes Broker.mu to create
 // __consumer_offsets and partition.appendMu to append to it, like any
 // handler. The log manager's cleaner threads (logmanager.go) take

@@ -300,11 +300,17 @@ func (gc *groupCoordinator) appendRecords(recs []group.Record) error {
 			errs = append(errs, err)
 			continue
 		}
-		if _, err := p.appendBatch(one, now); err != nil {
+		out, err := p.appendBatch(one, now)
+		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		p.appended()
+		// __consumer_offsets follows its flush policy like any topic, so an
+		// answered commit is as durable as an answered produce.
+		if err := p.log.FlushAfterAppend(out.end); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -235,7 +235,7 @@ func TestJoinGroupLargeMetadata(t *testing.T) {
 		t.Fatalf("join with large metadata: error %d, %d members", j.ErrorCode, len(j.Members))
 	}
 	c2 := dialRaw(t, b.Addr())
-	c2.send(joinReq(3, "big", "", 10000, bytes.Repeat([]byte{7}, 1<<20)))
+	c2.sendRefused(joinReq(3, "big", "", 10000, bytes.Repeat([]byte{7}, 1<<20)))
 	c2.expectClosed()
 }
 

@@ -3,10 +3,12 @@ package broker
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
 	"os"
+	"syscall"
 	"testing"
 	"time"
 
@@ -77,6 +79,18 @@ func (c *rawConn) send(req kmsg.Request) int32 {
 		c.t.Fatalf("write: %v", err)
 	}
 	return c.corr
+}
+
+// sendRefused writes a request the broker is expected to refuse by closing
+// the connection: for a large frame the broker may close before the write
+// ends, so a reset or broken pipe is what the test wants, not a failure.
+func (c *rawConn) sendRefused(req kmsg.Request) {
+	c.t.Helper()
+	c.corr++
+	if _, err := c.nc.Write(encodeRequest(req, c.corr)); err != nil &&
+		!errors.Is(err, syscall.ECONNRESET) && !errors.Is(err, syscall.EPIPE) {
+		c.t.Fatalf("write: %v", err)
+	}
 }
 
 // readResponse reads one response frame and decodes it as resp (whose

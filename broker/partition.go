@@ -34,8 +34,19 @@ func newPartition(topic string, index int32, l *storage.Log) *partition {
 }
 
 // highWatermark is the offset below which records are committed and visible
-// to consumers. With one replica, every appended record is committed.
-func (p *partition) highWatermark() int64 { return p.log.EndOffset() }
+// to consumers. With one replica, every appended record is committed - once
+// it is as durable as an acknowledgement requires: under flush.messages=1
+// only fsynced records are, since Kafka's leader fsyncs inside the append,
+// before its high watermark moves, so a consumer never sees a record that
+// a power loss could take back. The producer path wakes fetches again once
+// the fsync is done (awaitFlushes, or the log's background-flush hook).
+func (p *partition) highWatermark() int64 {
+	end := p.log.EndOffset()
+	if p.log.FlushPolicy().PerAppend() {
+		return min(end, p.log.DurableOffset())
+	}
+	return end
+}
 
 // lastStableOffset is the read_committed limit (Kafka's UnifiedLog
 // lastStableOffset): the first offset of the earliest transaction still

@@ -461,6 +461,10 @@ type appendOutcome struct {
 	// baseOffset is where the batch was appended or, for a duplicate, where
 	// the original was.
 	baseOffset int64
+	// end is the offset after the batch (or the original, for a
+	// duplicate): the flush policy must make offsets below it durable
+	// before the producer is answered.
+	end int64
 	// duplicate is set for a retry of a batch still in the producer state:
 	// nothing was appended, and timestamp is the original's max timestamp.
 	duplicate bool
@@ -488,7 +492,7 @@ func (p *partition) appendBatch(one []byte, now int64) (appendOutcome, error) {
 	if idempotent {
 		p.producers.maybeRemoveExpired(now)
 		if dup, ok := p.producers.duplicate(&h); ok {
-			return appendOutcome{baseOffset: dup.firstOffset(), duplicate: true, timestamp: dup.timestamp}, nil
+			return appendOutcome{baseOffset: dup.firstOffset(), end: dup.lastOffset + 1, duplicate: true, timestamp: dup.timestamp}, nil
 		}
 		if e, msg := p.producers.check(&h); e != nil {
 			return appendOutcome{refused: e, message: fmt.Sprintf("%s in partition %s-%d", msg, p.topic, p.index)}, nil
@@ -503,7 +507,7 @@ func (p *partition) appendBatch(one []byte, now int64) (appendOutcome, error) {
 	if beginsTxn {
 		p.producers.setOngoing(h.ProducerID, p.log.EndOffset())
 	}
-	first, _, err := p.log.Append(one)
+	first, last, err := p.log.Append(one)
 	if err != nil {
 		if beginsTxn {
 			p.producers.setOngoing(h.ProducerID, -1)
@@ -518,5 +522,5 @@ func (p *partition) appendBatch(one []byte, now int64) (appendOutcome, error) {
 	if idempotent {
 		p.producers.update(&h, first)
 	}
-	return appendOutcome{baseOffset: first}, nil
+	return appendOutcome{baseOffset: first, end: last + 1}, nil
 }

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/gregor-broker/gregor/storage"
 )
 
 // configKind is the type of a topic config's value, as Kafka's ConfigDef
@@ -216,6 +218,7 @@ type effectiveTopicConfig struct {
 	minCleanableRatio  float64
 	minCompactionLagMs int64
 	maxCompactionLagMs int64
+	flush              storage.FlushPolicy // flush.messages and flush.ms
 }
 
 func (c topicConfigs) effective(brokerDefaults map[string]string) effectiveTopicConfig {
@@ -252,6 +255,7 @@ func (c topicConfigs) effective(brokerDefaults map[string]string) effectiveTopic
 		minCleanableRatio:    ratio,
 		minCompactionLagMs:   num("min.compaction.lag.ms"),
 		maxCompactionLagMs:   num("max.compaction.lag.ms"),
+		flush:                storage.FlushPolicy{Messages: num("flush.messages"), Ms: num("flush.ms")},
 	}
 }
 
@@ -323,8 +327,8 @@ var topicConfigDocs = map[string]string{
 	"compression.zstd.level":                  "Zstandard level used when the broker recompresses batches (stored only).",
 	"delete.retention.ms":                     "How long compaction keeps tombstones after the cleaning that first saw them.",
 	"file.delete.delay.ms":                    "Delay before a deleted segment's files (renamed .deleted) are removed.",
-	"flush.messages":                          "Records between forced fsyncs of the log (stored only).",
-	"flush.ms":                                "Milliseconds between forced fsyncs of the log (stored only).",
+	"flush.messages":                          "Fsync the partition once this many records are unflushed; 1 fsyncs every append before it is acknowledged (concurrent appends share one fsync). The default leaves flushing to the OS.",
+	"flush.ms":                                "Fsync, in the background, every record at most this many ms after its append; the producer is not made to wait. The default leaves flushing to the OS.",
 	"follower.replication.throttled.replicas": "Replicas whose follower replication is throttled (stored only).",
 	"index.interval.bytes":                    "Bytes of log between two offset index entries.",
 	"leader.replication.throttled.replicas":   "Replicas whose leader replication is throttled (stored only).",

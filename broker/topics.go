@@ -184,7 +184,18 @@ func (c *catalog) openPartition(t *topic, p int32) (*partition, error) {
 	if err != nil {
 		return nil, fmt.Errorf("broker: opening partition %s-%d: %w", t.name, p, err)
 	}
+	flush := t.effective.Load().flush
+	l.SetFlushPolicy(flush)
+	if flush.PerAppend() && l.DurableOffset() < l.EndOffset() {
+		// The tail recovered after a crash is not known to be on disk; under
+		// flush.messages=1 the high watermark waits for that.
+		if err := l.Sync(); err != nil {
+			l.Close()
+			return nil, fmt.Errorf("broker: syncing partition %s-%d: %w", t.name, p, err)
+		}
+	}
 	part := newPartition(t.name, p, l)
+	l.OnBackgroundFlush(part.appended)
 	if c.log != nil {
 		part.logger = c.log
 	}
@@ -257,9 +268,10 @@ func (c *catalog) addPartitions(t *topic, n int32) error {
 
 // alterConfigs replaces t's configs with configs (already validated) and
 // persists the catalogue; on failure t keeps its old configs. The new
-// effective config applies to the next request at once, and the segment
+// effective config applies to the next request at once, the segment
 // settings to each partition log's next append (segment.bytes,
-// index.interval.bytes) or next segment (segment.index.bytes).
+// index.interval.bytes) or next segment (segment.index.bytes), and the
+// flush policy (flush.messages, flush.ms) to the next append.
 func (c *catalog) alterConfigs(t *topic, configs topicConfigs) error {
 	old := t.configs
 	t.setConfigs(configs, c.defaults)
@@ -270,6 +282,10 @@ func (c *catalog) alterConfigs(t *topic, configs topicConfigs) error {
 	sc := t.effective.Load().storageConfig()
 	var errs []error
 	for _, p := range t.partitions {
+		p.log.SetFlushPolicy(t.effective.Load().flush)
+		// Switching to flush.messages=1 hides the unflushed tail from
+		// consumers until it is fsynced: start that now.
+		p.log.FlushAfterAppendAsync(p.log.EndOffset())
 		if err := p.log.SetConfig(sc); err != nil {
 			errs = append(errs, fmt.Errorf("broker: applying configs to %s-%d: %w", t.name, p.index, err))
 		}

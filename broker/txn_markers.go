@@ -85,12 +85,21 @@ type txnMarker struct {
 
 // writeTxnMarker appends m at time now (Unix ms). A non-nil error is the
 // log's: KAFKA_STORAGE_ERROR to the caller.
+//
+// The marker follows the partition's flush policy like a produce (Kafka
+// appends markers with acks=all): under flush.messages=1 the call returns
+// once it is fsynced, and the high watermark passes it only then.
 func (p *partition) writeTxnMarker(m txnMarker, now int64) (markerOutcome, error) {
 	out, err := p.appendTxnMarker(m, now)
-	if err == nil && out.refused == nil {
-		p.appended() // the LSO moved: wake read_committed long polls
+	if err != nil || out.refused != nil {
+		return out, err
 	}
-	return out, err
+	p.appended() // the LSO moved: wake read_committed long polls
+	if err := p.log.FlushAfterAppend(out.offset + 1); err != nil {
+		return markerOutcome{}, err
+	}
+	p.appended() // the high watermark may have waited for the fsync
+	return out, nil
 }
 
 func (p *partition) appendTxnMarker(m txnMarker, now int64) (markerOutcome, error) {

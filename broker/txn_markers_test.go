@@ -436,3 +436,23 @@ func TestOffsetsSurviveAMarkerInConsumerOffsets(t *testing.T) {
 func b2p(b *Broker, topic string) []*partition {
 	return b.partitions(b.lookupTopic(topic))
 }
+
+// TestTxnMarkerIsFlushedUnderFlushMessagesOne: with flush.messages=1 the
+// high watermark is the durable offset, so a marker must be fsynced by the
+// time writeTxnMarker returns for the transaction to become readable.
+func TestTxnMarkerIsFlushedUnderFlushMessagesOne(t *testing.T) {
+	b := startBroker(t, Config{})
+	c := dialRaw(t, b.Addr())
+	createTopic(t, c, "t", 1, map[string]string{"flush.messages": "1"})
+	p := partitionOf(t, b, "t", 0)
+	appendDirect(t, p, txnBatch(t, 1, 0, 0, 1, "x"))
+	if err := p.log.FlushAfterAppend(p.log.EndOffset()); err != nil {
+		t.Fatal(err)
+	}
+	if out := marker(t, p, 1, 0, 0, true); out.refused != nil || out.offset != 1 {
+		t.Fatalf("commit: %+v", out)
+	}
+	if hw, lso := p.highWatermark(), p.lastStableOffset(); hw != 2 || lso != 2 {
+		t.Fatalf("HW %d, LSO %d after the commit marker, want 2 and 2", hw, lso)
+	}
+}

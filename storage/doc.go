@@ -204,4 +204,11 @@
 // after it are deleted. A segment below the recovery point (or any, after
 // a clean shutdown) whose indexes fail the cheap checks is rebuilt from
 // its log; damage found in its batches is ErrCorrupt unless it is the last.
+//
+// When Append's caller must wait for an fsync is the log's FlushPolicy
+// (Kafka's flush.messages and flush.ms; flush.go): after Append, and
+// outside its own locks, the caller calls FlushAfterAppend, which fsyncs
+// once flush.messages offsets are unflushed (group commit: concurrent
+// callers share one Sync) or schedules a background fsync within flush.ms.
+// OSFlush, Kafka's default and a new Log's, never forces one.
 package storage

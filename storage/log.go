@@ -175,6 +175,7 @@ type Log struct {
 	start    atomic.Int64
 	end      atomic.Int64
 	failure  atomic.Pointer[failedError]
+	flush    flusher     // the flush policy and background fsyncs (flush.go)
 	epochs   *epochCache // leader-epoch checkpoint (epoch.go); set by Open
 
 	// Guarded by appendMu.
@@ -712,6 +713,11 @@ func (l *Log) MaxTimestampBatch() (batch []byte, found bool, err error) {
 func (l *Log) Sync() error {
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
+	return l.syncLocked()
+}
+
+// syncLocked is Sync with syncMu held.
+func (l *Log) syncLocked() error {
 	l.appendMu.Lock()
 	if err := l.writable(); err != nil {
 		l.appendMu.Unlock()
@@ -739,7 +745,7 @@ func (l *Log) Sync() error {
 			return l.fail(fmt.Errorf("storage: sync %s: %w", l.dir, err))
 		}
 	}
-	l.recoveryPoint = target
+	l.setRecoveryPoint(target)
 	if l.checkpointedRP < activeBase {
 		if err := writeCheckpoint(l.fsys, l.dir, checkpoint{logStart: l.start.Load(), recoveryPoint: target}); err != nil {
 			return err
@@ -755,6 +761,7 @@ func (l *Log) Sync() error {
 // Close waits for reads in progress; later calls return ErrClosed. Closing
 // twice returns nil. A cleaning round in progress is stopped first.
 func (l *Log) Close() error {
+	l.stopFlushes()
 	l.cleanAbort.Store(true)
 	l.cleanMu.Lock()
 	defer l.cleanMu.Unlock()
@@ -803,13 +810,15 @@ func (l *Log) shutdownCleanly() error {
 	if err := writeCheckpoint(l.fsys, l.dir, checkpoint{logStart: l.start.Load(), recoveryPoint: end}); err != nil {
 		return err
 	}
-	l.recoveryPoint, l.checkpointedRP = end, end
+	l.setRecoveryPoint(end)
+	l.checkpointedRP = end
 	return writeCleanShutdown(l.fsys, l.dir)
 }
 
 // Delete closes the log without syncing and removes its directory. A
 // cleaning round in progress is stopped first.
 func (l *Log) Delete() error {
+	l.stopFlushes()
 	l.cleanAbort.Store(true)
 	l.cleanMu.Lock()
 	defer l.cleanMu.Unlock()

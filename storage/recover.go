@@ -235,11 +235,11 @@ func (l *Log) open() error {
 
 	switch {
 	case clean:
-		l.recoveryPoint = end
+		l.setRecoveryPoint(end)
 	case rp < 0:
-		l.recoveryPoint = l.segments[0].base
+		l.setRecoveryPoint(l.segments[0].base)
 	default:
-		l.recoveryPoint = min(rp, end)
+		l.setRecoveryPoint(min(rp, end))
 	}
 	l.checkpointedRP = rp
 	if rpCut && rp > end {

@@ -106,7 +106,7 @@ func (l *Log) Truncate(offset int64) error {
 		}
 		l.checkpointedRP = rp
 	}
-	l.recoveryPoint = min(l.recoveryPoint, newEnd)
+	l.setRecoveryPoint(min(l.recoveryPoint, newEnd))
 	if err := l.epochs.truncateFromEnd(newEnd); err != nil {
 		return err
 	}
@@ -198,7 +198,8 @@ func (l *Log) truncateFully(offset int64) error {
 	if err := writeCheckpoint(l.fsys, l.dir, checkpoint{logStart: offset, recoveryPoint: offset}); err != nil {
 		return err
 	}
-	l.recoveryPoint, l.checkpointedRP = offset, offset
+	l.setRecoveryPoint(offset)
+	l.checkpointedRP = offset
 	if err := l.epochs.clear(); err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"sync"
 )
 
 // The aborted-transaction index: Kafka's <base>.txnindex beside each
@@ -86,12 +87,15 @@ func decodeTxnIndex(b []byte, base int64) ([]AbortedTxn, int64, error) {
 
 // txnIndex is one segment's aborted-transaction index. entries change under
 // Log.mu held for writing (by the mutator, which holds appendMu); readers
-// hold Log.mu for reading. f is nil until the file exists.
+// hold Log.mu for reading. fileMu guards f and dirty, because Sync fsyncs
+// segments without appendMu; it is a leaf lock.
 type txnIndex struct {
 	path    string
-	f       File
 	entries []AbortedTxn
-	dirty   bool // appended to since the last sync
+
+	fileMu sync.Mutex
+	f      File // nil until the file exists
+	dirty  bool // written since the last sync
 }
 
 // open loads the index file if there is one, cutting a torn last entry.
@@ -128,7 +132,10 @@ func (x *txnIndex) open(fsys FS, base int64) error {
 			return fmt.Errorf("storage: truncate %s: %w", x.path, err)
 		}
 	}
-	x.f, x.entries = f, entries
+	x.fileMu.Lock()
+	x.f = f
+	x.fileMu.Unlock()
+	x.entries = entries
 	return nil
 }
 
@@ -138,6 +145,8 @@ func (x *txnIndex) append(fsys FS, a AbortedTxn) error {
 	if n := len(x.entries); n > 0 && a.LastOffset <= x.entries[n-1].LastOffset {
 		return fmt.Errorf("%w: %d after %d in %s", errTxnIndexOrder, a.LastOffset, x.entries[n-1].LastOffset, x.path)
 	}
+	x.fileMu.Lock()
+	defer x.fileMu.Unlock()
 	if x.f == nil {
 		f, err := fsys.OpenFile(x.path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 		if err != nil {
@@ -167,6 +176,8 @@ func (x *txnIndex) truncateTo(offset int64) error {
 		return nil
 	}
 	x.entries = x.entries[:n:n]
+	x.fileMu.Lock()
+	defer x.fileMu.Unlock()
 	if err := x.f.Truncate(int64(n) * abortedTxnSize); err != nil {
 		return fmt.Errorf("storage: truncate %s: %w", x.path, err)
 	}
@@ -191,6 +202,8 @@ func (x *txnIndex) collect(dst []AbortedTxn, from, upTo int64) ([]AbortedTxn, bo
 }
 
 func (x *txnIndex) sync() error {
+	x.fileMu.Lock()
+	defer x.fileMu.Unlock()
 	if x.f == nil || !x.dirty {
 		return nil
 	}
@@ -202,6 +215,8 @@ func (x *txnIndex) sync() error {
 }
 
 func (x *txnIndex) close() error {
+	x.fileMu.Lock()
+	defer x.fileMu.Unlock()
 	if x.f == nil {
 		return nil
 	}

@@ -29,6 +29,9 @@ var derivedTopicSettings = []struct {
 	{"log.retention.hours", "retention.ms", 3_600_000},
 	{"log.roll.hours", "segment.ms", 3_600_000},
 	{"log.roll.jitter.hours", "segment.jitter.ms", 3_600_000},
+	// Kafka: log.flush.interval.ms "if not set, the value in
+	// log.flush.scheduler.interval.ms is used".
+	{"log.flush.scheduler.interval.ms", "flush.ms", 1},
 }
 
 // ignoredKeys are Kafka broker configs that Gregor accepts and ignores (one

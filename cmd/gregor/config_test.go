@@ -192,6 +192,9 @@ func TestApplyPropertiesDerivesMillisecondsAsKafka(t *testing.T) {
 		{[]string{"log.retention.hours", "-1"}, map[string]string{"retention.ms": "-1"}},
 		{[]string{"log.roll.hours", "1", "log.roll.jitter.hours", "1"}, map[string]string{"segment.ms": "3600000", "segment.jitter.ms": "3600000"}},
 		{[]string{"log.roll.hours", "1", "log.roll.ms", "9"}, map[string]string{"segment.ms": "9"}},
+		{[]string{"log.flush.interval.messages", "1"}, map[string]string{"flush.messages": "1"}},
+		{[]string{"log.flush.scheduler.interval.ms", "500"}, map[string]string{"flush.ms": "500"}},
+		{[]string{"log.flush.scheduler.interval.ms", "500", "log.flush.interval.ms", "20"}, map[string]string{"flush.ms": "20"}},
 	} {
 		var cfg broker.Config
 		if err := applyProperties(&cfg, props(tc.kv...), slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {

@@ -15,7 +15,8 @@
 #
 # Environment: GREGOR_CACHE (default <repo>/.cache), JAVA (default java), MVN (default mvn);
 # for start: KAFKA_PORT (listener port, default a free one), KAFKA_LOG_DIR (default DIR/data),
-# KAFKA_START_TIMEOUT (seconds, default 120).
+# KAFKA_START_TIMEOUT (seconds, default 120), KAFKA_HEAP_OPTS (the broker JVM's heap, default
+# "-Xms512m -Xmx512m"; kafka-server-start.sh uses "-Xmx1G -Xms1G").
 set -euo pipefail
 
 KAFKA_VERSION=4.2.2
@@ -178,7 +179,9 @@ EOF
   fi
   : > "$dir/server.log"
   # not exec'd from a subshell that we wait on: the broker outlives this script; 'stop' ends it
-  "$JAVA" -Xms512m -Xmx512m -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -Djava.awt.headless=true \
+  local heap
+  read -r -a heap <<< "${KAFKA_HEAP_OPTS:--Xms512m -Xmx512m}"
+  "$JAVA" "${heap[@]}" -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -Djava.awt.headless=true \
     -Dkafka.logs.dir="$dir" "-Dlog4j2.configurationFile=$HERE/log4j2-server.properties" \
     -cp "$cp" kafka.Kafka "$dir/server.properties" > "$dir/kafka.out" 2>&1 < /dev/null &
   local pid=$!

@@ -1,7 +1,8 @@
 package group
 
-// GroupSnapshot is one group as metrics see it: its state, its member
-// count and its committed offsets.
+// GroupSnapshot is one group as metrics see it: its state (Kafka's state
+// name for its type: classic or consumer), its member count and its
+// committed offsets.
 type GroupSnapshot struct {
 	GroupID string
 	State   string
@@ -25,6 +26,9 @@ func (c *Coordinator) Snapshot() []GroupSnapshot {
 	for _, id := range ids {
 		g := c.groups[id]
 		s := GroupSnapshot{GroupID: id, State: g.state.String(), Members: len(g.members)}
+		if g.cg != nil { // a consumer group (KIP-848) keeps its members apart
+			s.State, s.Members = g.cg.state(), len(g.cg.members)
+		}
 		if len(g.offsets) > 0 {
 			s.Offsets = make([]OffsetSnapshot, 0, len(g.offsets))
 			for _, tp := range g.sortedOffsets() {

@@ -35,3 +35,22 @@ func TestSnapshotReportsStatesMembersAndOffsetsWithoutEffects(t *testing.T) {
 		t.Fatal("snapshot changed after a commit")
 	}
 }
+
+func TestSnapshotReportsConsumerGroupsByTheirOwnMembers(t *testing.T) {
+	h := newConsumerHarness(t, Config{})
+	h.addTopic("t", 4)
+	h.join("m1", "t")
+	h.join("m2", "t")
+	got := h.c.Snapshot()
+	if len(got) != 1 || got[0].GroupID != "g" || got[0].Members != 2 {
+		t.Fatalf("Snapshot() = %+v, want group g with 2 members", got)
+	}
+	if got[0].State == "Empty" {
+		t.Fatalf("a consumer group with members reported as %q", got[0].State)
+	}
+	h.hb(ConsumerHeartbeatRequest{MemberID: "m1", MemberEpoch: -1})
+	h.hb(ConsumerHeartbeatRequest{MemberID: "m2", MemberEpoch: -1})
+	if got := h.c.Snapshot(); len(got) != 1 || got[0].State != "Empty" || got[0].Members != 0 {
+		t.Fatalf("after both left: %+v, want Empty with 0 members", got)
+	}
+}
