@@ -116,6 +116,7 @@ func handleDescribeClientQuotas(b *Broker, r *request, req *kmsg.DescribeClientQ
 	quotas := b.catalog.quotas
 	b.mu.RUnlock()
 	// The map is replaced, never mutated, so reading it unlocked is safe.
+	resp.ErrorMessage = new(string) // Kafka's default: empty, not null
 	resp.Entries = []kmsg.DescribeClientQuotasResponseEntry{}
 	for e, values := range quotas {
 		if !f.matches(e) {
