@@ -75,21 +75,8 @@ func (e quotaEntity) components() []quotaComponent {
 
 func (e quotaEntity) size() int { return len(e.components()) }
 
-// String renders the entity as Kafka's ClientQuotaEntity does in messages.
-func (e quotaEntity) String() string {
-	s := "ClientQuotaEntity(entries={"
-	for i, c := range e.components() {
-		if i > 0 {
-			s += ", "
-		}
-		name := "null"
-		if c.name != nil {
-			name = *c.name
-		}
-		s += c.typ + "=" + name
-	}
-	return s + "})"
-}
+// String renders the entity as Kafka's ClientQuotaEntity does.
+func (e quotaEntity) String() string { return requestEntity(e.components()).String() }
 
 // quotaKeyType is the type Kafka's QuotaConfig gives a quota key; it decides
 // which values are legal.
