@@ -60,6 +60,9 @@ type metadataDoc struct {
 	// reserved (22_init_producer_id.go): ids below it may have been handed
 	// out, so a restart allocates from it on.
 	ProducerIDBlockEnd int64 `json:"producer_id_block_end,omitempty"`
+	// ClientQuotas are the client quotas set by AlterClientQuotas
+	// (quotas.go), stored but not enforced.
+	ClientQuotas []quotaRecord `json:"client_quotas,omitempty"`
 }
 
 // Legal topic names: Kafka's rules (Topic.validate).
@@ -130,12 +133,17 @@ type catalog struct {
 	// nextProducerID is the next producer id to hand out, producerIDBlockEnd
 	// the end of the reserved block it is taken from (persisted).
 	nextProducerID, producerIDBlockEnd int64
+
+	// quotas are the client quotas by entity (quotas.go), replaced, never
+	// mutated, under Broker.mu held for writing.
+	quotas map[quotaEntity]map[string]float64
 }
 
 // load reads the metadata file and opens every partition log.
 func (c *catalog) load() error {
 	c.byName = map[string]*topic{}
 	c.byID = map[[16]byte]*topic{}
+	c.quotas = map[quotaEntity]map[string]float64{}
 	raw, err := readAll(c.fs, path.Join(c.dir, metadataFile))
 	if errors.Is(err, os.ErrNotExist) {
 		c.clusterID = newClusterID()
@@ -150,6 +158,9 @@ func (c *catalog) load() error {
 	}
 	c.clusterID = doc.ClusterID
 	c.nextProducerID, c.producerIDBlockEnd = doc.ProducerIDBlockEnd, doc.ProducerIDBlockEnd
+	if c.quotas, err = loadQuotaRecords(doc.ClientQuotas); err != nil {
+		return err
+	}
 	for _, rec := range doc.Topics {
 		idBytes, err := hex.DecodeString(rec.ID)
 		if err != nil || len(idBytes) != 16 {
@@ -324,7 +335,7 @@ func (c *catalog) sortedTopics() []*topic {
 
 // save writes the catalogue atomically.
 func (c *catalog) save() error {
-	doc := metadataDoc{ClusterID: c.clusterID, ProducerIDBlockEnd: c.producerIDBlockEnd}
+	doc := metadataDoc{ClusterID: c.clusterID, ProducerIDBlockEnd: c.producerIDBlockEnd, ClientQuotas: quotaRecords(c.quotas)}
 	for _, t := range c.sortedTopics() {
 		doc.Topics = append(doc.Topics, topicRecord{
 			Name:       t.name,

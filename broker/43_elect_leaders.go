@@ -1,0 +1,91 @@
+package broker
+
+// ElectLeaders (key 43), v0-v2.
+//
+// Gregor is a single node: every partition has one replica, this broker,
+// which is its leader and its preferred replica, so no election is ever
+// needed. Answers follow Kafka's controller (ReplicationControlManager
+// electLeaders / electLeader): ELECTION_NOT_NEEDED for a PREFERRED election
+// (the leader is the preferred replica) and for an UNCLEAN one (the leader
+// is live); UNKNOWN_TOPIC_OR_PARTITION with Kafka's messages for a topic or
+// partition that does not exist. A null topic list means every partition:
+// then, as in Kafka, every topic is listed but partitions that need no
+// election are left out, so the topics come back with no partitions. An
+// election type other than 0 or 1 fails the whole request with
+// INVALID_REQUEST (top level from v1, and on every listed partition).
+// v1: election type and top-level error code. v2: flexible.
+
+import (
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(43, 0, 2, handleElectLeaders) }
+
+// Election types (Kafka's ElectionType).
+const (
+	electionPreferred int8 = 0
+	electionUnclean   int8 = 1
+)
+
+// electionNotNeeded is Kafka's message for ELECTION_NOT_NEEDED (Errors).
+const electionNotNeeded = "Leader election not needed for topic partition."
+
+func handleElectLeaders(b *Broker, r *request, req *kmsg.ElectLeadersRequest) (kmsg.Response, error) {
+	resp := newResponse[*kmsg.ElectLeadersResponse](req)
+	if req.ElectionType != electionPreferred && req.ElectionType != electionUnclean {
+		// Kafka's ElectLeadersRequest.getErrorResponse: the request's
+		// partitions, each with the request's error.
+		msg := fmt.Sprintf("Unknown election type %d", req.ElectionType)
+		resp.ErrorCode = kerr.InvalidRequest.Code
+		for _, rt := range req.Topics {
+			res := kmsg.NewElectLeadersResponseTopic()
+			res.Topic = rt.Topic
+			for _, p := range rt.Partitions {
+				res.Partitions = append(res.Partitions, electionResult(p, kerr.InvalidRequest, msg))
+			}
+			resp.Topics = append(resp.Topics, res)
+		}
+		return resp, nil
+	}
+
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if req.Topics == nil {
+		// Every partition; none needs an election, so none is listed.
+		for _, t := range b.catalog.sortedTopics() {
+			res := kmsg.NewElectLeadersResponseTopic()
+			res.Topic = t.name
+			res.Partitions = []kmsg.ElectLeadersResponseTopicPartition{}
+			resp.Topics = append(resp.Topics, res)
+		}
+		return resp, nil
+	}
+	for _, rt := range req.Topics {
+		res := kmsg.NewElectLeadersResponseTopic()
+		res.Topic = rt.Topic
+		t := b.catalog.byName[rt.Topic]
+		for _, p := range rt.Partitions {
+			switch {
+			case t == nil:
+				res.Partitions = append(res.Partitions, electionResult(p, kerr.UnknownTopicOrPartition, "No such topic as "+rt.Topic))
+			case p < 0 || int(p) >= len(t.partitions):
+				res.Partitions = append(res.Partitions, electionResult(p, kerr.UnknownTopicOrPartition,
+					fmt.Sprintf("No such partition as %s-%d", rt.Topic, p)))
+			default:
+				// The leader, this broker, is the preferred replica and live.
+				res.Partitions = append(res.Partitions, electionResult(p, kerr.ElectionNotNeeded, electionNotNeeded))
+			}
+		}
+		resp.Topics = append(resp.Topics, res)
+	}
+	return resp, nil
+}
+
+func electionResult(p int32, err *kerr.Error, msg string) kmsg.ElectLeadersResponseTopicPartition {
+	res := kmsg.NewElectLeadersResponseTopicPartition()
+	res.Partition, res.ErrorCode, res.ErrorMessage = p, err.Code, &msg
+	return res
+}
