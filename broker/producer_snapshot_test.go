@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -86,12 +85,7 @@ func bigIdempotentBatch(t *testing.T, pid int64, epoch int16, seq int32, size in
 // the log.
 func TestRetriesAfterCleanRestartUseTheSnapshot(t *testing.T) {
 	dir := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	first, err := Start(ctx, Config{DataDir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
+	first := startBroker(t, Config{DataDir: dir})
 	c := dialRaw(t, first.Addr())
 	createTopic(t, c, "t", 1, nil)
 	pid, epoch := initProducerID(t, c, 4)
@@ -116,12 +110,7 @@ func TestRetriesAfterCleanRestartUseTheSnapshot(t *testing.T) {
 // and still answers retries with their original offsets.
 func TestCorruptSnapshotIsRebuiltFromTheLog(t *testing.T) {
 	dir := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	first, err := Start(ctx, Config{DataDir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
+	first := startBroker(t, Config{DataDir: dir})
 	c := dialRaw(t, first.Addr())
 	createTopic(t, c, "t", 1, nil)
 	pid, epoch := initProducerID(t, c, 4)
