@@ -11,8 +11,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // startGregorLogging runs the binary with args and returns the log lines
@@ -61,11 +59,7 @@ func TestServeExposesMetricsOnHTTPListen(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl := newTestClient(t, addr)
 	if err := cl.Ping(ctx); err != nil {
 		t.Fatal(err)
 	}
