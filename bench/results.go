@@ -164,29 +164,39 @@ func formatRatio(v float64) string {
 	}
 }
 
+// cells is how both tables show r: workload, mode ("-" for none), metric,
+// unit, each broker's median and their ratio.
+func (r *row) cells() []string {
+	mode := r.Mode
+	if mode == "" {
+		mode = "-"
+	}
+	g, k := r.median("gregor"), r.median("kafka")
+	return []string{r.Workload, mode, r.Metric, r.Unit, formatValue(g), formatValue(k), formatRatio(ratio(g, k))}
+}
+
+// cells is how both tables show t: goal, row, value ("-" for none), status.
+func (t targetResult) cells() []string {
+	v := "-"
+	if t.Value != nil {
+		v = formatValue(*t.Value)
+	}
+	return []string{t.Goal, t.Row, v, t.Status}
+}
+
 // writeTable prints the medians as an aligned text table.
 func writeTable(w io.Writer, rs *results, trs []targetResult, notes []string) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "workload\tmode\tmetric\tunit\tgregor\tkafka\tgregor/kafka\trounds\t")
 	for _, r := range rs.rows {
-		mode := r.Mode
-		if mode == "" {
-			mode = "-"
-		}
-		g, k := r.median("gregor"), r.median("kafka")
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t\n", r.Workload, mode, r.Metric, r.Unit,
-			formatValue(g), formatValue(k), formatRatio(ratio(g, k)), len(r.Values["gregor"]), len(r.Values["kafka"]))
+		fmt.Fprintf(tw, "%s\t%d/%d\t\n", strings.Join(r.cells(), "\t"), len(r.Values["gregor"]), len(r.Values["kafka"]))
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "target\tmeasured on\tvalue\tstatus")
 	for _, t := range trs {
-		v := "-"
-		if t.Value != nil {
-			v = formatValue(*t.Value)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Goal, t.Row, v, t.Status)
+		fmt.Fprintln(tw, strings.Join(t.cells(), "\t"))
 	}
 	tw.Flush()
 	for _, n := range notes {
@@ -199,23 +209,13 @@ func writeMarkdown(w io.Writer, rs *results, trs []targetResult, notes []string,
 	fmt.Fprintln(w, "| workload | mode | metric | unit | Gregor | Kafka | Gregor/Kafka |")
 	fmt.Fprintln(w, "| --- | --- | --- | --- | ---: | ---: | ---: |")
 	for _, r := range rs.rows {
-		mode := r.Mode
-		if mode == "" {
-			mode = "-"
-		}
-		g, k := r.median("gregor"), r.median("kafka")
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s |\n", r.Workload, mode, r.Metric, r.Unit,
-			formatValue(g), formatValue(k), formatRatio(ratio(g, k)))
+		fmt.Fprintf(w, "| %s |\n", strings.Join(r.cells(), " | "))
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| target | measured on | value | status |")
 	fmt.Fprintln(w, "| --- | --- | ---: | --- |")
 	for _, t := range trs {
-		v := "-"
-		if t.Value != nil {
-			v = formatValue(*t.Value)
-		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", t.Goal, t.Row, v, t.Status)
+		fmt.Fprintf(w, "| %s |\n", strings.Join(t.cells(), " | "))
 	}
 	if len(notes) > 0 {
 		fmt.Fprintln(w)

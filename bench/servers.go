@@ -44,16 +44,11 @@ func (g *gregorServer) bootstrap() string { return g.addr }
 func (g *gregorServer) pid() int          { return g.cmd.Process.Pid }
 
 func (g *gregorServer) start(ctx context.Context) (time.Duration, error) {
-	dir, err := os.MkdirTemp(g.workDir, "gregor-")
+	dir, port, err := newServerDir(g.workDir, "gregor-")
 	if err != nil {
 		return 0, err
 	}
-	g.dir = dir
-	port, err := freePort()
-	if err != nil {
-		return 0, err
-	}
-	g.addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	g.dir, g.addr = dir, loopback(port)
 	if g.logFile, err = os.Create(filepath.Join(dir, "gregor.log")); err != nil {
 		return 0, err
 	}
@@ -133,16 +128,11 @@ func (k *kafkaServer) pid() int          { return k.jvmPID }
 // the broker JVM's own start (its /proc start time, to 10 ms), so the format
 // step does not count against Kafka.
 func (k *kafkaServer) start(ctx context.Context) (time.Duration, error) {
-	dir, err := os.MkdirTemp(k.workDir, "kafka-")
+	dir, port, err := newServerDir(k.workDir, "kafka-")
 	if err != nil {
 		return 0, err
 	}
-	k.dir = dir
-	port, err := freePort()
-	if err != nil {
-		return 0, err
-	}
-	k.addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	k.dir, k.addr = dir, loopback(port)
 	cmd := exec.CommandContext(ctx, k.script, "start", dir)
 	cmd.Env = append(os.Environ(), "KAFKA_PORT="+strconv.Itoa(port), "KAFKA_HEAP_OPTS="+k.heap)
 	var out bytes.Buffer
@@ -225,6 +215,22 @@ func firstAck(ctx context.Context, addr string) (time.Time, error) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// newServerDir makes a fresh directory for one server's run under workDir,
+// named with prefix, and picks a free loopback port for it to listen on.
+func newServerDir(workDir, prefix string) (dir string, port int, err error) {
+	if dir, err = os.MkdirTemp(workDir, prefix); err != nil {
+		return "", 0, err
+	}
+	if port, err = freePort(); err != nil {
+		os.RemoveAll(dir)
+		return "", 0, err
+	}
+	return dir, port, nil
+}
+
+// loopback is the address of port on 127.0.0.1.
+func loopback(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
 
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")

@@ -52,10 +52,7 @@ func TestKadmAlteredTopicConfigsSurviveRestart(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	dir := t.TempDir()
-	first, err := Start(ctx, Config{DataDir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
+	first := startBroker(t, Config{DataDir: dir})
 	adm, _ := newAdmin(t, first.Addr())
 	if _, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"retention.ms": kmsg.StringPtr("5000")}, "t"); err != nil {
 		t.Fatal(err)

@@ -31,15 +31,7 @@ func BenchmarkProducePath(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			req := kmsg.NewPtrProduceRequest()
-			req.SetVersion(9)
-			req.Acks = 1
-			rt := kmsg.NewProduceRequestTopic()
-			rt.Topic = "bench"
-			rp := kmsg.NewProduceRequestTopicPartition()
-			rp.Records = one
-			rt.Partitions = append(rt.Partitions, rp)
-			req.Topics = append(req.Topics, rt)
+			req := produceRequest(9, 1, "bench", 0, one)
 			r := &request{ctx: context.Background(), conn: &conn{b: br}}
 			b.SetBytes(int64(len(one)))
 			b.ReportAllocs()

@@ -253,10 +253,7 @@ func TestRestartServesTheSameTopicsAndRecords(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	first, err := Start(ctx, Config{DataDir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
+	first := startBroker(t, Config{DataDir: dir})
 	franzProduceConsume(t, first.Addr(), "durable", kgo.Lz4Compression())
 	clusterID := first.ClusterID()
 	if err := first.Close(); err != nil {

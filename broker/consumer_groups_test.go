@@ -84,12 +84,7 @@ func TestConsumerGroupHeartbeatMembersConvergeLeaveAndExpire(t *testing.T) {
 	b := startBroker(t, consumerGroupTestConfig(""))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	admCl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admCl.Close()
-	adm := kadm.NewClient(admCl)
+	adm, _ := newAdmin(t, b.Addr())
 	if _, err := adm.CreateTopic(ctx, 6, 1, nil, "work"); err != nil {
 		t.Fatal(err)
 	}

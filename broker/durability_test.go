@@ -171,16 +171,7 @@ func TestProduceAcksZeroWithFlushMessagesOneSyncsInBackground(t *testing.T) {
 	b := startBroker(t, Config{FS: storage.NewMemFS(), DataDir: "/data", TopicDefaults: map[string]string{"flush.messages": "1"}})
 	c := dialRaw(t, b.Addr())
 	createTopic(t, c, "z", 1, nil)
-	req := kmsg.NewPtrProduceRequest()
-	req.SetVersion(9)
-	req.Acks, req.TimeoutMillis = 0, 5000
-	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = "z"
-	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Records = makeBatch(t, batch.None, 2, time.Now().UnixMilli())
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	c.send(req)
+	c.send(produceRequest(9, 0, "z", 0, makeBatch(t, batch.None, 2, time.Now().UnixMilli())))
 	p := b.partition(b.lookupTopicRef(false, "z", [16]byte{}), 0)
 	waitFor(t, "the acks=0 append to be fsynced", func() bool { return p.log.DurableOffset() == 2 })
 }
@@ -426,18 +417,9 @@ func TestFlushMessagesOneShowsConsumersOnlyFsyncedRecords(t *testing.T) {
 	c := dialRaw(t, b.Addr())
 	createTopic(t, c, "v", 1, nil)
 	h.hold()
-	corr := c.send(func() kmsg.Request {
-		req := kmsg.NewPtrProduceRequest()
-		req.SetVersion(9)
-		req.Acks, req.TimeoutMillis = -1, 30000
-		rt := kmsg.NewProduceRequestTopic()
-		rt.Topic = "v"
-		rp := kmsg.NewProduceRequestTopicPartition()
-		rp.Records = makeBatch(t, batch.None, 3, time.Now().UnixMilli())
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		return req
-	}())
+	req := produceRequest(9, -1, "v", 0, makeBatch(t, batch.None, 3, time.Now().UnixMilli()))
+	req.TimeoutMillis = 30000
+	corr := c.send(req)
 	<-h.waiting // the append is written and its fsync is on hold
 
 	fetcher := dialRaw(t, b.Addr())

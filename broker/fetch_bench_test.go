@@ -30,15 +30,7 @@ func fillTopic(tb testing.TB, c *rawConn, topic string, size int64) int64 {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	req := kmsg.NewPtrProduceRequest()
-	req.SetVersion(9)
-	req.Acks = 1
-	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = topic
-	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Records = one
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
+	req := produceRequest(9, 1, topic, 0, one)
 	var end int64
 	for written := int64(0); written < size; written += int64(len(one)) {
 		resp := c.do(req).(*kmsg.ProduceResponse)

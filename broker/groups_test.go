@@ -224,12 +224,7 @@ func TestSessionTimeoutRevokesPartitions(t *testing.T) {
 	const topic, group = "sessions", "sleepy"
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	admCl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admCl.Close()
-	adm := kadm.NewClient(admCl)
+	adm, _ := newAdmin(t, b.Addr())
 	if _, err := adm.CreateTopic(ctx, 4, 1, nil, topic); err != nil {
 		t.Fatal(err)
 	}

@@ -292,12 +292,7 @@ func TestIdempotentStateSurvivesRestart(t *testing.T) {
 	for _, crash := range []bool{false, true} {
 		t.Run(map[bool]string{false: "clean", true: "crash"}[crash], func(t *testing.T) {
 			dir := t.TempDir()
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			first, err := Start(ctx, Config{DataDir: dir})
-			if err != nil {
-				t.Fatal(err)
-			}
+			first := startBroker(t, Config{DataDir: dir})
 			c := dialRaw(t, first.Addr())
 			createTopic(t, c, "t", 1, nil)
 			pid, epoch := initProducerID(t, c, 4)

@@ -76,10 +76,7 @@ func TestOffsetForLeaderEpochWithKadmAcrossRestart(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	dir := t.TempDir()
-	first, err := Start(ctx, Config{DataDir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
+	first := startBroker(t, Config{DataDir: dir})
 	adm, cl := newAdmin(t, first.Addr())
 	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "t"); err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -79,6 +78,24 @@ func bigIdempotentBatch(t *testing.T, pid int64, epoch int16, seq int32, size in
 	return b
 }
 
+// produceAndClose starts a broker on dir, produces eight idempotent batches
+// of three records to a new topic t and closes the broker, which snapshots
+// the producer state at the log end. It returns the producer, the batches'
+// offsets and the path of the snapshot Close should have written.
+func produceAndClose(t *testing.T, dir string) (pid int64, epoch int16, offsets []int64, snapshot string) {
+	t.Helper()
+	b := startBroker(t, Config{DataDir: dir})
+	c := dialRaw(t, b.Addr())
+	createTopic(t, c, "t", 1, nil)
+	pid, epoch = initProducerID(t, c, 4)
+	offsets = produceIdempotent(t, c, "t", pid, epoch, 8, 0)
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	end := offsets[len(offsets)-1] + 3
+	return pid, epoch, offsets, filepath.Join(dir, "t-0", fmt.Sprintf("%020d.snapshot", end))
+}
+
 // TestRetriesAfterCleanRestartUseTheSnapshot closes the broker (which
 // snapshots every partition's producer state at its log end), restarts it,
 // and retries each of the producer's last five batches: every one is
@@ -86,21 +103,9 @@ func bigIdempotentBatch(t *testing.T, pid int64, epoch int16, seq int32, size in
 // the log.
 func TestRetriesAfterCleanRestartUseTheSnapshot(t *testing.T) {
 	dir := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	first, err := Start(ctx, Config{DataDir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := dialRaw(t, first.Addr())
-	createTopic(t, c, "t", 1, nil)
-	pid, epoch := initProducerID(t, c, 4)
-	offsets := produceIdempotent(t, c, "t", pid, epoch, 8, 0)
+	pid, epoch, offsets, snapshot := produceAndClose(t, dir)
 	end := offsets[len(offsets)-1] + 3
-	if err := first.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "t-0", fmt.Sprintf("%020d.snapshot", end))); err != nil {
+	if _, err := os.Stat(snapshot); err != nil {
 		t.Fatalf("no snapshot at the log end after Close: %v", err)
 	}
 
@@ -116,20 +121,7 @@ func TestRetriesAfterCleanRestartUseTheSnapshot(t *testing.T) {
 // and still answers retries with their original offsets.
 func TestCorruptSnapshotIsRebuiltFromTheLog(t *testing.T) {
 	dir := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	first, err := Start(ctx, Config{DataDir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := dialRaw(t, first.Addr())
-	createTopic(t, c, "t", 1, nil)
-	pid, epoch := initProducerID(t, c, 4)
-	offsets := produceIdempotent(t, c, "t", pid, epoch, 8, 0)
-	if err := first.Close(); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "t-0", fmt.Sprintf("%020d.snapshot", offsets[len(offsets)-1]+3))
+	pid, epoch, offsets, path := produceAndClose(t, dir)
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)

@@ -46,6 +46,12 @@ func makeBatch(t testing.TB, codec batch.Compression, n int, ts int64) []byte {
 }
 
 func produceRaw(c *rawConn, version int16, acks int16, topic string, partition int32, records []byte) kmsg.ProduceResponseTopicPartition {
+	return c.do(produceRequest(version, acks, topic, partition, records)).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+}
+
+// produceRequest is a Produce request of records for one partition, with a
+// timeout of 5 s.
+func produceRequest(version int16, acks int16, topic string, partition int32, records []byte) *kmsg.ProduceRequest {
 	req := kmsg.NewPtrProduceRequest()
 	req.SetVersion(version)
 	req.Acks, req.TimeoutMillis = acks, 5000
@@ -55,7 +61,7 @@ func produceRaw(c *rawConn, version int16, acks int16, topic string, partition i
 	rp.Partition, rp.Records = partition, records
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	return c.do(req).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+	return req
 }
 
 func TestProduceErrors(t *testing.T) {
@@ -178,15 +184,7 @@ func TestProduceAcksZeroSendsNoResponse(t *testing.T) {
 	b := startBroker(t, Config{})
 	c := dialRaw(t, b.Addr())
 	createTopic(t, c, "t", 1, nil)
-	req := kmsg.NewPtrProduceRequest()
-	req.SetVersion(9)
-	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = "t"
-	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Records = makeBatch(t, batch.None, 2, time.Now().UnixMilli())
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	c.send(req) // acks=0: no response
+	c.send(produceRequest(9, 0, "t", 0, makeBatch(t, batch.None, 2, time.Now().UnixMilli()))) // acks=0: no response
 	meta := kmsg.NewPtrMetadataRequest()
 	meta.SetVersion(12)
 	corr := c.send(meta)
@@ -514,16 +512,7 @@ func TestPipelinedRequestsAnswerInOrder(t *testing.T) {
 			a.SetVersion(2)
 			req = a
 		default:
-			p := kmsg.NewPtrProduceRequest()
-			p.SetVersion(9)
-			p.Acks = 1
-			rt := kmsg.NewProduceRequestTopic()
-			rt.Topic = "t"
-			rp := kmsg.NewProduceRequestTopicPartition()
-			rp.Records = makeBatch(t, batch.None, 1, time.Now().UnixMilli())
-			rt.Partitions = append(rt.Partitions, rp)
-			p.Topics = append(p.Topics, rt)
-			req = p
+			req = produceRequest(9, 1, "t", 0, makeBatch(t, batch.None, 1, time.Now().UnixMilli()))
 		}
 		reqs = append(reqs, req)
 		stream = append(stream, encodeRequest(req, int32(i+1))...)

@@ -46,23 +46,32 @@ func BenchmarkAppend(b *testing.B) {
 	}
 }
 
+// openReadBenchLog opens a log of 16 MiB segments in dir and appends batch
+// until it holds 64 MiB, for the read benchmarks.
+func openReadBenchLog(b *testing.B, fsys FS, dir string, batch []byte) *Log {
+	b.Helper()
+	cfg := DefaultConfig()
+	cfg.SegmentBytes = 16 << 20
+	cfg.Logger = quietLogger
+	l := mustOpen(b, fsys, dir, cfg)
+	for written := 0; written < 64<<20; written += len(batch) {
+		if _, _, err := l.Append(batch); err != nil {
+			l.Delete()
+			b.Fatal(err)
+		}
+	}
+	return l
+}
+
 // BenchmarkRead fetches 1 MiB (Kafka's default max.partition.fetch.bytes)
 // at offsets spread over a 64 MiB log of 1 KiB batches, into a reused
 // buffer, as a fetch handler would.
 func BenchmarkRead(b *testing.B) {
 	for _, env := range benchFS(b) {
 		b.Run(env.name, func(b *testing.B) {
-			cfg := DefaultConfig()
-			cfg.SegmentBytes = 16 << 20
-			cfg.Logger = quietLogger
-			l := mustOpen(b, env.fs, env.dir, cfg)
-			defer l.Delete()
 			batch := makeBatch(batchSpec{records: 10, maxTs: 1, valueSize: 1024/10 - 8})
-			for written := 0; written < 64<<20; written += len(batch) {
-				if _, _, err := l.Append(batch); err != nil {
-					b.Fatal(err)
-				}
-			}
+			l := openReadBenchLog(b, env.fs, env.dir, batch)
+			defer l.Delete()
 			end := l.EndOffset()
 			dst := make([]byte, 0, 1<<20+len(batch))
 			b.SetBytes(1 << 20)

@@ -27,6 +27,21 @@ type keyCodec struct {
 	block func()
 }
 
+// blockingKeyCodec returns a keyCodec whose first call closes entered and
+// then waits until release is closed: a cleaning round using it stops,
+// holding cleanMu, until the test lets it go on.
+func blockingKeyCodec(keys int64) (c keyCodec, entered, release chan struct{}) {
+	entered, release = make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	c = keyCodec{keys: keys, block: func() {
+		once.Do(func() {
+			close(entered)
+			<-release
+		})
+	}}
+	return c, entered, release
+}
+
 func (c keyCodec) Records(b []byte, fn func(int64, []byte, bool) bool) error {
 	if c.block != nil {
 		c.block()
@@ -304,14 +319,7 @@ func TestCloseAndDeleteStopACleaningRound(t *testing.T) {
 			forEachFS(t, func(t *testing.T, env testEnv) {
 				l := mustOpen(t, env.fs, env.dir, testConfig())
 				fillKeyed(t, l, 3)
-				entered, release := make(chan struct{}), make(chan struct{})
-				var once sync.Once
-				codec := keyCodec{keys: 5, block: func() {
-					once.Do(func() {
-						close(entered)
-						<-release
-					})
-				}}
+				codec, entered, release := blockingKeyCodec(5)
 				cleaned := make(chan error, 1)
 				go func() {
 					_, err := l.Clean(context.Background(), keyPolicy(codec), 5000)
@@ -352,14 +360,7 @@ func TestSetConfigDuringCleaning(t *testing.T) {
 	l := mustOpen(t, NewMemFS(), "/p", testConfig())
 	defer l.Close()
 	fillKeyed(t, l, 3)
-	entered, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	codec := keyCodec{keys: 5, block: func() {
-		once.Do(func() {
-			close(entered)
-			<-release
-		})
-	}}
+	codec, entered, release := blockingKeyCodec(5)
 	type result struct {
 		res CleanResult
 		err error

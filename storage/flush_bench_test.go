@@ -180,17 +180,9 @@ func BenchmarkRawSequentialWrite(b *testing.B) {
 func BenchmarkReadSequential(b *testing.B) {
 	for _, size := range benchRecordSizes {
 		b.Run(size.name, func(b *testing.B) {
-			cfg := DefaultConfig()
-			cfg.SegmentBytes = 16 << 20
-			cfg.Logger = quietLogger
-			l := mustOpen(b, OSFS{}, filepath.Join(b.TempDir(), "bench-0"), cfg)
-			defer l.Delete()
 			batch := makeBatch(batchSpec{records: 100, maxTs: 1, valueSize: size.value})
-			for written := 0; written < 64<<20; written += len(batch) {
-				if _, _, err := l.Append(batch); err != nil {
-					b.Fatal(err)
-				}
-			}
+			l := openReadBenchLog(b, OSFS{}, filepath.Join(b.TempDir(), "bench-0"), batch)
+			defer l.Delete()
 			end := l.EndOffset()
 			dst := make([]byte, 0, 1<<20+len(batch))
 			b.SetBytes(1 << 20)

@@ -58,12 +58,7 @@ type RetentionResult struct {
 // a segment's file before may finish with it; reads issued afterwards below
 // the new start get ErrOffsetOutOfRange.
 func (l *Log) DeleteOldSegments(p RetentionPolicy, nowMs int64) (RetentionResult, error) {
-	l.cleanMu.Lock()
-	defer l.cleanMu.Unlock()
-	l.syncMu.Lock()
-	defer l.syncMu.Unlock()
-	l.appendMu.Lock()
-	defer l.appendMu.Unlock()
+	defer l.lockSegments()()
 	var res RetentionResult
 	if err := l.writable(); err != nil {
 		return res, err

@@ -205,17 +205,9 @@ func TestConcurrentSlicesOfOneSegment(t *testing.T) {
 func BenchmarkReadSlice(b *testing.B) {
 	for _, env := range benchFS(b) {
 		b.Run(env.name, func(b *testing.B) {
-			cfg := DefaultConfig()
-			cfg.SegmentBytes = 16 << 20
-			cfg.Logger = quietLogger
-			l := mustOpen(b, env.fs, env.dir, cfg)
-			defer l.Delete()
 			batch := makeBatch(batchSpec{records: 10, maxTs: 1, valueSize: 1024/10 - 8})
-			for written := 0; written < 64<<20; written += len(batch) {
-				if _, _, err := l.Append(batch); err != nil {
-					b.Fatal(err)
-				}
-			}
+			l := openReadBenchLog(b, env.fs, env.dir, batch)
+			defer l.Delete()
 			end := l.EndOffset()
 			for _, size := range []int{64 << 10, 1 << 20} {
 				b.Run(fmt.Sprintf("%dKiB", size>>10), func(b *testing.B) {

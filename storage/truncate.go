@@ -5,6 +5,20 @@ import (
 	"fmt"
 )
 
+// lockSegments takes cleanMu, syncMu and appendMu, in the lock order, for a
+// call that removes or replaces segments, and returns what releases them:
+// defer l.lockSegments()().
+func (l *Log) lockSegments() (unlock func()) {
+	l.cleanMu.Lock()
+	l.syncMu.Lock()
+	l.appendMu.Lock()
+	return func() {
+		l.appendMu.Unlock()
+		l.syncMu.Unlock()
+		l.cleanMu.Unlock()
+	}
+}
+
 // SetStartOffset moves the log start offset forward to offset (the
 // DeleteRecords API and retention): reads below it fail with
 // ErrOffsetOutOfRange from then on, and segments wholly below it are
@@ -13,12 +27,7 @@ import (
 // start is a no-op, as in Kafka; one above EndOffset is ErrOffsetOutOfRange.
 // offset may fall inside a batch: reads at it return that whole batch.
 func (l *Log) SetStartOffset(offset int64) error {
-	l.cleanMu.Lock()
-	defer l.cleanMu.Unlock()
-	l.syncMu.Lock()
-	defer l.syncMu.Unlock()
-	l.appendMu.Lock()
-	defer l.appendMu.Unlock()
+	defer l.lockSegments()()
 	if err := l.writable(); err != nil {
 		return err
 	}
@@ -64,12 +73,7 @@ func (l *Log) SetStartOffset(offset int64) error {
 // The lowered recovery point is checkpointed first, so a crash part way
 // leaves a state the next Open recovers by scanning.
 func (l *Log) Truncate(offset int64) error {
-	l.cleanMu.Lock()
-	defer l.cleanMu.Unlock()
-	l.syncMu.Lock()
-	defer l.syncMu.Unlock()
-	l.appendMu.Lock()
-	defer l.appendMu.Unlock()
+	defer l.lockSegments()()
 	if err := l.writable(); err != nil {
 		return err
 	}
@@ -178,12 +182,7 @@ func (s *segment) resetRoll(cfg Config, reload bool) error {
 // truncateFullyAndStartAt, for a follower whose fetch offset fell below the
 // leader's log start. Durable when it returns.
 func (l *Log) TruncateFully(offset int64) error {
-	l.cleanMu.Lock()
-	defer l.cleanMu.Unlock()
-	l.syncMu.Lock()
-	defer l.syncMu.Unlock()
-	l.appendMu.Lock()
-	defer l.appendMu.Unlock()
+	defer l.lockSegments()()
 	if err := l.writable(); err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/urfave/cli/v2"
 
 	"github.com/gregor-broker/gregor/broker"
@@ -133,6 +134,18 @@ func rows(out, first string) [][]string {
 }
 
 // waitFor polls cond until it holds or the deadline passes.
+// newTestClient is a franz-go client of the broker at addr, closed when the
+// test ends.
+func newTestClient(t *testing.T, addr string, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)

@@ -161,11 +161,7 @@ func TestProduceOptionsReachTheRecords(t *testing.T) {
 	} {
 		mustRun(t, addr, strings.NewReader("one\ntwo\n"), append([]string{"produce", "p", "--partition", "2"}, args...)...)
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl := newTestClient(t, addr)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// acks=0 gets no answer: wait until its records are there.

@@ -105,6 +105,20 @@ func applyPropertiesWithOrigins(dst *broker.Config, props map[string]setting, lo
 		}
 		return n, true
 	}
+	// boolean reads key as Kafka's BOOLEAN type: true or false, in any case.
+	boolean := func(key string) (*bool, bool) {
+		v, ok := value(key)
+		if !ok {
+			return nil, false
+		}
+		switch strings.ToLower(v) {
+		case "true", "false":
+			b := strings.ToLower(v) == "true"
+			return &b, true
+		}
+		bad(key, "expected true or false")
+		return nil, false
+	}
 	handled := map[string]bool{}
 	for _, k := range listenerKeys {
 		handled[k] = true
@@ -216,14 +230,8 @@ func applyPropertiesWithOrigins(dst *broker.Config, props map[string]setting, lo
 	}
 
 	handled["log.cleaner.enable"] = true
-	if v, ok := value("log.cleaner.enable"); ok {
-		switch strings.ToLower(v) {
-		case "true", "false":
-			b := strings.ToLower(v) == "true"
-			cfg.LogCleanerEnable = &b
-		default:
-			bad("log.cleaner.enable", "expected true or false")
-		}
+	if b, ok := boolean("log.cleaner.enable"); ok {
+		cfg.LogCleanerEnable = b
 	}
 	if noCleanerThreads {
 		off := false // Kafka starts no cleaner thread
@@ -231,14 +239,8 @@ func applyPropertiesWithOrigins(dst *broker.Config, props map[string]setting, lo
 	}
 
 	handled["auto.create.topics.enable"] = true
-	if v, ok := value("auto.create.topics.enable"); ok {
-		switch strings.ToLower(v) {
-		case "true", "false":
-			b := strings.ToLower(v) == "true"
-			cfg.AutoCreateTopics = &b
-		default:
-			bad("auto.create.topics.enable", "expected true or false")
-		}
+	if b, ok := boolean("auto.create.topics.enable"); ok {
+		cfg.AutoCreateTopics = b
 	}
 
 	// Topic defaults. The broker validates them by their topic names, so

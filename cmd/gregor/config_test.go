@@ -426,11 +426,7 @@ func TestServeReadsServerPropertiesEndToEnd(t *testing.T) {
 	startGregor(t, "serve --config "+path)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.AllowAutoTopicCreation(), kgo.DefaultProduceTopic("auto"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl := newTestClient(t, addr, kgo.AllowAutoTopicCreation(), kgo.DefaultProduceTopic("auto"))
 	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("v")}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}

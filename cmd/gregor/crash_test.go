@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -82,56 +81,21 @@ func TestCrashKill9KeepsAcknowledgedRecords(t *testing.T) {
 		cycles, time.Since(started).Round(time.Millisecond), len(acked), inFlight)
 }
 
-// startCrashChild is startGregor, keeping the child's log so that a child
-// that exits before it is ready (a recovery that refuses the data dir, say)
-// is reported with its own words. It returns the address the child's
-// readiness line names, so the child can listen on a port of its own
-// choosing (no race for a port picked beforehand).
+// startCrashChild starts a child as startGregor does (a child that exits
+// before it is ready, a recovery that refuses the data dir say, is reported
+// with its own log) and returns the address its readiness line names, so
+// the child can listen on a port of its own choosing (no race for a port
+// picked beforehand).
 func startCrashChild(t *testing.T, cycle int, args string) (*exec.Cmd, string) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), "GREGOR_RUN_MAIN="+args)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	var (
-		mu   sync.Mutex
-		logs []string
-	)
-	ready, ended := make(chan string, 1), make(chan struct{})
-	go func() {
-		defer close(ended)
-		sc := bufio.NewScanner(stderr)
-		isReady := false
-		for sc.Scan() {
-			line := sc.Text()
-			mu.Lock()
-			logs = append(logs, line)
-			mu.Unlock()
-			if !isReady && strings.Contains(line, "gregor: ready") {
-				isReady = true
-				for _, field := range strings.Fields(line) {
-					if addr, ok := strings.CutPrefix(field, "listen="); ok {
-						ready <- addr
-					}
-				}
-			}
+	label := fmt.Sprintf("cycle %d", cycle)
+	cmd, logs := startUntilReady(t, label, args)
+	for _, field := range strings.Fields(logs[len(logs)-1]) {
+		if addr, ok := strings.CutPrefix(field, "listen="); ok {
+			return cmd, addr
 		}
-	}()
-	select {
-	case addr := <-ready:
-		return cmd, addr
-	case <-ended:
-	case <-time.After(60 * time.Second):
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	t.Fatalf("cycle %d: gregor did not get ready (or named no listen= address); its log:\n%s", cycle, strings.Join(logs, "\n"))
+	t.Fatalf("%s: gregor's readiness line names no listen= address; its log:\n%s", label, strings.Join(logs, "\n"))
 	return nil, ""
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -44,6 +45,17 @@ func startGregor(t *testing.T, args string) *exec.Cmd {
 	if !strings.Contains(args, "--http-listen") {
 		args += " --http-listen 127.0.0.1:0"
 	}
+	cmd, _ := startUntilReady(t, "gregor", args)
+	return cmd
+}
+
+// startUntilReady runs the binary with args and returns it with the log
+// lines it wrote up to and including its readiness line; its log is drained
+// (and dropped) from then on. A child that exits before that line, or has
+// not logged it within a minute, fails the test with its log, prefixed by
+// label.
+func startUntilReady(t *testing.T, label, args string) (*exec.Cmd, []string) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), "GREGOR_RUN_MAIN="+args)
 	stderr, err := cmd.StderrPipe()
@@ -54,29 +66,42 @@ func startGregor(t *testing.T, args string) *exec.Cmd {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	ready := make(chan bool, 1)
+	var (
+		mu   sync.Mutex
+		logs []string
+	)
+	ready, ended := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(ended)
 		sc := bufio.NewScanner(stderr)
-		found := false
+		isReady := false
 		for sc.Scan() {
-			if !found && strings.Contains(sc.Text(), "gregor: ready") {
-				found = true
-				ready <- true
+			if isReady {
+				continue
+			}
+			mu.Lock()
+			logs = append(logs, sc.Text())
+			mu.Unlock()
+			if strings.Contains(sc.Text(), "gregor: ready") {
+				isReady = true
+				close(ready)
 			}
 		}
-		if !found {
-			ready <- false
-		}
 	}()
+	var why string
 	select {
-	case ok := <-ready:
-		if !ok {
-			t.Fatal("gregor exited without logging its readiness line")
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("gregor did not log its readiness line")
+	case <-ready:
+	case <-ended:
+		why = "exited without logging its readiness line"
+	case <-time.After(60 * time.Second):
+		why = "did not log its readiness line within a minute"
 	}
-	return cmd
+	mu.Lock()
+	defer mu.Unlock()
+	if why != "" {
+		t.Fatalf("%s: gregor %s; its log:\n%s", label, why, strings.Join(logs, "\n"))
+	}
+	return cmd, logs
 }
 
 func TestServeStopsCleanlyOnSignalsAndRestartsWithItsData(t *testing.T) {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"io"
@@ -12,52 +11,14 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // startGregorLogging runs the binary with args and returns the log lines
 // written up to and including its readiness line.
 func startGregorLogging(t *testing.T, args string) []string {
 	t.Helper()
-	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), "GREGOR_RUN_MAIN="+args)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	lines := make(chan []string, 1)
-	go func() {
-		var seen []string
-		sent := false
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() { // keeps draining stderr after the readiness line
-			if !sent {
-				seen = append(seen, sc.Text())
-				if strings.Contains(sc.Text(), "gregor: ready") {
-					lines <- seen
-					sent = true
-				}
-			}
-		}
-		if !sent {
-			lines <- seen
-		}
-	}()
-	select {
-	case seen := <-lines:
-		if len(seen) == 0 || !strings.Contains(seen[len(seen)-1], "gregor: ready") {
-			t.Fatalf("gregor exited without logging its readiness line:\n%s", strings.Join(seen, "\n"))
-		}
-		return seen
-	case <-time.After(20 * time.Second):
-		t.Fatal("gregor did not log its readiness line")
-	}
-	return nil
+	_, lines := startUntilReady(t, "gregor", args)
+	return lines
 }
 
 func get(t *testing.T, url string) (int, string) {
@@ -98,11 +59,7 @@ func TestServeExposesMetricsOnHTTPListen(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl := newTestClient(t, addr)
 	if err := cl.Ping(ctx); err != nil {
 		t.Fatal(err)
 	}
