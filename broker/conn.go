@@ -3,10 +3,13 @@ package broker
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"errors"
 	"io"
 	"log/slog"
+	"math/bits"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/gregor-broker/gregor/protocol"
@@ -42,6 +45,75 @@ type request struct {
 	conn *conn
 	// received is when the frame was read, for the latency metric.
 	received time.Time
+	// frame, when not nil, is the pooled buffer body lies in; serve returns
+	// it to producePool once the request is answered.
+	frame *[]byte
+}
+
+// producePool recycles the frame buffers of Produce requests, which are most
+// of what a connection reads. Only Produce qualifies: kmsg decodes byte
+// fields as sub-slices of the frame, and a Produce request leaves nothing
+// that aliases them once handled (the log copies the records into its file,
+// or MemFS into its own memory; the producer state, metrics and flush waits
+// keep numbers). Other requests keep their frames (a group keeps its
+// members' metadata, for one) and get a fresh buffer each.
+var producePool sync.Pool // *[]byte
+
+const (
+	produceKey = 0 // the api key of Produce
+
+	// minPooledFrame is the smallest buffer the pool hands out, so that
+	// small produce requests share buffers.
+	minPooledFrame = 16 << 10
+	// maxPooledFrame is the largest frame read into a pooled buffer: a
+	// client's default max.request.size is 1 MiB; a larger frame gets a
+	// buffer of its own, so the pool never pins one of up to
+	// socket.request.max.bytes.
+	maxPooledFrame = 1 << 20
+)
+
+// frameBuffer returns a pooled buffer with room for size bytes.
+func frameBuffer(size int) *[]byte {
+	if p, _ := producePool.Get().(*[]byte); p != nil && cap(*p) >= size {
+		return p
+	}
+	// A pooled buffer too small for this frame is dropped.
+	b := make([]byte, 0, pooledFrameCap(size))
+	return &b
+}
+
+// pooledFrameCap is the capacity of a new pooled buffer for a frame of size
+// bytes: a power of two, so that frames of similar size fit each other's
+// buffers.
+func pooledFrameCap(size int) int {
+	return max(minPooledFrame, 1<<bits.Len(uint(size-1)))
+}
+
+// readFrame reads the next frame from r. A Produce frame of at most
+// maxPooledFrame bytes is read into a buffer from producePool, returned as
+// pooled; any other frame into a buffer of its own.
+func (c *conn) readFrame(r *bufio.Reader) (frame []byte, pooled *[]byte, err error) {
+	// The size prefix and the api key are peeked, the latter only when the
+	// frame is long enough to hold it: a client that sent a frame too short
+	// to parse may be waiting for an answer, and must get its closed
+	// connection rather than a reader waiting for bytes that never come.
+	if p, perr := r.Peek(4); perr == nil {
+		size := int32(binary.BigEndian.Uint32(p))
+		if size >= 2 && size <= maxPooledFrame && size <= c.b.cfg.MaxFrameBytes {
+			if p, perr = r.Peek(6); perr == nil && int16(binary.BigEndian.Uint16(p[4:])) == produceKey {
+				pooled = frameBuffer(int(size))
+			}
+		}
+	}
+	var buf []byte
+	if pooled != nil {
+		buf = *pooled
+	}
+	frame, err = protocol.ReadFrame(r, c.b.cfg.MaxFrameBytes, buf)
+	if err != nil {
+		return nil, nil, err
+	}
+	return frame, pooled, nil
 }
 
 func newConn(b *Broker, nc net.Conn) *conn {
@@ -64,7 +136,13 @@ func (c *conn) serve() {
 	go c.readLoop(ctx, cancel, queue)
 
 	for req := range queue {
-		if err := c.handle(req); err != nil {
+		err := c.handle(req)
+		if req.frame != nil {
+			// Answered (or failed): nothing refers to the frame any more.
+			producePool.Put(req.frame)
+			req.frame, req.body = nil, nil
+		}
+		if err != nil {
 			c.log.Info("closing connection", "api_key", req.hdr.APIKey, "api_version", req.hdr.APIVersion,
 				"correlation_id", req.hdr.CorrelationID, "reason", err)
 			cancel()
@@ -93,7 +171,7 @@ func (c *conn) readLoop(ctx context.Context, cancel context.CancelFunc, queue ch
 	defer cancel()
 	r := bufio.NewReaderSize(c.nc, 64*1024)
 	for {
-		frame, err := protocol.ReadFrame(r, c.b.cfg.MaxFrameBytes, nil)
+		frame, pooled, err := c.readFrame(r)
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && ctx.Err() == nil {
 				c.log.Info("closing connection", "reason", err)
@@ -108,7 +186,7 @@ func (c *conn) readLoop(ctx context.Context, cancel context.CancelFunc, queue ch
 			return
 		}
 		select {
-		case queue <- &request{hdr: hdr, body: body, ctx: ctx, conn: c, received: received}:
+		case queue <- &request{hdr: hdr, body: body, ctx: ctx, conn: c, received: received, frame: pooled}:
 		case <-ctx.Done():
 			return
 		}

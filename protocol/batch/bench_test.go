@@ -1,6 +1,9 @@
 package batch
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+)
 
 // BenchmarkValidate validates a batch of 100 records with 100-byte values per
 // codec, with a Scratch reused as the broker reuses it.
@@ -66,5 +69,51 @@ func BenchmarkSetLogAppendTime(b *testing.B) {
 	for b.Loop() {
 		ts++
 		SetLogAppendTime(batch, ts)
+	}
+}
+
+// BenchmarkValidate1KB validates batches as kafka-producer-perf-test sends
+// them with 1 KB records and batch.size=65536: about 64 records, so an lz4
+// frame of two 64 KiB blocks, with a Scratch reused as the broker reuses it.
+func BenchmarkValidate1KB(b *testing.B) {
+	recs := valueRecords(64, 1024)
+	for _, c := range codecs {
+		b.Run(c.String(), func(b *testing.B) {
+			batch := mustBuild(b, defaultOptions(c), recs)
+			var s Scratch
+			b.SetBytes(int64(len(batch)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Validate(batch, &s); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkValidateRepeated1KB validates batches of records that all carry
+// the same 1 KB value, as kafka-producer-perf-test sends them (it fills one
+// payload and sends it every time): compressed, such a batch is small and
+// decompresses to a large records section.
+func BenchmarkValidateRepeated1KB(b *testing.B) {
+	for _, n := range []int{64, 1000} {
+		recs := valueRecords(n, 1024)
+		for i := range recs {
+			recs[i].Value = recs[0].Value
+		}
+		for _, c := range []Compression{LZ4, Zstd} {
+			b.Run(fmt.Sprintf("%s/%d", c, n), func(b *testing.B) {
+				batch := mustBuild(b, defaultOptions(c), recs)
+				var s Scratch
+				b.SetBytes(int64(len(batch)))
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := Validate(batch, &s); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 }
