@@ -260,7 +260,7 @@ func (l *Log) Clean(ctx context.Context, p CompactionPolicy, nowMs int64) (Clean
 		return res, err
 	}
 	endOffset = max(endOffset, c.FirstDirty)
-	var todo []*segment
+	var cleanable []*segment
 	for i, seg := range segs {
 		if nextBase[i] <= start {
 			continue // below the log start: retention deletes it
@@ -268,13 +268,13 @@ func (l *Log) Clean(ctx context.Context, p CompactionPolicy, nowMs int64) (Clean
 		if seg.base >= endOffset {
 			break
 		}
-		todo = append(todo, seg)
+		cleanable = append(cleanable, seg)
 	}
 	cl.txn = newTxnTracker(nil)
-	if p.AbortedTxns != nil && len(todo) > 0 {
-		cl.txn = newTxnTracker(p.AbortedTxns(todo[0].base, endOffset))
+	if p.AbortedTxns != nil && len(cleanable) > 0 {
+		cl.txn = newTxnTracker(p.AbortedTxns(cleanable[0].base, endOffset))
 	}
-	for _, group := range groupSegments(cfg, todo, c.FirstUncleanable) {
+	for _, group := range groupSegments(cfg, cleanable, c.FirstUncleanable) {
 		last := slices.Index(segs, group[len(group)-1])
 		cl.groupEnd = nextBase[last]
 		if err := cl.cleanGroup(group, &res); err != nil {
