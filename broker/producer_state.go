@@ -482,6 +482,21 @@ type appendOutcome struct {
 // (Unix ms) drives expiry. A non-nil error is the log's and nothing was
 // appended.
 func (p *partition) appendBatch(one []byte, now int64) (appendOutcome, error) {
+	return p.appendGuarded(one, now, unguarded)
+}
+
+// unguarded is the guard of appends that are not a client's transactional
+// produce.
+const unguarded = ^uint64(0)
+
+// appendGuarded is appendBatch for a client's batch, verified with the
+// coordinator under guard if it is transactional (txn_verify.go; 0: not
+// verified, because the producer's transaction was already open here). If
+// the batch would open a transaction and guard is not p's guard for the
+// producer — a marker ended the transaction meanwhile — it is refused with
+// INVALID_TXN_STATE, as Kafka's UnifiedLog refuses a batch whose
+// VerificationGuard does not match.
+func (p *partition) appendGuarded(one []byte, now int64, guard uint64) (appendOutcome, error) {
 	h, err := batch.ParseHeader(one)
 	if err != nil {
 		return appendOutcome{}, err
@@ -503,6 +518,12 @@ func (p *partition) appendBatch(one []byte, now int64) (appendOutcome, error) {
 	beginsTxn := idempotent && h.Transactional()
 	if e := p.producers.byID[h.ProducerID]; beginsTxn && e != nil && e.txnFirstOffset >= 0 {
 		beginsTxn = false
+	}
+	if beginsTxn && guard != unguarded {
+		if g, ok := p.txnGuards[h.ProducerID]; !ok || g != guard {
+			return appendOutcome{refused: kerr.InvalidTxnState, message: fmt.Sprintf("The transaction of producer %d ended while partition %s-%d was being verified", h.ProducerID, p.topic, p.index)}, nil
+		}
+		delete(p.txnGuards, h.ProducerID)
 	}
 	if beginsTxn {
 		p.producers.setOngoing(h.ProducerID, p.log.EndOffset())
