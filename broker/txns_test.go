@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sort"
 	"testing"
@@ -167,4 +168,105 @@ func describeTxn(t *testing.T, ctx context.Context, addr, id string) kadm.Descri
 		t.Fatalf("describing %s: %v", id, got.Err)
 	}
 	return got
+}
+
+// TestTxnSecondProducerFencesTheFirst starts a second franz-go producer
+// with the same transactional id while the first is inside a
+// transaction: the first's transaction is aborted, its commit is refused
+// as fenced, and only the second's records are committed.
+func TestTxnSecondProducerFencesTheFirst(t *testing.T) {
+	b := startBroker(t, Config{})
+	ctx := txnTestCtx(t)
+	createTopics(t, ctx, b.Addr(), 2, "t")
+	first := newTxnProducer(t, b.Addr(), "shared", "t")
+	runTxn(t, ctx, first, true, seq("first-committed", 4)...)
+	if err := first.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.ProduceSync(ctx, kgo.StringRecord("zombie-0"), kgo.StringRecord("zombie-1")).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+
+	second := newTxnProducer(t, b.Addr(), "shared", "t")
+	runTxn(t, ctx, second, true, seq("second", 6)...)
+
+	err := first.EndTransaction(ctx, kgo.TryCommit)
+	if !errors.Is(err, kerr.ProducerFenced) && !errors.Is(err, kerr.InvalidProducerEpoch) {
+		t.Fatalf("the fenced producer's commit: %v, want PRODUCER_FENCED or INVALID_PRODUCER_EPOCH", err)
+	}
+	want := sorted(seq("first-committed", 4), seq("second", 6))
+	if got := consumeUntilSentinel(t, ctx, b.Addr(), "t", 2, kgo.ReadCommitted()); !slices.Equal(got, want) {
+		t.Fatalf("read_committed read %q, want %q", got, want)
+	}
+	d := describeTxn(t, ctx, b.Addr(), "shared")
+	if d.State != "CompleteCommit" || d.ProducerEpoch < 2 {
+		t.Fatalf("described %+v; want CompleteCommit with the epoch bumped twice (fence, then the second's init)", d)
+	}
+}
+
+// TestTxnRandomizedExactReadCommitted runs several franz-go transactional
+// producers at once, each committing or aborting transactions at random,
+// and checks that read_committed returns exactly the committed records.
+func TestTxnRandomizedExactReadCommitted(t *testing.T) {
+	const producers, txnsEach, partitions = 4, 12, 3
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	b := startBroker(t, Config{})
+	ctx := txnTestCtx(t)
+	createTopics(t, ctx, b.Addr(), partitions, "r")
+	type result struct {
+		committed, all []string
+		err            error
+	}
+	results := make(chan result, producers)
+	for p := range producers {
+		rng := rand.New(rand.NewPCG(uint64(seed), uint64(p)))
+		cl := newTxnProducer(t, b.Addr(), fmt.Sprintf("rand-%d", p), "r")
+		go func() {
+			var res result
+			defer func() { results <- res }()
+			for i := range txnsEach {
+				commit := rng.IntN(2) == 0
+				if err := cl.BeginTransaction(); err != nil {
+					res.err = err
+					return
+				}
+				var recs []*kgo.Record
+				var values []string
+				for j := range 1 + rng.IntN(6) {
+					v := fmt.Sprintf("p%d-t%02d-r%d-%v", p, i, j, commit)
+					values = append(values, v)
+					recs = append(recs, kgo.StringRecord(v))
+				}
+				if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+					res.err = err
+					return
+				}
+				if err := cl.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+					res.err = err
+					return
+				}
+				res.all = append(res.all, values...)
+				if commit {
+					res.committed = append(res.committed, values...)
+				}
+			}
+		}()
+	}
+	var committed, all []string
+	for range producers {
+		res := <-results
+		if res.err != nil {
+			t.Fatal(res.err)
+		}
+		committed, all = append(committed, res.committed...), append(all, res.all...)
+	}
+	sort.Strings(committed)
+	sort.Strings(all)
+	if got := consumeUntilSentinel(t, ctx, b.Addr(), "r", partitions, kgo.ReadCommitted()); !slices.Equal(got, committed) {
+		t.Fatalf("read_committed read %d records %q, want the %d committed %q", len(got), got, len(committed), committed)
+	}
+	if got := consumeUntilSentinel(t, ctx, b.Addr(), "r", partitions, kgo.ReadUncommitted()); !slices.Equal(got, all) {
+		t.Fatalf("read_uncommitted read %d records, want all %d", len(got), len(all))
+	}
 }
