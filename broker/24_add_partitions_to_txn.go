@@ -19,7 +19,9 @@ package broker
 // CONCURRENT_TRANSACTIONS while the previous transaction completes. The
 // answer is given once the new state is in __transaction_state.
 // VerifyOnly changes nothing: each partition is answered 0 if the
-// transaction holds it, TRANSACTION_ABORTABLE if not.
+// transaction holds it, TRANSACTION_ABORTABLE if not. The transaction takes
+// the version of the form (Kafka's transactionVersionForAddPartitionsToTxn):
+// 2 for v4+, whose additions come from transactions V2 produce requests.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -128,7 +130,7 @@ func (b *Broker) addPartitionsToTxn(r *request, version int16, a txnAddition) (m
 		if a.verifyOnly {
 			one, each = c.VerifyPartitions(a.id, a.pid, a.epoch, a.parts)
 		} else {
-			one = c.AddPartitions(now, a.id, a.pid, a.epoch, a.parts)
+			one = c.AddPartitions(now, a.id, a.pid, a.epoch, a.parts, txnVersionForAddPartitions(version))
 		}
 	})
 	if err != nil {
@@ -173,4 +175,14 @@ func txnResultsV3(parts []txn.Partition, codes map[txn.Partition]int16) []kmsg.A
 func (b *Broker) hasPartition(topic string, index int32) bool {
 	t := b.lookupTopic(topic)
 	return t != nil && b.partition(t, index) != nil
+}
+
+// txnVersionForAddPartitions is Kafka's
+// TransactionVersion.transactionVersionForAddPartitionsToTxn: v4+ comes
+// from a partition leader adding a partition for a transactions V2 produce.
+func txnVersionForAddPartitions(version int16) int16 {
+	if version > 3 {
+		return 2
+	}
+	return 0
 }

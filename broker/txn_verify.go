@@ -7,6 +7,10 @@ package broker
 // (v4+) from the leader to the coordinator; here, a call to the in-process
 // coordinator (txn.Coordinator.VerifyPartitions). A batch of a transaction
 // already open in the partition at the same epoch is not verified again.
+// Produce v12+ comes from a transactions V2 client, which sends no
+// AddPartitionsToTxn: there the question adds the partition to the
+// transaction instead (Kafka's AddPartitionsToTxnManager with the
+// addPartition operation), and so begins the transaction if need be.
 //
 // While the question is out, the partition holds a guard for the producer
 // (partition.txnGuards, Kafka's VerificationGuard); a marker removes it,
@@ -16,7 +20,7 @@ package broker
 //
 // Answers, as Kafka's AddPartitionsToTxnManager and ReplicaManager
 // translate the coordinator's: a partition not in the transaction is
-// TRANSACTION_ABORTABLE for Produce v11+ and INVALID_TXN_STATE before
+// TRANSACTION_ABORTABLE for Produce v11 and INVALID_TXN_STATE before
 // ("Partition was not added to the transaction"); PRODUCER_FENCED is
 // INVALID_PRODUCER_EPOCH; CONCURRENT_TRANSACTIONS (the transaction is
 // completing) and coordinator unavailability are NOT_ENOUGH_REPLICAS, which
@@ -60,7 +64,13 @@ func (b *Broker) verifyTxnBatch(r *request, req *kmsg.ProduceRequest, p *partiti
 	tp := txn.Partition{Topic: p.topic, Partition: p.index}
 	var top int16
 	var parts map[txn.Partition]int16
-	code, err := b.txns.call(r, func(c *txn.Coordinator, _ int64) {
+	code, err := b.txns.call(r, func(c *txn.Coordinator, now int64) {
+		if req.Version >= 12 {
+			// Transactions V2: the produce adds its partition (Kafka's
+			// leader sends AddPartitionsToTxn v5 without verifyOnly).
+			top = c.AddPartitions(now, *req.TransactionID, pid, epoch, []txn.Partition{tp}, 2)
+			return
+		}
 		top, parts = c.VerifyPartitions(*req.TransactionID, pid, epoch, []txn.Partition{tp})
 	})
 	if err != nil {

@@ -83,8 +83,9 @@ func (b *Broker) startTxns() error {
 		events: make(chan txnEvent),
 		done:   make(chan struct{}),
 		coordCfg: txn.Config{
-			MaxTimeoutMs:   b.cfg.TransactionMaxTimeoutMs,
-			IDExpirationMs: b.cfg.TransactionalIDExpirationMs,
+			MaxTimeoutMs:       b.cfg.TransactionMaxTimeoutMs,
+			IDExpirationMs:     b.cfg.TransactionalIDExpirationMs,
+			TransactionVersion: finalizedTransactionVersion,
 			NewProducerID: func() (int64, int16) {
 				pid, err := b.allocateProducerID()
 				switch {

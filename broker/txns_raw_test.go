@@ -169,7 +169,8 @@ func TestTxnRawBadInput(t *testing.T) {
 // TestTxnAbandonedProducerIsAbortedOnTimeout drops a producer inside its
 // transaction: the coordinator aborts it once it is past its timeout,
 // bumping the epoch, so the partition's LSO moves on and the producer, if
-// it comes back, is fenced.
+// it comes back, is fenced. The producer here is a transactions V1 client
+// (AddPartitionsToTxn v3, Produce v9).
 func TestTxnAbandonedProducerIsAbortedOnTimeout(t *testing.T) {
 	b := startBroker(t, Config{TransactionAbortTimedOutTransactionCleanupIntervalMs: 20})
 	createTopics(t, txnTestCtx(t), b.Addr(), 1, "t")
@@ -192,7 +193,9 @@ func TestTxnAbandonedProducerIsAbortedOnTimeout(t *testing.T) {
 		d := kmsg.NewPtrDescribeTransactionsRequest()
 		d.TransactionalIDs = []string{"gone"}
 		s := c.do(d).(*kmsg.DescribeTransactionsResponse).TransactionStates[0]
-		return s.State == "CompleteAbort" && s.ProducerEpoch == epoch+1
+		// The fence bumps the epoch, and the abort, at the cluster's
+		// transaction.version 2, once more.
+		return s.State == "CompleteAbort" && s.ProducerEpoch == epoch+2
 	})
 	// The zombie comes back.
 	wantTxnCode(t, "the zombie commits", rawEndTxn(t, c, 4, "gone", pid, epoch, true), kerr.ProducerFenced)
@@ -241,5 +244,46 @@ func TestTxnRestartInsideTransaction(t *testing.T) {
 	// Another InitProducerId for "r" bumps the epoch the log recorded.
 	if _, e := rawInitTxnOK(t, c, "r", 60000); e != epoch+1 {
 		t.Fatalf("epoch after restart and re-init %d, want %d", e, epoch+1)
+	}
+}
+
+// TestTxnV2RawProduceAddsAndEndBumps drives transactions V2 by hand:
+// Produce v12 adds its partition to the transaction, EndTxn v5 bumps the
+// epoch and answers the new one, a retry with the old epoch succeeds, and
+// the old epoch is fenced afterwards.
+func TestTxnV2RawProduceAddsAndEndBumps(t *testing.T) {
+	b := startBroker(t, Config{})
+	createTopics(t, txnTestCtx(t), b.Addr(), 1, "t")
+	c := dialRaw(t, b.Addr())
+	pid, epoch := rawInitTxnOK(t, c, "v2", 60000)
+	end := func(epoch int16, commit bool) *kmsg.EndTxnResponse {
+		req := kmsg.NewPtrEndTxnRequest()
+		req.SetVersion(5)
+		req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit = "v2", pid, epoch, commit
+		return c.do(req).(*kmsg.EndTxnResponse)
+	}
+	wantTxnCode(t, "produce v12 without AddPartitionsToTxn", rawProduce(t, c, 12, kmsg.StringPtr("v2"), "t", txnBatch(t, pid, epoch, 0, 2, "one")).ErrorCode, nil)
+	if lso := listCommitted(t, c, "t"); lso != 0 {
+		t.Fatalf("LSO %d with the transaction open", lso)
+	}
+	e := end(epoch, true)
+	if e.ErrorCode != 0 || e.ProducerID != pid || e.ProducerEpoch != epoch+1 {
+		t.Fatalf("EndTxn v5: %+v, want producer %d epoch %d", e, pid, epoch+1)
+	}
+	if e := end(epoch, true); e.ErrorCode != 0 || e.ProducerEpoch != epoch+1 {
+		t.Fatalf("EndTxn v5 retried: %+v", e)
+	}
+	wantTxnCode(t, "commit again at the new epoch", end(epoch+1, true).ErrorCode, kerr.InvalidTxnState)
+	wantTxnCode(t, "produce at the new epoch", rawProduce(t, c, 12, kmsg.StringPtr("v2"), "t", txnBatch(t, pid, epoch+1, 0, 1, "two")).ErrorCode, nil)
+	if e := end(epoch+1, false); e.ErrorCode != 0 || e.ProducerEpoch != epoch+2 {
+		t.Fatalf("abort: %+v", e)
+	}
+	wantTxnCode(t, "produce at an old epoch", rawProduce(t, c, 12, kmsg.StringPtr("v2"), "t", txnBatch(t, pid, epoch+1, 1, 1, "old")).ErrorCode, kerr.InvalidProducerEpoch)
+	if lso, hw := listCommitted(t, c, "t"), b2p(b, "t")[0].highWatermark(); lso != hw || hw != 5 {
+		t.Fatalf("LSO %d, high watermark %d; want both 5 (two records, a commit, a record, an abort)", lso, hw)
+	}
+	sp, _ := fetchCommitted(t, c, "t", 0)
+	if len(sp.AbortedTransactions) != 1 || sp.AbortedTransactions[0].FirstOffset != 3 {
+		t.Fatalf("aborted transactions %+v", sp.AbortedTransactions)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kversion"
 )
 
 // txnTestCtx bounds a transaction test; generous, as the machine is shared.
@@ -130,10 +131,24 @@ func sorted(parts ...[]string) []string {
 }
 
 func TestTxnFranzGoCommitAndAbort(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		opts []kgo.Opt
+		// epoch after the four transactions: V2 bumps it at each end.
+		epoch int16
+	}{
+		{"transactions V2", nil, 4},
+		{"transactions V1 (requests capped at Kafka 3.9's versions)", []kgo.Opt{kgo.MaxVersions(kversion.V3_9_0())}, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) { testTxnFranzGoCommitAndAbort(t, tt.opts, tt.epoch) })
+	}
+}
+
+func testTxnFranzGoCommitAndAbort(t *testing.T, opts []kgo.Opt, epoch int16) {
 	b := startBroker(t, Config{})
 	ctx := txnTestCtx(t)
 	createTopics(t, ctx, b.Addr(), 3, "t")
-	cl := newTxnProducer(t, b.Addr(), "tx-1", "t")
+	cl := newTxnProducer(t, b.Addr(), "tx-1", "t", opts...)
 	runTxn(t, ctx, cl, true, seq("c1", 10)...)
 	runTxn(t, ctx, cl, false, seq("a1", 10)...)
 	runTxn(t, ctx, cl, true, seq("c2", 10)...)
@@ -145,6 +160,11 @@ func TestTxnFranzGoCommitAndAbort(t *testing.T) {
 	all := sorted(seq("c1", 10), seq("a1", 10), seq("c2", 10), seq("a2", 5))
 	if got := consumeUntilSentinel(t, ctx, b.Addr(), "t", 3, kgo.ReadUncommitted()); !slices.Equal(got, all) {
 		t.Fatalf("read_uncommitted read %q, want %q", got, all)
+	}
+	// Uncapped, franz-go sees transaction.version 2 finalized and runs
+	// transactions V2, where each of the four ends bumps the epoch.
+	if d := describeTxn(t, ctx, b.Addr(), "tx-1"); d.State != "CompleteAbort" || d.ProducerEpoch != epoch {
+		t.Fatalf("described %+v; want CompleteAbort at epoch %d", d, epoch)
 	}
 }
 

@@ -2,6 +2,7 @@ package txn
 
 import (
 	"fmt"
+	"math"
 	"regexp"
 	"sort"
 
@@ -22,6 +23,11 @@ type Config struct {
 	// NewProducerID hands out a producer id never used before, or a Kafka
 	// error code when it cannot. Required.
 	NewProducerID func() (int64, int16)
+	// TransactionVersion is the cluster's finalized transaction.version,
+	// Kafka's server TV: the version of the aborts the coordinator starts
+	// itself (fencing, timeouts). At 2 such an abort bumps the epoch once
+	// more, as a transactions V2 EndTxn does.
+	TransactionVersion int16
 }
 
 // Defaults of Config, Kafka's.
@@ -136,7 +142,9 @@ func (c *Coordinator) InitProducerID(now int64, id string, timeoutMs int32, expe
 	case Ongoing:
 		// prepareFenceProducerEpoch, then endTransaction(ABORT) with the
 		// bumped epoch, not from the client.
-		c.beginEnd(now, t, false, t.ProducerEpoch+1)
+		if code := c.fence(now, t); code != 0 {
+			return InitResult{ErrorCode: code, ProducerID: -1, ProducerEpoch: -1}
+		}
 		return initError(kerr.ConcurrentTransactions)
 	case Empty, CompleteCommit, CompleteAbort:
 	default:
@@ -196,10 +204,13 @@ func (c *Coordinator) checkProducer(id string, pid int64) (*Txn, *kerr.Error) {
 }
 
 // AddPartitions is Kafka's handleAddPartitionsToTransaction (for
-// AddPartitionsToTxn and AddOffsetsToTxn): the partitions join the
-// producer's transaction, which begins (Ongoing) if none was. The caller
-// has checked that the partitions exist.
-func (c *Coordinator) AddPartitions(now int64, id string, pid int64, epoch int16, parts []Partition) int16 {
+// AddPartitionsToTxn, AddOffsetsToTxn, and a transactions V2 produce that
+// adds its partition implicitly): the partitions join the producer's
+// transaction, which begins (Ongoing) if none was. tv is the caller's
+// transaction version, which the transaction takes (Kafka's
+// prepareAddPartitions): 2 for AddPartitionsToTxn v4+ and produce v12+, 0
+// otherwise. The caller has checked that the partitions exist.
+func (c *Coordinator) AddPartitions(now int64, id string, pid int64, epoch int16, parts []Partition, tv int16) int16 {
 	t, err := c.checkProducer(id, pid)
 	switch {
 	case err != nil:
@@ -226,7 +237,7 @@ func (c *Coordinator) AddPartitions(now int64, id string, pid int64, epoch int16
 	for _, p := range parts {
 		t.Partitions[p] = struct{}{}
 	}
-	t.State, t.LastUpdateMs, t.ClientTxnVersion = Ongoing, now, 0
+	t.State, t.LastUpdateMs, t.ClientTxnVersion = Ongoing, now, tv
 	c.persist(t)
 	return 0
 }
@@ -271,28 +282,88 @@ func endError(e *kerr.Error) EndResult {
 	return EndResult{ErrorCode: e.Code, ProducerID: -1, ProducerEpoch: -1}
 }
 
-// EndTxn is Kafka's handleEndTransaction from a client of transactions V1
-// (EndTxn v0-v4): commit or abort the ongoing transaction. The answer is
-// given once PrepareCommit or PrepareAbort is appended; the markers follow
-// (Ready), then the completion (MarkersWritten). Ending a transaction that
-// has just ended the same way succeeds (a retry); the other way, or with no
-// transaction, is INVALID_TXN_STATE; while the markers of the same result
-// are being written, CONCURRENT_TRANSACTIONS.
-func (c *Coordinator) EndTxn(now int64, id string, pid int64, epoch int16, commit bool) EndResult {
-	t, err := c.checkProducer(id, pid)
-	if err != nil {
-		return endError(err)
+// EndTxn is Kafka's handleEndTransaction from a client: commit or abort
+// the ongoing transaction. tv is the client's transaction version (2 for
+// EndTxn v5+, 0 below), which picks Kafka's endTransactionWithTV1 or its
+// version 2 twin. The answer is given once PrepareCommit or PrepareAbort is
+// appended; the markers follow (Ready), then the completion
+// (MarkersWritten).
+//
+// Version 1: the epoch must be the transaction's. Ending a transaction
+// that has just ended the same way succeeds (a retry); the other way, or
+// with no transaction, is INVALID_TXN_STATE; while the markers of the same
+// result are being written, CONCURRENT_TRANSACTIONS.
+//
+// Version 2 (KIP-890 part 2): every end bumps the producer epoch, and the
+// answer carries the producer id and epoch the client goes on with; an
+// exhausted epoch moves to a new producer id at completion. A retry comes
+// with the epoch before the bump (or the last epoch of the previous
+// producer id after a rotation) and is answered NONE once the end is
+// complete, CONCURRENT_TRANSACTIONS before. An abort with the current epoch
+// and no transaction ongoing (Empty, CompleteCommit, CompleteAbort) is an
+// empty transaction: it bumps the epoch too, as Kafka's table says.
+func (c *Coordinator) EndTxn(now int64, id string, pid int64, epoch int16, commit bool, tv int16) EndResult {
+	if tv < 2 {
+		return c.endTxnV1(now, id, pid, epoch, commit)
 	}
-	if epoch != t.ProducerEpoch {
+	if id == "" {
+		return endError(kerr.InvalidRequest)
+	}
+	t := c.txns[id]
+	if t == nil {
+		return endError(kerr.InvalidProducerIDMapping)
+	}
+	retryOnOverflow := t.PreviousProducerID == pid && epoch == math.MaxInt16-1 && t.ProducerEpoch == 0
+	retryOnEpochBump := t.ProducerEpoch == epoch+1
+	isRetry := retryOnEpochBump || retryOnOverflow
+	validEpoch := epoch == t.ProducerEpoch
+	switch t.State {
+	case PrepareCommit, PrepareAbort:
+		validEpoch = retryOnEpochBump
+	case CompleteCommit, CompleteAbort:
+		validEpoch = isRetry || epoch == t.ProducerEpoch
+	}
+	switch {
+	case t.ProducerID != pid && !retryOnOverflow:
+		return endError(kerr.InvalidProducerIDMapping)
+	case !validEpoch:
 		return endError(kerr.ProducerFenced)
 	}
+	prepare := func(commit, empty bool) EndResult {
+		next := int64(noProducerID)
+		if epochExhausted(t.ProducerEpoch) {
+			var code int16
+			if next, code = c.cfg.NewProducerID(); code != 0 {
+				return EndResult{ErrorCode: code, ProducerID: -1, ProducerEpoch: -1}
+			}
+		}
+		if empty {
+			t.StartMs = now
+		}
+		c.prepareEnd(now, t, commit, tv, next)
+		return EndResult{ProducerID: t.ProducerID, ProducerEpoch: t.ProducerEpoch}
+	}
+	done := EndResult{ProducerID: t.ProducerID, ProducerEpoch: t.ProducerEpoch}
 	switch t.State {
 	case Ongoing:
-		c.beginEnd(now, t, commit, t.ProducerEpoch)
-		return EndResult{ProducerID: t.ProducerID, ProducerEpoch: t.ProducerEpoch}
-	case CompleteCommit, CompleteAbort:
-		if (t.State == CompleteCommit) == commit {
-			return EndResult{ProducerID: t.ProducerID, ProducerEpoch: t.ProducerEpoch}
+		return prepare(commit, false)
+	case CompleteCommit:
+		switch {
+		case commit && isRetry:
+			return done
+		case !commit && !isRetry:
+			return prepare(false, true)
+		}
+	case CompleteAbort:
+		switch {
+		case !commit && isRetry:
+			return done
+		case !commit:
+			return prepare(false, true)
+		}
+	case Empty:
+		if !commit {
+			return prepare(false, true)
 		}
 	case PrepareCommit, PrepareAbort:
 		if (t.State == PrepareCommit) == commit {
@@ -302,14 +373,73 @@ func (c *Coordinator) EndTxn(now int64, id string, pid int64, epoch int16, commi
 	return endError(kerr.InvalidTxnState)
 }
 
-// beginEnd moves an Ongoing transaction to PrepareCommit or PrepareAbort
-// with producer epoch epoch (bumped by a fence) and asks for its markers.
-func (c *Coordinator) beginEnd(now int64, t *Txn, commit bool, epoch int16) {
-	if epoch != t.ProducerEpoch {
-		t.LastProducerEpoch = noProducerEpoch
+// endTxnV1 is Kafka's endTransactionWithTV1 from a client.
+func (c *Coordinator) endTxnV1(now int64, id string, pid int64, epoch int16, commit bool) EndResult {
+	if id == "" {
+		return endError(kerr.InvalidRequest)
 	}
-	t.ProducerEpoch = epoch
-	t.State, t.LastUpdateMs, t.ClientTxnVersion = PrepareAbort, now, 0
+	t := c.txns[id]
+	switch {
+	case t == nil || t.ProducerID != pid:
+		return endError(kerr.InvalidProducerIDMapping)
+	case epoch != t.ProducerEpoch:
+		return endError(kerr.ProducerFenced)
+	}
+	switch t.State {
+	case Ongoing:
+		c.prepareEnd(now, t, commit, 0, noProducerID)
+		return EndResult{ProducerID: -1, ProducerEpoch: -1}
+	case CompleteCommit, CompleteAbort:
+		if (t.State == CompleteCommit) == commit {
+			return EndResult{ProducerID: -1, ProducerEpoch: -1}
+		}
+	case PrepareCommit, PrepareAbort:
+		if (t.State == PrepareCommit) == commit {
+			return endError(kerr.ConcurrentTransactions)
+		}
+	}
+	return endError(kerr.InvalidTxnState)
+}
+
+// fence aborts t's ongoing transaction with the producer epoch bumped, so
+// that its producer is fenced: Kafka's prepareFenceProducerEpoch, then
+// endTransaction(ABORT) not from the client, at the server's transaction
+// version (which, at 2, bumps the epoch once more). Where Kafka would fail
+// for want of an epoch for the second bump, the abort takes the last epoch
+// and moves to a new producer id at completion, as a V2 end with an
+// exhausted epoch does.
+func (c *Coordinator) fence(now int64, t *Txn) int16 {
+	tv := c.cfg.TransactionVersion
+	switch {
+	case t.ProducerEpoch == math.MaxInt16:
+		// Kafka: IllegalStateException. Never reached from the log Gregor
+		// writes: every path moves to a new producer id before this.
+		return kerr.UnknownServerError.Code
+	case tv >= 2 && t.ProducerEpoch == math.MaxInt16-1:
+		next, code := c.cfg.NewProducerID()
+		if code != 0 {
+			return code
+		}
+		c.prepareEnd(now, t, false, 2, next)
+		return 0
+	}
+	t.ProducerEpoch++
+	t.LastProducerEpoch = noProducerEpoch
+	c.prepareEnd(now, t, false, tv, noProducerID)
+	return 0
+}
+
+// prepareEnd moves an Ongoing transaction to PrepareCommit or PrepareAbort
+// (Kafka's prepareAbortOrCommit) and asks for its markers. At transaction
+// version 2 the epoch is bumped and next, if not -1, is the producer id the
+// transaction moves to at completion.
+func (c *Coordinator) prepareEnd(now int64, t *Txn, commit bool, tv int16, next int64) {
+	if tv >= 2 {
+		t.LastProducerEpoch = t.ProducerEpoch
+		t.ProducerEpoch++
+		t.NextProducerID = next
+	}
+	t.State, t.LastUpdateMs, t.ClientTxnVersion = PrepareAbort, now, tv
 	if commit {
 		t.State = PrepareCommit
 	}
@@ -338,11 +468,19 @@ func (c *Coordinator) MarkersWritten(now int64, id string, pid int64, epoch int1
 	if len(t.Partitions) > 0 {
 		return
 	}
-	// prepareComplete
+	// prepareComplete: a V2 transaction whose epoch is exhausted moves to
+	// its next producer id, with epoch 0.
 	if t.State == PrepareCommit {
 		t.State = CompleteCommit
 	} else {
 		t.State = CompleteAbort
+	}
+	if t.ClientTxnVersion >= 2 {
+		t.PreviousProducerID, t.LastProducerEpoch = t.ProducerID, t.ProducerEpoch
+		if t.NextProducerID != noProducerID {
+			t.ProducerID, t.ProducerEpoch = t.NextProducerID, 0
+		}
+		t.NextProducerID = noProducerID
 	}
 	t.LastUpdateMs = now
 	c.persist(t)
@@ -376,8 +514,7 @@ func (c *Coordinator) AbortTimedOut(now int64) []string {
 	var aborted []string
 	for _, id := range c.sortedIDs() {
 		t := c.txns[id]
-		if t.State == Ongoing && t.StartMs+int64(t.TimeoutMs) < now && t.ProducerEpoch < 1<<15-1 {
-			c.beginEnd(now, t, false, t.ProducerEpoch+1)
+		if t.State == Ongoing && t.StartMs+int64(t.TimeoutMs) < now && c.fence(now, t) == 0 {
 			aborted = append(aborted, id)
 		}
 	}

@@ -30,11 +30,21 @@ func initKIP360(pid int64, epoch int16) func(c *Coordinator) int16 {
 }
 
 func add(pid int64, epoch int16, parts ...Partition) func(c *Coordinator) int16 {
-	return func(c *Coordinator) int16 { return c.AddPartitions(2, "id", pid, epoch, parts) }
+	return func(c *Coordinator) int16 { return c.AddPartitions(2, "id", pid, epoch, parts, 0) }
 }
 
 func end(pid int64, epoch int16, commit bool) func(c *Coordinator) int16 {
-	return func(c *Coordinator) int16 { return c.EndTxn(3, "id", pid, epoch, commit).ErrorCode }
+	return func(c *Coordinator) int16 { return c.EndTxn(3, "id", pid, epoch, commit, 0).ErrorCode }
+}
+
+// add2 and end2 are a transactions V2 client's: a produce that adds its
+// partition, and EndTxn v5.
+func add2(pid int64, epoch int16, parts ...Partition) func(c *Coordinator) int16 {
+	return func(c *Coordinator) int16 { return c.AddPartitions(2, "id", pid, epoch, parts, 2) }
+}
+
+func end2(pid int64, epoch int16, commit bool) func(c *Coordinator) int16 {
+	return func(c *Coordinator) int16 { return c.EndTxn(3, "id", pid, epoch, commit, 2).ErrorCode }
 }
 
 // markersDone completes every marker the coordinator asked for in the
@@ -51,20 +61,21 @@ func markersDone(c *Coordinator) int16 {
 func TestTransitions(t *testing.T) {
 	const pid = 1000
 	tests := []struct {
-		name  string
-		steps []step
+		name     string
+		serverTV int16 // the cluster's transaction.version
+		steps    []step
 	}{
-		{"a new id gets a producer id with epoch 0; another init fences it", []step{
+		{"a new id gets a producer id with epoch 0; another init fences it", 0, []step{
 			{name: "init", do: initID(1000), state: Empty, epoch: 0, records: 1},
 			{name: "init again", do: initID(1000), state: Empty, epoch: 1, records: 1},
 			{name: "old epoch adds", do: add(pid, 0, tpA), want: kerr.ProducerFenced, state: Empty, epoch: 1},
 		}},
-		{"bad timeouts", []step{
+		{"bad timeouts", 0, []step{
 			{name: "above max", do: initID(60001), want: kerr.InvalidTransactionTimeout, epoch: -2},
 			{name: "zero", do: initID(0), want: kerr.InvalidTransactionTimeout, epoch: -2},
 			{name: "empty id", do: func(c *Coordinator) int16 { return c.InitProducerID(1, "", 1000, -1, -1).ErrorCode }, want: kerr.InvalidRequest, epoch: -2},
 		}},
-		{"commit: prepare, markers, complete; EndTxn twice", []step{
+		{"commit: prepare, markers, complete; EndTxn twice", 0, []step{
 			{name: "init", do: initID(1000), state: Empty, epoch: 0, records: 1},
 			{name: "add", do: add(pid, 0, tpA, tpB), state: Ongoing, epoch: 0, records: 1},
 			{name: "add again: nothing new", do: add(pid, 0, tpA), state: Ongoing, epoch: 0},
@@ -78,21 +89,21 @@ func TestTransitions(t *testing.T) {
 			{name: "abort after commit", do: end(pid, 0, false), want: kerr.InvalidTxnState, state: CompleteCommit, epoch: 0},
 			{name: "next transaction", do: add(pid, 0, tpB), state: Ongoing, epoch: 0, records: 1},
 		}},
-		{"bad EndTxn", []step{
+		{"bad EndTxn", 0, []step{
 			{name: "unknown id", do: end(pid, 0, true), want: kerr.InvalidProducerIDMapping, epoch: -2},
 			{name: "init", do: initID(1000), state: Empty, epoch: 0, records: 1},
 			{name: "no transaction", do: end(pid, 0, true), want: kerr.InvalidTxnState, state: Empty, epoch: 0},
 			{name: "other producer id", do: end(pid+1, 0, true), want: kerr.InvalidProducerIDMapping, state: Empty, epoch: 0},
 			{name: "other epoch", do: end(pid, 1, false), want: kerr.ProducerFenced, state: Empty, epoch: 0},
-			{name: "empty id", do: func(c *Coordinator) int16 { return c.EndTxn(3, "", pid, 0, true).ErrorCode }, want: kerr.InvalidRequest, state: Empty, epoch: 0},
+			{name: "empty id", do: func(c *Coordinator) int16 { return c.EndTxn(3, "", pid, 0, true, 0).ErrorCode }, want: kerr.InvalidRequest, state: Empty, epoch: 0},
 		}},
-		{"bad AddPartitions", []step{
+		{"bad AddPartitions", 0, []step{
 			{name: "unknown id", do: add(pid, 0, tpA), want: kerr.InvalidProducerIDMapping, epoch: -2},
 			{name: "init", do: initID(1000), state: Empty, epoch: 0, records: 1},
 			{name: "other producer id", do: add(pid+1, 0, tpA), want: kerr.InvalidProducerIDMapping, state: Empty, epoch: 0},
 			{name: "other epoch", do: add(pid, 3, tpA), want: kerr.ProducerFenced, state: Empty, epoch: 0},
 		}},
-		{"init during a transaction aborts it with the epoch bumped", []step{
+		{"init during a transaction aborts it with the epoch bumped", 0, []step{
 			{name: "init", do: initID(1000), state: Empty, epoch: 0, records: 1},
 			{name: "add", do: add(pid, 0, tpA), state: Ongoing, epoch: 0, records: 1},
 			{name: "init fences", do: initID(1000), want: kerr.ConcurrentTransactions, state: PrepareAbort, epoch: 1, records: 1, markers: 1},
@@ -100,7 +111,7 @@ func TestTransitions(t *testing.T) {
 			{name: "markers written", do: markersDone, state: CompleteAbort, epoch: 1, records: 1},
 			{name: "init again", do: initID(1000), state: Empty, epoch: 2, records: 1},
 		}},
-		{"a transaction past its timeout is aborted and its producer fenced", []step{
+		{"a transaction past its timeout is aborted and its producer fenced", 0, []step{
 			{name: "init", do: initID(1000), state: Empty, epoch: 0, records: 1},
 			{name: "add at 2", do: add(pid, 0, tpA), state: Ongoing, epoch: 0, records: 1},
 			{name: "not yet at 1002", do: func(c *Coordinator) int16 { c.AbortTimedOut(1002); return 0 }, state: Ongoing, epoch: 0},
@@ -109,17 +120,43 @@ func TestTransitions(t *testing.T) {
 			{name: "the zombie commits", do: end(pid, 0, true), want: kerr.ProducerFenced, state: CompleteAbort, epoch: 1},
 			{name: "the zombie adds", do: add(pid, 0, tpA), want: kerr.ProducerFenced, state: CompleteAbort, epoch: 1},
 		}},
-		{"KIP-360 recovery", []step{
+		{"KIP-360 recovery", 0, []step{
 			{name: "init with an id on a new transactional id", do: initKIP360(77, 3), state: Empty, epoch: 0, records: 1},
 			{name: "bump from 0", do: initKIP360(pid, 0), state: Empty, epoch: 1, records: 1},
 			{name: "retry of that bump: same epoch", do: initKIP360(pid, 0), state: Empty, epoch: 1, records: 1},
 			{name: "another producer id", do: initKIP360(55, 1), want: kerr.ProducerFenced, state: Empty, epoch: 1},
 			{name: "a stale epoch", do: initKIP360(pid, 7), want: kerr.ProducerFenced, state: Empty, epoch: 1},
 		}},
+		{"transactions V2: every end bumps the epoch; retries come with the epoch before", 2, []step{
+			{name: "init", do: initID(1000), state: Empty, epoch: 0, records: 1},
+			{name: "commit with nothing to commit", do: end2(pid, 0, true), want: kerr.InvalidTxnState, state: Empty, epoch: 0},
+			{name: "produce adds", do: add2(pid, 0, tpA), state: Ongoing, epoch: 0, records: 1},
+			{name: "commit", do: end2(pid, 0, true), state: PrepareCommit, epoch: 1, records: 1, markers: 1},
+			{name: "retry while preparing", do: end2(pid, 0, true), want: kerr.ConcurrentTransactions, state: PrepareCommit, epoch: 1},
+			{name: "the new epoch while preparing", do: end2(pid, 1, true), want: kerr.ProducerFenced, state: PrepareCommit, epoch: 1},
+			{name: "markers written", do: markersDone, state: CompleteCommit, epoch: 1, records: 1},
+			{name: "retry after completion", do: end2(pid, 0, true), state: CompleteCommit, epoch: 1},
+			{name: "abort as a retry of a commit", do: end2(pid, 0, false), want: kerr.InvalidTxnState, state: CompleteCommit, epoch: 1},
+			{name: "commit with nothing new", do: end2(pid, 1, true), want: kerr.InvalidTxnState, state: CompleteCommit, epoch: 1},
+			{name: "an older epoch", do: end2(pid, -1, true), want: kerr.ProducerFenced, state: CompleteCommit, epoch: 1},
+			{name: "empty abort bumps", do: end2(pid, 1, false), state: PrepareAbort, epoch: 2, records: 1, markers: 1},
+			{name: "no markers to write", do: markersDone, state: CompleteAbort, epoch: 2, records: 1},
+			{name: "next transaction at the new epoch", do: add2(pid, 2, tpB), state: Ongoing, epoch: 2, records: 1},
+			{name: "the old epoch adds", do: add2(pid, 1, tpA), want: kerr.ProducerFenced, state: Ongoing, epoch: 2},
+			{name: "abort", do: end2(pid, 2, false), state: PrepareAbort, epoch: 3, records: 1, markers: 1},
+		}},
+		{"transactions V2 cluster: a fence bumps twice", 2, []step{
+			{name: "init", do: initID(1000), state: Empty, epoch: 0, records: 1},
+			{name: "add", do: add2(pid, 0, tpA), state: Ongoing, epoch: 0, records: 1},
+			{name: "init fences", do: initID(1000), want: kerr.ConcurrentTransactions, state: PrepareAbort, epoch: 2, records: 1, markers: 1},
+			{name: "the zombie ends", do: end2(pid, 0, true), want: kerr.ProducerFenced, state: PrepareAbort, epoch: 2},
+			{name: "markers written", do: markersDone, state: CompleteAbort, epoch: 2, records: 1},
+			{name: "init again", do: initID(1000), state: Empty, epoch: 3, records: 1},
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := newTest(t)
+			c := newTestTV(t, tt.serverTV)
 			var all []Record
 			pendingMarkers = nil
 			for _, s := range tt.steps {
@@ -156,8 +193,8 @@ func TestTransitions(t *testing.T) {
 func TestMarkersCarryTheTransaction(t *testing.T) {
 	c := newTest(t)
 	r := c.InitProducerID(1, "id", 1000, -1, -1)
-	c.AddPartitions(2, "id", r.ProducerID, r.ProducerEpoch, []Partition{tpB, tpA})
-	c.EndTxn(3, "id", r.ProducerID, r.ProducerEpoch, false)
+	c.AddPartitions(2, "id", r.ProducerID, r.ProducerEpoch, []Partition{tpB, tpA}, 0)
+	c.EndTxn(3, "id", r.ProducerID, r.ProducerEpoch, false, 0)
 	eff := c.Ready()
 	want := []Marker{{TransactionalID: "id", ProducerID: r.ProducerID, ProducerEpoch: 0, Commit: false, Partitions: []Partition{tpA, tpB}}}
 	if !reflect.DeepEqual(eff.Markers, want) {
@@ -173,8 +210,8 @@ func TestMarkersCarryTheTransaction(t *testing.T) {
 	// After a restart, the markers are asked for again.
 	all := newTest(t)
 	all.InitProducerID(1, "id", 1000, -1, -1)
-	all.AddPartitions(2, "id", r.ProducerID, r.ProducerEpoch, []Partition{tpB, tpA})
-	all.EndTxn(3, "id", r.ProducerID, r.ProducerEpoch, false)
+	all.AddPartitions(2, "id", r.ProducerID, r.ProducerEpoch, []Partition{tpB, tpA}, 0)
+	all.EndTxn(3, "id", r.ProducerID, r.ProducerEpoch, false, 0)
 	re := replayed(t, all.Ready().Records)
 	re.PendingMarkers()
 	if eff := re.Ready(); !reflect.DeepEqual(eff.Markers, want) || len(eff.Records) != 0 {
@@ -210,7 +247,7 @@ func TestEpochExhaustionRotatesTheProducerID(t *testing.T) {
 func TestVerifyPartitions(t *testing.T) {
 	c := newTest(t)
 	r := c.InitProducerID(1, "id", 1000, -1, -1)
-	c.AddPartitions(2, "id", r.ProducerID, r.ProducerEpoch, []Partition{tpA})
+	c.AddPartitions(2, "id", r.ProducerID, r.ProducerEpoch, []Partition{tpA}, 0)
 	c.Ready()
 	top, each := c.VerifyPartitions("id", r.ProducerID, r.ProducerEpoch, []Partition{tpA, tpB})
 	if top != 0 || each[tpA] != 0 || each[tpB] != kerr.TransactionAbortable.Code {
@@ -240,7 +277,7 @@ func TestExpireIDs(t *testing.T) {
 	c := newTest(t)
 	c.InitProducerID(10, "idle", 1000, -1, -1)
 	r := c.InitProducerID(10, "busy", 1000, -1, -1)
-	c.AddPartitions(10, "busy", r.ProducerID, 0, []Partition{tpA})
+	c.AddPartitions(10, "busy", r.ProducerID, 0, []Partition{tpA}, 0)
 	c.Ready()
 	if got := c.ExpireIDs(10 + 999999); len(got) != 0 {
 		t.Fatalf("expired too early: %v", got)
@@ -269,7 +306,7 @@ func TestList(t *testing.T) {
 	c := newTest(t)
 	a := c.InitProducerID(0, "alpha", 1000, -1, -1)
 	c.InitProducerID(0, "beta", 1000, -1, -1)
-	c.AddPartitions(100, "alpha", a.ProducerID, 0, []Partition{tpA})
+	c.AddPartitions(100, "alpha", a.ProducerID, 0, []Partition{tpA}, 0)
 	all := func(f ListFilter) []string {
 		l, _ := c.List(1000, f)
 		var ids []string
@@ -296,5 +333,37 @@ func TestList(t *testing.T) {
 	}
 	if _, unknown := c.List(0, ListFilter{States: []string{"Ongoing", "Bogus"}, DurationMs: -1}); !reflect.DeepEqual(unknown, []string{"Bogus"}) {
 		t.Errorf("unknown states %v", unknown)
+	}
+}
+
+func TestV2EndWithAnExhaustedEpochRotatesAtCompletion(t *testing.T) {
+	c := newTestTV(t, 2)
+	r := c.InitProducerID(1, "id", 1000, -1, -1)
+	c.AddPartitions(2, "id", r.ProducerID, 0, []Partition{tpA}, 2)
+	c.txns["id"].ProducerEpoch = math.MaxInt16 - 1
+	e := c.EndTxn(3, "id", r.ProducerID, math.MaxInt16-1, true, 2)
+	if e.ErrorCode != 0 || e.ProducerID != r.ProducerID || e.ProducerEpoch != math.MaxInt16 {
+		t.Fatalf("end with an exhausted epoch: %+v", e)
+	}
+	eff := c.Ready()
+	if len(eff.Markers) != 1 || eff.Markers[0].ProducerEpoch != math.MaxInt16 || eff.Markers[0].TransactionVersion != 2 {
+		t.Fatalf("markers %+v", eff.Markers)
+	}
+	c.MarkersWritten(4, "id", r.ProducerID, math.MaxInt16, eff.Markers[0].Partitions)
+	d, _ := c.Describe("id")
+	if d.State != CompleteCommit || d.ProducerID == r.ProducerID || d.ProducerEpoch != 0 || d.PreviousProducerID != r.ProducerID {
+		t.Fatalf("after completion: %+v", d)
+	}
+	// The client retries with the identity it had: a retry on overflow.
+	if rr := c.EndTxn(5, "id", r.ProducerID, math.MaxInt16-1, true, 2); rr.ErrorCode != 0 || rr.ProducerID != d.ProducerID || rr.ProducerEpoch != 0 {
+		t.Fatalf("retry after the rotation: %+v", rr)
+	}
+	// A fence of a V2 transaction at the last usable epoch rotates too.
+	c.AddPartitions(6, "id", d.ProducerID, 0, []Partition{tpA}, 2)
+	c.txns["id"].ProducerEpoch = math.MaxInt16 - 1
+	c.AbortTimedOut(1 << 40)
+	f, _ := c.Describe("id")
+	if f.State != PrepareAbort || f.ProducerEpoch != math.MaxInt16 || f.NextProducerID < 0 {
+		t.Fatalf("fence at the last epoch: %+v", f)
 	}
 }

@@ -4,7 +4,10 @@
 // PrepareCommit, PrepareAbort, CompleteCommit, CompleteAbort,
 // PrepareEpochFence and Dead) and the transitions InitProducerId,
 // AddPartitionsToTxn, AddOffsetsToTxn, EndTxn and the timers make, as
-// Kafka's TransactionCoordinator and TransactionMetadata decide them.
+// Kafka's TransactionCoordinator and TransactionMetadata decide them, for
+// transactions V1 and V2 (KIP-890 part 2: the partition added by the
+// produce itself, an epoch bump at every end), picked per request as Kafka
+// picks them.
 //
 // It is a deterministic state machine without I/O, like coordinator/group:
 // the driver (broker/txns.go) calls one method at a time with the current
@@ -25,7 +28,11 @@
 // end of its append, so no other event ever sees a pending transition. A
 // transaction whose markers are not all written stays in PrepareCommit or
 // PrepareAbort, as in Kafka, and requests meanwhile get
-// CONCURRENT_TRANSACTIONS.
+// CONCURRENT_TRANSACTIONS. PrepareEpochFence, Kafka's pending state of a
+// fence, is therefore never seen: a fence goes straight to PrepareAbort
+// with the bumped epoch, as Kafka's does once its append completes; and
+// Kafka's hasFailedEpochFence is not needed, since a failed append leaves
+// no bumped epoch behind in memory.
 //
 // Records use Kafka's schemas (TransactionLogKey v0, TransactionLogValue
 // v1 with its tagged fields), encoded by kmsg's TxnMetadataKey and

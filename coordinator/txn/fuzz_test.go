@@ -15,8 +15,8 @@ import (
 func FuzzLoad(f *testing.F) {
 	c := New(Config{NewProducerID: func() (int64, int16) { return 7, 0 }})
 	r := c.InitProducerID(1, "seed", 1000, -1, -1)
-	c.AddPartitions(2, "seed", r.ProducerID, r.ProducerEpoch, []Partition{{"t", 0}, {"t", 3}, {"u", 1}})
-	c.EndTxn(3, "seed", r.ProducerID, r.ProducerEpoch, true)
+	c.AddPartitions(2, "seed", r.ProducerID, r.ProducerEpoch, []Partition{{"t", 0}, {"t", 3}, {"u", 1}}, 0)
+	c.EndTxn(3, "seed", r.ProducerID, r.ProducerEpoch, true, 0)
 	eff := c.Ready()
 	c.MarkersWritten(4, "seed", r.ProducerID, r.ProducerEpoch, eff.Markers[0].Partitions)
 	c.ExpireIDs(1 << 40)

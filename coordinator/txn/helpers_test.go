@@ -8,10 +8,13 @@ import (
 )
 
 // newTest returns a coordinator whose producer ids count up from 1000.
-func newTest(t *testing.T) *Coordinator {
+func newTest(t *testing.T) *Coordinator { return newTestTV(t, 0) }
+
+// newTestTV is newTest with the cluster's transaction.version at tv.
+func newTestTV(t *testing.T, tv int16) *Coordinator {
 	t.Helper()
 	next := int64(1000)
-	return New(Config{MaxTimeoutMs: 60000, IDExpirationMs: 1000000, NewProducerID: func() (int64, int16) {
+	return New(Config{MaxTimeoutMs: 60000, IDExpirationMs: 1000000, TransactionVersion: tv, NewProducerID: func() (int64, int16) {
 		next++
 		return next - 1, 0
 	}})

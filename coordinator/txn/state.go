@@ -79,9 +79,6 @@ type Txn struct {
 	StartMs          int64 // the transaction's first AddPartitions; -1 when none
 	LastUpdateMs     int64
 	ClientTxnVersion int16
-	// failedFence is Kafka's hasFailedEpochFence: a fence whose record
-	// could not be written is not bumped again by the next fence.
-	failedFence bool
 }
 
 // SortedPartitions lists t's partitions by topic, then partition.
