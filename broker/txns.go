@@ -353,11 +353,16 @@ func (tc *txnCoordinator) appendRecords(recs []txn.Record) error {
 // call runs fn on the coordinator's goroutine and waits until its records
 // are appended: 0, or the error code a failed append is answered with.
 func (tc *txnCoordinator) call(r *request, fn func(c *txn.Coordinator, now int64)) (int16, error) {
+	return tc.callCtx(r.ctx, fn)
+}
+
+// callCtx is call for a caller that is not a request of its own.
+func (tc *txnCoordinator) callCtx(ctx context.Context, fn func(c *txn.Coordinator, now int64)) (int16, error) {
 	reply := make(chan int16, 1)
 	select {
 	case tc.events <- txnEvent{fn: fn, reply: reply}:
-	case <-r.ctx.Done():
-		return 0, r.ctx.Err()
+	case <-ctx.Done():
+		return 0, ctx.Err()
 	case <-tc.done:
 		return 0, errors.New("broker: transaction coordinator stopped")
 	}
@@ -374,4 +379,39 @@ func (tc *txnCoordinator) call(r *request, fn func(c *txn.Coordinator, now int64
 func (tc *txnCoordinator) stop() {
 	tc.cancel()
 	<-tc.done
+}
+
+// verifyTxnOffsetCommit answers the group coordinator's question about a
+// TxnOffsetCommit (KIP-890), as Kafka's leader asks its transaction
+// coordinator with AddPartitionsToTxn: with add false (TxnOffsetCommit
+// v0-v4), whether the group's __consumer_offsets partition is in the
+// ongoing transaction of tid, whose producer must be pid at epoch (verify
+// only: TRANSACTION_ABORTABLE if not); with add true (v5, transactions V2),
+// it adds the partition to the transaction, as AddPartitionsToTxn v5 does.
+// It returns the coordinator's error, nil when all is well, and
+// NETWORK_EXCEPTION when the coordinator could not be asked. This is the
+// verifier TxnOffsetCommit (key 28) takes.
+func (tc *txnCoordinator) verifyTxnOffsetCommit(ctx context.Context, tid string, pid int64, epoch int16, groupID string, add bool) *kerr.Error {
+	tp := txn.Partition{Topic: offsetsTopic, Partition: group.PartitionFor(groupID, tc.b.cfg.OffsetsTopicPartitions)}
+	var code int16
+	appendCode, err := tc.callCtx(ctx, func(c *txn.Coordinator, now int64) {
+		if add {
+			code = c.AddPartitions(now, tid, pid, epoch, []txn.Partition{tp}, 2)
+			return
+		}
+		var parts map[txn.Partition]int16
+		if code, parts = c.VerifyPartitions(tid, pid, epoch, []txn.Partition{tp}); code == 0 {
+			code = parts[tp]
+		}
+	})
+	switch {
+	case err != nil:
+		return kerr.NetworkException
+	case appendCode != 0:
+		code = appendCode
+	}
+	if code == 0 {
+		return nil
+	}
+	return kerr.ErrorForCode(code).(*kerr.Error)
 }

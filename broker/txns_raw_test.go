@@ -287,3 +287,43 @@ func TestTxnV2RawProduceAddsAndEndBumps(t *testing.T) {
 		t.Fatalf("aborted transactions %+v", sp.AbortedTransactions)
 	}
 }
+
+// TestTxnVerifyTxnOffsetCommit checks the answers the transaction
+// coordinator gives TxnOffsetCommit about a group's __consumer_offsets
+// partition: verified once AddOffsetsToTxn added it, added by the V2
+// form, and Kafka's errors otherwise.
+func TestTxnVerifyTxnOffsetCommit(t *testing.T) {
+	b := startBroker(t, Config{})
+	c := dialRaw(t, b.Addr())
+	ctx := txnTestCtx(t)
+	pid, epoch := rawInitTxnOK(t, c, "o", 60000)
+	verify := b.txns.verifyTxnOffsetCommit
+	if e := verify(ctx, "o", pid, epoch, "g", false); e != kerr.TransactionAbortable {
+		t.Fatalf("before AddOffsetsToTxn: %v, want TRANSACTION_ABORTABLE", e)
+	}
+	req := kmsg.NewPtrAddOffsetsToTxnRequest()
+	req.SetVersion(3)
+	req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group = "o", pid, epoch, "g"
+	wantTxnCode(t, "AddOffsetsToTxn", c.do(req).(*kmsg.AddOffsetsToTxnResponse).ErrorCode, nil)
+	for _, tt := range []struct {
+		name  string
+		tid   string
+		pid   int64
+		epoch int16
+		group string
+		add   bool
+		want  *kerr.Error
+	}{
+		{"added", "o", pid, epoch, "g", false, nil},
+		{"another group's partition", "o", pid, epoch, "another-group-entirely", false, kerr.TransactionAbortable},
+		{"unknown transactional id", "nobody", pid, epoch, "g", false, kerr.InvalidProducerIDMapping},
+		{"another producer id", "o", pid + 1, epoch, "g", false, kerr.InvalidProducerIDMapping},
+		{"another epoch", "o", pid, epoch + 1, "g", false, kerr.ProducerFenced},
+		{"v5 adds", "o", pid, epoch, "h", true, nil},
+		{"then verified", "o", pid, epoch, "h", false, nil},
+	} {
+		if e := verify(ctx, tt.tid, tt.pid, tt.epoch, tt.group, tt.add); e != tt.want {
+			t.Errorf("%s: %v, want %v", tt.name, e, tt.want)
+		}
+	}
+}
