@@ -70,6 +70,9 @@ func handleProduce(b *Broker, r *request, req *kmsg.ProduceRequest) (kmsg.Respon
 		return nil, fmt.Errorf("unsupported version %d of api key 0 (Produce), removed in Kafka 4", req.Version)
 	}
 	resp := newResponse[*kmsg.ProduceResponse](req)
+	if req.TransactionID == nil && hasTransactionalRecords(req) {
+		return refuseTransactionalProduce(req, resp)
+	}
 	validAcks := req.Acks == -1 || req.Acks == 0 || req.Acks == 1
 	var flushes []pendingFlush
 	for ti, rt := range req.Topics {

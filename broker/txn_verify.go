@@ -25,8 +25,9 @@ package broker
 // INVALID_PRODUCER_EPOCH; CONCURRENT_TRANSACTIONS (the transaction is
 // completing) and coordinator unavailability are NOT_ENOUGH_REPLICAS, which
 // every client retries; INVALID_PRODUCER_ID_MAPPING is passed on. A
-// request with transactional batches but no transactional id is
-// TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as KafkaApis answers it.
+// request with a transactional batch but no transactional id is refused
+// whole before anything else: TRANSACTIONAL_ID_AUTHORIZATION_FAILED for
+// every partition, as KafkaApis.handleProduceRequest answers it.
 
 import (
 	"fmt"
@@ -45,7 +46,7 @@ var lastTxnGuard atomic.Uint64
 // verifyTxnBatch verifies transactional batch h for partition p. It
 // returns the guard to append under, or the error to answer with.
 func (b *Broker) verifyTxnBatch(r *request, req *kmsg.ProduceRequest, p *partition, h *batch.Header) (uint64, *kerr.Error, string, error) {
-	if req.TransactionID == nil {
+	if req.TransactionID == nil { // the first batch was not transactional, this one is
 		return 0, kerr.TransactionalIDAuthorizationFailed, "", nil
 	}
 	pid, epoch := h.ProducerID, h.ProducerEpoch
@@ -96,4 +97,41 @@ func (b *Broker) verifyTxnBatch(r *request, req *kmsg.ProduceRequest, p *partiti
 		return 0, kerr.NotEnoughReplicas, fmt.Sprintf("Unable to verify the partition has been added to the transaction. Underlying error: %s", kerr.ErrorForCode(code)), nil
 	}
 	return 0, kerr.ErrorForCode(code).(*kerr.Error), "", nil
+}
+
+// hasTransactionalRecords is Kafka's RequestUtils.hasTransactionalRecords:
+// whether the first batch of some partition's records is transactional.
+func hasTransactionalRecords(req *kmsg.ProduceRequest) bool {
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			if m, _ := batch.Magic(p.Records); m != 2 {
+				continue // an old message set has no transactional flag
+			}
+			if h, err := batch.ParseHeader(p.Records); err == nil && h.Transactional() {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// refuseTransactionalProduce answers every partition of req with
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED (ProduceRequest.getErrorResponse);
+// acks=0 gets no answer, as every acks=0 produce.
+func refuseTransactionalProduce(req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse) (kmsg.Response, error) {
+	if req.Acks == 0 {
+		return nil, nil
+	}
+	for _, rt := range req.Topics {
+		st := kmsg.NewProduceResponseTopic()
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewProduceResponseTopicPartition()
+			sp.Partition, sp.ErrorCode = rp.Partition, kerr.TransactionalIDAuthorizationFailed.Code
+			sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = -1, -1, -1
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, nil
 }
