@@ -180,7 +180,9 @@ func (c *Coordinator) InitProducerID(now int64, id string, timeoutMs int32, expe
 	// previous one.
 	next.PreviousProducerID = t.ProducerID
 	next.NextProducerID = noProducerID
-	next.TimeoutMs, next.State, next.StartMs, next.LastUpdateMs, next.ClientTxnVersion = timeoutMs, Empty, -1, now, 0
+	// The transaction version stays the last transaction's, as Kafka 4.2's
+	// transitions keep it unless they set it.
+	next.TimeoutMs, next.State, next.StartMs, next.LastUpdateMs = timeoutMs, Empty, -1, now
 	next.Partitions = map[Partition]struct{}{}
 	if created {
 		c.txns[id] = &next
