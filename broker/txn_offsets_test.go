@@ -3,7 +3,10 @@ package broker
 import (
 	"context"
 	"fmt"
+	"io/fs"
+	"log/slog"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -12,6 +15,7 @@ import (
 
 	"github.com/gregor-broker/gregor/coordinator/group"
 	"github.com/gregor-broker/gregor/protocol/batch"
+	"github.com/gregor-broker/gregor/storage"
 )
 
 // txnCommitReq builds a TxnOffsetCommit of partition offsets ("topic/p" ->
@@ -334,4 +338,39 @@ func TestTxnOffsetsSurviveRestart(t *testing.T) {
 	}
 	endTxn(t, second, c, "g", open, e3, true)
 	wantFetched(t, c, "g", "t", 0, true, 30, nil)
+}
+
+// TestTxnOffsetsOnAFullDisk: a TxnOffsetCommit whose records cannot be
+// written is NOT_COORDINATOR, as a failed OffsetCommit, and leaves nothing
+// pending; a marker that cannot be written is KAFKA_STORAGE_ERROR and
+// commits nothing, and its retry, once there is space, does.
+func TestTxnOffsetsOnAFullDisk(t *testing.T) {
+	ffs := storage.NewFaultFS(storage.NewMemFS(), nil)
+	b := startBroker(t, Config{FS: ffs, DataDir: "/data", Logger: slog.New(slog.DiscardHandler)})
+	c := dialRaw(t, b.Addr())
+	createTopic(t, c, "t", 1, nil)
+	pid, epoch := initProducerID(t, c, 4)
+	mustTxnCommit(t, c, txnCommitReq(3, "g", pid, epoch, "t", map[int32]int64{0: 1}))
+	endTxn(t, b, c, "g", pid, epoch, true)
+	dir := fmt.Sprintf("/data/%s-%d", offsetsTopic, offsetsPartitionOf(b, "g").index)
+	enospc := &fs.PathError{Op: "write", Path: dir, Err: syscall.ENOSPC}
+
+	ffs.Arm(faultsUnder(dir, enospc, storage.OpWrite))
+	if got := txnCommitCodes(t, c, txnCommitReq(3, "g", pid, epoch, "t", map[int32]int64{0: 2})); got["t-0"] != kerr.NotCoordinator.Code {
+		t.Fatalf("TxnOffsetCommit on a full disk: %v, want NOT_COORDINATOR", kerr.ErrorForCode(got["t-0"]))
+	}
+	ffs.Arm(nil)
+	wantFetched(t, c, "g", "t", 0, true, 1, nil)
+
+	mustTxnCommit(t, c, txnCommitReq(3, "g", pid, epoch, "t", map[int32]int64{0: 3}))
+	ffs.Arm(faultsUnder(dir, enospc, storage.OpWrite))
+	p := offsetsPartitionOf(b, "g").index
+	resp := writeMarkers(t, c, 1, wireMarker(pid, epoch, 0, true, offsetsTopic, p))
+	if code := resp.Markers[0].Topics[0].Partitions[0].ErrorCode; code != kerr.KafkaStorageError.Code {
+		t.Fatalf("marker on a full disk: %v, want KAFKA_STORAGE_ERROR", kerr.ErrorForCode(code))
+	}
+	ffs.Arm(nil)
+	wantFetched(t, c, "g", "t", 0, true, -1, kerr.UnstableOffsetCommit)
+	endTxn(t, b, c, "g", pid, epoch, true)
+	wantFetched(t, c, "g", "t", 0, true, 3, nil)
 }
