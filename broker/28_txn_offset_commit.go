@@ -70,7 +70,13 @@ func init() { register(28, 0, 5, handleTxnOffsetCommit) }
 // last transaction is still completing), COORDINATOR_NOT_AVAILABLE,
 // NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS; NETWORK_EXCEPTION when
 // the coordinator could not be asked. verifyTxnError maps it for the
-// client.
+// client. Seen from clients of Kafka 4.2.2: a commit for a group never
+// added is INVALID_TXN_STATE at v3 and TRANSACTION_ABORTABLE at v4, and at
+// v5 adds the group's partition (the transaction goes from Empty to
+// Ongoing); an unknown transactional id INVALID_PRODUCER_ID_MAPPING at
+// v3-v5; an epoch newer or older than the transactional id's
+// INVALID_PRODUCER_EPOCH; no transaction coordinator yet
+// COORDINATOR_NOT_AVAILABLE.
 //
 // Until a transaction coordinator is connected (setTxnOffsetCommitVerifier)
 // nothing is verified: the commit goes straight to the group checks.
