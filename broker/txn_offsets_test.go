@@ -374,3 +374,47 @@ func TestTxnOffsetsOnAFullDisk(t *testing.T) {
 	endTxn(t, b, c, "g", pid, epoch, true)
 	wantFetched(t, c, "g", "t", 0, true, 3, nil)
 }
+
+// TestTxnOffsetsCompactedAndReplayed: a producer commits and aborts many
+// transactions of offsets, the log cleaner compacts __consumer_offsets
+// (dropping the aborted ones' records, keeping the markers the rest
+// need), and after a restart the replay finds the last committed offset,
+// with the transaction left open at the end still pending.
+func TestTxnOffsetsCompactedAndReplayed(t *testing.T) {
+	dir := t.TempDir()
+	no := false
+	cfg := Config{DataDir: dir, OffsetsTopicPartitions: 1, LogCleanerEnable: &no}
+	b := startBroker(t, cfg)
+	c := dialRaw(t, b.Addr())
+	createTopic(t, c, "t", 1, nil)
+	pid, epoch := initProducerID(t, c, 4)
+	mustTxnCommit(t, c, txnCommitReq(3, "g", pid, epoch, "t", map[int32]int64{0: 0}))
+	p := partitionOf(t, b, offsetsTopic, 0)
+	shrinkSegments(t, p, 400)
+	for i := int64(0); i < 30; i++ {
+		mustTxnCommit(t, c, txnCommitReq(3, "g", pid, epoch, "t", map[int32]int64{0: i}))
+		endTxn(t, b, c, "g", pid, epoch, i%3 != 2) // every third aborts
+	}
+	wantFetched(t, c, "g", "t", 0, true, 28, nil)
+	mustTxnCommit(t, c, txnCommitReq(3, "g", pid, epoch, "t", map[int32]int64{0: 100}))
+
+	ref := partitionRef{p: p, cfg: b.lookupTopic(offsetsTopic).effective.Load()}
+	sizeBefore := p.log.Size()
+	res, err := p.log.Clean(context.Background(), b.logs.compactionPolicy(ref), b.logs.now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.BytesOut >= res.BytesIn || p.log.Size() >= sizeBefore {
+		t.Fatalf("cleaning did not shrink __consumer_offsets: %+v", res)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	b2 := startBroker(t, cfg)
+	c = dialRaw(t, b2.Addr())
+	wantFetched(t, c, "g", "t", 0, false, 28, nil)
+	wantFetched(t, c, "g", "t", 0, true, -1, kerr.UnstableOffsetCommit)
+	endTxn(t, b2, c, "g", pid, epoch, true)
+	wantFetched(t, c, "g", "t", 0, true, 100, nil)
+}
