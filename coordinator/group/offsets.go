@@ -299,7 +299,7 @@ func (c *Coordinator) expireOffsets(now int64) {
 				c.tombstoneOffset(g.id, tp)
 			}
 		}
-		if len(g.offsets) == 0 && len(g.members) == 0 && len(g.pendingMembers) == 0 && !c.HasPendingOffsets(g.id) {
+		if len(g.offsets) == 0 && len(g.members) == 0 && len(g.pendingMembers) == 0 && !c.hasOpenTxns(g.id) {
 			c.deleteGroup(g)
 		}
 	}

@@ -209,9 +209,9 @@ func (c *Coordinator) LoadTransactional(now int64, pid int64, key, value []byte)
 	return c.load(now, &pid, key, value)
 }
 
-// HasPendingOffsets reports whether group has transactional offsets
-// waiting for a marker.
-func (c *Coordinator) HasPendingOffsets(group string) bool { return len(c.openTxns[group]) > 0 }
+// hasOpenTxns reports whether a transaction holds offsets of the group
+// (Kafka's openTransactionsByGroup.containsKey).
+func (c *Coordinator) hasOpenTxns(group string) bool { return len(c.openTxns[group]) > 0 }
 
 func (c *Coordinator) nextSeq() int64 {
 	c.seq++

@@ -66,7 +66,7 @@ func TestTxnOffsetsWaitForTheCommitMarker(t *testing.T) {
 	h.wantOffset("g", "t", 0, false, 5, nil)
 	h.wantOffset("g", "t", 0, true, -1, kerr.UnstableOffsetCommit)
 	h.wantOffset("g", "t", 1, true, -1, nil) // nothing pending there
-	if !h.c.HasPendingOffsets("g") {
+	if !h.c.hasOpenTxns("g") {
 		t.Fatal("no pending offsets")
 	}
 	// A marker of another producer, or for another partition, changes
@@ -76,7 +76,7 @@ func TestTxnOffsetsWaitForTheCommitMarker(t *testing.T) {
 	h.wantOffset("g", "t", 0, true, -1, kerr.UnstableOffsetCommit)
 	h.complete("g", 7, true)
 	h.wantOffset("g", "t", 0, true, 10, nil)
-	if h.c.HasPendingOffsets("g") {
+	if h.c.hasOpenTxns("g") {
 		t.Fatal("pending offsets after the marker")
 	}
 	// A second marker (a retry) is harmless.
@@ -197,7 +197,7 @@ func TestTxnOffsetCommitValidation(t *testing.T) {
 	}
 	h2 := newHarness(t, Config{})
 	h2.wantCode(h2.txnCommit(fenced), kerr.InvalidProducerEpoch)
-	if l := h2.c.ListGroups(nil, nil); len(l) != 0 || h2.c.HasPendingOffsets("g") {
+	if l := h2.c.ListGroups(nil, nil); len(l) != 0 || h2.c.hasOpenTxns("g") {
 		t.Fatalf("a refused commit left state: %+v", l)
 	}
 }
