@@ -256,6 +256,15 @@ func (s *producerStates) check(h *batch.Header) (*kerr.Error, string) {
 	return nil, ""
 }
 
+// checkEpoch is ProducerAppendInfo.checkProducerEpoch alone: an epoch
+// older than the producer's is INVALID_PRODUCER_EPOCH.
+func (s *producerStates) checkEpoch(pid int64, epoch int16) (*kerr.Error, string) {
+	if e := s.byID[pid]; e != nil && epoch < e.epoch {
+		return kerr.InvalidProducerEpoch, fmt.Sprintf("Epoch of producer %d is %d, which is smaller than the last seen epoch %d", pid, epoch, e.epoch)
+	}
+	return nil, ""
+}
+
 // update records a batch of h's producer appended at baseOffset, with h's
 // max timestamp as stored. A new epoch forgets the old epoch's batches.
 //
@@ -482,6 +491,25 @@ type appendOutcome struct {
 // (Unix ms) drives expiry. A non-nil error is the log's and nothing was
 // appended.
 func (p *partition) appendBatch(one []byte, now int64) (appendOutcome, error) {
+	return p.appendBatchFrom(originClient, one, now)
+}
+
+// appendOrigin is who appends a batch, as Kafka's AppendOrigin.
+type appendOrigin int8
+
+const (
+	// originClient: a producer's batch, checked for duplicates, epoch and
+	// sequence.
+	originClient appendOrigin = iota
+	// originCoordinator: the group coordinator's transactional offset
+	// commits, written without sequences (-1) as Kafka's coordinator
+	// writes them, so only the producer epoch is checked
+	// (ProducerAppendInfo checks sequences for CLIENT appends only).
+	originCoordinator
+)
+
+// appendBatchFrom is appendBatch for a batch of the given origin.
+func (p *partition) appendBatchFrom(origin appendOrigin, one []byte, now int64) (appendOutcome, error) {
 	h, err := batch.ParseHeader(one)
 	if err != nil {
 		return appendOutcome{}, err
@@ -491,10 +519,13 @@ func (p *partition) appendBatch(one []byte, now int64) (appendOutcome, error) {
 	idempotent := h.ProducerID >= 0
 	if idempotent {
 		p.producers.maybeRemoveExpired(now)
-		if dup, ok := p.producers.duplicate(&h); ok {
+		if origin == originCoordinator {
+			if e, msg := p.producers.checkEpoch(h.ProducerID, h.ProducerEpoch); e != nil {
+				return appendOutcome{refused: e, message: fmt.Sprintf("%s in partition %s-%d", msg, p.topic, p.index)}, nil
+			}
+		} else if dup, ok := p.producers.duplicate(&h); ok {
 			return appendOutcome{baseOffset: dup.firstOffset(), end: dup.lastOffset + 1, duplicate: true, timestamp: dup.timestamp}, nil
-		}
-		if e, msg := p.producers.check(&h); e != nil {
+		} else if e, msg := p.producers.check(&h); e != nil {
 			return appendOutcome{refused: e, message: fmt.Sprintf("%s in partition %s-%d", msg, p.topic, p.index)}, nil
 		}
 	}
