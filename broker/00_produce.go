@@ -258,7 +258,7 @@ func (b *Broker) produceTo(r *request, req *kmsg.ProduceRequest, t *topic, p *pa
 		batch.SetMaxTimestamp(one, false, info.MaxTimestamp)
 	}
 	batch.SetPartitionLeaderEpoch(one, p.leaderEpoch)
-	out, err := p.appendGuarded(one, now, guard)
+	out, err := p.appendGuarded(originClient, one, now, guard)
 	switch {
 	case err != nil:
 		b.log.Error("append failed", "topic", p.topic, "partition", p.index, "err", err)

@@ -6,8 +6,10 @@ package broker
 // partition without one, and for every partition of a group that does not
 // exist, without error, as Kafka does. v1 has no top-level error code; v2+
 // may ask for every committed partition with a null topic list; v5+ return
-// the leader epoch; v6: flexible; v7+ require_stable (nothing is ever
-// pending: Gregor has no transactional offset commits yet); v8+ ask for
+// the leader epoch; v6: flexible; v7+ require_stable (a partition with a
+// transactional offset waiting for its producer's marker is
+// UNSTABLE_OFFSET_COMMIT, offset -1; without it the last committed offset
+// is answered); v8+ ask for
 // several groups at once; v9+ carry a member id and epoch, which only
 // KIP-848 consumer groups check; v10 names topics by id (an unknown id is
 // UNKNOWN_TOPIC_ID; with a null topic list, offsets of topics that no

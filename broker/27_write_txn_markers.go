@@ -14,12 +14,16 @@ package broker
 // INVALID_PRODUCER_EPOCH, a coordinator epoch older than that of the
 // producer's last marker TRANSACTION_COORDINATOR_FENCED, a failed write
 // KAFKA_STORAGE_ERROR. Internal topics are written too: a marker in
-// __consumer_offsets is what ends a transactional offset commit (none
-// exist before TxnOffsetCommit is served, so it only completes the
-// partition's producer state). Markers naming the same producer id share
-// one response entry, as in Kafka, whose response is keyed by producer id.
+// __consumer_offsets is what ends a transactional offset commit, so it is
+// written by the group coordinator's goroutine, which then commits or
+// drops the producer's pending offsets there (groups.go writeMarker; as
+// Kafka's KafkaApis hands those markers to its group coordinator, and
+// answers NOT_LEADER_OR_FOLLOWER when that coordinator is not there).
+// Markers naming the same producer id share one response entry, as in
+// Kafka, whose response is keyed by producer id.
 
 import (
+	"errors"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -67,8 +71,18 @@ func (b *Broker) writeMarker(t *topic, index int32, m kmsg.WriteTxnMarkersReques
 	if p == nil {
 		return kerr.UnknownTopicOrPartition.Code
 	}
-	out, err := p.writeTxnMarker(txnMarker{pid: m.ProducerID, epoch: m.ProducerEpoch, coordinatorEpoch: m.CoordinatorEpoch,
-		commit: m.Committed, transactionVersion: m.TransactionVersion}, time.Now().UnixMilli())
+	tm := txnMarker{pid: m.ProducerID, epoch: m.ProducerEpoch, coordinatorEpoch: m.CoordinatorEpoch,
+		commit: m.Committed, transactionVersion: m.TransactionVersion}
+	var out markerOutcome
+	var err error
+	if p.topic == offsetsTopic {
+		out, err = b.groups.writeMarker(p, tm)
+		if errors.Is(err, errGroupsStopped) {
+			return kerr.NotLeaderForPartition.Code
+		}
+	} else {
+		out, err = p.writeTxnMarker(tm, time.Now().UnixMilli())
+	}
 	switch {
 	case err != nil:
 		b.log.Error("writing a transaction marker failed", "topic", p.topic, "partition", p.index, "producer_id", m.ProducerID, "err", err)

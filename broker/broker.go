@@ -44,6 +44,11 @@ type Broker struct {
 	groups *groupCoordinator
 	// txns drives the transaction coordinator (txns.go).
 	txns *txnCoordinator
+	// verifyTxnOffsetCommit asks the transaction coordinator whether a
+	// TxnOffsetCommit belongs to an ongoing transaction, or adds the
+	// group's partition to it (28_txn_offset_commit.go). Unset until a
+	// transaction coordinator is connected: not verified.
+	verifyTxnOffsetCommit atomic.Pointer[txnOffsetCommitVerifier]
 	// logs runs retention and the log cleaner (logmanager.go).
 	logs *logManager
 

@@ -10,6 +10,7 @@ import (
 	"math/bits"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gregor-broker/gregor/protocol"
@@ -23,7 +24,11 @@ const maxInFlight = 64
 // conn is one client connection. A reader goroutine reads and parses frames
 // and queues them; serve handles them one at a time in arrival order, which
 // keeps responses in request order and appends from one producer in order,
-// as Kafka does by muting a connection while its request is processed.
+// as Kafka does by muting a connection while its request is processed. A
+// Produce request that arrives while nothing is queued or being handled is
+// handled by the reader itself (readLoop), which saves waking the serving
+// goroutine for each request of a producer; the order is the same, since
+// nothing else is in flight.
 type conn struct {
 	b   *Broker
 	nc  net.Conn
@@ -32,9 +37,16 @@ type conn struct {
 	tcp *net.TCPConn // nc, when records can be sent to it with sendfile
 	out []byte       // response encoding buffer, reused; records never go in it
 
-	// scratch is the batch decoder's reusable state; only the serve
-	// goroutine touches it.
+	// scratch is the batch decoder's reusable state; only the goroutine
+	// handling a request touches it.
 	scratch batch.Scratch
+
+	// queued counts the requests the reader has queued for serve and serve
+	// has not finished (handled, and flushed if it was the last). While it
+	// is 0, serve touches nothing of the connection, so the reader may
+	// handle a request itself: w, out and scratch belong to whichever
+	// goroutine handles, and the atomic orders the hand-over both ways.
+	queued atomic.Int32
 }
 
 // request is one parsed request on its way to a handler.
@@ -65,11 +77,14 @@ const (
 	// minPooledFrame is the smallest buffer the pool hands out, so that
 	// small produce requests share buffers.
 	minPooledFrame = 16 << 10
-	// maxPooledFrame is the largest frame read into a pooled buffer: a
-	// client's default max.request.size is 1 MiB; a larger frame gets a
-	// buffer of its own, so the pool never pins one of up to
-	// socket.request.max.bytes.
-	maxPooledFrame = 1 << 20
+	// maxPooledFrame is the largest frame read into a pooled buffer. The
+	// Java client's max.request.size is 1 MiB by default, but franz-go
+	// puts up to 1 MB per partition in a request (its batch limit), and
+	// its 100 B workload sends requests of 1.3-2 MB; a fresh buffer for
+	// each of those was zeroed and collected, a third of the broker's CPU
+	// in that workload. A larger frame gets a buffer of its own, so the
+	// pool never pins one of up to socket.request.max.bytes.
+	maxPooledFrame = 8 << 20
 )
 
 // frameBuffer returns a pooled buffer with room for size bytes.
@@ -136,31 +151,35 @@ func (c *conn) serve() {
 	go c.readLoop(ctx, cancel, queue)
 
 	for req := range queue {
-		err := c.handle(req)
-		if req.frame != nil {
-			// Answered (or failed): nothing refers to the frame any more.
-			producePool.Put(req.frame)
-			req.frame, req.body = nil, nil
+		err := c.handleAndRelease(req)
+		if err == nil && len(queue) == 0 {
+			err = c.w.Flush()
 		}
 		if err != nil {
-			c.log.Info("closing connection", "api_key", req.hdr.APIKey, "api_version", req.hdr.APIVersion,
-				"correlation_id", req.hdr.CorrelationID, "reason", err)
 			cancel()
 			c.nc.Close()
 			for range queue { // let the reader finish
 			}
 			return
 		}
-		if len(queue) == 0 {
-			if err := c.w.Flush(); err != nil {
-				cancel()
-				c.nc.Close()
-				for range queue {
-				}
-				return
-			}
-		}
+		c.queued.Add(-1)
 	}
+}
+
+// handleAndRelease handles req, returns its frame to the pool, and logs why
+// the connection must close if handling fails.
+func (c *conn) handleAndRelease(req *request) error {
+	err := c.handle(req)
+	if req.frame != nil {
+		// Answered (or failed): nothing refers to the frame any more.
+		producePool.Put(req.frame)
+		req.frame, req.body = nil, nil
+	}
+	if err != nil {
+		c.log.Info("closing connection", "api_key", req.hdr.APIKey, "api_version", req.hdr.APIVersion,
+			"correlation_id", req.hdr.CorrelationID, "reason", err)
+	}
+	return err
 }
 
 // readLoop reads frames until the connection fails, then cancels the
@@ -185,12 +204,40 @@ func (c *conn) readLoop(ctx context.Context, cancel context.CancelFunc, queue ch
 			c.b.metrics.observe(&request{hdr: hdr, received: received}, nil, true)
 			return
 		}
+		req := &request{hdr: hdr, body: body, ctx: ctx, conn: c, received: received, frame: pooled}
+		if hdr.APIKey == produceKey && c.queued.Load() == 0 {
+			// Nothing is in flight: answer it here rather than wake serve.
+			// The response waits in w while the next request is already
+			// buffered, as serve's do while its queue is not empty.
+			err := c.handleAndRelease(req)
+			if err == nil && !frameBuffered(r) {
+				err = c.w.Flush()
+			}
+			if err != nil {
+				c.nc.Close()
+				return
+			}
+			continue
+		}
+		c.queued.Add(1)
 		select {
-		case queue <- &request{hdr: hdr, body: body, ctx: ctx, conn: c, received: received, frame: pooled}:
+		case queue <- req:
 		case <-ctx.Done():
 			return
 		}
 	}
+}
+
+// frameBuffered reports whether r holds a whole frame, which the next read
+// returns without waiting for the client.
+func frameBuffered(r *bufio.Reader) bool {
+	n := r.Buffered()
+	if n < 4 {
+		return false
+	}
+	p, _ := r.Peek(4)
+	size := int32(binary.BigEndian.Uint32(p))
+	return size >= 0 && int64(size) <= int64(n-4)
 }
 
 // handle runs one request and writes its response, if it has one. Small

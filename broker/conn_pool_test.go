@@ -1,6 +1,9 @@
 package broker
 
 import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
 	"fmt"
 	"strings"
 	"testing"
@@ -29,10 +32,11 @@ func TestPooledFrameCap(t *testing.T) {
 	}
 }
 
-// TestPooledProduceFrames pipelines produce requests of varying sizes,
-// interleaved with other requests, over one connection, so that the pooled
-// frame buffers are reused while earlier requests' records are in the log,
-// and checks that every record reads back as it was sent.
+// TestPooledProduceFrames pipelines produce requests of varying sizes (up to
+// 2.8 MB, above the old 1 MiB pooling limit), interleaved with other
+// requests, over one connection, so that the pooled frame buffers are reused
+// while earlier requests' records are in the log, and checks that every
+// record reads back as it was sent.
 func TestPooledProduceFrames(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -52,7 +56,7 @@ func TestPooledProduceFrames(t *testing.T) {
 			}
 			br := startBroker(t, cfg)
 			c := dialRaw(t, br.Addr())
-			createTopic(t, c, "pool", 1, nil)
+			createTopic(t, c, "pool", 1, map[string]string{"max.message.bytes": "4194304"})
 
 			const requests = 120
 			var want []string
@@ -62,6 +66,9 @@ func TestPooledProduceFrames(t *testing.T) {
 			for i := range requests {
 				n := 1 + i%7
 				size := []int{10, 300, 5000, 40_000}[i%4]
+				if i%30 == 7 { // frames of 0.4, 1.2, 2 and 2.8 MB, as franz-go sends
+					size = 400_000
+				}
 				recs := make([]batch.Record, n)
 				for j := range recs {
 					v := fmt.Sprintf("req %d rec %d ", i, j)
@@ -153,5 +160,41 @@ func TestFrameTooShortForAPIKey(t *testing.T) {
 			t.Fatal(err)
 		}
 		c.expectClosed()
+	}
+}
+
+// TestFrameBuffered checks when the reader, having answered a Produce itself,
+// keeps the response in its writer: only while a whole next frame is already
+// buffered, so a client waiting for its answer is never kept waiting.
+func TestFrameBuffered(t *testing.T) {
+	frame := func(size int32, body int) []byte {
+		b := binary.BigEndian.AppendUint32(nil, uint32(size))
+		return append(b, make([]byte, body)...)
+	}
+	for _, tc := range []struct {
+		name string
+		in   []byte
+		want bool
+	}{
+		{"nothing", nil, false},
+		{"part of a size", []byte{0, 0}, false},
+		{"a size alone", frame(10, 0), false},
+		{"part of a frame", frame(10, 9), false},
+		{"a whole frame", frame(10, 10), true},
+		{"a frame and more", frame(10, 15), true},
+		{"an empty frame", frame(0, 0), true},
+		{"a negative size", frame(-1, 8), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := bufio.NewReaderSize(bytes.NewReader(tc.in), 64)
+			if len(tc.in) > 0 {
+				if _, err := r.Peek(1); err != nil { // fill the buffer as a read would
+					t.Fatal(err)
+				}
+			}
+			if got := frameBuffered(r); got != tc.want {
+				t.Errorf("frameBuffered with %d bytes buffered = %v, want %v", r.Buffered(), got, tc.want)
+			}
+		})
 	}
 }

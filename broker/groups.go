@@ -13,6 +13,18 @@ package broker
 // On start, before the listener opens, __consumer_offsets is created if it
 // is missing and replayed from its start to rebuild groups and offsets, so
 // COORDINATOR_LOAD_IN_PROGRESS is never needed.
+//
+// Transactional offset commits (TxnOffsetCommit) are written as a
+// transactional batch of the producer, which opens its transaction in the
+// partition's producer state (the LSO stops there). The transaction ends
+// with a marker that the goroutine itself writes (writeMarker: every
+// append to __consumer_offsets is the goroutine's, as in Kafka, whose
+// group coordinator writes the markers of its partitions), and once the
+// marker is as durable as the flush policy asks, the coordinator commits
+// or drops the producer's pending offsets of that partition. Replay does
+// the same in log order: the offset commits of a transactional batch wait
+// for their producer's marker, and those still waiting at the end of the
+// log stay pending.
 
 import (
 	"context"
@@ -124,9 +136,16 @@ func (gc *groupCoordinator) replay() error {
 			}
 			err = batch.Split(data, func(one []byte) error {
 				if h, err := batch.ParseHeader(one); err == nil && h.Control() {
-					// A transaction marker (WriteTxnMarkers): no offsets of
-					// its own.
+					// A transaction marker: it ends its producer's
+					// transactional offset commits in this partition.
 					off = max(off, h.BaseOffset+int64(h.LastOffsetDelta)+1)
+					m, ok, err := batch.ParseEndTxnMarker(one, &scratch)
+					if err != nil {
+						return fmt.Errorf("the control batch at offset %d: %w", h.BaseOffset, err)
+					}
+					if ok {
+						gc.coord.CompleteTransaction(now, h.ProducerID, p.index, int32(len(gc.parts)), m.Commit)
+					}
 					return nil
 				}
 				var loadErr error
@@ -136,7 +155,13 @@ func (gc *groupCoordinator) replay() error {
 					if r.Value != nil {
 						value = append([]byte(nil), r.Value...)
 					}
-					err := gc.coord.Load(now, append([]byte(nil), r.Key...), value)
+					key := append([]byte(nil), r.Key...)
+					var err error
+					if h.Transactional() && h.ProducerID >= 0 {
+						err = gc.coord.LoadTransactional(now, h.ProducerID, key, value)
+					} else {
+						err = gc.coord.Load(now, key, value)
+					}
 					switch {
 					case errors.Is(err, group.ErrBadRecord):
 						// Not a record Gregor writes (a client produced
@@ -273,7 +298,18 @@ func (gc *groupCoordinator) createOffsetsTopic() error {
 	return nil
 }
 
-// appendRecords writes records as one v2 batch per partition.
+// recordBatch is the records of one batch: one partition, and one
+// producer's transaction or none.
+type recordBatch struct {
+	partition int32
+	txn       group.Producer // ID -1: not transactional
+}
+
+// appendRecords writes records as one v2 batch per partition, and per
+// producer for transactional records: those go in a transactional batch
+// with the producer's id and epoch and no sequence, as Kafka's
+// coordinator writes them, checked for the producer epoch only
+// (originCoordinator).
 func (gc *groupCoordinator) appendRecords(recs []group.Record) error {
 	if gc.parts == nil {
 		if err := gc.createOffsetsTopic(); err != nil {
@@ -281,26 +317,40 @@ func (gc *groupCoordinator) appendRecords(recs []group.Record) error {
 		}
 	}
 	n := int32(len(gc.parts))
-	byPart := map[int32][]batch.Record{}
-	var order []int32
+	byBatch := map[recordBatch][]batch.Record{}
+	var order []recordBatch
 	for _, r := range recs {
-		p := group.PartitionFor(r.GroupID, n)
-		if _, ok := byPart[p]; !ok {
-			order = append(order, p)
+		k := recordBatch{partition: group.PartitionFor(r.GroupID, n), txn: group.Producer{ID: -1, Epoch: -1}}
+		if r.Txn != nil {
+			k.txn = *r.Txn
 		}
-		byPart[p] = append(byPart[p], batch.Record{OffsetDelta: int32(len(byPart[p])), Key: r.Key, Value: r.Value})
+		if _, ok := byBatch[k]; !ok {
+			order = append(order, k)
+		}
+		byBatch[k] = append(byBatch[k], batch.Record{OffsetDelta: int32(len(byBatch[k])), Key: r.Key, Value: r.Value})
 	}
 	now := nowMillis()
 	var errs []error
-	for _, pi := range order {
-		p := gc.parts[pi]
-		one, err := batch.AppendBatch(nil, batch.BuildOptions{BaseTimestamp: now, ProducerID: -1, ProducerEpoch: -1,
-			BaseSequence: -1, PartitionLeaderEpoch: p.leaderEpoch}, byPart[pi])
+	for _, k := range order {
+		p := gc.parts[k.partition]
+		opts := batch.BuildOptions{BaseTimestamp: now, ProducerID: k.txn.ID, ProducerEpoch: k.txn.Epoch,
+			BaseSequence: -1, PartitionLeaderEpoch: p.leaderEpoch, Transactional: k.txn.ID >= 0}
+		one, err := batch.AppendBatch(nil, opts, byBatch[k])
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		out, err := p.appendBatch(one, now)
+		origin := originClient
+		if opts.Transactional {
+			origin = originCoordinator
+		}
+		out, err := p.appendBatchFrom(origin, one, now)
+		if err == nil && out.refused != nil {
+			// txnAppendError checked this batch's epoch on this goroutine,
+			// the topic's only writer: a refusal means the state here is
+			// not what the coordinator was told, so its decisions go.
+			err = fmt.Errorf("broker: %s-%d refused the coordinator's batch: %s", offsetsTopic, p.index, out.message)
+		}
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -315,6 +365,62 @@ func (gc *groupCoordinator) appendRecords(recs []group.Record) error {
 	return errors.Join(errs...)
 }
 
+// txnAppendError is how the __consumer_offsets partition of group would
+// refuse a transactional batch of producer: INVALID_PRODUCER_EPOCH for an
+// epoch older than the partition's, else nil. Run on the coordinator's
+// goroutine.
+func (gc *groupCoordinator) txnAppendError(groupID string, producer group.Producer) *kerr.Error {
+	if gc.parts == nil {
+		return nil
+	}
+	p := gc.parts[group.PartitionFor(groupID, int32(len(gc.parts)))]
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	e, _ := p.producers.checkEpoch(producer.ID, producer.Epoch)
+	return e
+}
+
+// writeMarker writes transaction marker m in p, a partition of
+// __consumer_offsets, on the coordinator's goroutine, and then, the marker
+// being as durable as the partition's flush policy asks, commits or drops
+// the producer's pending offsets of the groups in p. It is what
+// Broker.writeMarker does for that topic, as Kafka delegates those markers
+// to its group coordinator (GroupCoordinator.completeTransaction). A
+// refused or failed marker completes nothing.
+func (gc *groupCoordinator) writeMarker(p *partition, m txnMarker) (markerOutcome, error) {
+	var out markerOutcome
+	var werr error
+	err := gc.do(func(c *group.Coordinator, now int64) {
+		out, werr = p.writeTxnMarker(m, now)
+		if werr == nil && out.refused == nil && len(gc.parts) > 0 {
+			c.CompleteTransaction(now, m.pid, p.index, int32(len(gc.parts)), m.commit)
+		}
+	})
+	if err != nil {
+		return markerOutcome{}, err
+	}
+	return out, werr
+}
+
+// do runs fn on the coordinator's goroutine and waits for it, for a
+// caller without a request of its own (a marker the transaction
+// coordinator writes in process). It fails only once the coordinator has
+// stopped.
+func (gc *groupCoordinator) do(fn func(c *group.Coordinator, now int64)) error {
+	done := make(chan struct{})
+	ev := groupEvent{fn: func(c *group.Coordinator, now int64, _ group.ReplyID) { fn(c, now); close(done) }}
+	select {
+	case gc.events <- ev:
+	case <-gc.done:
+		return errGroupsStopped
+	}
+	<-done
+	return nil
+}
+
+// errGroupsStopped is returned to callers once the broker closes.
+var errGroupsStopped = errors.New("broker: group coordinator stopped")
+
 // call submits a request to the coordinator and waits for its answer, which
 // may be parked behind later events. It fails if the connection or the
 // broker goes away first.
@@ -325,7 +431,7 @@ func (gc *groupCoordinator) call(r *request, fn func(c *group.Coordinator, now i
 	case <-r.ctx.Done():
 		return nil, r.ctx.Err()
 	case <-gc.done:
-		return nil, errors.New("broker: group coordinator stopped")
+		return nil, errGroupsStopped
 	}
 	select {
 	case res := <-reply:
@@ -333,7 +439,7 @@ func (gc *groupCoordinator) call(r *request, fn func(c *group.Coordinator, now i
 	case <-r.ctx.Done():
 		return nil, r.ctx.Err()
 	case <-gc.done:
-		return nil, errors.New("broker: group coordinator stopped")
+		return nil, errGroupsStopped
 	}
 }
 
@@ -348,7 +454,7 @@ func (gc *groupCoordinator) read(r *request, fn func(c *group.Coordinator, now i
 	case <-r.ctx.Done():
 		return r.ctx.Err()
 	case <-gc.done:
-		return errors.New("broker: group coordinator stopped")
+		return errGroupsStopped
 	}
 	wg.Wait()
 	return nil

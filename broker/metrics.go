@@ -315,6 +315,12 @@ func (a *apiMetrics) countErrors(resp kmsg.Response) {
 				a.countError(p.ErrorCode)
 			}
 		}
+	case *kmsg.TxnOffsetCommitResponse:
+		for i := range r.Topics {
+			for _, p := range r.Topics[i].Partitions {
+				a.countError(p.ErrorCode)
+			}
+		}
 	case *kmsg.OffsetFetchResponse:
 		a.countError(r.ErrorCode)
 		for i := range r.Topics {

@@ -256,6 +256,15 @@ func (s *producerStates) check(h *batch.Header) (*kerr.Error, string) {
 	return nil, ""
 }
 
+// checkEpoch is ProducerAppendInfo.checkProducerEpoch alone: an epoch
+// older than the producer's is INVALID_PRODUCER_EPOCH.
+func (s *producerStates) checkEpoch(pid int64, epoch int16) (*kerr.Error, string) {
+	if e := s.byID[pid]; e != nil && epoch < e.epoch {
+		return kerr.InvalidProducerEpoch, fmt.Sprintf("Epoch of producer %d is %d, which is smaller than the last seen epoch %d", pid, epoch, e.epoch)
+	}
+	return nil, ""
+}
+
 // update records a batch of h's producer appended at baseOffset, with h's
 // max timestamp as stored. A new epoch forgets the old epoch's batches.
 //
@@ -482,21 +491,40 @@ type appendOutcome struct {
 // (Unix ms) drives expiry. A non-nil error is the log's and nothing was
 // appended.
 func (p *partition) appendBatch(one []byte, now int64) (appendOutcome, error) {
-	return p.appendGuarded(one, now, unguarded)
+	return p.appendGuarded(originClient, one, now, unguarded)
+}
+
+// appendOrigin is who appends a batch, as Kafka's AppendOrigin.
+type appendOrigin int8
+
+const (
+	// originClient: a producer's batch, checked for duplicates, epoch and
+	// sequence.
+	originClient appendOrigin = iota
+	// originCoordinator: the group coordinator's transactional offset
+	// commits, written without sequences (-1) as Kafka's coordinator
+	// writes them, so only the producer epoch is checked
+	// (ProducerAppendInfo checks sequences for CLIENT appends only).
+	originCoordinator
+)
+
+// appendBatchFrom is appendBatch for a batch of the given origin.
+func (p *partition) appendBatchFrom(origin appendOrigin, one []byte, now int64) (appendOutcome, error) {
+	return p.appendGuarded(origin, one, now, unguarded)
 }
 
 // unguarded is the guard of appends that are not a client's transactional
 // produce.
 const unguarded = ^uint64(0)
 
-// appendGuarded is appendBatch for a client's batch, verified with the
-// coordinator under guard if it is transactional (txn_verify.go; 0: not
-// verified, because the producer's transaction was already open here). If
-// the batch would open a transaction and guard is not p's guard for the
-// producer — a marker ended the transaction meanwhile — it is refused with
-// INVALID_TXN_STATE, as Kafka's UnifiedLog refuses a batch whose
-// VerificationGuard does not match.
-func (p *partition) appendGuarded(one []byte, now int64, guard uint64) (appendOutcome, error) {
+// appendGuarded is appendBatchFrom for a client's batch, verified with the
+// transaction coordinator under guard if it is transactional
+// (txn_verify.go; 0: not verified, because the producer's transaction was
+// already open here). If the batch would open a transaction and guard is
+// not p's guard for the producer — a marker ended the transaction
+// meanwhile — it is refused with INVALID_TXN_STATE, as Kafka's UnifiedLog
+// refuses a batch whose VerificationGuard does not match.
+func (p *partition) appendGuarded(origin appendOrigin, one []byte, now int64, guard uint64) (appendOutcome, error) {
 	h, err := batch.ParseHeader(one)
 	if err != nil {
 		return appendOutcome{}, err
@@ -506,10 +534,13 @@ func (p *partition) appendGuarded(one []byte, now int64, guard uint64) (appendOu
 	idempotent := h.ProducerID >= 0
 	if idempotent {
 		p.producers.maybeRemoveExpired(now)
-		if dup, ok := p.producers.duplicate(&h); ok {
+		if origin == originCoordinator {
+			if e, msg := p.producers.checkEpoch(h.ProducerID, h.ProducerEpoch); e != nil {
+				return appendOutcome{refused: e, message: fmt.Sprintf("%s in partition %s-%d", msg, p.topic, p.index)}, nil
+			}
+		} else if dup, ok := p.producers.duplicate(&h); ok {
 			return appendOutcome{baseOffset: dup.firstOffset(), end: dup.lastOffset + 1, duplicate: true, timestamp: dup.timestamp}, nil
-		}
-		if e, msg := p.producers.check(&h); e != nil {
+		} else if e, msg := p.producers.check(&h); e != nil {
 			return appendOutcome{refused: e, message: fmt.Sprintf("%s in partition %s-%d", msg, p.topic, p.index)}, nil
 		}
 	}

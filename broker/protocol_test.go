@@ -534,6 +534,35 @@ func TestPipelinedRequestsAnswerInOrder(t *testing.T) {
 	}
 }
 
+// TestProduceBehindLongPollWaitsItsTurn pipelines a Produce behind a Fetch
+// that long-polls an empty partition on the same connection. Kafka handles a
+// connection's requests one at a time, so the Produce is appended only after
+// the Fetch has answered, empty, at its deadline; the reader, which answers a
+// Produce itself when nothing is in flight, must queue this one.
+func TestProduceBehindLongPollWaitsItsTurn(t *testing.T) {
+	b := startBroker(t, Config{})
+	c := dialRaw(t, b.Addr())
+	createTopic(t, c, "t", 1, nil)
+	fetch := fetchRequest(12, "t", 0, 300, 1)
+	produce := produceRequest(9, 1, "t", 0, makeBatch(t, batch.None, 1, time.Now().UnixMilli()))
+	if _, err := c.nc.Write(append(encodeRequest(fetch, 1), encodeRequest(produce, 2)...)); err != nil {
+		t.Fatal(err)
+	}
+	fr := kmsg.NewPtrFetchResponse()
+	fr.SetVersion(12)
+	c.readResponse(1, fr)
+	if p := fr.Topics[0].Partitions[0]; p.ErrorCode != 0 || len(p.RecordBatches) != 0 || p.HighWatermark != 0 {
+		t.Fatalf("fetch: error %d, %d record bytes, high watermark %d; want an empty answer from before the produce",
+			p.ErrorCode, len(p.RecordBatches), p.HighWatermark)
+	}
+	pr := kmsg.NewPtrProduceResponse()
+	pr.SetVersion(9)
+	c.readResponse(2, pr)
+	if p := pr.Topics[0].Partitions[0]; p.ErrorCode != 0 || p.BaseOffset != 0 {
+		t.Fatalf("produce: error %d, base offset %d", p.ErrorCode, p.BaseOffset)
+	}
+}
+
 // Without an authorizer Kafka reports every operation it supports on the
 // resource type; clients map each bit to an operation (kafka-python fails on
 // a bit it does not know), so the sets must be exactly Kafka's.

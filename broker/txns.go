@@ -110,6 +110,7 @@ func (b *Broker) startTxns() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	tc.cancel = cancel
 	b.txns = tc
+	b.setTxnOffsetCommitVerifier(tc.verifyTxnOffsetCommit)
 	go tc.run(ctx)
 	return nil
 }
@@ -389,8 +390,8 @@ func (tc *txnCoordinator) stop() {
 // only: TRANSACTION_ABORTABLE if not); with add true (v5, transactions V2),
 // it adds the partition to the transaction, as AddPartitionsToTxn v5 does.
 // It returns the coordinator's error, nil when all is well, and
-// NETWORK_EXCEPTION when the coordinator could not be asked. This is the
-// verifier TxnOffsetCommit (key 28) takes.
+// NETWORK_EXCEPTION when the coordinator could not be asked. startTxns
+// connects it to TxnOffsetCommit (key 28, setTxnOffsetCommitVerifier).
 func (tc *txnCoordinator) verifyTxnOffsetCommit(ctx context.Context, tid string, pid int64, epoch int16, groupID string, add bool) *kerr.Error {
 	tp := txn.Partition{Topic: offsetsTopic, Partition: group.PartitionFor(groupID, tc.b.cfg.OffsetsTopicPartitions)}
 	var code int16

@@ -131,6 +131,10 @@ type Reply struct {
 type Record struct {
 	GroupID    string
 	Key, Value []byte
+	// Txn, if set, is the producer whose transaction the record belongs
+	// to (a TxnOffsetCommit): the driver writes it in a transactional
+	// batch with the producer's id and epoch, apart from other records.
+	Txn *Producer
 }
 
 // Effects is what the events since the last Ready produced. Records must be
@@ -148,12 +152,23 @@ type Coordinator struct {
 	pending Effects
 	// nextExpiryCheck is when offsets are next checked for expiry.
 	nextExpiryCheck int64
+
+	// txns holds the transactional offset commits waiting for their
+	// producer's marker: producer id -> group -> partition (Kafka's
+	// pendingTransactionalOffsets); openTxns the producers with pending
+	// offsets in each group (openTransactionsByGroup). See txn.go.
+	txns     map[int64]map[string]map[topicPartition]committedOffset
+	openTxns map[string]map[int64]bool
+	// seq numbers offset records in the order they are made or loaded,
+	// which is their order in the log (committedOffset.seq).
+	seq int64
 }
 
 // New returns a coordinator with no groups.
 func New(cfg Config) *Coordinator {
 	cfg.setDefaults()
-	return &Coordinator{cfg: cfg, groups: map[string]*group{}}
+	return &Coordinator{cfg: cfg, groups: map[string]*group{},
+		txns: map[int64]map[string]map[topicPartition]committedOffset{}, openTxns: map[string]map[int64]bool{}}
 }
 
 // Ready returns the effects produced since the previous call and forgets

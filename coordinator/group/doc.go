@@ -1,7 +1,9 @@
 // Package group is Gregor's group coordinator for the classic consumer
 // group protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup), for KIP-848
 // consumer groups (ConsumerGroupHeartbeat, ConsumerGroupDescribe; consumer.go,
-// assignor.go) and for the committed offsets of every group.
+// assignor.go) and for the committed offsets of every group, including
+// transactional ones that wait for their transaction to end (TxnOffsetCommit;
+// txn.go).
 //
 // It is a deterministic state machine without I/O, in the manner of etcd's
 // raft: the driver (broker/groups.go) feeds it one event at a time — a

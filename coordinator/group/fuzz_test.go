@@ -7,7 +7,8 @@ import "testing"
 // never panics; it either accepts the record or returns an error wrapping
 // ErrBadRecord; it produces no effects; and the coordinator still answers
 // DescribeGroups, ListGroups, ConsumerGroupDescribe and a fetch of every
-// offset afterwards. The seeds include every consumer group record type
+// offset afterwards; the same holds for the record loaded as part of a
+// producer's transaction (LoadTransactional) and committed. The seeds include every consumer group record type
 // (KIP-848), whose decoders are Gregor's own.
 func FuzzLoad(f *testing.F) {
 	c := New(Config{})
@@ -40,6 +41,16 @@ func FuzzLoad(f *testing.F) {
 			c.fetchOffsets(FetchRequest{GroupID: g.GroupID})
 		}
 		c.LoadDone(0)
+		c.Tick(1 << 40)
+		// The same record in a transactional batch, then its commit.
+		c = New(Config{})
+		if err := c.LoadTransactional(0, 1, key, value); err != nil && !isBadRecord(err) {
+			t.Fatalf("error %v does not wrap ErrBadRecord", err)
+		}
+		for _, g := range c.ListGroups(nil, nil) {
+			c.fetchOffsets(FetchRequest{GroupID: g.GroupID, RequireStable: true})
+		}
+		c.CompleteTransaction(0, 1, 0, 1, true)
 		c.Tick(1 << 40)
 	})
 }

@@ -114,7 +114,7 @@ func (c *Coordinator) CommitOffsets(now int64, id ReplyID, req CommitRequest) {
 			case p.Metadata != nil && len(*p.Metadata) > c.cfg.MaxMetadataBytes:
 				pr.ErrorCode = kerr.OffsetMetadataTooLarge.Code
 			default:
-				co := committedOffset{offset: p.Offset, leaderEpoch: p.LeaderEpoch, commitTimestamp: now}
+				co := committedOffset{offset: p.Offset, leaderEpoch: p.LeaderEpoch, commitTimestamp: now, seq: c.nextSeq()}
 				if p.Metadata != nil {
 					co.metadata = *p.Metadata
 				}
@@ -176,9 +176,11 @@ func (c *Coordinator) validateCommit(now int64, req CommitRequest) *kerr.Error {
 
 // FetchOffsets handles an OffsetFetch for one group (Kafka's
 // OffsetMetadataManager.fetchOffsets and fetchAllOffsets). A group without
-// offsets answers -1 for each partition asked for, without error.
-// RequireStable has nothing to wait for while no transaction can hold a
-// pending offset commit.
+// offsets answers -1 for each partition asked for, without error. With
+// RequireStable, a partition with a transactional offset waiting for its
+// marker is UNSTABLE_OFFSET_COMMIT (offset -1), so that the consumer
+// retries until the transaction ends; without it, the committed offset is
+// answered as if the transaction did not exist.
 func (c *Coordinator) FetchOffsets(now int64, id ReplyID, req FetchRequest) {
 	c.reply(id, c.fetchOffsets(req))
 }
@@ -214,7 +216,10 @@ func (c *Coordinator) fetchOffsets(req FetchRequest) *FetchResult {
 		ft := FetchedTopic{Topic: t.Topic}
 		for _, p := range t.Partitions {
 			fp := FetchedPartition{Partition: p, Offset: -1, LeaderEpoch: -1}
-			if g != nil {
+			switch {
+			case req.RequireStable && c.hasPending(req.GroupID, topicPartition{t.Topic, p}):
+				fp.ErrorCode = kerr.UnstableOffsetCommit.Code
+			case g != nil:
 				if co, ok := g.offsets[topicPartition{t.Topic, p}]; ok {
 					fp.Offset, fp.LeaderEpoch, fp.Metadata = co.offset, co.leaderEpoch, co.metadata
 				}
@@ -262,9 +267,8 @@ func (c *Coordinator) DeleteOffsets(now int64, id ReplyID, req OffsetDeleteReque
 				tr.Partitions = append(tr.Partitions, PartitionResult{Partition: p, ErrorCode: kerr.GroupSubscribedToTopic.Code})
 				continue
 			}
-			if _, ok := g.offsets[tp]; ok {
-				delete(g.offsets, tp)
-				c.record(g.id, offsetKey(g.id, t.Topic, p), nil)
+			if _, ok := g.offsets[tp]; ok || c.hasPending(g.id, tp) {
+				c.tombstoneOffset(g.id, tp)
 			}
 			tr.Partitions = append(tr.Partitions, PartitionResult{Partition: p})
 		}
@@ -289,20 +293,27 @@ func (c *Coordinator) expireOffsets(now int64) {
 			if g.protocolType != "" && g.cg == nil {
 				base = g.stateTimestamp
 			}
-			if now-base >= c.cfg.OffsetsRetentionMs {
-				delete(g.offsets, tp)
-				c.record(g.id, offsetKey(g.id, tp.topic, tp.partition), nil)
+			// An offset with a transactional one pending stays until the
+			// transaction ends, as in Kafka.
+			if now-base >= c.cfg.OffsetsRetentionMs && !c.hasPending(g.id, tp) {
+				c.tombstoneOffset(g.id, tp)
 			}
 		}
-		if len(g.offsets) == 0 && len(g.members) == 0 && len(g.pendingMembers) == 0 {
+		if len(g.offsets) == 0 && len(g.members) == 0 && len(g.pendingMembers) == 0 && !c.hasOpenTxns(g.id) {
 			c.deleteGroup(g)
 		}
 	}
 }
 
+// deleteGroup deletes g with tombstones for its offsets, committed or
+// pending in an open transaction (Kafka's deleteAllOffsets), and for its
+// metadata.
 func (c *Coordinator) deleteGroup(g *group) {
 	for _, tp := range g.sortedOffsets() {
-		c.record(g.id, offsetKey(g.id, tp.topic, tp.partition), nil)
+		c.tombstoneOffset(g.id, tp)
+	}
+	for _, tp := range c.pendingPartitions(g.id) {
+		c.tombstoneOffset(g.id, tp)
 	}
 	if g.cg != nil {
 		c.consumerGroupTombstones(g)

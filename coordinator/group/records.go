@@ -100,8 +100,14 @@ var ErrBadRecord = errors.New("group: undecodable __consumer_offsets record")
 // Load replays one record of __consumer_offsets, in log order, to rebuild
 // groups and offsets before serving (Kafka's GroupCoordinatorShard.replay).
 // A nil value is a tombstone. A group loaded with members is Stable, and
-// each member's session starts at now. Load produces no effects.
-func (c *Coordinator) Load(now int64, key, value []byte) error {
+// each member's session starts at now. Load produces no effects. Records
+// of transactional batches are loaded with LoadTransactional, and markers
+// with CompleteTransaction.
+func (c *Coordinator) Load(now int64, key, value []byte) error { return c.load(now, nil, key, value) }
+
+// load replays a record; pid is the producer of the transactional batch
+// holding it, or nil.
+func (c *Coordinator) load(now int64, pid *int64, key, value []byte) error {
 	if len(key) < 2 {
 		return fmt.Errorf("%w: key of %d bytes", ErrBadRecord, len(key))
 	}
@@ -115,9 +121,7 @@ func (c *Coordinator) Load(now int64, key, value []byte) error {
 		g := c.groups[k.Group]
 		tp := topicPartition{k.Topic, k.Partition}
 		if value == nil {
-			if g != nil {
-				delete(g.offsets, tp)
-			}
+			c.dropOffset(k.Group, tp)
 			return nil
 		}
 		v := kmsg.NewOffsetCommitValue()
@@ -128,7 +132,12 @@ func (c *Coordinator) Load(now int64, key, value []byte) error {
 			g = newGroup(k.Group, now)
 			c.groups[k.Group] = g
 		}
-		g.offsets[tp] = committedOffset{offset: v.Offset, leaderEpoch: v.LeaderEpoch, metadata: v.Metadata, commitTimestamp: v.CommitTimestamp}
+		co := committedOffset{offset: v.Offset, leaderEpoch: v.LeaderEpoch, metadata: v.Metadata, commitTimestamp: v.CommitTimestamp, seq: c.nextSeq()}
+		if pid != nil {
+			c.addPending(*pid, k.Group, tp, co)
+		} else {
+			g.offsets[tp] = co
+		}
 	case 2:
 		k := kmsg.NewGroupMetadataKey()
 		if err := k.ReadFrom(key); err != nil {

@@ -88,6 +88,9 @@ type committedOffset struct {
 	leaderEpoch     int32
 	metadata        string
 	commitTimestamp int64
+	// seq is the record's place in log order (Coordinator.seq); a
+	// transactional offset is committed only over an older record's.
+	seq int64
 }
 
 // group is one group: its classic membership and its committed offsets.

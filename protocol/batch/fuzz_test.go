@@ -233,3 +233,36 @@ func isSentinel(err error) bool {
 	}
 	return false
 }
+
+// FuzzScanRecords feeds arbitrary record sections, record counts and batch
+// timestamps to Validate's two record walks and checks that they agree:
+//   - neither panics;
+//   - scanRecords accepts exactly what validateRecords (the full record
+//     decoder) accepts;
+//   - when both accept, they report the same maximum and minimum timestamp
+//     and the same number of null keys.
+func FuzzScanRecords(f *testing.F) {
+	for _, b := range seedBatches(f) {
+		if h, err := ParseHeader(b); err == nil && len(b) >= HeaderSize && h.Compression() == None {
+			f.Add(b[HeaderSize:], h.RecordCount, h.BaseTimestamp, h.MaxTimestamp, h.LogAppendTime())
+		}
+	}
+	f.Add([]byte{0x02, 0x00, 0x00, 0x00, 0x01, 0x01, 0x00}, int32(1), int64(-1), int64(0), false)
+	f.Fuzz(func(t *testing.T, records []byte, count int32, base, maxTs int64, appendTime bool) {
+		h := Header{Magic: 2, RecordCount: count, BaseTimestamp: base, MaxTimestamp: maxTs}
+		if appendTime {
+			h.Attributes |= attrLogAppendTime
+		}
+		var s Scratch
+		want, err := s.validateRecords(records, h)
+		got := Info{Header: h, MaxTimestamp: NoTimestamp, MinTimestamp: NoTimestamp}
+		ok := scanRecords(records, &got)
+		switch {
+		case ok != (err == nil):
+			t.Fatalf("scanRecords says %v, validateRecords %v", ok, err)
+		case ok && (got.MaxTimestamp != want.MaxTimestamp || got.MinTimestamp != want.MinTimestamp || got.NullKeys != want.NullKeys):
+			t.Fatalf("scanRecords: max %d min %d null keys %d; validateRecords: max %d min %d null keys %d",
+				got.MaxTimestamp, got.MinTimestamp, got.NullKeys, want.MaxTimestamp, want.MinTimestamp, want.NullKeys)
+		}
+	})
+}

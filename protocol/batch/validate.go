@@ -85,9 +85,30 @@ func Validate(b []byte, s *Scratch) (Info, error) {
 		Header:            h,
 		MaxTimestamp:      NoTimestamp,
 		MinTimestamp:      NoTimestamp,
+		NumRecords:        int(h.RecordCount),
+		UncompressedBytes: len(buf),
+	}
+	if !scanRecords(buf, &info) {
+		// The fast walk only says that something is out of place; the
+		// record decoder finds what, for the error.
+		return s.validateRecords(buf, h)
+	}
+	return info, nil
+}
+
+// validateRecords is Validate's record walk with the full record decoder:
+// exactly h.RecordCount well-formed records with offset deltas 0, 1, …,
+// nothing left over. scanRecords accepts exactly what it accepts and is
+// used first; this one names what is wrong.
+func (s *Scratch) validateRecords(buf []byte, h Header) (Info, error) {
+	info := Info{
+		Header:            h,
+		MaxTimestamp:      NoTimestamp,
+		MinTimestamp:      NoTimestamp,
 		UncompressedBytes: len(buf),
 	}
 	var r Record
+	var err error
 	for i := int32(0); i < h.RecordCount; i++ {
 		if len(buf) == 0 {
 			return Info{}, invalidf("premature end of records: read %d of %d", i, h.RecordCount)
@@ -114,6 +135,107 @@ func Validate(b []byte, s *Scratch) (Info, error) {
 	}
 	info.NumRecords = int(h.RecordCount)
 	return info, nil
+}
+
+// scanRecords is the fast path of Validate's record walk over the records
+// section buf: it reports whether buf holds exactly info.RecordCount records
+// that readRecord would accept, with offset deltas 0, 1, …, and nothing
+// after them, and fills in info's MaxTimestamp, MinTimestamp and NullKeys as
+// validateRecords would. It decodes nothing it does not need: lengths are
+// skipped over, not sliced, and a varint of one byte (most lengths and
+// deltas of small records) costs a compare. On false, info is unspecified.
+func scanRecords(buf []byte, info *Info) bool {
+	appendTime := info.LogAppendTime()
+	base := info.BaseTimestamp
+	maxTs, minTs, nullKeys := int64(NoTimestamp), int64(NoTimestamp), 0
+	p := 0
+	for i := int32(0); i < info.RecordCount; i++ {
+		size, q := scanVarint(buf, p)
+		if q < 0 || size <= 0 || int(size) > len(buf)-q {
+			return false
+		}
+		end := q + int(size)
+		rec := buf[:end] // every read below stays inside the record
+		q++              // attributes
+		var tsDelta int64
+		if q < end && rec[q] < 0x80 {
+			u := uint64(rec[q])
+			tsDelta, q = int64(u>>1)^-int64(u&1), q+1
+		} else {
+			v, n := varint64(rec[q:])
+			if n <= 0 {
+				return false
+			}
+			tsDelta, q = v, q+n
+		}
+		var delta, l int32
+		if delta, q = scanVarint(rec, q); q < 0 || delta != i {
+			return false
+		}
+		if l, q = scanVarint(rec, q); q < 0 || int(l) > end-q { // key, nullable
+			return false
+		}
+		if l < 0 {
+			nullKeys++
+		} else {
+			q += int(l)
+		}
+		if l, q = scanVarint(rec, q); q < 0 || int(l) > end-q { // value, nullable
+			return false
+		}
+		if l > 0 {
+			q += int(l)
+		}
+		var headers int32
+		if headers, q = scanVarint(rec, q); q < 0 || headers < 0 || int(headers) > end-q {
+			return false
+		}
+		for range headers {
+			if l, q = scanVarint(rec, q); q < 0 || l < 0 || int(l) > end-q { // key
+				return false
+			}
+			q += int(l)
+			if l, q = scanVarint(rec, q); q < 0 || int(l) > end-q { // value, nullable
+				return false
+			}
+			if l > 0 {
+				q += int(l)
+			}
+		}
+		if q != end {
+			return false
+		}
+		ts := base + tsDelta
+		if appendTime {
+			ts = info.Header.MaxTimestamp
+		}
+		maxTs = max(maxTs, ts)
+		if ts != NoTimestamp && (minTs == NoTimestamp || ts < minTs) {
+			minTs = ts
+		}
+		p = end
+	}
+	if p != len(buf) {
+		return false
+	}
+	info.MaxTimestamp, info.MinTimestamp, info.NullKeys = maxTs, minTs, nullKeys
+	return true
+}
+
+// scanVarint decodes the zig-zag varint at b[p:] as varint32 does and returns
+// it with the position after it, or -1 if it does not decode. It is small
+// enough to be inlined into scanRecords.
+func scanVarint(b []byte, p int) (int32, int) {
+	var u uint32
+	for shift := 0; shift < 35 && uint(p) < uint(len(b)); shift += 7 {
+		c := b[p]
+		p++
+		u |= uint32(c&0x7f) << shift
+		if c < 0x80 {
+			return int32(u>>1) ^ -int32(u&1), p
+		}
+	}
+	return 0, -1
 }
 
 // Check verifies the framing, magic, header size and CRC of the v2 batch b and
