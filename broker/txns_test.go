@@ -72,9 +72,11 @@ func runTxn(t *testing.T, ctx context.Context, cl *kgo.Client, commit bool, valu
 
 // consumeUntilSentinel produces a plain record "sentinel" to each of
 // topic's partitions, then consumes topic from the start at isolation
-// until it has read every sentinel, and returns the other values read,
-// sorted. The sentinels come after everything produced before, so the
-// answer is exactly what the isolation level makes visible.
+// until it has read a sentinel in every partition, and returns the other
+// values read before each partition's first sentinel, sorted. The
+// sentinels come after everything produced before, so the answer is
+// exactly what the isolation level makes visible (a second call finds the
+// first call's sentinels first, which come after the same records).
 func consumeUntilSentinel(t *testing.T, ctx context.Context, addr, topic string, partitions int32, level kgo.IsolationLevel) []string {
 	t.Helper()
 	p, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
@@ -94,17 +96,17 @@ func consumeUntilSentinel(t *testing.T, ctx context.Context, addr, topic string,
 	}
 	defer c.Close()
 	var got []string
-	sentinels := int32(0)
-	for sentinels < partitions {
+	sentinels := map[int32]bool{} // partitions whose (first) sentinel was read
+	for int32(len(sentinels)) < partitions {
 		fs := c.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
-			t.Fatalf("consuming %s: %v; read %d sentinels and %q", topic, err, sentinels, got)
+			t.Fatalf("consuming %s: %v; read the sentinels of %d partitions and %q", topic, err, len(sentinels), got)
 		}
 		fs.EachError(func(_ string, _ int32, err error) { t.Fatalf("fetch: %v", err) })
 		fs.EachRecord(func(r *kgo.Record) {
 			if string(r.Value) == "sentinel" {
-				sentinels++
-			} else {
+				sentinels[r.Partition] = true
+			} else if !sentinels[r.Partition] {
 				got = append(got, string(r.Value))
 			}
 		})
