@@ -16,13 +16,7 @@ import (
 // consumed again, and in the end read_committed sees every input
 // transformed exactly once and the group's committed offsets are the ends
 // of the input.
-//
-// It needs TxnOffsetCommit (key 28), which the txnoffsets branch serves;
-// without it the test says so and stops.
 func TestTxnGroupTransactSessionExactlyOnce(t *testing.T) {
-	if _, ok := handlers[28]; !ok {
-		t.Skip("TxnOffsetCommit (key 28) is not served on this branch")
-	}
 	const n = 40
 	zero := int64(0)
 	b := startBroker(t, Config{GroupInitialRebalanceDelayMs: &zero})
