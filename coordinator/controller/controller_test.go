@@ -266,29 +266,35 @@ func TestElectLeaders(t *testing.T) {
 
 func TestFollowerAnswersNotControllerWithTheLeader(t *testing.T) {
 	q := newQuorum(t, 3, nil)
-	lead := q.active()
-	for id, c := range q.ctls {
-		if c == lead {
-			continue
+	waitFor(t, "both followers to name the leader", func() bool {
+		lead := q.active()
+		for id, c := range q.ctls {
+			if c == lead {
+				continue
+			}
+			_, err := c.CreateTopics(ctx(t), []CreateTopic{{Name: "x", NumPartitions: 1, ReplicationFactor: 1}}, false)
+			var nc *NotControllerError
+			if !errors.As(err, &nc) || !errors.Is(err, kerr.NotController) || ErrorCode(err) != kerr.NotController.Code {
+				t.Fatalf("follower %d: %v, want NOT_CONTROLLER", id, err)
+			}
+			if nc.LeaderID != lead.cfg.NodeID {
+				return false // the leader changed meanwhile
+			}
 		}
-		_, err := c.CreateTopics(ctx(t), []CreateTopic{{Name: "x", NumPartitions: 1, ReplicationFactor: 1}}, false)
-		var nc *NotControllerError
-		if !errors.As(err, &nc) || !errors.Is(err, kerr.NotController) || nc.LeaderID != lead.cfg.NodeID {
-			t.Fatalf("follower %d: %v, want NOT_CONTROLLER naming %d", id, err, lead.cfg.NodeID)
-		}
-		if ErrorCode(err) != kerr.NotController.Code {
-			t.Fatalf("ErrorCode = %d", ErrorCode(err))
-		}
+		return true
+	})
+	if q.active().Image().TopicByName("x") != nil {
+		t.Fatal("a follower wrote")
 	}
 }
 
 func TestQuorumReplicatesAndSurvivesLeaderLoss(t *testing.T) {
 	q := newQuorum(t, 3, nil)
-	c := q.active()
 	for id := int32(1); id <= 3; id++ {
-		register(t, c, id, "")
+		q.register(id, "")
 	}
-	createTopic(t, c, "before", 3, 3)
+	q.createTopic("before", 3, 3)
+	c := q.active()
 	want := c.Image().TopicByName("before")
 	waitFor(t, "the topic on every controller", func() bool {
 		for _, o := range q.ctls {
@@ -320,8 +326,8 @@ func TestQuorumReplicatesAndSurvivesLeaderLoss(t *testing.T) {
 
 func TestMinorityControllerRefusesWrites(t *testing.T) {
 	q := newQuorum(t, 3, nil)
+	q.register(1, "")
 	c := q.active()
-	register(t, c, 1, "")
 	lead := c.cfg.NodeID
 	var others []int32
 	for id := range q.ctls {
@@ -367,30 +373,35 @@ func TestMinorityControllerRefusesWrites(t *testing.T) {
 
 func TestSessionTimeoutFencesBrokerAndMovesLeadershipWithinTheISR(t *testing.T) {
 	q := newQuorum(t, 3, nil)
-	c := q.active()
 	epochs := map[int32]int64{}
 	for id := int32(1); id <= 3; id++ {
-		epochs[id] = register(t, c, id, "")
+		epochs[id] = q.register(id, "")
 	}
-	tid := createTopic(t, c, "f", 6, 3)
+	tid := q.createTopic("f", 6, 3)
+	c := q.active()
 	before := c.Image().Topics[tid]
-	// Brokers 1 and 2 heartbeat; broker 3 goes silent past the 9s session.
-	for _, step := range []time.Duration{5 * time.Second, 5 * time.Second} {
-		q.clock.Advance(step)
+	// Brokers 1 and 2 heartbeat every 3s; broker 3 goes silent past the 9s
+	// session. (The clock keeps moving until it is fenced, since a new
+	// active controller would give it a fresh session.)
+	waitFor(t, "broker 3 fenced on every controller", func() bool {
+		fenced := true
+		for _, o := range q.ctls {
+			if b := o.Image().Brokers[3]; b == nil || !b.Fenced {
+				fenced = false
+			}
+		}
+		if fenced {
+			return true
+		}
+		q.clock.Advance(3 * time.Second)
 		for _, id := range []int32{1, 2} {
 			q.retry(func(c *Controller) error {
 				_, err := c.Heartbeat(ctx(t), BrokerHeartbeat{BrokerID: id, BrokerEpoch: epochs[id], CurrentMetadataOffset: epochs[id]})
 				return err
 			})
 		}
-	}
-	waitFor(t, "broker 3 fenced on every controller", func() bool {
-		for _, o := range q.ctls {
-			if b := o.Image().Brokers[3]; b == nil || !b.Fenced {
-				return false
-			}
-		}
-		return true
+		time.Sleep(100 * time.Millisecond)
+		return false
 	})
 	after := q.active().Image().Topics[tid]
 	for pid, p := range after.Partitions {
@@ -450,15 +461,16 @@ func TestUncleanElectionOnlyWhenEnabled(t *testing.T) {
 
 func TestControllersRestartFromSnapshotAndWAL(t *testing.T) {
 	q := newQuorum(t, 3, func(cfg *Config) { cfg.SnapshotEntries = 5; cfg.CatchUpEntries = 2 })
-	c := q.active()
 	for id := int32(1); id <= 3; id++ {
-		register(t, c, id, "")
+		q.register(id, "")
 	}
 	for _, name := range []string{"a", "b", "c", "d", "e", "f"} {
-		createTopic(t, c, name, 2, 3)
+		q.createTopic(name, 2, 3)
 	}
-	c.AlterConfigs(ctx(t), []ConfigChange{{ResourceType: metadata.ResourceTopic, ResourceName: "a", Name: "retention.ms", Value: new("1000")}})
-	want := c.Image()
+	q.retry(func(c *Controller) error {
+		return c.AlterConfigs(ctx(t), []ConfigChange{{ResourceType: metadata.ResourceTopic, ResourceName: "a", Name: "retention.ms", Value: new("1000")}})
+	})
+	want := q.active().Image()
 	waitFor(t, "every controller at the same offset", func() bool {
 		for _, o := range q.ctls {
 			if o.Image().Offset != want.Offset {
@@ -489,8 +501,8 @@ func TestControllersRestartFromSnapshotAndWAL(t *testing.T) {
 
 func TestLaggingControllerInstallsTheLeadersSnapshot(t *testing.T) {
 	q := newQuorum(t, 3, func(cfg *Config) { cfg.SnapshotEntries = 4; cfg.CatchUpEntries = 1 })
+	q.register(1, "")
 	c := q.active()
-	register(t, c, 1, "")
 	var lag int32
 	for id := range q.ctls {
 		if id != c.cfg.NodeID {

@@ -79,8 +79,14 @@ func (q *quorum) start(id int32, ln net.Listener) {
 			return err == nil
 		})
 	}
+	tick := 20 * time.Millisecond
+	if len(q.voters) > 1 {
+		// A longer election timeout (500ms-1s) keeps leadership stable on
+		// a loaded machine; the tests retry on NOT_CONTROLLER all the same.
+		tick = 50 * time.Millisecond
+	}
 	cfg := Config{NodeID: id, Voters: q.voters, DataDir: q.dirs[id], Listener: ln, ClusterID: testClusterID,
-		Now: q.clock.Now, Rand: rand.New(rand.NewPCG(uint64(id), 7)), TickInterval: 20 * time.Millisecond,
+		Now: q.clock.Now, Rand: rand.New(rand.NewPCG(uint64(id), 7)), TickInterval: tick,
 		ElectionTicks: 10, WriteTimeout: 10 * time.Second, Logger: quiet}
 	if q.tune != nil {
 		q.tune(&cfg)
@@ -130,6 +136,51 @@ func (q *quorum) retry(op func(c *Controller) error) {
 		}
 		return true
 	})
+}
+
+// register registers and unfences broker id on whichever controller is
+// active.
+func (q *quorum) register(id int32, rack string) int64 {
+	q.t.Helper()
+	var epoch int64
+	q.retry(func(c *Controller) error {
+		var err error
+		epoch, err = c.RegisterBroker(ctx(q.t), BrokerRegistration{BrokerID: id, ClusterID: testClusterID,
+			IncarnationID: metadata.UUID{byte(id), 1}, Rack: rack,
+			Endpoints: []metadata.Endpoint{{Name: "PLAINTEXT", Host: "localhost", Port: 9092 + id}}})
+		return err
+	})
+	q.retry(func(c *Controller) error {
+		res, err := c.Heartbeat(ctx(q.t), BrokerHeartbeat{BrokerID: id, BrokerEpoch: epoch, CurrentMetadataOffset: epoch})
+		if err == nil && res.IsFenced {
+			q.t.Fatalf("broker %d still fenced: %+v", id, res)
+		}
+		return err
+	})
+	return epoch
+}
+
+// createTopic creates a topic on whichever controller is active (a retry
+// after a write that did commit finds the topic there).
+func (q *quorum) createTopic(name string, partitions int32, rf int16) metadata.UUID {
+	q.t.Helper()
+	var id metadata.UUID
+	q.retry(func(c *Controller) error {
+		res, err := c.CreateTopics(ctx(q.t), []CreateTopic{{Name: name, NumPartitions: partitions, ReplicationFactor: rf}}, false)
+		if err != nil {
+			return err
+		}
+		if errors.Is(res[0].Err, kerr.TopicAlreadyExists) {
+			id = c.Image().TopicByName(name).ID
+			return nil
+		}
+		if res[0].Err != nil {
+			q.t.Fatalf("create %s: %v", name, res[0].Err)
+		}
+		id = res[0].TopicID
+		return nil
+	})
+	return id
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {

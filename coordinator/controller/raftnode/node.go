@@ -71,14 +71,13 @@ type Status struct {
 // any message is sent, a WAL and snapshots in Config.Dir, and a TCP
 // transport. Its methods are safe for concurrent use.
 type Node struct {
-	cfg   Config
-	raft  raft.Node
-	ms    *raft.MemoryStorage
-	wal   *wal
-	tr    *transport
-	log   *slog.Logger
-	fs    storage.FS
-	ready chan struct{}
+	cfg  Config
+	raft raft.Node
+	ms   *raft.MemoryStorage
+	wal  *wal
+	tr   *transport
+	log  *slog.Logger
+	fs   storage.FS
 
 	leader  atomic.Int32
 	term    atomic.Uint64
@@ -140,7 +139,7 @@ func Start(cfg Config) (*Node, error) {
 		cfg.Logger = slog.Default()
 	}
 	n := &Node{cfg: cfg, log: cfg.Logger.With("raft_node", cfg.NodeID), fs: cfg.FS,
-		stop: make(chan struct{}), done: make(chan struct{}), ready: make(chan struct{})}
+		stop: make(chan struct{}), done: make(chan struct{})}
 	n.leader.Store(-1)
 
 	if err := cfg.FS.MkdirAll(cfg.Dir, 0o755); err != nil {

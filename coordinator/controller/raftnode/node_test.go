@@ -128,13 +128,20 @@ func TestPartitionedMinorityCannotCommit(t *testing.T) {
 		return l == others[0] || l == others[1]
 	})
 	waitFor(t, "the isolated leader stepping down", func() bool { return c.nodes[lead].Status().Leader != lead })
-	newLead := c.nodes[others[0]].Status().Leader
-	ctx, cancel = context.WithTimeout(context.Background(), time.Second)
-	if err := c.nodes[newLead].Propose(ctx, []byte("majority")); err != nil {
-		t.Fatalf("propose on the majority: %v", err)
-	}
-	cancel()
-	waitFor(t, "majority entry applied", func() bool { return slices.Contains(c.sms[others[1]].list(), "majority") })
+	waitFor(t, "an entry committed by the majority", func() bool {
+		if slices.Contains(c.sms[others[1]].list(), "majority") {
+			return true
+		}
+		newLead := c.nodes[others[0]].Status().Leader
+		if newLead != others[0] && newLead != others[1] {
+			return false
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		c.nodes[newLead].Propose(ctx, []byte("majority"))
+		time.Sleep(200 * time.Millisecond)
+		return slices.Contains(c.sms[others[1]].list(), "majority")
+	})
 	if slices.Contains(c.sms[lead].list(), "minority") {
 		t.Fatal("the isolated minority applied an entry")
 	}
