@@ -150,6 +150,9 @@ func Start(cfg Config) (*Controller, error) {
 	c := &Controller{cfg: cfg, log: cfg.Logger.With("controller", cfg.NodeID), image: metadata.NewImage(), leader: -1,
 		waiters: map[uint64]chan *metadata.Image{}, subs: map[chan *metadata.Image]struct{}{},
 		changed: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
+	// Sequence numbers start at a random point, so an entry this node
+	// proposed in an earlier run can never be taken for a new write's.
+	c.seq.Store(rand.Uint64() >> 1)
 	c.published.Store(c.image.Clone())
 	node, err := raftnode.Start(raftnode.Config{
 		NodeID: cfg.NodeID, Voters: cfg.Voters, Dir: filepath.Join(cfg.DataDir, MetadataDir), FS: cfg.FS,

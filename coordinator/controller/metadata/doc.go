@@ -8,7 +8,8 @@
 // RemoveTopic, with Kafka's apiKeys as type numbers and Kafka's field
 // meanings (a PartitionChangeRecord's nil ISR or Leader of -2 means
 // unchanged; applying it bumps the partition epoch, and the leader epoch
-// when the leader changes). ClusterRecord is ours: it names the cluster.
+// whenever a leader is given, as Kafka's PartitionRegistration.merge).
+// ClusterRecord is ours: it names the cluster.
 // The encoding is our own, version 0 of each record:
 //
 //	records  = count:uvarint record*

@@ -132,7 +132,9 @@ func (im *Image) Apply(index uint64, r Record) error {
 		if r.Replicas != nil {
 			p.Replicas = slices.Clone(r.Replicas)
 		}
-		if r.Leader != NoLeaderChange && r.Leader != p.Leader {
+		if r.Leader != NoLeaderChange {
+			// As Kafka's PartitionRegistration.merge: any leader given,
+			// even the current one, starts a new leader epoch.
 			p.Leader = r.Leader
 			p.LeaderEpoch++
 		}

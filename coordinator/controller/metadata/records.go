@@ -104,8 +104,8 @@ type PartitionRecord struct {
 
 // PartitionChangeRecord changes a partition. Nil slices and a Leader of
 // NoLeaderChange mean "unchanged". Applying it bumps the partition epoch,
-// and the leader epoch when the leader changes, as Kafka's
-// PartitionRegistration.merge does.
+// and the leader epoch whenever Leader is given (even the same leader), as
+// Kafka's PartitionRegistration.merge does.
 type PartitionChangeRecord struct {
 	PartitionID int32
 	TopicID     UUID
