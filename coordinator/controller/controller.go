@@ -32,7 +32,9 @@ type Config struct {
 	Voters map[int32]string
 	// DataDir holds MetadataDir.
 	DataDir string
-	// FS is the file system; nil is the operating system's.
+	// FS is the file system; nil is the operating system's, or an
+	// in-memory one when DataDir is "" (as the broker runs without a data
+	// dir; nothing survives Close then).
 	FS storage.FS
 	// Listener receives quorum traffic; nil listens on Voters[NodeID].
 	Listener net.Listener
@@ -146,6 +148,9 @@ func Start(cfg Config) (*Controller, error) {
 	}
 	if cfg.ClusterID == "" {
 		return nil, errors.New("controller: no cluster id")
+	}
+	if cfg.FS == nil && cfg.DataDir == "" {
+		cfg.FS = storage.NewMemFS()
 	}
 	c := &Controller{cfg: cfg, log: cfg.Logger.With("controller", cfg.NodeID), image: metadata.NewImage(), leader: -1,
 		waiters: map[uint64]chan *metadata.Image{}, subs: map[chan *metadata.Image]struct{}{},
