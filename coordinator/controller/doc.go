@@ -23,6 +23,7 @@
 //	CreatePartitions, AlterConfigs    ReplicationControlManager, ConfigurationControlManager
 //	AlterPartition, ElectLeaders      ReplicationControlManager
 //	Image, Subscribe, Leader          the applied metadata image and who is active
+//	Node().Quorum()                   leader, term, commit index and voter progress (DescribeQuorum)
 //
 // On a follower, or on a leader that has lost its majority (raft's check
 // quorum makes it step down within an election timeout), every operation

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -452,4 +453,40 @@ func (n *Node) snapshot(applied uint64) error {
 	}
 	n.log.Debug("controller snapshot taken", "index", applied, "kept_entries", len(kept))
 	return nil
+}
+
+// VoterState is a voter's replication progress as the leader sees it.
+type VoterState struct {
+	NodeID int32
+	// LogEnd is the index up to which the voter's log is known to match the
+	// leader's (raft's Match), the leader's own last index for itself.
+	LogEnd uint64
+	// RecentActive: the leader heard from it within an election timeout.
+	RecentActive bool
+}
+
+// QuorumState is what DescribeQuorum reports: the leader, its term (the
+// leader epoch), the commit index (the high watermark) and, on the leader,
+// each voter's progress.
+type QuorumState struct {
+	Leader int32
+	Term   uint64
+	Commit uint64
+	Voters []VoterState // only on the leader; empty elsewhere
+}
+
+// Quorum returns the quorum's state as this node knows it.
+func (n *Node) Quorum() QuorumState {
+	select {
+	case <-n.done:
+		return QuorumState{Leader: -1, Term: n.term.Load()}
+	default:
+	}
+	st := n.raft.Status()
+	q := QuorumState{Leader: leaderOf(st.Lead), Term: st.HardState.GetTerm(), Commit: st.HardState.GetCommit()}
+	for id, pr := range st.Progress {
+		q.Voters = append(q.Voters, VoterState{NodeID: nodeID(id), LogEnd: pr.Match, RecentActive: pr.RecentActive || id == st.ID})
+	}
+	slices.SortFunc(q.Voters, func(a, b VoterState) int { return int(a.NodeID) - int(b.NodeID) })
+	return q
 }

@@ -62,6 +62,29 @@ func TestThreeVotersElectOneLeaderAndApplyEverywhere(t *testing.T) {
 	}
 }
 
+func TestQuorumStateOnTheLeader(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	c.propose("q")
+	waitFor(t, "every voter's progress at the commit index", func() bool {
+		lead := c.leader()
+		q := c.nodes[lead].Quorum()
+		if q.Leader != lead || len(q.Voters) != 3 || q.Commit == 0 {
+			return false
+		}
+		for i, v := range q.Voters {
+			if v.NodeID != int32(i+1) || v.LogEnd < q.Commit || !v.RecentActive {
+				return false
+			}
+		}
+		return true
+	})
+	for id, nd := range c.nodes {
+		if q := nd.Quorum(); id != c.leader() && len(q.Voters) != 0 {
+			t.Fatalf("follower %d reports voter progress %+v", id, q.Voters)
+		}
+	}
+}
+
 func TestFollowerRefusesProposals(t *testing.T) {
 	c := newTestCluster(t, 3, nil)
 	lead := c.leader()
