@@ -311,10 +311,6 @@ func (s *stateMachine) LeaderChanged(leader int32, term uint64) {
 	c.changed = make(chan struct{})
 }
 
-// errNotActive is returned by active while this node is the leader but
-// has not yet applied the entries of earlier terms.
-var errNotActive = errors.New("controller: not active yet")
-
 // active returns the image to validate a write against when this node is
 // the active controller: the raft leader that has applied an entry of its
 // own term (so every entry committed before its term is applied). It waits

@@ -42,6 +42,11 @@
 // fenced broker that heartbeats and has caught up to its registration is
 // unfenced and leads the leaderless partitions it is in the ISR of.
 //
+// Lock order: Controller.writeMu before Controller.mu. mu guards what the
+// raft goroutine changes (the live image, leader, term, waiters,
+// subscribers) and is never held while calling into raft or waiting; the
+// raft goroutine takes only mu.
+//
 // Placement (Place) spreads replicas as Kafka's replica assignment does,
 // from a random start, rack-aware when brokers have racks.
 //
