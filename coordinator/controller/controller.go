@@ -435,3 +435,7 @@ func (c *Controller) sessions() {
 		}
 	}
 }
+
+// ParseVoters parses Kafka's controller.quorum.voters syntax
+// ("1@host:port,2@host:port"); see raftnode.ParseVoters.
+func ParseVoters(s string) (map[int32]string, error) { return raftnode.ParseVoters(s) }

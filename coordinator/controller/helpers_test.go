@@ -37,7 +37,7 @@ func (f *fakeClock) Advance(d time.Duration) {
 
 // quorum is n controllers on loopback sharing one fake clock.
 type quorum struct {
-	t      *testing.T
+	t      testing.TB
 	clock  *fakeClock
 	voters map[int32]string
 	dirs   map[int32]string
@@ -47,7 +47,7 @@ type quorum struct {
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-func newQuorum(t *testing.T, n int, tune func(*Config)) *quorum {
+func newQuorum(t testing.TB, n int, tune func(*Config)) *quorum {
 	t.Helper()
 	q := &quorum{t: t, clock: &fakeClock{now: time.Unix(1_800_000_000, 0)}, voters: map[int32]string{},
 		dirs: map[int32]string{}, ctls: map[int32]*Controller{}, tune: tune}
@@ -183,7 +183,7 @@ func (q *quorum) createTopic(name string, partitions int32, rf int16) metadata.U
 	return id
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {
@@ -194,7 +194,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func ctx(t *testing.T) context.Context {
+func ctx(t testing.TB) context.Context {
 	c, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	t.Cleanup(cancel)
 	return c
@@ -202,7 +202,7 @@ func ctx(t *testing.T) context.Context {
 
 // register registers broker id (with rack) and heartbeats it unfenced,
 // returning its epoch.
-func register(t *testing.T, c *Controller, id int32, rack string) int64 {
+func register(t testing.TB, c *Controller, id int32, rack string) int64 {
 	t.Helper()
 	epoch, err := c.RegisterBroker(ctx(t), BrokerRegistration{BrokerID: id, ClusterID: testClusterID,
 		IncarnationID: metadata.UUID{byte(id), 1}, Rack: rack,
@@ -217,7 +217,7 @@ func register(t *testing.T, c *Controller, id int32, rack string) int64 {
 	return epoch
 }
 
-func createTopic(t *testing.T, c *Controller, name string, partitions int32, rf int16) metadata.UUID {
+func createTopic(t testing.TB, c *Controller, name string, partitions int32, rf int16) metadata.UUID {
 	t.Helper()
 	res, err := c.CreateTopics(ctx(t), []CreateTopic{{Name: name, NumPartitions: partitions, ReplicationFactor: rf}}, false)
 	if err != nil || res[0].Err != nil {
@@ -226,7 +226,7 @@ func createTopic(t *testing.T, c *Controller, name string, partitions int32, rf 
 	return res[0].TopicID
 }
 
-func wantCode(t *testing.T, what string, err error, want *kerr.Error) {
+func wantCode(t testing.TB, what string, err error, want *kerr.Error) {
 	t.Helper()
 	if want == nil {
 		if err != nil {

@@ -3,6 +3,7 @@ package metadata
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 )
@@ -48,8 +49,12 @@ type ConfigResource struct {
 }
 
 // Image is the cluster metadata as of a raft index: the state machine the
-// replicated log builds. Apply changes it in place; the controller publishes
-// clones (Clone), which readers must treat as immutable.
+// replicated log builds. The controller publishes clones (Clone), which
+// readers must treat as immutable.
+//
+// Brokers, topics, partitions and config maps are shared between an image
+// and its clones, so Clone copies only the top-level maps: Apply never
+// changes one of them in place but replaces it with a changed copy.
 type Image struct {
 	// Offset is the raft index of the last entry applied.
 	Offset    uint64
@@ -97,13 +102,17 @@ func (im *Image) Apply(index uint64, r Record) error {
 		if err != nil {
 			return err
 		}
-		b.Fenced = true
+		nb := *b
+		nb.Fenced = true
+		im.Brokers[r.ID] = &nb
 	case *UnfenceBrokerRecord:
 		b, err := im.brokerAt(r.ID, r.Epoch)
 		if err != nil {
 			return err
 		}
-		b.Fenced = false
+		nb := *b
+		nb.Fenced = false
+		im.Brokers[r.ID] = &nb
 	case *TopicRecord:
 		if _, ok := im.TopicIDs[r.Name]; ok {
 			return fmt.Errorf("%w: topic %q exists", ErrInconsistent, r.Name)
@@ -118,14 +127,14 @@ func (im *Image) Apply(index uint64, r Record) error {
 		if t == nil || r.PartitionID < 0 {
 			return fmt.Errorf("%w: partition %d of unknown topic %s", ErrInconsistent, r.PartitionID, r.TopicID)
 		}
-		t.Partitions[r.PartitionID] = &Partition{Replicas: slices.Clone(r.Replicas), ISR: slices.Clone(r.ISR),
-			Leader: r.Leader, LeaderEpoch: r.LeaderEpoch, PartitionEpoch: r.PartitionEpoch}
+		im.setPartition(t, r.PartitionID, &Partition{Replicas: slices.Clone(r.Replicas), ISR: slices.Clone(r.ISR),
+			Leader: r.Leader, LeaderEpoch: r.LeaderEpoch, PartitionEpoch: r.PartitionEpoch})
 	case *PartitionChangeRecord:
 		t := im.Topics[r.TopicID]
 		if t == nil || t.Partitions[r.PartitionID] == nil {
 			return fmt.Errorf("%w: change to unknown partition %s-%d", ErrInconsistent, r.TopicID, r.PartitionID)
 		}
-		p := t.Partitions[r.PartitionID]
+		p := *t.Partitions[r.PartitionID]
 		if r.ISR != nil {
 			p.ISR = slices.Clone(r.ISR)
 		}
@@ -139,19 +148,23 @@ func (im *Image) Apply(index uint64, r Record) error {
 			p.LeaderEpoch++
 		}
 		p.PartitionEpoch++
+		im.setPartition(t, r.PartitionID, &p)
 	case *ConfigRecord:
 		res := ConfigResource{Type: r.ResourceType, Name: r.ResourceName}
+		m := maps.Clone(im.Configs[res])
+		if m == nil {
+			m = map[string]string{}
+		}
 		if r.Value == nil {
-			delete(im.Configs[res], r.Name)
-			if len(im.Configs[res]) == 0 {
-				delete(im.Configs, res)
-			}
-			break
+			delete(m, r.Name)
+		} else {
+			m[r.Name] = *r.Value
 		}
-		if im.Configs[res] == nil {
-			im.Configs[res] = map[string]string{}
+		if len(m) == 0 {
+			delete(im.Configs, res)
+		} else {
+			im.Configs[res] = m
 		}
-		im.Configs[res][r.Name] = *r.Value
 	case *RemoveTopicRecord:
 		t := im.Topics[r.TopicID]
 		if t == nil {
@@ -166,6 +179,14 @@ func (im *Image) Apply(index uint64, r Record) error {
 	return nil
 }
 
+// setPartition replaces topic t with a copy whose partition pid is p.
+func (im *Image) setPartition(t *Topic, pid int32, p *Partition) {
+	nt := *t
+	nt.Partitions = maps.Clone(t.Partitions)
+	nt.Partitions[pid] = p
+	im.Topics[t.ID] = &nt
+}
+
 func (im *Image) brokerAt(id int32, epoch int64) (*Broker, error) {
 	b := im.Brokers[id]
 	if b == nil || b.Epoch != epoch {
@@ -174,42 +195,18 @@ func (im *Image) brokerAt(id int32, epoch int64) (*Broker, error) {
 	return b, nil
 }
 
-// Clone returns a deep copy of im.
+// Clone returns a copy of im that later Applies to im do not change. It
+// copies the top-level maps only; what they point to is shared and never
+// changed in place.
 func (im *Image) Clone() *Image {
-	c := &Image{
+	return &Image{
 		Offset:    im.Offset,
 		ClusterID: im.ClusterID,
-		Brokers:   make(map[int32]*Broker, len(im.Brokers)),
-		Topics:    make(map[UUID]*Topic, len(im.Topics)),
-		TopicIDs:  make(map[string]UUID, len(im.TopicIDs)),
-		Configs:   make(map[ConfigResource]map[string]string, len(im.Configs)),
+		Brokers:   maps.Clone(im.Brokers),
+		Topics:    maps.Clone(im.Topics),
+		TopicIDs:  maps.Clone(im.TopicIDs),
+		Configs:   maps.Clone(im.Configs),
 	}
-	for id, b := range im.Brokers {
-		nb := *b
-		nb.Endpoints = slices.Clone(b.Endpoints)
-		c.Brokers[id] = &nb
-	}
-	for id, t := range im.Topics {
-		nt := &Topic{Name: t.Name, ID: t.ID, Partitions: make(map[int32]*Partition, len(t.Partitions))}
-		for pid, p := range t.Partitions {
-			np := *p
-			np.Replicas = slices.Clone(p.Replicas)
-			np.ISR = slices.Clone(p.ISR)
-			nt.Partitions[pid] = &np
-		}
-		c.Topics[id] = nt
-	}
-	for n, id := range im.TopicIDs {
-		c.TopicIDs[n] = id
-	}
-	for r, m := range im.Configs {
-		nm := make(map[string]string, len(m))
-		for k, v := range m {
-			nm[k] = v
-		}
-		c.Configs[r] = nm
-	}
-	return c
 }
 
 // Records returns records that rebuild im from an empty image, in a

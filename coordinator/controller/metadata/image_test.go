@@ -143,12 +143,22 @@ func TestSnapshotRebuildsTheSameImage(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		recs := genRecords(t)
 		a, b := NewImage(), NewImage()
+		// A clone taken half way must not see what is applied after it.
+		var half *Image
+		var halfBytes []byte
 		for i, r := range recs {
+			if i == len(recs)/2 {
+				half = a.Clone()
+				halfBytes = EncodeSnapshot(half)
+			}
 			errA := a.Apply(uint64(i+1), r)
 			errB := b.Apply(uint64(i+1), r)
 			if (errA == nil) != (errB == nil) {
 				t.Fatalf("apply is not deterministic at %d", i)
 			}
+		}
+		if half != nil && string(EncodeSnapshot(half)) != string(halfBytes) {
+			t.Fatal("applying records changed an earlier clone")
 		}
 		a.Offset, b.Offset = uint64(len(recs)), uint64(len(recs))
 		if !reflect.DeepEqual(a, b) {
