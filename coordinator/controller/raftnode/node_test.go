@@ -3,9 +3,13 @@ package raftnode
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/gregor-broker/gregor/storage"
 
 	"go.etcd.io/raft/v3"
 )
@@ -251,5 +255,37 @@ func TestLaggingNodeCatchesUpFromASnapshot(t *testing.T) {
 	c.sameOnAll(append([]string{"first"}, want...))
 	if r := c.sms[lag].restored(); len(r) == 0 || slices.Max(r) <= before {
 		t.Fatalf("the lagging node (applied %d when stopped) caught up without installing the leader's snapshot (restored %v)", before, r)
+	}
+}
+
+// TestStartRefusesAWALWithoutItsSnapshot: a WAL compacted after a
+// snapshot cannot be replayed without that snapshot, so a node whose
+// snapshots are gone (or all damaged) refuses to start instead of coming
+// back with a hole in its state.
+func TestStartRefusesAWALWithoutItsSnapshot(t *testing.T) {
+	c := newTestCluster(t, 1, func(cfg *Config) { cfg.SnapshotEntries = 3; cfg.CatchUpEntries = 1 })
+	for _, it := range items("s", 6) {
+		c.propose(it)
+	}
+	c.stop(1)
+	names, err := snapshotNames(storage.OSFS{}, c.dirs[1])
+	if err != nil || len(names) == 0 {
+		t.Fatalf("no snapshots: %v", err)
+	}
+	for _, n := range names {
+		if err := os.WriteFile(filepath.Join(c.dirs[1], n), []byte("damaged"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = Start(Config{NodeID: 1, Voters: c.voters, Dir: c.dirs[1], StateMachine: &listSM{}, Logger: quiet})
+	if err == nil || !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Start with damaged snapshots = %v, want ErrCorrupt", err)
+	}
+	for _, n := range names {
+		os.Remove(filepath.Join(c.dirs[1], n))
+	}
+	_, err = Start(Config{NodeID: 1, Voters: c.voters, Dir: c.dirs[1], StateMachine: &listSM{}, Logger: quiet})
+	if !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Start without snapshots = %v, want ErrCorrupt", err)
 	}
 }
