@@ -1,0 +1,33 @@
+// Package metadata is the cluster metadata of Gregor's controller quorum:
+// the records the replicated log carries and the Image they build when
+// applied in order.
+//
+// The records are modelled on Kafka's metadata records
+// (metadata/src/main/resources/common/metadata in Kafka): RegisterBroker,
+// FenceBroker, UnfenceBroker, Topic, Partition, PartitionChange, Config and
+// RemoveTopic, with Kafka's apiKeys as type numbers and Kafka's field
+// meanings (a PartitionChangeRecord's nil ISR or Leader of -2 means
+// unchanged; applying it bumps the partition epoch, and the leader epoch
+// whenever a leader is given, as Kafka's PartitionRegistration.merge).
+// ClusterRecord is ours: it names the cluster.
+// The encoding is our own, version 0 of each record:
+//
+//	records  = count:uvarint record*
+//	record   = length:uvarint type:uvarint version:uvarint fields
+//
+// integers as varints (signed ones zig-zag), strings and arrays as a length
+// and the items, nullable ones with length+1 (0 for null), UUIDs as 16
+// bytes. DecodeRecords checks every length against the bytes that remain
+// before allocating and refuses unknown types, versions and trailing bytes.
+//
+// A raft entry carries a Batch: the proposing controller's node id and a
+// sequence number (so it can find its waiting caller when the entry is
+// applied) and the records of one operation. A snapshot is the image's
+// offset and Image.Records, which rebuild it.
+//
+// Applying is deterministic: the same records in the same order give the
+// same image on every node, and a record that does not fit
+// (ErrInconsistent) fails the same way everywhere.
+//
+// Imports: nothing of the project.
+package metadata
