@@ -26,8 +26,9 @@ package broker
 // did not become durable.
 //
 // On start, before the listener opens, __transaction_state is replayed if
-// it exists, and the markers of transactions found in PrepareCommit or
-// PrepareAbort are written again (a marker written twice is harmless).
+// it exists; the coordinator's goroutine then writes the markers of
+// transactions found in PrepareCommit or PrepareAbort before it takes any
+// request (a marker written twice is harmless).
 // The topic is created on first use, with transaction.state.log.num.partitions
 // partitions, compacted.
 
