@@ -194,6 +194,8 @@ func handleAlterClientQuotas(b *Broker, r *request, req *kmsg.AlterClientQuotasR
 		err := b.catalog.save()
 		if err != nil {
 			b.catalog.quotas = old
+		} else {
+			b.quotas.update(next)
 		}
 		b.mu.Unlock()
 		if err != nil {

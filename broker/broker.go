@@ -52,7 +52,10 @@ type Broker struct {
 
 	// metrics are the broker's Prometheus series (metrics.go), served on
 	// the HTTP listener (http.go) when one is configured.
-	metrics      *brokerMetrics
+	metrics *brokerMetrics
+	// quotas enforces the client byte-rate quotas (throttle.go), kept in
+	// step with catalog.quotas.
+	quotas       *clientQuotas
 	loaded       atomic.Bool // the catalogue and the groups are loaded
 	ready        atomic.Bool // loaded and accepting connections, not closing
 	http         *http.Server
@@ -78,6 +81,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	}
 	b := &Broker{cfg: cfg, log: cfg.Logger, conns: map[*conn]struct{}{}}
 	b.metrics = newBrokerMetrics(b)
+	b.quotas = newClientQuotas(rateConfig{samples: cfg.QuotaWindowNum, windowMs: int64(cfg.QuotaWindowSizeSeconds) * 1000}, b.metrics.registry)
 	if err := b.startHTTP(ctx); err != nil {
 		return nil, err
 	}
@@ -113,6 +117,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b.catalog.warnStrayEntries(b.log)
+	b.quotas.update(b.catalog.quotas)
 	if err := ctx.Err(); err != nil {
 		b.catalog.closeAll()
 		return nil, err
