@@ -12,8 +12,9 @@ package broker
 // together before the answer; validate_only changes nothing. One result per
 // distinct entity: a second entry for the same entity is refused ("Ignoring
 // duplicate entity"), and, as in Kafka, replaces the first entry's result
-// although the first entry's changes are made. Quotas are stored and
-// described, not enforced. v1: flexible.
+// although the first entry's changes are made. A change is in force as
+// soon as it is persisted; the byte rates are enforced (throttle.go), the
+// other keys only stored. v1: flexible.
 
 import (
 	"context"
