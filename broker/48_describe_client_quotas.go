@@ -11,7 +11,8 @@ package broker
 // an empty or repeated type, a match string where none belongs (or none
 // where one does), an unknown match type, or IP combined with user or
 // client-id; UNSUPPORTED_VERSION for an unknown entity type. The byte rates
-// are enforced (throttle.go), the other keys only stored. v1: flexible.
+// and the connection rate are enforced (throttle.go, connquota.go), the
+// other keys only stored. v1: flexible.
 
 import (
 	"fmt"

@@ -13,8 +13,9 @@ package broker
 // distinct entity: a second entry for the same entity is refused ("Ignoring
 // duplicate entity"), and, as in Kafka, replaces the first entry's result
 // although the first entry's changes are made. A change is in force as
-// soon as it is persisted; the byte rates are enforced (throttle.go), the
-// other keys only stored. v1: flexible.
+// soon as it is persisted; the byte rates and the
+// connection rate are enforced (throttle.go, connquota.go), the other keys
+// only stored. v1: flexible.
 
 import (
 	"context"
@@ -195,10 +196,11 @@ func handleAlterClientQuotas(b *Broker, r *request, req *kmsg.AlterClientQuotasR
 		err := b.catalog.save()
 		if err != nil {
 			b.catalog.quotas = old
-		} else {
-			b.quotas.update(next)
 		}
 		b.mu.Unlock()
+		if err == nil {
+			b.refreshQuotas(r.ctx)
+		}
 		if err != nil {
 			b.log.Error("altering client quotas failed", "err", err)
 			for _, res := range results {

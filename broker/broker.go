@@ -117,7 +117,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b.catalog.warnStrayEntries(b.log)
-	b.quotas.update(b.catalog.quotas)
+	b.refreshQuotas(ctx)
 	if err := ctx.Err(); err != nil {
 		b.catalog.closeAll()
 		return nil, err
@@ -223,6 +223,9 @@ func (b *Broker) acceptLoop() {
 				return
 			}
 			b.log.Warn("accept failed", "err", err)
+			continue
+		}
+		if b.throttleConnection(nc) {
 			continue
 		}
 		c := newConn(b, nc)

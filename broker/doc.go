@@ -32,8 +32,9 @@
 // __consumer_offsets and partition.appendMu to append to it, like any
 // handler. The log manager's cleaner threads (logmanager.go) take
 // logManager.mu before Broker.mu, and release Broker.mu before taking a
-// partition's appendMu. apiMetrics.mu (metrics.go) and
-// byteRateQuota.mu (throttle.go) are leaves: nothing is taken while one is
-// held, and the metrics collectors take Broker.mu and
+// partition's appendMu. apiMetrics.mu (metrics.go),
+// byteRateQuota.mu (throttle.go) and connectionRateQuota.mu (connquota.go)
+// are leaves: nothing is taken while one is held; clientQuotas.updateMu is
+// taken before Broker.mu (refreshQuotas); and the metrics collectors take Broker.mu and
 // storage.Log's locks one at a time, never while holding another.
 package broker

@@ -23,6 +23,7 @@ package broker
 // atomic load. Sensors idle for an hour are dropped, as Kafka expires them.
 
 import (
+	"context"
 	"math"
 	"math/bits"
 	"sync"
@@ -312,34 +313,54 @@ func resolveQuota(limits map[quotaEntity]float64, user, clientID string) (quotaT
 	return tags, 0, false
 }
 
-// clientQuotas are the enforced byte-rate quotas.
+// clientQuotas are the enforced quotas.
 type clientQuotas struct {
+	// updateMu serializes updates (refreshQuotas), so that the last one
+	// takes the latest stored quotas.
+	updateMu       sync.Mutex
 	produce, fetch *byteRateQuota
-	// throttleMs counts the throttle time given to clients, by API.
-	throttleMs *prometheus.CounterVec
-	produceMs  prometheus.Counter
-	fetchMs    prometheus.Counter
+	connections    *connectionRateQuota
+	// throttleMs counts the throttle time given to clients, by API
+	// (Produce, Fetch, and "connection" for the connection rate).
+	throttleMs   *prometheus.CounterVec
+	produceMs    prometheus.Counter
+	fetchMs      prometheus.Counter
+	connectionMs prometheus.Counter
 }
 
 func newClientQuotas(cfg rateConfig, reg prometheus.Registerer) *clientQuotas {
 	q := &clientQuotas{
-		produce: newByteRateQuota(producerByteRate, cfg),
-		fetch:   newByteRateQuota(consumerByteRate, cfg),
+		produce:     newByteRateQuota(producerByteRate, cfg),
+		fetch:       newByteRateQuota(consumerByteRate, cfg),
+		connections: newConnectionRateQuota(cfg),
 		throttleMs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gregor_client_quota_throttle_milliseconds_total",
-			Help: "Throttle time given to clients for exceeding their byte-rate quota, by API.",
+			Help: "Throttle time given to clients over a quota, by API (Produce, Fetch: producer_byte_rate, consumer_byte_rate; connection: connection_creation_rate).",
 		}, []string{"api"}),
 	}
 	q.produceMs = q.throttleMs.WithLabelValues("Produce")
 	q.fetchMs = q.throttleMs.WithLabelValues("Fetch")
+	q.connectionMs = q.throttleMs.WithLabelValues("connection")
 	reg.MustRegister(q.throttleMs)
 	return q
 }
 
+// refreshQuotas puts the stored quotas in force. It resolves host names
+// of IP entities, so it is called holding no lock of the broker's.
+func (b *Broker) refreshQuotas(ctx context.Context) {
+	b.quotas.updateMu.Lock()
+	defer b.quotas.updateMu.Unlock()
+	b.mu.RLock()
+	current := b.catalog.quotas
+	b.mu.RUnlock()
+	b.quotas.update(ctx, current)
+}
+
 // update takes the stored quotas after a change.
-func (q *clientQuotas) update(quotas map[quotaEntity]map[string]float64) {
+func (q *clientQuotas) update(ctx context.Context, quotas map[quotaEntity]map[string]float64) {
 	q.produce.update(quotas)
 	q.fetch.update(quotas)
+	q.connections.update(ctx, quotas)
 }
 
 // clientIDOf is the request's client id, "" when null.
