@@ -399,7 +399,9 @@ func (b *Broker) capFetch(r *request, req *kmsg.FetchRequest) {
 	// Kafka's cap may be 0 (quota.window.num 1), which still returns the
 	// first batch; a budget of 1 byte does here, where 0 means no limit.
 	limit := max(q.maxValueInWindow(anonymousUser, clientIDOf(r)), 1)
-	req.MaxBytes = min(req.MaxBytes, limit)
+	if req.MaxBytes <= 0 || req.MaxBytes > limit { // 0 is no limit to readFetch
+		req.MaxBytes = limit
+	}
 	req.MinBytes = min(req.MinBytes, req.MaxBytes)
 }
 

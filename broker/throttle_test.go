@@ -217,13 +217,14 @@ func TestProducerByteRateThrottlesProducer(t *testing.T) {
 	// Records are uncompressed: the quota counts bytes on the wire, and
 	// identical values would compress to nothing.
 	value := make([]byte, 1000)
-	// produce keeps up to 64 records in flight for d and returns the
-	// bytes acknowledged.
-	produce := func(cl *kgo.Client, d time.Duration) int64 {
+	// produce keeps up to 64 records in flight until done, given the time
+	// taken and the bytes sent, reports true, and returns the bytes
+	// acknowledged.
+	produce := func(cl *kgo.Client, done func(elapsed time.Duration, sent int64) bool) int64 {
 		var acked atomic.Int64
 		sem := make(chan struct{}, 64)
-		deadline := time.Now().Add(d)
-		for time.Now().Before(deadline) {
+		start := time.Now()
+		for sent := int64(0); !done(time.Since(start), sent); sent += int64(len(value)) {
 			sem <- struct{}{}
 			cl.Produce(ctx, &kgo.Record{Value: value}, func(r *kgo.Record, err error) {
 				if err != nil {
@@ -242,7 +243,11 @@ func TestProducerByteRateThrottlesProducer(t *testing.T) {
 
 	slow, slowThrottles := producer("slow")
 	start := time.Now()
-	n := produce(slow, 5*time.Second)
+	// At least 5 s, and until a throttle is seen: a slow machine may need
+	// longer to reach the quota.
+	n := produce(slow, func(d time.Duration, _ int64) bool {
+		return d >= 5*time.Second && (slowThrottles.n.Load() > 0 || d >= 60*time.Second)
+	})
 	rate := float64(n) / time.Since(start).Seconds()
 	t.Logf("throttled producer: %d bytes at %.0f B/s (quota %d), %d throttles, %d ms", n, rate, quota, slowThrottles.n.Load(), slowThrottles.ms.Load())
 	if rate > 2*quota {
@@ -253,12 +258,11 @@ func TestProducerByteRateThrottlesProducer(t *testing.T) {
 	}
 
 	fast, fastThrottles := producer("fast")
-	n = produce(fast, 2*time.Second)
+	// Well past the slow client's burst, whatever the machine's speed.
+	pastQuota := func(_ time.Duration, sent int64) bool { return sent > 4*quota }
+	produce(fast, pastQuota)
 	if fastThrottles.n.Load() != 0 {
 		t.Errorf("a client without a quota was throttled %d times", fastThrottles.n.Load())
-	}
-	if n <= 2*quota {
-		t.Errorf("a client without a quota produced only %d bytes in 2 s", n)
 	}
 
 	alterQuotas(t, ctx, adm, kadm.AlterClientQuotaEntry{
@@ -267,7 +271,7 @@ func TestProducerByteRateThrottlesProducer(t *testing.T) {
 	})
 	// The client is idle: every throttled response came before the removal.
 	slowThrottles.n.Store(0)
-	produce(slow, 2*time.Second)
+	produce(slow, pastQuota)
 	if got := slowThrottles.n.Load(); got != 0 {
 		t.Errorf("%d throttles after the quota was removed", got)
 	}
@@ -323,7 +327,9 @@ func TestConsumerByteRateThrottlesConsumer(t *testing.T) {
 	defer cons.Close()
 	start := time.Now()
 	var got int64
-	for time.Since(start) < 4*time.Second {
+	// At least 4 s, and until a throttle is seen (a slow machine may need
+	// longer to reach the quota).
+	for time.Since(start) < 4*time.Second || tc.n.Load() == 0 && time.Since(start) < 60*time.Second {
 		pctx, pcancel := context.WithTimeout(ctx, time.Second)
 		fs := cons.PollFetches(pctx)
 		pcancel()
