@@ -33,9 +33,10 @@ package broker
 // last five batches succeeds with the original offset and is not stored
 // again; an older epoch is INVALID_PRODUCER_EPOCH, a sequence that does not
 // follow OUT_OF_ORDER_SEQUENCE_NUMBER. Clients may not write internal topics
-// (INVALID_TOPIC_EXCEPTION, as Kafka). Transactional batches are refused
-// with INVALID_TXN_STATE, since no transaction can have added the
-// partition.
+// (INVALID_TOPIC_EXCEPTION, as Kafka). A transactional batch is appended
+// only for a partition the producer's transaction added, which the
+// transaction coordinator verifies (txn_verify.go, KIP-890 part 1):
+// otherwise TRANSACTION_ABORTABLE (v11+) or INVALID_TXN_STATE.
 //
 // Durability follows the topic's flush.messages and flush.ms (flush.go in
 // storage): when flush.messages is reached (every append, at 1) the
@@ -74,6 +75,9 @@ func handleProduce(b *Broker, r *request, req *kmsg.ProduceRequest) (kmsg.Respon
 		return nil, fmt.Errorf("unsupported version %d of api key 0 (Produce), removed in Kafka 4", req.Version)
 	}
 	resp := newResponse[*kmsg.ProduceResponse](req)
+	if req.TransactionID == nil && hasTransactionalRecords(req) {
+		return refuseTransactionalProduce(req, resp)
+	}
 	validAcks := req.Acks == -1 || req.Acks == 0 || req.Acks == 1
 	var flushes []pendingFlush
 	for ti, rt := range req.Topics {
@@ -211,9 +215,19 @@ func (b *Broker) produceTo(r *request, req *kmsg.ProduceRequest, t *topic, p *pa
 		fail(batchErrorCode(err), err.Error())
 		return -1
 	}
+	guard := unguarded
 	if info.Transactional() {
-		fail(kerr.InvalidTxnState, "Gregor does not serve transactions yet: no transaction added this partition")
-		return -1
+		g, e, msg, err := b.verifyTxnBatch(r, req, p, &info.Header)
+		if err != nil {
+			// The connection or the broker is going away: no answer.
+			fail(kerr.RequestTimedOut, "")
+			return -1
+		}
+		if e != nil {
+			fail(e, msg)
+			return -1
+		}
+		guard = g
 	}
 	if cfg.compact && info.NullKeys > 0 { // walk the records only when Validate counted a null key
 		if bad := nullKeys(one, r); len(bad) > 0 {
@@ -251,7 +265,7 @@ func (b *Broker) produceTo(r *request, req *kmsg.ProduceRequest, t *topic, p *pa
 		batch.SetMaxTimestamp(one, false, info.MaxTimestamp)
 	}
 	batch.SetPartitionLeaderEpoch(one, p.leaderEpoch)
-	out, err := p.appendBatch(one, now)
+	out, err := p.appendGuarded(originClient, one, now, guard)
 	switch {
 	case err != nil:
 		b.log.Error("append failed", "topic", p.topic, "partition", p.index, "err", err)

@@ -8,11 +8,17 @@ package broker
 // v3+: the client software name and version must match Kafka's pattern, else
 // INVALID_REQUEST. The response header is never flexible, even at v3+.
 //
-// No supported or finalized features are advertised: Gregor does not yet
-// serve transactions V2 (transaction.version), and a client must not believe
-// it does. KIP-848 groups are served (keys 68 and 69) but group.version is
-// not advertised either: clients decide by the API keys (franz-go, the
-// Java client), and Kafka's feature gates the broker side only.
+// v3+ advertises one feature, transaction.version: supported 0-2 and
+// finalized at 2, as a Kafka 4.2 cluster does by default, since Gregor
+// serves transactions V2 (KIP-890 part 2: produce v12+ adds its partition to
+// the transaction, EndTxn v5 bumps the epoch). Clients that see it finalized
+// at 2 use V2 (the Java client, franz-go); others use V1, also served. The
+// finalized features epoch is 0: Gregor has no metadata log whose offset
+// Kafka uses there, and the features never change. KIP-848 groups are served
+// (keys 68 and 69) but group.version is not advertised: clients decide by
+// the API keys (franz-go, the Java client), and Kafka's feature gates the
+// broker side only. Other Kafka features (metadata.version, kraft.version)
+// say nothing a client acts on and are not advertised.
 
 import (
 	"regexp"
@@ -36,10 +42,23 @@ func handleAPIVersions(b *Broker, r *request, req *kmsg.ApiVersionsRequest) (kms
 	}
 	resp.ApiKeys = apiVersionKeys()
 	if req.Version >= 3 {
-		resp.FinalizedFeaturesEpoch = -1
+		sf := kmsg.NewApiVersionsResponseSupportedFeature()
+		sf.Name, sf.MinVersion, sf.MaxVersion = transactionVersionFeature, 0, finalizedTransactionVersion
+		ff := kmsg.NewApiVersionsResponseFinalizedFeature()
+		ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = transactionVersionFeature, finalizedTransactionVersion, finalizedTransactionVersion
+		resp.SupportedFeatures = []kmsg.ApiVersionsResponseSupportedFeature{sf}
+		resp.FinalizedFeatures = []kmsg.ApiVersionsResponseFinalizedFeature{ff}
+		resp.FinalizedFeaturesEpoch = 0
 	}
 	return resp, nil
 }
+
+// transactionVersionFeature is Kafka's transaction.version feature, and
+// finalizedTransactionVersion its level here: 2, transactions V2.
+const (
+	transactionVersionFeature   = "transaction.version"
+	finalizedTransactionVersion = 2
+)
 
 func apiVersionKeys() []kmsg.ApiVersionsResponseApiKey {
 	apis := supportedAPIs()

@@ -1,9 +1,8 @@
 package broker
 
 // InitProducerId (key 22), v0-v5, the range Kafka 4 serves. v2: flexible.
-// v3 adds ProducerId and ProducerEpoch (KIP-360); v4 and v5 only allow new
-// error codes (PRODUCER_FENCED, TRANSACTION_ABORTABLE) that this broker
-// never returns.
+// v3 adds ProducerId and ProducerEpoch (KIP-360); v4 allows PRODUCER_FENCED
+// and v5 TRANSACTION_ABORTABLE (which this coordinator never returns here).
 //
 // Idempotent (non-transactional) producers get a fresh producer id with
 // epoch 0, whatever ProducerId and ProducerEpoch they send: Kafka's
@@ -23,17 +22,18 @@ package broker
 // cannot be written the answer is COORDINATOR_LOAD_IN_PROGRESS (retriable),
 // what Kafka's broker answers while it waits for a new block.
 //
-// Transactional producers (a non-null TransactionalId) are not served yet.
-// After Kafka's own checks (an empty id is INVALID_REQUEST; a timeout not in
-// (0, transaction.max.timeout.ms = 15 min] is INVALID_TRANSACTION_TIMEOUT)
-// the answer is UNSUPPORTED_VERSION, which is what Kafka's transactional
-// APIs answer when the cluster cannot do transactions
-// (KafkaApis.ensureInterBrokerVersion). It is not retriable, so clients
-// fail at once (the Java producer: "Unexpected error in
-// InitProducerIdResponse; The version of API is not supported") instead of
-// retrying until a timeout, as COORDINATOR_NOT_AVAILABLE or NOT_COORDINATOR
-// would make them, and it blames no authorization as
-// TRANSACTIONAL_ID_AUTHORIZATION_FAILED would.
+// A transactional producer (a non-null TransactionalId) is served by the
+// transaction coordinator (txns.go, coordinator/txn): an empty id is
+// INVALID_REQUEST, a timeout not in (0, transaction.max.timeout.ms]
+// INVALID_TRANSACTION_TIMEOUT; a new id gets a new producer id with epoch
+// 0, a known one its epoch bumped, which fences the previous producer of
+// the id; a transaction it left ongoing is aborted first, and the answer
+// is CONCURRENT_TRANSACTIONS until the abort is complete. KIP-360 (v3+):
+// ProducerId and ProducerEpoch name the producer that asks; another
+// producer's id is PRODUCER_FENCED, and a retry of the last bump gets the
+// same epoch again. An exhausted epoch gets a new producer id. The answer
+// is given once the new state is in __transaction_state. PRODUCER_FENCED
+// is INVALID_PRODUCER_EPOCH below v4, as in KafkaApis.
 
 import (
 	"errors"
@@ -41,6 +41,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-broker/gregor/coordinator/txn"
 )
 
 func init() { register(22, 0, 5, handleInitProducerID) }
@@ -49,8 +51,6 @@ const (
 	// producerIDBlockSize is how many producer ids one catalogue write
 	// reserves.
 	producerIDBlockSize = 1000
-	// transactionMaxTimeoutMs is Kafka's transaction.max.timeout.ms default.
-	transactionMaxTimeoutMs = 15 * 60 * 1000
 )
 
 var errProducerIDsExhausted = errors.New("broker: every producer id has been handed out")
@@ -65,14 +65,21 @@ func handleInitProducerID(b *Broker, r *request, req *kmsg.InitProducerIDRequest
 		return fail(kerr.InvalidRequest)
 	}
 	if id := req.TransactionalID; id != nil {
-		switch {
-		case *id == "":
-			return fail(kerr.InvalidRequest)
-		case req.TransactionTimeoutMillis <= 0 || req.TransactionTimeoutMillis > transactionMaxTimeoutMs:
-			return fail(kerr.InvalidTransactionTimeout)
-		default:
-			return fail(kerr.UnsupportedVersion)
+		var res txn.InitResult
+		code, err := b.txns.call(r, func(c *txn.Coordinator, now int64) {
+			res = c.InitProducerID(now, *id, req.TransactionTimeoutMillis, req.ProducerID, req.ProducerEpoch)
+		})
+		if err != nil {
+			return nil, err
 		}
+		if code != 0 {
+			res = txn.InitResult{ErrorCode: code, ProducerID: -1, ProducerEpoch: -1}
+		}
+		if res.ErrorCode == kerr.ProducerFenced.Code && req.Version < 4 {
+			res.ErrorCode = kerr.InvalidProducerEpoch.Code
+		}
+		resp.ErrorCode, resp.ProducerID, resp.ProducerEpoch = res.ErrorCode, res.ProducerID, res.ProducerEpoch
+		return resp, nil
 	}
 	pid, err := b.allocateProducerID()
 	switch {

@@ -42,6 +42,8 @@ type Broker struct {
 
 	// groups drives the group coordinator (groups.go).
 	groups *groupCoordinator
+	// txns drives the transaction coordinator (txns.go).
+	txns *txnCoordinator
 	// verifyTxnOffsetCommit asks the transaction coordinator whether a
 	// TxnOffsetCommit belongs to an ongoing transaction, or adds the
 	// group's partition to it (28_txn_offset_commit.go). Unset until a
@@ -128,10 +130,18 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		b.catalog.closeAll()
 		return nil, err
 	}
+	// So does the transaction coordinator with __transaction_state
+	// (txns.go).
+	if err := b.startTxns(); err != nil {
+		b.groups.stop()
+		b.catalog.closeAll()
+		return nil, err
+	}
 	b.loaded.Store(true)
 
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", cfg.Listen)
 	if err != nil {
+		b.txns.stop()
 		b.groups.stop()
 		b.catalog.closeAll()
 		return nil, fmt.Errorf("broker: listen: %w", err)
@@ -144,6 +154,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	host, port, err := net.SplitHostPort(advertise)
 	if err != nil {
 		ln.Close()
+		b.txns.stop()
 		b.groups.stop()
 		b.catalog.closeAll()
 		return nil, fmt.Errorf("broker: advertised address %q: %w", advertise, err)
@@ -151,6 +162,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	portNum, err := strconv.ParseUint(port, 10, 16)
 	if err != nil {
 		ln.Close()
+		b.txns.stop()
 		b.groups.stop()
 		b.catalog.closeAll()
 		return nil, fmt.Errorf("broker: advertised port %q: %w", port, err)
@@ -191,6 +203,7 @@ func (b *Broker) Close() error {
 		}
 		b.connMu.Unlock()
 		b.wg.Wait()
+		b.txns.stop()
 		b.groups.stop()
 
 		// The HTTP listener closes last, once b.mu is released: a scrape

@@ -69,6 +69,27 @@ type Config struct {
 	// "range", the first being the default. Default uniform,range.
 	GroupConsumerAssignors []string
 
+	// Transaction coordinator settings (broker/txns.go), Kafka's names.
+
+	// TransactionStateLogNumPartitions is
+	// transaction.state.log.num.partitions, used when __transaction_state
+	// is created. Default 50.
+	TransactionStateLogNumPartitions int32
+	// TransactionMaxTimeoutMs is transaction.max.timeout.ms: a longer
+	// transaction timeout is INVALID_TRANSACTION_TIMEOUT. Default 900000.
+	TransactionMaxTimeoutMs int32
+	// TransactionAbortTimedOutTransactionCleanupIntervalMs is
+	// transaction.abort.timed.out.transaction.cleanup.interval.ms: how often
+	// transactions past their timeout are aborted. Default 10000.
+	TransactionAbortTimedOutTransactionCleanupIntervalMs int64
+	// TransactionalIDExpirationMs is transactional.id.expiration.ms: how
+	// long an idle transactional id is kept. Default 604800000 (7 days).
+	TransactionalIDExpirationMs int64
+	// TransactionRemoveExpiredTransactionCleanupIntervalMs is
+	// transaction.remove.expired.transaction.cleanup.interval.ms: how often
+	// idle transactional ids are looked for. Default 3600000.
+	TransactionRemoveExpiredTransactionCleanupIntervalMs int64
+
 	// fs, if set, replaces the data directory's file system: a test seam
 	// for storage.FaultFS. With DataDir empty the root is "/gregor".
 	fs storage.FS
@@ -149,6 +170,21 @@ func (c *Config) setDefaults() {
 	}
 	if c.QuotaWindowSizeSeconds <= 0 {
 		c.QuotaWindowSizeSeconds = 1
+	}
+	if c.TransactionStateLogNumPartitions <= 0 {
+		c.TransactionStateLogNumPartitions = 50
+	}
+	if c.TransactionMaxTimeoutMs <= 0 {
+		c.TransactionMaxTimeoutMs = 900_000
+	}
+	if c.TransactionAbortTimedOutTransactionCleanupIntervalMs <= 0 {
+		c.TransactionAbortTimedOutTransactionCleanupIntervalMs = 10_000
+	}
+	if c.TransactionalIDExpirationMs <= 0 {
+		c.TransactionalIDExpirationMs = 604_800_000
+	}
+	if c.TransactionRemoveExpiredTransactionCleanupIntervalMs <= 0 {
+		c.TransactionRemoveExpiredTransactionCleanupIntervalMs = 3_600_000
 	}
 	if c.LogRetentionCheckIntervalMs <= 0 {
 		c.LogRetentionCheckIntervalMs = 300_000

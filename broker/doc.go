@@ -19,8 +19,8 @@
 // inside the response, and a Go error returned from a handler means one
 // thing: close the connection.
 //
-// Imports: coordinator/group, protocol, protocol/batch and storage of this
-// project; never cmd.
+// Imports: coordinator/group, coordinator/txn, protocol, protocol/batch and
+// storage of this project; never cmd.
 //
 // Lock order: Broker.mu (topic map and producer ids) before
 // partition.appendMu (an append and its producer-state check) before
@@ -30,7 +30,12 @@
 // these, so that appends from other connections join the same fsync. The group coordinator's goroutine
 // (groups.go) holds no lock of its own: it takes Broker.mu to create
 // __consumer_offsets and partition.appendMu to append to it, like any
-// handler. The log manager's cleaner threads (logmanager.go) take
+// handler. The transaction coordinator's goroutine (txns.go) likewise
+// holds no lock of its own: it takes partition.appendMu to append to
+// __transaction_state and to write markers. A transactional produce takes
+// a partition's appendMu only to set its verification guard and releases
+// it before it calls the transaction coordinator (txn_verify.go), so the
+// coordinator never waits for a lock a caller holds. The log manager's cleaner threads (logmanager.go) take
 // logManager.mu before Broker.mu, and release Broker.mu before taking a
 // partition's appendMu. apiMetrics.mu (metrics.go),
 // byteRateQuota.mu (throttle.go) and connectionRateQuota.mu (connquota.go)

@@ -225,9 +225,7 @@ func TestInitProducerID(t *testing.T) {
 		{"an epoch without an id", 3, nil, 60000, -1, 2, kerr.InvalidRequest},
 		{"empty transactional id", 4, kmsg.StringPtr(""), 60000, -1, -1, kerr.InvalidRequest},
 		{"zero transaction timeout", 4, kmsg.StringPtr("txn"), 0, -1, -1, kerr.InvalidTransactionTimeout},
-		{"transaction timeout above transaction.max.timeout.ms", 4, kmsg.StringPtr("txn"), transactionMaxTimeoutMs + 1, -1, -1, kerr.InvalidTransactionTimeout},
-		{"transactions are not served", 5, kmsg.StringPtr("txn"), transactionMaxTimeoutMs, -1, -1, kerr.UnsupportedVersion},
-		{"transactions are not served, v0", 0, kmsg.StringPtr("txn"), 60000, -1, -1, kerr.UnsupportedVersion},
+		{"transaction timeout above transaction.max.timeout.ms", 4, kmsg.StringPtr("txn"), 900_001, -1, -1, kerr.InvalidTransactionTimeout},
 	}
 	seen := map[int64]bool{}
 	for _, tt := range tests {

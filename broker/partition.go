@@ -23,6 +23,11 @@ type partition struct {
 	// producer-state check and its append are one step (producer_state.go).
 	appendMu  sync.Mutex
 	producers producerStates // guarded by appendMu
+	// txnGuards holds, per producer id, the token of a transaction
+	// verification in flight (txn_verify.go), Kafka's VerificationGuard: a
+	// marker removes it, so a batch verified before its transaction ended
+	// cannot open a transaction no marker will close. Guarded by appendMu.
+	txnGuards map[int64]uint64
 
 	mu      sync.Mutex
 	waiters map[chan struct{}]struct{}

@@ -491,7 +491,7 @@ type appendOutcome struct {
 // (Unix ms) drives expiry. A non-nil error is the log's and nothing was
 // appended.
 func (p *partition) appendBatch(one []byte, now int64) (appendOutcome, error) {
-	return p.appendBatchFrom(originClient, one, now)
+	return p.appendGuarded(originClient, one, now, unguarded)
 }
 
 // appendOrigin is who appends a batch, as Kafka's AppendOrigin.
@@ -510,6 +510,21 @@ const (
 
 // appendBatchFrom is appendBatch for a batch of the given origin.
 func (p *partition) appendBatchFrom(origin appendOrigin, one []byte, now int64) (appendOutcome, error) {
+	return p.appendGuarded(origin, one, now, unguarded)
+}
+
+// unguarded is the guard of appends that are not a client's transactional
+// produce.
+const unguarded = ^uint64(0)
+
+// appendGuarded is appendBatchFrom for a client's batch, verified with the
+// transaction coordinator under guard if it is transactional
+// (txn_verify.go; 0: not verified, because the producer's transaction was
+// already open here). If the batch would open a transaction and guard is
+// not p's guard for the producer — a marker ended the transaction
+// meanwhile — it is refused with INVALID_TXN_STATE, as Kafka's UnifiedLog
+// refuses a batch whose VerificationGuard does not match.
+func (p *partition) appendGuarded(origin appendOrigin, one []byte, now int64, guard uint64) (appendOutcome, error) {
 	h, err := batch.ParseHeader(one)
 	if err != nil {
 		return appendOutcome{}, err
@@ -534,6 +549,12 @@ func (p *partition) appendBatchFrom(origin appendOrigin, one []byte, now int64) 
 	beginsTxn := idempotent && h.Transactional()
 	if e := p.producers.byID[h.ProducerID]; beginsTxn && e != nil && e.txnFirstOffset >= 0 {
 		beginsTxn = false
+	}
+	if beginsTxn && guard != unguarded {
+		if g, ok := p.txnGuards[h.ProducerID]; !ok || g != guard {
+			return appendOutcome{refused: kerr.InvalidTxnState, message: fmt.Sprintf("The transaction of producer %d ended while partition %s-%d was being verified", h.ProducerID, p.topic, p.index)}, nil
+		}
+		delete(p.txnGuards, h.ProducerID)
 	}
 	if beginsTxn {
 		p.producers.setOngoing(h.ProducerID, p.log.EndOffset())

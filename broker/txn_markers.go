@@ -10,15 +10,15 @@ package broker
 // (partition.lastStableOffset); read_committed fetches and ListOffsets stop
 // there and the cleaner never passes it. While its transaction is open, a
 // producer's non-transactional batch is INVALID_TXN_STATE, and the
-// producer never expires. Transactional produce itself is still refused
-// (00_produce.go) until the coordinator can say which partitions a
-// transaction added.
+// producer never expires. A transactional batch is appended only once the
+// transaction coordinator has verified that the producer's transaction
+// added the partition (txn_verify.go).
 //
 // Transaction markers: what Kafka's
 // UnifiedLog.appendAsLeader does with origin COORDINATOR, and its
-// ProducerAppendInfo.appendEndTxnMarker. The transaction coordinator calls
-// writeTxnMarker (in process, and through WriteTxnMarkers once that is
-// served) for each partition of a transaction it completes.
+// ProducerAppendInfo.appendEndTxnMarker. The transaction coordinator
+// (txns.go) calls it through Broker.writeMarker, the path of
+// WriteTxnMarkers, for each partition of a transaction it completes.
 //
 // A marker is refused, nothing appended, with:
 //   - INVALID_PRODUCER_EPOCH when its producer epoch is older than the
@@ -131,6 +131,7 @@ func (p *partition) appendTxnMarker(m txnMarker, now int64) (markerOutcome, erro
 	if err != nil {
 		return markerOutcome{}, err
 	}
+	delete(p.txnGuards, pid) // a batch verified before this marker must not open a transaction
 	if err := p.completeTxn(pid, epoch, coordinatorEpoch, commit, offset, now); err != nil {
 		return markerOutcome{}, err
 	}

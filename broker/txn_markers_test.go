@@ -34,8 +34,8 @@ func txnBatch(t testing.TB, pid int64, epoch int16, seq int32, n int, tag string
 }
 
 // appendDirect appends b to p as the produce path does once a batch is
-// accepted. Transactional produce is not served yet (it needs the
-// coordinator's AddPartitionsToTxn), so these tests append directly.
+// accepted, without the transaction coordinator's verification, so that
+// these tests exercise the partition side alone.
 func appendDirect(t testing.TB, p *partition, b []byte) appendOutcome {
 	t.Helper()
 	batch.SetPartitionLeaderEpoch(b, p.leaderEpoch)

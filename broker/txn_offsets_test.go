@@ -116,6 +116,7 @@ func offsetsPartitionOf(b *Broker, groupID string) *partition {
 // aborted transaction's offsets never show.
 func TestTxnOffsetCommitShowsAfterTheCommitMarker(t *testing.T) {
 	b := startBroker(t, Config{})
+	b.setTxnOffsetCommitVerifier(nil) // the group side alone, without the transaction coordinator
 	c := dialRaw(t, b.Addr())
 	createTopic(t, c, "t", 3, nil)
 	pid, epoch := initProducerID(t, c, 4)
@@ -194,6 +195,7 @@ func TestTxnOffsetCommitShowsAfterTheCommitMarker(t *testing.T) {
 func TestTxnOffsetCommitErrors(t *testing.T) {
 	zero := int64(0)
 	b := startBroker(t, Config{GroupInitialRebalanceDelayMs: &zero})
+	b.setTxnOffsetCommitVerifier(nil) // the group side alone, without the transaction coordinator
 	c := dialRaw(t, b.Addr())
 	createTopic(t, c, "t", 1, nil)
 	pid, _ := initProducerID(t, c, 4)
@@ -247,6 +249,7 @@ func TestTxnOffsetCommitErrors(t *testing.T) {
 // Kafka 4.2 maps it; v5 asks it to add the partition.
 func TestTxnOffsetCommitVerification(t *testing.T) {
 	b := startBroker(t, Config{})
+	b.setTxnOffsetCommitVerifier(nil) // the group side alone, without the transaction coordinator
 	c := dialRaw(t, b.Addr())
 	createTopic(t, c, "t", 1, nil)
 	pid, epoch := initProducerID(t, c, 4)
@@ -312,6 +315,7 @@ func TestTxnOffsetsSurviveRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	first.setTxnOffsetCommitVerifier(nil) // the group side alone, without the transaction coordinator
 	c := dialRaw(t, first.Addr())
 	createTopic(t, c, "t", 1, nil)
 	committed, e1 := initProducerID(t, c, 4)
@@ -327,6 +331,7 @@ func TestTxnOffsetsSurviveRestart(t *testing.T) {
 	}
 
 	second := startBroker(t, Config{DataDir: dir})
+	second.setTxnOffsetCommitVerifier(nil) // the group side alone, without the transaction coordinator
 	c = dialRaw(t, second.Addr())
 	wantFetched(t, c, "g", "t", 0, false, 10, nil)
 	wantFetched(t, c, "g", "t", 0, true, -1, kerr.UnstableOffsetCommit)
@@ -347,6 +352,7 @@ func TestTxnOffsetsSurviveRestart(t *testing.T) {
 func TestTxnOffsetsOnAFullDisk(t *testing.T) {
 	ffs := storage.NewFaultFS(storage.NewMemFS(), nil)
 	b := startBroker(t, Config{FS: ffs, DataDir: "/data", Logger: slog.New(slog.DiscardHandler)})
+	b.setTxnOffsetCommitVerifier(nil) // the group side alone, without the transaction coordinator
 	c := dialRaw(t, b.Addr())
 	createTopic(t, c, "t", 1, nil)
 	pid, epoch := initProducerID(t, c, 4)
@@ -385,6 +391,7 @@ func TestTxnOffsetsCompactedAndReplayed(t *testing.T) {
 	no := false
 	cfg := Config{DataDir: dir, OffsetsTopicPartitions: 1, LogCleanerEnable: &no}
 	b := startBroker(t, cfg)
+	b.setTxnOffsetCommitVerifier(nil) // the group side alone, without the transaction coordinator
 	c := dialRaw(t, b.Addr())
 	createTopic(t, c, "t", 1, nil)
 	pid, epoch := initProducerID(t, c, 4)
@@ -412,6 +419,7 @@ func TestTxnOffsetsCompactedAndReplayed(t *testing.T) {
 	}
 
 	b2 := startBroker(t, cfg)
+	b2.setTxnOffsetCommitVerifier(nil) // the group side alone, without the transaction coordinator
 	c = dialRaw(t, b2.Addr())
 	wantFetched(t, c, "g", "t", 0, false, 28, nil)
 	wantFetched(t, c, "g", "t", 0, true, -1, kerr.UnstableOffsetCommit)

@@ -1,9 +1,8 @@
 package main
 
 // TxnOffsetCommit: the refusals that come before the transaction is
-// verified, and, as documented differences, what Kafka's verification
-// answers for a producer with no transaction while Gregor has no
-// transaction coordinator to ask.
+// verified, and what the verification with the transaction coordinator
+// answers for a transactional id it does not know.
 
 import "github.com/twmb/franz-go/pkg/kmsg"
 
@@ -52,15 +51,4 @@ var txnOffsetEntries = []entry{
 	{name: "TxnOffsetCommit v3 outside a transaction", setup: txnCoordinatorSetup, req: txnOffsetCommit(3, "-g", "", 0)},
 	{name: "TxnOffsetCommit v4 outside a transaction", setup: txnCoordinatorSetup, req: txnOffsetCommit(4, "-g", "", 0)},
 	{name: "TxnOffsetCommit v5 outside a transaction", setup: txnCoordinatorSetup, req: txnOffsetCommit(5, "-g", "", 0)},
-}
-
-// Kafka verifies a TxnOffsetCommit with its transaction coordinator before
-// anything else; Gregor has none to ask yet (broker/28_txn_offset_commit.go,
-// txnOffsetCommitVerifier), so it accepts what Kafka refuses here.
-const txnNotVerified = "Gregor has no transaction coordinator yet, so TxnOffsetCommit is not verified; Kafka's verification answers INVALID_PRODUCER_ID_MAPPING for a transactional id it does not know (docs/architecture.md, Groups)"
-
-func init() {
-	for _, v := range []string{"v3", "v4", "v5"} {
-		expectedDiffs = append(expectedDiffs, expected{"TxnOffsetCommit " + v + " outside a transaction", "Topics.0.Partitions.0.ErrorCode", txnNotVerified})
-	}
 }

@@ -1,0 +1,52 @@
+package broker
+
+// ListTransactions (key 66), v0-v2 (flexible).
+//
+// The transactional ids of the transaction coordinator with their producer
+// id and state, filtered as Kafka's listTransactionStates: by state names
+// (names Kafka does not know are listed back in UnknownStateFilters and
+// match nothing), by producer ids, v1+ by duration (only transactions
+// begun more than DurationFilterMillis ago; -1 is no filter), v2+ by a
+// regular expression the whole transactional id must match (RE2 syntax,
+// as Kafka's re2j; null or empty is no filter, an invalid one
+// INVALID_REGULAR_EXPRESSION).
+
+import (
+	"regexp"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-broker/gregor/coordinator/txn"
+)
+
+func init() { register(66, 0, 2, handleListTransactions) }
+
+func handleListTransactions(b *Broker, r *request, req *kmsg.ListTransactionsRequest) (kmsg.Response, error) {
+	resp := newResponse[*kmsg.ListTransactionsResponse](req)
+	f := txn.ListFilter{States: req.StateFilters, ProducerIDs: req.ProducerIDFilters, DurationMs: -1}
+	if req.Version >= 1 {
+		f.DurationMs = req.DurationFilterMillis
+	}
+	if p := req.TransactionalIDPattern; req.Version >= 2 && p != nil && *p != "" {
+		if _, err := regexp.Compile(*p); err != nil {
+			resp.ErrorCode = kerr.InvalidRegularExpression.Code
+			return resp, nil
+		}
+		f.Pattern = regexp.MustCompile(`^(?:` + *p + `)$`) // re2j's matches(): the whole id
+	}
+	var listed []txn.Listed
+	var unknown []string
+	if _, err := b.txns.call(r, func(c *txn.Coordinator, now int64) {
+		listed, unknown = c.List(now, f)
+	}); err != nil {
+		return nil, err
+	}
+	resp.UnknownStateFilters = unknown
+	for _, l := range listed {
+		s := kmsg.NewListTransactionsResponseTransactionState()
+		s.TransactionalID, s.ProducerID, s.TransactionState = l.ID, l.ProducerID, l.State.String()
+		resp.TransactionStates = append(resp.TransactionStates, s)
+	}
+	return resp, nil
+}

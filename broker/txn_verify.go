@@ -1,0 +1,137 @@
+package broker
+
+// Transaction verification on produce (KIP-890 part 1). Before a
+// transactional batch may open the producer's transaction in a partition,
+// the leader asks the transaction coordinator whether the transaction
+// added the partition: in Kafka, an AddPartitionsToTxn with verifyOnly
+// (v4+) from the leader to the coordinator; here, a call to the in-process
+// coordinator (txn.Coordinator.VerifyPartitions). A batch of a transaction
+// already open in the partition at the same epoch is not verified again.
+// Produce v12+ comes from a transactions V2 client, which sends no
+// AddPartitionsToTxn: there the question adds the partition to the
+// transaction instead (Kafka's AddPartitionsToTxnManager with the
+// addPartition operation), and so begins the transaction if need be.
+//
+// While the question is out, the partition holds a guard for the producer
+// (partition.txnGuards, Kafka's VerificationGuard); a marker removes it,
+// and the append opens the transaction only if its guard is still there.
+// So a batch verified just before its transaction was aborted cannot open
+// a transaction that no marker will ever close.
+//
+// Answers, as Kafka's AddPartitionsToTxnManager and ReplicaManager
+// translate the coordinator's: a partition not in the transaction is
+// TRANSACTION_ABORTABLE for Produce v11 and INVALID_TXN_STATE before
+// ("Partition was not added to the transaction"); PRODUCER_FENCED is
+// INVALID_PRODUCER_EPOCH; CONCURRENT_TRANSACTIONS (the transaction is
+// completing) and coordinator unavailability are NOT_ENOUGH_REPLICAS, which
+// every client retries; INVALID_PRODUCER_ID_MAPPING is passed on. A
+// request with a transactional batch but no transactional id is refused
+// whole before anything else: TRANSACTIONAL_ID_AUTHORIZATION_FAILED for
+// every partition, as KafkaApis.handleProduceRequest answers it.
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-broker/gregor/coordinator/txn"
+	"github.com/gregor-broker/gregor/protocol/batch"
+)
+
+// lastTxnGuard numbers verification guards; 0 is never handed out.
+var lastTxnGuard atomic.Uint64
+
+// verifyTxnBatch verifies transactional batch h for partition p. It
+// returns the guard to append under, or the error to answer with.
+func (b *Broker) verifyTxnBatch(r *request, req *kmsg.ProduceRequest, p *partition, h *batch.Header) (uint64, *kerr.Error, string, error) {
+	if req.TransactionID == nil { // the first batch was not transactional, this one is
+		return 0, kerr.TransactionalIDAuthorizationFailed, "", nil
+	}
+	pid, epoch := h.ProducerID, h.ProducerEpoch
+	p.appendMu.Lock()
+	if e := p.producers.byID[pid]; e != nil && e.txnFirstOffset >= 0 && e.epoch == epoch {
+		p.appendMu.Unlock()
+		return 0, nil, "", nil
+	}
+	guard := lastTxnGuard.Add(1)
+	if p.txnGuards == nil {
+		p.txnGuards = map[int64]uint64{}
+	}
+	p.txnGuards[pid] = guard
+	p.appendMu.Unlock()
+
+	tp := txn.Partition{Topic: p.topic, Partition: p.index}
+	var top int16
+	var parts map[txn.Partition]int16
+	code, err := b.txns.call(r, func(c *txn.Coordinator, now int64) {
+		if req.Version >= 12 {
+			// Transactions V2: the produce adds its partition (Kafka's
+			// leader sends AddPartitionsToTxn v5 without verifyOnly).
+			top = c.AddPartitions(now, *req.TransactionID, pid, epoch, []txn.Partition{tp}, 2)
+			return
+		}
+		top, parts = c.VerifyPartitions(*req.TransactionID, pid, epoch, []txn.Partition{tp})
+	})
+	if err != nil {
+		return 0, nil, "", err
+	}
+	if code == 0 {
+		code = top
+	}
+	if code == 0 {
+		code = parts[tp]
+	}
+	switch code {
+	case 0:
+		return guard, nil, "", nil
+	case kerr.ProducerFenced.Code:
+		return 0, kerr.InvalidProducerEpoch, "", nil
+	case kerr.TransactionAbortable.Code:
+		if req.Version > 10 {
+			return 0, kerr.TransactionAbortable, "", nil
+		}
+		return 0, kerr.InvalidTxnState, "Partition was not added to the transaction", nil
+	case kerr.ConcurrentTransactions.Code, kerr.CoordinatorLoadInProgress.Code, kerr.CoordinatorNotAvailable.Code, kerr.NotCoordinator.Code:
+		return 0, kerr.NotEnoughReplicas, fmt.Sprintf("Unable to verify the partition has been added to the transaction. Underlying error: %s", kerr.ErrorForCode(code)), nil
+	}
+	return 0, kerr.ErrorForCode(code).(*kerr.Error), "", nil
+}
+
+// hasTransactionalRecords is Kafka's RequestUtils.hasTransactionalRecords:
+// whether the first batch of some partition's records is transactional.
+func hasTransactionalRecords(req *kmsg.ProduceRequest) bool {
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			if m, _ := batch.Magic(p.Records); m != 2 {
+				continue // an old message set has no transactional flag
+			}
+			if h, err := batch.ParseHeader(p.Records); err == nil && h.Transactional() {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// refuseTransactionalProduce answers every partition of req with
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED (ProduceRequest.getErrorResponse);
+// acks=0 gets no answer, as every acks=0 produce.
+func refuseTransactionalProduce(req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse) (kmsg.Response, error) {
+	if req.Acks == 0 {
+		return nil, nil
+	}
+	for _, rt := range req.Topics {
+		st := kmsg.NewProduceResponseTopic()
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewProduceResponseTopicPartition()
+			sp.Partition, sp.ErrorCode = rp.Partition, kerr.TransactionalIDAuthorizationFailed.Code
+			sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = -1, -1, -1
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, nil
+}

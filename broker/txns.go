@@ -1,0 +1,419 @@
+package broker
+
+// The transaction coordinator's driver. One goroutine owns the
+// coordinator/txn state machine: handlers send it events and wait for
+// their answers; tickers feed it time. After each event it appends the
+// records the coordinator produced to __transaction_state (one batch per
+// partition of the topic, each flushed per the topic's flush policy), then
+// answers, and only then writes the transaction markers the event asked
+// for, through Broker.writeMarker, the path WriteTxnMarkers takes, into
+// the partitions of this broker. When every marker of a transaction is
+// written, the completion (CompleteCommit or CompleteAbort) is appended.
+//
+// A marker that cannot be written (a storage error) is retried every
+// txnMarkerRetryInterval; the transaction stays in PrepareCommit or
+// PrepareAbort meanwhile, and its producer gets CONCURRENT_TRANSACTIONS,
+// as in Kafka. A partition that no longer exists needs no marker, as
+// Kafka's marker channel drops the partitions of deleted topics. A marker
+// refused with INVALID_PRODUCER_EPOCH or TRANSACTION_COORDINATOR_FENCED
+// (which a single coordinator never causes) is logged and counted as
+// written, so that the transaction is not stuck.
+//
+// If an append to __transaction_state fails, the event's answer is
+// NOT_COORDINATOR (COORDINATOR_NOT_AVAILABLE when the topic cannot be
+// created), as Kafka's TransactionStateManager maps a failed append, and
+// the coordinator is rebuilt from the log, since its in-memory transition
+// did not become durable.
+//
+// On start, before the listener opens, __transaction_state is replayed if
+// it exists; the coordinator's goroutine then writes the markers of
+// transactions found in PrepareCommit or PrepareAbort before it takes any
+// request (a marker written twice is harmless).
+// The topic is created on first use, with transaction.state.log.num.partitions
+// partitions, compacted.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-broker/gregor/coordinator/group"
+	"github.com/gregor-broker/gregor/coordinator/txn"
+	"github.com/gregor-broker/gregor/protocol/batch"
+)
+
+// txnStateTopic is Kafka's internal topic of transaction metadata.
+const txnStateTopic = "__transaction_state"
+
+// txnMarkerRetryInterval is how soon markers that could not be written are
+// tried again.
+const txnMarkerRetryInterval = 500 * time.Millisecond
+
+// txnCoordinator drives a txn.Coordinator from one goroutine.
+type txnCoordinator struct {
+	b      *Broker
+	events chan txnEvent
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	// Owned by the run goroutine.
+	coordCfg      txn.Config
+	coord         *txn.Coordinator
+	parts         []*partition
+	markersFailed bool
+}
+
+// txnEvent is one step: fn runs on the coordinator, its records are
+// appended, and reply (buffered) receives 0 or the error code the failed
+// append is answered with.
+type txnEvent struct {
+	fn    func(c *txn.Coordinator, now int64)
+	reply chan int16
+}
+
+// startTxns replays __transaction_state, if it exists, and starts the
+// coordinator's goroutine, which first writes the markers of transactions
+// left half-completed.
+func (b *Broker) startTxns() error {
+	tc := &txnCoordinator{
+		b:      b,
+		events: make(chan txnEvent),
+		done:   make(chan struct{}),
+		coordCfg: txn.Config{
+			MaxTimeoutMs:       b.cfg.TransactionMaxTimeoutMs,
+			IDExpirationMs:     b.cfg.TransactionalIDExpirationMs,
+			TransactionVersion: finalizedTransactionVersion,
+			NewProducerID: func() (int64, int16) {
+				pid, err := b.allocateProducerID()
+				switch {
+				case errors.Is(err, errProducerIDsExhausted):
+					b.log.Error("cannot allocate a producer id", "err", err)
+					return -1, kerr.UnknownServerError.Code
+				case err != nil:
+					b.log.Error("cannot reserve producer ids", "err", err)
+					return -1, kerr.CoordinatorLoadInProgress.Code
+				}
+				return pid, 0
+			},
+		},
+	}
+	tc.coord = txn.New(tc.coordCfg)
+	if t := b.lookupTopic(txnStateTopic); t != nil {
+		tc.parts = b.partitions(t)
+		if err := tc.replay(); err != nil {
+			return err
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	tc.cancel = cancel
+	b.txns = tc
+	b.setTxnOffsetCommitVerifier(tc.verifyTxnOffsetCommit)
+	go tc.run(ctx)
+	return nil
+}
+
+// replay feeds every record of __transaction_state to a fresh coordinator.
+func (tc *txnCoordinator) replay() error {
+	coord := txn.New(tc.coordCfg)
+	var scratch batch.Scratch
+	loaded := 0
+	for _, p := range tc.parts {
+		for off := p.log.StartOffset(); off < p.highWatermark(); {
+			data, err := p.log.Read(off, 1<<20, p.highWatermark())
+			if err != nil {
+				return fmt.Errorf("broker: replaying %s-%d: %w", txnStateTopic, p.index, err)
+			}
+			if len(data) == 0 {
+				break
+			}
+			err = batch.Split(data, func(one []byte) error {
+				h, err := batch.ParseHeader(one)
+				if err != nil {
+					return err
+				}
+				off = max(off, h.BaseOffset+int64(h.LastOffsetDelta)+1)
+				if h.Control() {
+					return nil
+				}
+				return batch.ForEachRecord(one, &scratch, func(_ *batch.Header, r *batch.Record) bool {
+					var value []byte
+					if r.Value != nil {
+						value = append([]byte(nil), r.Value...)
+					}
+					if err := coord.Load(append([]byte(nil), r.Key...), value); err != nil {
+						// Not a record of Kafka's transaction log schemas (a
+						// client wrote the topic): skipped, as Kafka skips
+						// unknown keys.
+						tc.b.log.Warn("skipping a record of "+txnStateTopic, "partition", p.index, "err", err)
+					} else {
+						loaded++
+					}
+					return true
+				})
+			})
+			if err != nil {
+				return fmt.Errorf("broker: replaying %s-%d: %w", txnStateTopic, p.index, err)
+			}
+		}
+	}
+	coord.PendingMarkers()
+	tc.coord = coord
+	tc.b.log.Info("transaction coordinator loaded", "records", loaded, "transactional_ids", coord.Len())
+	return nil
+}
+
+func (tc *txnCoordinator) run(ctx context.Context) {
+	defer close(tc.done)
+	abortEvery := time.Duration(tc.b.cfg.TransactionAbortTimedOutTransactionCleanupIntervalMs) * time.Millisecond
+	expireEvery := time.Duration(tc.b.cfg.TransactionRemoveExpiredTransactionCleanupIntervalMs) * time.Millisecond
+	abortTicker := time.NewTicker(abortEvery)
+	defer abortTicker.Stop()
+	expireTicker := time.NewTicker(expireEvery)
+	defer expireTicker.Stop()
+	retryTicker := time.NewTicker(txnMarkerRetryInterval)
+	defer retryTicker.Stop()
+	tc.flush(nil) // the markers of transactions loaded half-completed
+	for {
+		select {
+		case ev := <-tc.events:
+			ev.fn(tc.coord, nowMillis())
+			tc.flush(ev.reply)
+		case <-abortTicker.C:
+			if ids := tc.coord.AbortTimedOut(nowMillis()); len(ids) > 0 {
+				tc.b.log.Info("aborting timed out transactions", "transactional_ids", ids)
+			}
+			tc.flush(nil)
+		case <-expireTicker.C:
+			if ids := tc.coord.ExpireIDs(nowMillis()); len(ids) > 0 {
+				tc.b.log.Info("expired transactional ids", "transactional_ids", ids)
+			}
+			tc.flush(nil)
+		case <-retryTicker.C:
+			if tc.markersFailed {
+				tc.markersFailed = false
+				tc.coord.PendingMarkers()
+				tc.flush(nil)
+			}
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// flush appends the coordinator's records, answers reply (if any), then
+// writes the markers and appends the completions they allow, until the
+// coordinator asks for nothing more.
+func (tc *txnCoordinator) flush(reply chan int16) {
+	for {
+		eff := tc.coord.Ready()
+		if len(eff.Records) > 0 {
+			if err := tc.appendRecords(eff.Records); err != nil {
+				code := appendErrorCode(err)
+				if errors.Is(err, errTxnStateTopic) {
+					code = kerr.CoordinatorNotAvailable.Code
+				}
+				tc.revert(err)
+				if reply != nil {
+					reply <- code
+				}
+				return
+			}
+		}
+		if reply != nil {
+			reply <- 0
+			reply = nil
+		}
+		if len(eff.Markers) == 0 {
+			return
+		}
+		now := nowMillis()
+		for _, m := range eff.Markers {
+			tc.coord.MarkersWritten(now, m.TransactionalID, m.ProducerID, m.ProducerEpoch, tc.writeMarkers(m))
+		}
+	}
+}
+
+// writeMarkers writes m's markers and returns the partitions done with.
+func (tc *txnCoordinator) writeMarkers(m txn.Marker) []txn.Partition {
+	km := kmsg.NewWriteTxnMarkersRequestMarker()
+	km.ProducerID, km.ProducerEpoch, km.Committed = m.ProducerID, m.ProducerEpoch, m.Commit
+	km.TransactionVersion = m.TransactionVersion
+	km.CoordinatorEpoch = tc.coordinatorEpoch(m.TransactionalID)
+	var done []txn.Partition
+	for _, p := range m.Partitions {
+		code := tc.b.writeMarker(tc.b.lookupTopic(p.Topic), p.Partition, km)
+		switch code {
+		case 0, kerr.UnknownTopicOrPartition.Code:
+			done = append(done, p)
+		case kerr.InvalidProducerEpoch.Code, kerr.TransactionCoordinatorFenced.Code:
+			tc.b.log.Warn("transaction marker refused; counting it as written", "transactional_id", m.TransactionalID,
+				"topic", p.Topic, "partition", p.Partition, "err", kerr.ErrorForCode(code))
+			done = append(done, p)
+		default:
+			tc.markersFailed = true
+		}
+	}
+	return done
+}
+
+// coordinatorEpoch is the leader epoch of id's __transaction_state
+// partition, which Kafka's coordinator stamps on its markers.
+func (tc *txnCoordinator) coordinatorEpoch(id string) int32 {
+	if len(tc.parts) == 0 {
+		return 0
+	}
+	return tc.parts[group.PartitionFor(id, int32(len(tc.parts)))].leaderEpoch
+}
+
+// errTxnStateTopic marks a failure to create __transaction_state.
+var errTxnStateTopic = errors.New("broker: " + txnStateTopic + " cannot be created")
+
+// revert rebuilds the coordinator from the log after a failed append, as
+// its in-memory transitions are not durable. If even the replay fails, the
+// old coordinator is kept and the error logged.
+func (tc *txnCoordinator) revert(err error) {
+	tc.b.log.Error("appending to "+txnStateTopic+" failed; reverting the transaction coordinator to the log", "err", err)
+	if tc.parts == nil {
+		tc.coord = txn.New(tc.coordCfg)
+		return
+	}
+	old := tc.coord
+	if rerr := tc.replay(); rerr != nil {
+		tc.b.log.Error("replaying "+txnStateTopic+" after a failed append failed; keeping the unreverted state", "err", rerr)
+		tc.coord = old
+		return
+	}
+	tc.coord.Ready() // the markers PendingMarkers asked for are retried on the ticker
+	tc.markersFailed = true
+}
+
+// createTopic creates __transaction_state as Kafka does:
+// transaction.state.log.num.partitions partitions, compacted, with
+// transaction.state.log.segment.bytes (100 MiB).
+func (tc *txnCoordinator) createTopic() error {
+	t, kErr, msg := tc.b.createTopic(topicCreation{
+		name:              txnStateTopic,
+		partitions:        tc.b.cfg.TransactionStateLogNumPartitions,
+		replicationFactor: 1,
+		configs:           topicConfigs{"cleanup.policy": "compact", "segment.bytes": "104857600"},
+	})
+	if errors.Is(kErr, kerr.TopicAlreadyExists) {
+		t, kErr = tc.b.lookupTopic(txnStateTopic), nil
+	}
+	if kErr != nil || t == nil {
+		return fmt.Errorf("broker: creating %s: %v: %s", txnStateTopic, kErr, msg)
+	}
+	tc.parts = tc.b.partitions(t)
+	return nil
+}
+
+// appendRecords writes records as one v2 batch per partition and applies
+// the topic's flush policy before it returns.
+func (tc *txnCoordinator) appendRecords(recs []txn.Record) error {
+	if tc.parts == nil {
+		if err := tc.createTopic(); err != nil {
+			return fmt.Errorf("%w: %v", errTxnStateTopic, err)
+		}
+	}
+	n := int32(len(tc.parts))
+	byPart := map[int32][]batch.Record{}
+	var order []int32
+	for _, r := range recs {
+		p := group.PartitionFor(r.TransactionalID, n)
+		if _, ok := byPart[p]; !ok {
+			order = append(order, p)
+		}
+		byPart[p] = append(byPart[p], batch.Record{OffsetDelta: int32(len(byPart[p])), Key: r.Key, Value: r.Value})
+	}
+	now := nowMillis()
+	var errs []error
+	for _, pi := range order {
+		p := tc.parts[pi]
+		one, err := batch.AppendBatch(nil, batch.BuildOptions{BaseTimestamp: now, ProducerID: -1, ProducerEpoch: -1,
+			BaseSequence: -1, PartitionLeaderEpoch: p.leaderEpoch}, byPart[pi])
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out, err := p.appendBatch(one, now)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		p.appended()
+		if err := p.log.FlushAfterAppend(out.end); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// call runs fn on the coordinator's goroutine and waits until its records
+// are appended: 0, or the error code a failed append is answered with.
+func (tc *txnCoordinator) call(r *request, fn func(c *txn.Coordinator, now int64)) (int16, error) {
+	return tc.callCtx(r.ctx, fn)
+}
+
+// callCtx is call for a caller that is not a request of its own.
+func (tc *txnCoordinator) callCtx(ctx context.Context, fn func(c *txn.Coordinator, now int64)) (int16, error) {
+	reply := make(chan int16, 1)
+	select {
+	case tc.events <- txnEvent{fn: fn, reply: reply}:
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	case <-tc.done:
+		return 0, errors.New("broker: transaction coordinator stopped")
+	}
+	select {
+	case code := <-reply:
+		return code, nil
+	case <-tc.done:
+		return 0, errors.New("broker: transaction coordinator stopped")
+	}
+}
+
+// stop ends the goroutine; handlers still waiting get an error and close
+// their connections.
+func (tc *txnCoordinator) stop() {
+	tc.cancel()
+	<-tc.done
+}
+
+// verifyTxnOffsetCommit answers the group coordinator's question about a
+// TxnOffsetCommit (KIP-890), as Kafka's leader asks its transaction
+// coordinator with AddPartitionsToTxn: with add false (TxnOffsetCommit
+// v0-v4), whether the group's __consumer_offsets partition is in the
+// ongoing transaction of tid, whose producer must be pid at epoch (verify
+// only: TRANSACTION_ABORTABLE if not); with add true (v5, transactions V2),
+// it adds the partition to the transaction, as AddPartitionsToTxn v5 does.
+// It returns the coordinator's error, nil when all is well, and
+// NETWORK_EXCEPTION when the coordinator could not be asked. startTxns
+// connects it to TxnOffsetCommit (key 28, setTxnOffsetCommitVerifier).
+func (tc *txnCoordinator) verifyTxnOffsetCommit(ctx context.Context, tid string, pid int64, epoch int16, groupID string, add bool) *kerr.Error {
+	tp := txn.Partition{Topic: offsetsTopic, Partition: group.PartitionFor(groupID, tc.b.cfg.OffsetsTopicPartitions)}
+	var code int16
+	appendCode, err := tc.callCtx(ctx, func(c *txn.Coordinator, now int64) {
+		if add {
+			code = c.AddPartitions(now, tid, pid, epoch, []txn.Partition{tp}, 2)
+			return
+		}
+		var parts map[txn.Partition]int16
+		if code, parts = c.VerifyPartitions(tid, pid, epoch, []txn.Partition{tp}); code == 0 {
+			code = parts[tp]
+		}
+	})
+	switch {
+	case err != nil:
+		return kerr.NetworkException
+	case appendCode != 0:
+		code = appendCode
+	}
+	if code == 0 {
+		return nil
+	}
+	return kerr.ErrorForCode(code).(*kerr.Error)
+}
