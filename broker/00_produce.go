@@ -49,6 +49,11 @@ package broker
 // fails the partition's log and answers KAFKA_STORAGE_ERROR, as does any
 // append error; the log then refuses writes until the broker restarts, and
 // its data stays readable.
+//
+// Over its producer_byte_rate (throttle.go), a client is answered with
+// throttle_time_ms and its connection muted for that long; the request's
+// size counts, once the appends are done, whatever their outcome. acks=0 is
+// muted without an answer.
 
 import (
 	"errors"
@@ -115,9 +120,11 @@ func handleProduce(b *Broker, r *request, req *kmsg.ProduceRequest) (kmsg.Respon
 		for _, f := range flushes {
 			f.p.log.FlushAfterAppendAsync(f.end)
 		}
+		b.throttleProduce(r) // muted without an answer, as Kafka
 		return nil, nil
 	}
 	b.awaitFlushes(resp, flushes)
+	resp.ThrottleMillis = b.throttleProduce(r)
 	return resp, nil
 }
 

@@ -29,6 +29,13 @@ package broker
 // an error, the fetch waits up to max.wait.ms and is woken by any append to
 // one of its partitions. While it waits, the connection's later requests
 // wait too, as in Kafka.
+//
+// Consumer quotas (throttle.go), as Kafka: a client with a consumer_byte_rate
+// has its max bytes capped at its quota times quota.window.num - 1 windows,
+// and min bytes at that. The response's size is recorded once the fetch is
+// done; over the quota the size is taken back and the client gets an empty
+// response (no partitions, no error) with throttle_time_ms, and its
+// connection is muted for that long.
 
 import (
 	"errors"
@@ -43,6 +50,16 @@ import (
 func init() { register(1, 4, 18, handleFetch) }
 
 func handleFetch(b *Broker, r *request, req *kmsg.FetchRequest) (kmsg.Response, error) {
+	b.capFetch(r, req)
+	resp, err := fetch(b, r, req)
+	if err != nil {
+		return nil, err
+	}
+	return b.throttleFetch(r, resp), nil
+}
+
+// fetch answers a fetch, waiting for data as the request allows.
+func fetch(b *Broker, r *request, req *kmsg.FetchRequest) (kmsg.Response, error) {
 	resp := newResponse[*kmsg.FetchResponse](req)
 	if req.Version >= 7 {
 		if req.SessionEpoch > 0 {

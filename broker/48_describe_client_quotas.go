@@ -10,8 +10,9 @@ package broker
 // whole request, with a top-level error and no entries: INVALID_REQUEST for
 // an empty or repeated type, a match string where none belongs (or none
 // where one does), an unknown match type, or IP combined with user or
-// client-id; UNSUPPORTED_VERSION for an unknown entity type. Quotas are
-// stored, not enforced. v1: flexible.
+// client-id; UNSUPPORTED_VERSION for an unknown entity type. The byte rates
+// and the connection rate are enforced (throttle.go, connquota.go), the
+// other keys only stored. v1: flexible.
 
 import (
 	"fmt"

@@ -12,8 +12,10 @@ package broker
 // together before the answer; validate_only changes nothing. One result per
 // distinct entity: a second entry for the same entity is refused ("Ignoring
 // duplicate entity"), and, as in Kafka, replaces the first entry's result
-// although the first entry's changes are made. Quotas are stored and
-// described, not enforced. v1: flexible.
+// although the first entry's changes are made. A change is in force as
+// soon as it is persisted; the byte rates and the
+// connection rate are enforced (throttle.go, connquota.go), the other keys
+// only stored. v1: flexible.
 
 import (
 	"context"
@@ -196,6 +198,9 @@ func handleAlterClientQuotas(b *Broker, r *request, req *kmsg.AlterClientQuotasR
 			b.catalog.quotas = old
 		}
 		b.mu.Unlock()
+		if err == nil {
+			b.refreshQuotas(r.ctx)
+		}
 		if err != nil {
 			b.log.Error("altering client quotas failed", "err", err)
 			for _, res := range results {

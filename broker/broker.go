@@ -54,7 +54,10 @@ type Broker struct {
 
 	// metrics are the broker's Prometheus series (metrics.go), served on
 	// the HTTP listener (http.go) when one is configured.
-	metrics      *brokerMetrics
+	metrics *brokerMetrics
+	// quotas enforces the client byte-rate quotas (throttle.go), kept in
+	// step with catalog.quotas.
+	quotas       *clientQuotas
 	loaded       atomic.Bool // the catalogue and the groups are loaded
 	ready        atomic.Bool // loaded and accepting connections, not closing
 	http         *http.Server
@@ -80,6 +83,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	}
 	b := &Broker{cfg: cfg, log: cfg.Logger, conns: map[*conn]struct{}{}}
 	b.metrics = newBrokerMetrics(b)
+	b.quotas = newClientQuotas(rateConfig{samples: cfg.QuotaWindowNum, windowMs: int64(cfg.QuotaWindowSizeSeconds) * 1000}, b.metrics.registry)
 	if err := b.startHTTP(ctx); err != nil {
 		return nil, err
 	}
@@ -115,6 +119,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b.catalog.warnStrayEntries(b.log)
+	b.refreshQuotas(ctx)
 	if err := ctx.Err(); err != nil {
 		b.catalog.closeAll()
 		return nil, err
@@ -231,6 +236,9 @@ func (b *Broker) acceptLoop() {
 				return
 			}
 			b.log.Warn("accept failed", "err", err)
+			continue
+		}
+		if b.throttleConnection(nc) {
 			continue
 		}
 		c := newConn(b, nc)

@@ -113,6 +113,15 @@ type Config struct {
 	// Default 134217728.
 	LogCleanerDedupeBufferSize int64
 
+	// Client quota windows (throttle.go), Kafka's names.
+
+	// QuotaWindowNum is quota.window.num: how many samples a client's byte
+	// rate is measured over. Default 11.
+	QuotaWindowNum int
+	// QuotaWindowSizeSeconds is quota.window.size.seconds: the length of
+	// each sample. Default 1.
+	QuotaWindowSizeSeconds int
+
 	// HTTPListen is the address of the HTTP listener serving /metrics,
 	// /healthz and /readyz (docs/operations.md), for example
 	// "127.0.0.1:9644" or "127.0.0.1:0" for a random port (see
@@ -155,6 +164,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.OffsetsRetentionMinutes <= 0 {
 		c.OffsetsRetentionMinutes = 10080
+	}
+	if c.QuotaWindowNum <= 0 {
+		c.QuotaWindowNum = 11
+	}
+	if c.QuotaWindowSizeSeconds <= 0 {
+		c.QuotaWindowSizeSeconds = 1
 	}
 	if c.TransactionStateLogNumPartitions <= 0 {
 		c.TransactionStateLogNumPartitions = 50

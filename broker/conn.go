@@ -28,7 +28,10 @@ const maxInFlight = 64
 // Produce request that arrives while nothing is queued or being handled is
 // handled by the reader itself (readLoop), which saves waking the serving
 // goroutine for each request of a producer; the order is the same, since
-// nothing else is in flight.
+// nothing else is in flight. A request whose handler throttles the
+// connection for a client quota (throttle.go) is answered at once; then the
+// connection is muted as Kafka mutes its channel: serve handles nothing
+// queued and the reader reads nothing until the throttle time has passed.
 type conn struct {
 	b   *Broker
 	nc  net.Conn
@@ -47,6 +50,43 @@ type conn struct {
 	// handle a request itself: w, out and scratch belong to whichever
 	// goroutine handles, and the atomic orders the hand-over both ways.
 	queued atomic.Int32
+
+	// mutedUntil, when not 0, is the Unix time in nanoseconds until which
+	// the connection is throttled for exceeding a client quota (KIP-219):
+	// the response has gone, and no further request is read or handled
+	// before then. Set by the goroutine handling a request (mute).
+	mutedUntil atomic.Int64
+}
+
+// mute throttles the connection for ms milliseconds from now.
+func (c *conn) mute(ms int32) {
+	c.mutedUntil.Store(time.Now().Add(time.Duration(ms) * time.Millisecond).UnixNano())
+}
+
+// muted reports whether the connection is throttled.
+func (c *conn) muted() bool {
+	until := c.mutedUntil.Load()
+	return until != 0 && time.Now().UnixNano() < until
+}
+
+// waitUnmuted returns once the connection's throttle time has passed, or
+// false when ctx is done first.
+func (c *conn) waitUnmuted(ctx context.Context) bool {
+	until := c.mutedUntil.Load()
+	if until == 0 {
+		return true
+	}
+	if d := time.Until(time.Unix(0, until)); d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return false
+		}
+	}
+	c.mutedUntil.CompareAndSwap(until, 0)
+	return true
 }
 
 // request is one parsed request on its way to a handler.
@@ -57,6 +97,9 @@ type request struct {
 	conn *conn
 	// received is when the frame was read, for the latency metric.
 	received time.Time
+	// size is the request's size in bytes, header and body (Kafka's
+	// RequestChannel.Request.sizeInBytes), which a producer quota counts.
+	size int
 	// frame, when not nil, is the pooled buffer body lies in; serve returns
 	// it to producePool once the request is answered.
 	frame *[]byte
@@ -152,8 +195,12 @@ func (c *conn) serve() {
 
 	for req := range queue {
 		err := c.handleAndRelease(req)
-		if err == nil && len(queue) == 0 {
+		throttled := err == nil && c.muted()
+		if err == nil && (len(queue) == 0 || throttled) {
 			err = c.w.Flush()
+		}
+		if throttled && err == nil && !c.waitUnmuted(ctx) {
+			err = ctx.Err()
 		}
 		if err != nil {
 			cancel()
@@ -190,6 +237,10 @@ func (c *conn) readLoop(ctx context.Context, cancel context.CancelFunc, queue ch
 	defer cancel()
 	r := bufio.NewReaderSize(c.nc, 64*1024)
 	for {
+		// A throttled connection reads nothing until its time has passed.
+		if !c.waitUnmuted(ctx) {
+			return
+		}
 		frame, pooled, err := c.readFrame(r)
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && ctx.Err() == nil {
@@ -204,13 +255,13 @@ func (c *conn) readLoop(ctx context.Context, cancel context.CancelFunc, queue ch
 			c.b.metrics.observe(&request{hdr: hdr, received: received}, nil, true)
 			return
 		}
-		req := &request{hdr: hdr, body: body, ctx: ctx, conn: c, received: received, frame: pooled}
+		req := &request{hdr: hdr, body: body, ctx: ctx, conn: c, received: received, frame: pooled, size: len(frame)}
 		if hdr.APIKey == produceKey && c.queued.Load() == 0 {
 			// Nothing is in flight: answer it here rather than wake serve.
 			// The response waits in w while the next request is already
 			// buffered, as serve's do while its queue is not empty.
 			err := c.handleAndRelease(req)
-			if err == nil && !frameBuffered(r) {
+			if err == nil && (!frameBuffered(r) || c.muted()) {
 				err = c.w.Flush()
 			}
 			if err != nil {

@@ -37,7 +37,9 @@
 // it before it calls the transaction coordinator (txn_verify.go), so the
 // coordinator never waits for a lock a caller holds. The log manager's cleaner threads (logmanager.go) take
 // logManager.mu before Broker.mu, and release Broker.mu before taking a
-// partition's appendMu. apiMetrics.mu (metrics.go) is a leaf: nothing is
-// taken while it is held, and the metrics collectors take Broker.mu and
+// partition's appendMu. apiMetrics.mu (metrics.go),
+// byteRateQuota.mu (throttle.go) and connectionRateQuota.mu (connquota.go)
+// are leaves: nothing is taken while one is held; clientQuotas.updateMu is
+// taken before Broker.mu (refreshQuotas); and the metrics collectors take Broker.mu and
 // storage.Log's locks one at a time, never while holding another.
 package broker

@@ -12,8 +12,10 @@ import (
 
 // Client quotas (KIP-546) are stored, persisted in gregor-topics.json and
 // described, as Kafka's controller stores them (ClientQuotaControlManager)
-// and its brokers describe them (ClientQuotasImage). They are NOT enforced:
-// no client is throttled.
+// and its brokers describe them (ClientQuotasImage). producer_byte_rate and
+// consumer_byte_rate are enforced (throttle.go), as is
+// connection_creation_rate (connquota.go); request_percentage and
+// controller_mutation_rate are stored only.
 
 // Quota entity types (Kafka's ClientQuotaEntity).
 const (

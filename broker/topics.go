@@ -61,7 +61,7 @@ type metadataDoc struct {
 	// out, so a restart allocates from it on.
 	ProducerIDBlockEnd int64 `json:"producer_id_block_end,omitempty"`
 	// ClientQuotas are the client quotas set by AlterClientQuotas
-	// (quotas.go), stored but not enforced.
+	// (quotas.go), enforced by throttle.go and connquota.go.
 	ClientQuotas []quotaRecord `json:"client_quotas,omitempty"`
 }
 

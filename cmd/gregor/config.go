@@ -207,6 +207,8 @@ func applyPropertiesWithOrigins(dst *broker.Config, props map[string]setting, lo
 		{"log.cleaner.threads", 0, 1024, func(n int64) { cfg.LogCleanerThreads, noCleanerThreads = int(n), n == 0 }},
 		{"log.cleaner.backoff.ms", 1, math.MaxInt64, func(n int64) { cfg.LogCleanerBackoffMs = n }},
 		{"log.cleaner.dedupe.buffer.size", 1, math.MaxInt64, func(n int64) { cfg.LogCleanerDedupeBufferSize = n }},
+		{"quota.window.num", 1, math.MaxInt32, func(n int64) { cfg.QuotaWindowNum = int(n) }},
+		{"quota.window.size.seconds", 1, math.MaxInt32, func(n int64) { cfg.QuotaWindowSizeSeconds = int(n) }},
 	}
 	for _, s := range ints {
 		handled[s.key] = true

@@ -154,6 +154,8 @@ func TestApplyPropertiesSetsTheBrokerConfig(t *testing.T) {
 		"log.cleaner.backoff.ms", "500",
 		"log.cleaner.dedupe.buffer.size", "1048576",
 		"log.segment.delete.delay.ms", "0",
+		"quota.window.num", "5",
+		"quota.window.size.seconds", "2",
 	), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
@@ -168,6 +170,7 @@ func TestApplyPropertiesSetsTheBrokerConfig(t *testing.T) {
 		GroupConsumerSessionTimeoutMs: 30000, GroupConsumerHeartbeatIntervalMs: 2000, GroupConsumerMaxSize: 20,
 		GroupConsumerAssignors:      []string{"range", "uniform"},
 		LogRetentionCheckIntervalMs: 1000, LogCleanerEnable: &no, LogCleanerThreads: 2, LogCleanerBackoffMs: 500,
+		QuotaWindowNum: 5, QuotaWindowSizeSeconds: 2,
 		LogCleanerDedupeBufferSize: 1048576,
 		TopicDefaults: map[string]string{
 			"file.delete.delay.ms": "0",
@@ -228,6 +231,8 @@ func TestApplyPropertiesRefusesInvalidValuesAndAppliesNothing(t *testing.T) {
 		{[]string{"group.consumer.session.timeout.ms", "0"}, "group.consumer.session.timeout.ms"},
 		{[]string{"group.consumer.assignors", "uniform,sticky"}, `unknown assignor "sticky"`},
 		{[]string{"log.retention.check.interval.ms", "0"}, "log.retention.check.interval.ms"},
+		{[]string{"quota.window.num", "0"}, "quota.window.num"},
+		{[]string{"quota.window.size.seconds", "0"}, "quota.window.size.seconds"},
 		{[]string{"log.cleaner.enable", "yes"}, "log.cleaner.enable"},
 		{[]string{"log.cleaner.threads", "-1"}, "log.cleaner.threads"},
 		{[]string{"log.retention.hours", "a week"}, "log.retention.hours"},
