@@ -1,0 +1,294 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-broker/gregor/protocol/batch"
+)
+
+// testCluster is an in-process cluster of combined broker and controller
+// nodes on loopback, node ids 1..n.
+type testCluster struct {
+	t      *testing.T
+	nodes  map[int32]*Broker
+	closed map[int32]bool
+}
+
+// startCluster starts n nodes with a short broker session, every voter's
+// controller port bound before any node starts.
+func startCluster(t *testing.T, n int) *testCluster {
+	t.Helper()
+	lns := map[int32]net.Listener{}
+	var voters []string
+	for id := int32(1); id <= int32(n); id++ {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns[id] = ln
+		voters = append(voters, fmt.Sprintf("%d@%s", id, ln.Addr()))
+	}
+	tc := &testCluster{t: t, nodes: map[int32]*Broker{}, closed: map[int32]bool{}}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if os.Getenv("GREGOR_TEST_DEBUG") != "" {
+		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	delay := int64(0)
+	for id := int32(1); id <= int32(n); id++ {
+		cfg := Config{
+			NodeID:                       id,
+			ControllerQuorumVoters:       strings.Join(voters, ","),
+			controllerListener:           lns[id],
+			BrokerSessionTimeoutMs:       3000,
+			BrokerHeartbeatIntervalMs:    200,
+			GroupInitialRebalanceDelayMs: &delay,
+			OffsetsTopicPartitions:       6,
+			Logger:                       logger,
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		b, err := Start(ctx, cfg)
+		cancel()
+		if err != nil {
+			t.Fatalf("starting node %d: %v", id, err)
+		}
+		tc.nodes[id] = b
+	}
+	t.Cleanup(func() {
+		for id, b := range tc.nodes {
+			if !tc.closed[id] {
+				if err := b.Close(); err != nil {
+					t.Errorf("closing node %d: %v", id, err)
+				}
+			}
+		}
+	})
+	tc.waitForBrokers(tc.live(), len(tc.nodes))
+	return tc
+}
+
+func (tc *testCluster) live() []int32 {
+	var ids []int32
+	for id := range tc.nodes {
+		if !tc.closed[id] {
+			ids = append(ids, id)
+		}
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	return ids
+}
+
+func (tc *testCluster) close(id int32) {
+	tc.t.Helper()
+	if err := tc.nodes[id].Close(); err != nil {
+		tc.t.Errorf("closing node %d: %v", id, err)
+	}
+	tc.closed[id] = true
+}
+
+// metadata asks node id for the metadata of every topic.
+func (tc *testCluster) metadata(id int32) *kmsg.MetadataResponse {
+	tc.t.Helper()
+	req := kmsg.NewPtrMetadataRequest()
+	req.SetVersion(12)
+	return dialRaw(tc.t, tc.nodes[id].Addr()).do(req).(*kmsg.MetadataResponse)
+}
+
+// waitForBrokers waits until each of the nodes lists n unfenced brokers.
+func (tc *testCluster) waitForBrokers(nodes []int32, n int) {
+	tc.t.Helper()
+	for _, id := range nodes {
+		waitLong(tc.t, fmt.Sprintf("node %d to list %d brokers", id, n), func() bool {
+			return len(tc.metadata(id).Brokers) == n
+		})
+	}
+}
+
+// controller is the active controller as node id sees it.
+func (tc *testCluster) controller(id int32) int32 { return tc.metadata(id).ControllerID }
+
+func (tc *testCluster) client(id int32, opts ...kgo.Opt) *kgo.Client {
+	tc.t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(tc.nodes[id].Addr())}, opts...)...)
+	if err != nil {
+		tc.t.Fatal(err)
+	}
+	tc.t.Cleanup(cl.Close)
+	return cl
+}
+
+// waitLong is waitFor with room for elections and sessions on a loaded
+// machine.
+func waitLong(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func TestClusterSpreadsPartitionsAndServesClients(t *testing.T) {
+	tc := startCluster(t, 3)
+	ctx := testCtx(t)
+
+	// Every node lists the three brokers and the same controller.
+	ctrl := tc.controller(1)
+	for _, id := range tc.live() {
+		md := tc.metadata(id)
+		if md.ControllerID != ctrl || ctrl < 1 {
+			t.Fatalf("node %d names controller %d, node 1 names %d", id, md.ControllerID, ctrl)
+		}
+		if *md.ClusterID != tc.nodes[1].ClusterID() {
+			t.Fatalf("node %d has cluster id %s, node 1 %s", id, *md.ClusterID, tc.nodes[1].ClusterID())
+		}
+	}
+
+	// A topic created through a node that is not the active controller
+	// (the write is forwarded) is spread over the brokers.
+	via := int32(1)
+	if ctrl == 1 {
+		via = 2
+	}
+	adm := kadm.NewClient(tc.client(via))
+	if _, err := adm.CreateTopic(ctx, 6, -1, nil, "spread"); err != nil {
+		t.Fatalf("CreateTopic: %v", err)
+	}
+	leaders := map[int32]int{}
+	for _, id := range tc.live() {
+		var md *kmsg.MetadataResponse
+		waitLong(t, fmt.Sprintf("node %d to know the topic", id), func() bool {
+			md = tc.metadata(id)
+			return len(md.Topics) == 1 && len(md.Topics[0].Partitions) == 6
+		})
+		for _, p := range md.Topics[0].Partitions {
+			if p.ErrorCode != 0 || len(p.Replicas) != 1 || p.Replicas[0] != p.Leader || len(p.ISR) != 1 {
+				t.Fatalf("node %d: partition %+v", id, p)
+			}
+			if id == 1 {
+				leaders[p.Leader]++
+			}
+		}
+	}
+	if len(leaders) != 3 || leaders[1] != 2 || leaders[2] != 2 || leaders[3] != 2 {
+		t.Fatalf("leaders per broker: %v, want 2 each", leaders)
+	}
+
+	// Replication factor 2 is refused honestly; -1 is 1.
+	resp, err := adm.CreateTopic(ctx, 1, 2, nil, "replicated")
+	if err == nil || !strings.Contains(resp.ErrMessage, "not served yet") {
+		t.Fatalf("CreateTopic rf 2: %v %q, want INVALID_REPLICATION_FACTOR saying replication is not served", err, resp.ErrMessage)
+	}
+
+	// A node that does not lead a partition answers NOT_LEADER_OR_FOLLOWER
+	// with the leader (KIP-951).
+	md := tc.metadata(1)
+	var foreign kmsg.MetadataResponseTopicPartition
+	for _, p := range md.Topics[0].Partitions {
+		if p.Leader != 1 {
+			foreign = p
+		}
+	}
+	preq := kmsg.NewPtrProduceRequest()
+	preq.SetVersion(10)
+	preq.Acks = 1
+	preq.TimeoutMillis = 5000
+	pt := kmsg.NewProduceRequestTopic()
+	pt.Topic = "spread"
+	pp := kmsg.NewProduceRequestTopicPartition()
+	pp.Partition = foreign.Partition
+	pp.Records = makeBatch(t, batch.None, 1, time.Now().UnixMilli())
+	pt.Partitions = []kmsg.ProduceRequestTopicPartition{pp}
+	preq.Topics = []kmsg.ProduceRequestTopic{pt}
+	presp := dialRaw(t, tc.nodes[1].Addr()).do(preq).(*kmsg.ProduceResponse)
+	sp := presp.Topics[0].Partitions[0]
+	if sp.ErrorCode != kerr.NotLeaderForPartition.Code || sp.CurrentLeader.LeaderID != foreign.Leader {
+		t.Fatalf("produce to partition %d led by %d on node 1: code %d, current leader %d", foreign.Partition, foreign.Leader, sp.ErrorCode, sp.CurrentLeader.LeaderID)
+	}
+	if len(presp.Brokers) != 1 || presp.Brokers[0].NodeID != foreign.Leader || presp.Brokers[0].Port <= 0 {
+		t.Fatalf("produce node endpoints %+v, want broker %d", presp.Brokers, foreign.Leader)
+	}
+
+	// franz-go follows the leaders: produce to every partition and read it
+	// all back.
+	producer := tc.client(via, kgo.DefaultProduceTopic("spread"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	const perPartition = 10
+	for p := int32(0); p < 6; p++ {
+		for i := 0; i < perPartition; i++ {
+			r := &kgo.Record{Partition: p, Value: []byte(fmt.Sprintf("p%d-%d", p, i))}
+			if err := producer.ProduceSync(ctx, r).FirstErr(); err != nil {
+				t.Fatalf("produce to partition %d: %v", p, err)
+			}
+		}
+	}
+	consumer := tc.client(ctrl, kgo.ConsumeTopics("spread"), kgo.ConsumerGroup("g"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit())
+	got := map[int32][]string{}
+	for n := 0; n < 6*perPartition; {
+		fs := consumer.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("consumed %d of %d records: %v", n, 6*perPartition, err)
+		}
+		fs.EachError(func(topic string, p int32, err error) { t.Fatalf("fetch %s-%d: %v", topic, p, err) })
+		fs.EachRecord(func(r *kgo.Record) {
+			got[r.Partition] = append(got[r.Partition], string(r.Value))
+			n++
+		})
+	}
+	for p := int32(0); p < 6; p++ {
+		for i, v := range got[p] {
+			if want := fmt.Sprintf("p%d-%d", p, i); v != want {
+				t.Fatalf("partition %d record %d is %q, want %q", p, i, v, want)
+			}
+		}
+	}
+
+	// The group commits its offsets with the coordinator FindCoordinator
+	// names, the leader of the group's __consumer_offsets partition.
+	if err := consumer.CommitUncommittedOffsets(ctx); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	for _, id := range tc.live() {
+		offsets, err := kadm.NewClient(tc.client(id)).FetchOffsets(ctx, "g")
+		if err != nil {
+			t.Fatalf("fetch offsets through node %d: %v", id, err)
+		}
+		for p := int32(0); p < 6; p++ {
+			if o, ok := offsets.Lookup("spread", p); !ok || o.At != perPartition {
+				t.Fatalf("through node %d, group offset of partition %d: %+v", id, p, o)
+			}
+		}
+	}
+
+	// DeleteTopics through any node goes through the controller.
+	if _, err := kadm.NewClient(tc.client(via)).DeleteTopic(ctx, "spread"); err != nil {
+		t.Fatalf("DeleteTopic: %v", err)
+	}
+	for _, id := range tc.live() {
+		waitLong(t, fmt.Sprintf("node %d to delete the topic", id), func() bool {
+			return tc.nodes[id].lookupTopic("spread") == nil
+		})
+	}
+}
+
