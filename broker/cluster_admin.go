@@ -9,8 +9,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/gregor-broker/gregor/coordinator/controller"
-	"github.com/gregor-broker/gregor/coordinator/group"
 	"github.com/gregor-broker/gregor/coordinator/controller/metadata"
+	"github.com/gregor-broker/gregor/coordinator/group"
 )
 
 // adminTimeout bounds a write the broker sends the controller and the wait

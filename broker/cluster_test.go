@@ -291,4 +291,3 @@ func TestClusterSpreadsPartitionsAndServesClients(t *testing.T) {
 		})
 	}
 }
-

@@ -23,8 +23,8 @@ type topicCreation struct {
 	assignments map[int32][]int32
 	// forwarded marks a creation another broker forwarded to this node
 	// as the active controller's: it is not forwarded again.
-	forwarded bool
-	validateOnly      bool
+	forwarded    bool
+	validateOnly bool
 }
 
 // createTopic creates a topic, or only checks that it could be created, and
