@@ -291,3 +291,119 @@ func TestClusterSpreadsPartitionsAndServesClients(t *testing.T) {
 		})
 	}
 }
+
+func TestClusterFencesAClosedBrokerAndItsPartitionsGoOffline(t *testing.T) {
+	tc := startCluster(t, 3)
+	ctx := testCtx(t)
+	ctrl := tc.controller(1)
+	if _, err := kadm.NewClient(tc.client(1)).CreateTopic(ctx, 6, -1, nil, "t"); err != nil {
+		t.Fatalf("CreateTopic: %v", err)
+	}
+	victim := int32(1)
+	for victim == ctrl {
+		victim++
+	}
+	var survivor int32
+	for _, id := range tc.live() {
+		if id != victim {
+			survivor = id
+		}
+	}
+	waitLong(t, "the topic everywhere", func() bool {
+		md := tc.metadata(survivor)
+		return len(md.Topics) == 1 && len(md.Topics[0].Partitions) == 6
+	})
+	tc.close(victim)
+
+	// After the session timeout the controller fences it: it leaves the
+	// broker list, and its partitions (RF=1, no other replica, unclean
+	// election off) have no leader.
+	tc.waitForBrokers([]int32{survivor}, 2)
+	waitLong(t, "the victim's partitions to lose their leader", func() bool {
+		md := tc.metadata(survivor)
+		offline := 0
+		for _, p := range md.Topics[0].Partitions {
+			if p.Replicas[0] != victim {
+				if p.Leader != p.Replicas[0] || p.ErrorCode != 0 {
+					t.Fatalf("partition %d of a live broker: %+v", p.Partition, p)
+				}
+				continue
+			}
+			if p.Leader == -1 && p.ErrorCode == kerr.LeaderNotAvailable.Code &&
+				len(p.OfflineReplicas) == 1 && p.OfflineReplicas[0] == victim {
+				offline++
+			}
+		}
+		return offline == 2
+	})
+
+	// DescribeCluster v2 lists the fenced broker only when asked.
+	req := kmsg.NewPtrDescribeClusterRequest()
+	req.SetVersion(2)
+	req.IncludeFencedBrokers = true
+	dc := dialRaw(t, tc.nodes[survivor].Addr()).do(req).(*kmsg.DescribeClusterResponse)
+	fenced := 0
+	for _, b := range dc.Brokers {
+		if b.IsFenced {
+			if b.NodeID != victim {
+				t.Fatalf("broker %d fenced, want %d", b.NodeID, victim)
+			}
+			fenced++
+		}
+	}
+	if len(dc.Brokers) != 3 || fenced != 1 || dc.ControllerID != ctrl {
+		t.Fatalf("DescribeCluster: %+v", dc)
+	}
+}
+
+func TestClusterElectsANewControllerWhenTheActiveOneCloses(t *testing.T) {
+	tc := startCluster(t, 3)
+	ctx := testCtx(t)
+	old := tc.controller(1)
+	tc.close(old)
+	live := tc.live()
+	var now int32
+	waitLong(t, "a new active controller", func() bool {
+		now = tc.controller(live[0])
+		return now >= 0 && now != old && tc.controller(live[1]) == now
+	})
+
+	// DescribeQuorum, through either node, names it with both voters'
+	// progress as the leader knows it.
+	for _, id := range live {
+		req := kmsg.NewPtrDescribeQuorumRequest()
+		rt := kmsg.NewDescribeQuorumRequestTopic()
+		rt.Topic = "__cluster_metadata"
+		rt.Partitions = []kmsg.DescribeQuorumRequestTopicPartition{kmsg.NewDescribeQuorumRequestTopicPartition()}
+		req.Topics = []kmsg.DescribeQuorumRequestTopic{rt}
+		req.SetVersion(1)
+		dq := dialRaw(t, tc.nodes[id].Addr()).do(req).(*kmsg.DescribeQuorumResponse)
+		p := dq.Topics[0].Partitions[0]
+		if p.ErrorCode != 0 || p.LeaderID != now || len(p.CurrentVoters) != 3 || p.HighWatermark <= 0 {
+			t.Fatalf("DescribeQuorum through node %d: %+v", id, p)
+		}
+	}
+
+	// The new controller takes writes from any node.
+	for _, id := range live {
+		name := fmt.Sprintf("after-%d", id)
+		if _, err := kadm.NewClient(tc.client(id)).CreateTopic(ctx, 2, -1, nil, name); err != nil {
+			t.Fatalf("CreateTopic through node %d: %v", id, err)
+		}
+	}
+}
+
+func TestSingleNodeDoesNotAdvertiseClusterAPIs(t *testing.T) {
+	b := startBroker(t, Config{})
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.SetVersion(3)
+	resp := dialRaw(t, b.Addr()).do(req).(*kmsg.ApiVersionsResponse)
+	for _, k := range resp.ApiKeys {
+		if k.ApiKey == 55 || k.ApiKey == 62 || k.ApiKey == 63 {
+			t.Fatalf("single node advertises key %d", k.ApiKey)
+		}
+	}
+	// Sending one closes the connection, as for any key not served.
+	c := dialRaw(t, b.Addr())
+	c.sendRefused(kmsg.NewPtrBrokerHeartbeatRequest())
+}
