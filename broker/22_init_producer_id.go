@@ -99,6 +99,17 @@ func handleInitProducerID(b *Broker, r *request, req *kmsg.InitProducerIDRequest
 func (b *Broker) allocateProducerID() (int64, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.isCluster() {
+		// Each node hands out its own range until producer id blocks come
+		// from the controller (cluster.go).
+		lo, hi := b.cluster.producerIDRange()
+		if b.catalog.nextProducerID < lo {
+			b.catalog.nextProducerID, b.catalog.producerIDBlockEnd = lo, lo
+		}
+		if b.catalog.nextProducerID >= hi {
+			return -1, errProducerIDsExhausted
+		}
+	}
 	return b.catalog.allocateProducerID()
 }
 

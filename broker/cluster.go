@@ -53,6 +53,10 @@ type cluster struct {
 
 	rpc controllerRPC
 
+	// voterRank is this node's place among the voters by id, which picks
+	// its range of producer ids (producerIDRange).
+	voterRank int
+
 	unsubscribe func()
 	stop        chan struct{}
 	wg          sync.WaitGroup
@@ -83,6 +87,11 @@ func (b *Broker) startController(dir string) error {
 	}
 	c := &cluster{b: b, synced: make(chan struct{}), stop: make(chan struct{})}
 	c.epoch.Store(-1)
+	for id := range voters {
+		if id < b.cfg.NodeID {
+			c.voterRank++
+		}
+	}
 	if _, err := rand.Read(c.incarnation[:]); err != nil {
 		return fmt.Errorf("broker: incarnation id: %w", err)
 	}
@@ -525,3 +534,13 @@ func (c *cluster) fetchCurrentLeader(p *partition, sp *kmsg.FetchResponseTopicPa
 // that another broker leads: the client asked the wrong coordinator, and
 // is answered NOT_COORDINATOR so it looks the coordinator up again.
 var errNotLocalLeader = errors.New("broker: another broker leads the coordinator's partition")
+
+// producerIDRange is the range of producer ids this node hands out in
+// cluster mode, [lo, hi): 2^48 ids a node, chosen by the node's rank among
+// the static voters, so no two nodes ever give out the same id. (Kafka
+// allocates blocks through the controller, AllocateProducerIds; Gregor's
+// controller does not yet.)
+func (c *cluster) producerIDRange() (lo, hi int64) {
+	lo = int64(c.voterRank+1) << 48
+	return lo, lo + 1<<48
+}

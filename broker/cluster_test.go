@@ -165,6 +165,18 @@ func TestClusterSpreadsPartitionsAndServesClients(t *testing.T) {
 		}
 	}
 
+	// DescribeQuorum is advertised; the broker-to-controller keys are not.
+	av := kmsg.NewPtrApiVersionsRequest()
+	av.SetVersion(3)
+	av.ClientSoftwareName, av.ClientSoftwareVersion = "gregor-test", "1.0"
+	advertised := map[int16]bool{}
+	for _, k := range dialRaw(t, tc.nodes[1].Addr()).do(av).(*kmsg.ApiVersionsResponse).ApiKeys {
+		advertised[k.ApiKey] = true
+	}
+	if !advertised[55] || advertised[62] || advertised[63] {
+		t.Fatalf("cluster node advertises DescribeQuorum %v, BrokerRegistration %v, BrokerHeartbeat %v", advertised[55], advertised[62], advertised[63])
+	}
+
 	// A topic created through a node that is not the active controller
 	// (the write is forwarded) is spread over the brokers.
 	via := int32(1)
@@ -397,7 +409,11 @@ func TestSingleNodeDoesNotAdvertiseClusterAPIs(t *testing.T) {
 	b := startBroker(t, Config{})
 	req := kmsg.NewPtrApiVersionsRequest()
 	req.SetVersion(3)
+	req.ClientSoftwareName, req.ClientSoftwareVersion = "gregor-test", "1.0"
 	resp := dialRaw(t, b.Addr()).do(req).(*kmsg.ApiVersionsResponse)
+	if resp.ErrorCode != 0 || len(resp.ApiKeys) == 0 {
+		t.Fatalf("ApiVersions: error %d, %d keys", resp.ErrorCode, len(resp.ApiKeys))
+	}
 	for _, k := range resp.ApiKeys {
 		if k.ApiKey == 55 || k.ApiKey == 62 || k.ApiKey == 63 {
 			t.Fatalf("single node advertises key %d", k.ApiKey)

@@ -38,7 +38,7 @@ var derivedTopicSettings = []struct {
 // ignoredKeys are Kafka broker configs that Gregor accepts and ignores (one
 // no TLS or SASL, no thread pools to size).
 var ignoredKeys = []string{
-	"controller.quorum.bootstrap.servers",
+	"process.roles", "controller.quorum.bootstrap.servers",
 	"inter.broker.listener.name", "num.network.threads", "num.io.threads",
 	"socket.send.buffer.bytes", "socket.receive.buffer.bytes", "num.recovery.threads.per.data.dir",
 	"num.replica.fetchers", "offsets.topic.replication.factor",
@@ -248,8 +248,11 @@ func applyPropertiesWithOrigins(dst *broker.Config, props map[string]setting, lo
 		cfg.LogCleanerEnable = &off
 	}
 
-	// Cluster mode: combined broker and controller only, for now.
-	handled["process.roles"], handled["controller.quorum.voters"] = true, true
+	// Cluster mode: static controller.quorum.voters, combined broker and
+	// controller nodes only for now. Without voters (Kafka's single-node
+	// example files name a dynamic quorum instead) the node runs alone
+	// and process.roles is ignored, as before.
+	handled["controller.quorum.voters"] = true
 	if v, ok := value("controller.quorum.voters"); ok && v != "" {
 		if _, err := controller.ParseVoters(v); err != nil {
 			bad("controller.quorum.voters", err.Error())
@@ -257,16 +260,14 @@ func applyPropertiesWithOrigins(dst *broker.Config, props map[string]setting, lo
 			cfg.ControllerQuorumVoters = v
 		}
 	}
-	if v, ok := value("process.roles"); ok {
+	if v, ok := value("process.roles"); ok && cfg.ControllerQuorumVoters != "" {
+		handled["process.roles"] = true
 		roles := map[string]bool{}
 		for _, r := range strings.Split(v, ",") {
 			roles[strings.ToLower(strings.TrimSpace(r))] = true
 		}
-		switch {
-		case len(roles) != 2 || !roles["broker"] || !roles["controller"]:
+		if len(roles) != 2 || !roles["broker"] || !roles["controller"] {
 			bad("process.roles", "only combined mode (broker,controller) is served yet")
-		case cfg.ControllerQuorumVoters == "":
-			bad("process.roles", "needs controller.quorum.voters")
 		}
 	}
 	if _, ok := props["controller.listener.names"]; ok && cfg.ControllerQuorumVoters != "" {
