@@ -41,7 +41,7 @@ func handleAPIVersions(b *Broker, r *request, req *kmsg.ApiVersionsRequest) (kms
 		return resp, nil
 	}
 	resp.ApiKeys = apiVersionKeys(b)
-	if req.Version >= 3 {
+	if req.Version >= 3 && !b.isCluster() { // cluster mode serves no transactions yet
 		sf := kmsg.NewApiVersionsResponseSupportedFeature()
 		sf.Name, sf.MinVersion, sf.MaxVersion = transactionVersionFeature, 0, finalizedTransactionVersion
 		ff := kmsg.NewApiVersionsResponseFinalizedFeature()

@@ -176,6 +176,21 @@ func TestClusterSpreadsPartitionsAndServesClients(t *testing.T) {
 	if !advertised[55] || advertised[62] || advertised[63] {
 		t.Fatalf("cluster node advertises DescribeQuorum %v, BrokerRegistration %v, BrokerHeartbeat %v", advertised[55], advertised[62], advertised[63])
 	}
+	// Transactions are not served across brokers yet: their keys are not
+	// advertised, and a transactional InitProducerId says so.
+	for _, key := range []int16{24, 25, 26, 27, 28, 65, 66} {
+		if advertised[key] {
+			t.Fatalf("cluster node advertises transactional key %d", key)
+		}
+	}
+	ip := kmsg.NewPtrInitProducerIDRequest()
+	ip.SetVersion(4)
+	txnID := "tx"
+	ip.TransactionalID, ip.TransactionTimeoutMillis = &txnID, 10000
+	ip.ProducerID, ip.ProducerEpoch = -1, -1
+	if code := dialRaw(t, tc.nodes[1].Addr()).do(ip).(*kmsg.InitProducerIDResponse).ErrorCode; code != kerr.UnsupportedVersion.Code {
+		t.Fatalf("transactional InitProducerId: code %d, want UNSUPPORTED_VERSION", code)
+	}
 
 	// A topic created through a node that is not the active controller
 	// (the write is forwarded) is spread over the brokers.

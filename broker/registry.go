@@ -30,10 +30,22 @@ const (
 	// served in cluster mode to other brokers and never advertised to
 	// clients, as Kafka keeps them off its broker listeners.
 	brokerToController
+	// singleNodeOnly keys (the transactional ones) are served and
+	// advertised by a single node only: transactions across brokers are
+	// not served yet (cluster.go).
+	singleNodeOnly
 )
 
 // served reports whether b serves h's key.
-func (h *apiHandler) served(b *Broker) bool { return h.scope == everywhere || b.isCluster() }
+func (h *apiHandler) served(b *Broker) bool {
+	switch h.scope {
+	case everywhere:
+		return true
+	case singleNodeOnly:
+		return !b.isCluster()
+	}
+	return b.isCluster()
+}
 
 // advertised reports whether b lists h's key in ApiVersions.
 func (h *apiHandler) advertised(b *Broker) bool { return h.served(b) && h.scope != brokerToController }
