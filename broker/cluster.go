@@ -342,7 +342,7 @@ func (c *cluster) syncImage(im *metadata.Image) {
 	}
 	for _, id := range sortedTopicIDs(im) {
 		mt := im.Topics[id]
-		configs := topicConfigs(maps.Clone(im.Configs[metadata.ConfigResource{Type: 2, Name: mt.Name}]))
+		configs := topicConfigs(maps.Clone(im.Configs[metadata.ConfigResource{Type: metadata.ResourceTopic, Name: mt.Name}]))
 		if configs == nil {
 			configs = topicConfigs{}
 		}

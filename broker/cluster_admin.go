@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"sort"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gregor-broker/gregor/coordinator/controller"
 	"github.com/gregor-broker/gregor/coordinator/controller/metadata"
@@ -176,4 +179,102 @@ func (c *cluster) coordinator(keyType int8, key string) (code int16, node int32,
 	}
 	host, port = brokerEndpoint(br)
 	return 0, br.ID, host, port
+}
+
+// createPartitions grows a topic through the active controller and
+// answers once the local catalogue has the new partitions.
+func (c *cluster) createPartitions(rt kmsg.CreatePartitionsRequestTopic, validateOnly, forwarded bool) (*kerr.Error, string) {
+	cp := controller.CreatePartitions{Name: rt.Topic, Count: rt.Count}
+	for _, a := range rt.Assignment {
+		cp.Assignments = append(cp.Assignments, a.Replicas)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
+	defer cancel()
+	res, err := c.ctrl.CreatePartitions(ctx, []controller.CreatePartitions{cp}, validateOnly)
+	var result controller.TopicResult
+	if leader := remoteLeader(err, c.b.cfg.NodeID); leader >= 0 && !forwarded {
+		addr, aerr := c.activeEndpoint(leader)
+		if aerr != nil {
+			err = aerr
+		} else {
+			result, err = c.rpc.createPartitions(ctx, addr, rt, validateOnly)
+		}
+	} else if err == nil {
+		result = res[0]
+	}
+	if err == nil {
+		err = result.Err
+	}
+	if err != nil {
+		return kerrOf(err)
+	}
+	if validateOnly {
+		return nil, ""
+	}
+	grown := func(im *metadata.Image) bool {
+		id, ok := im.TopicIDs[rt.Topic]
+		return ok && int32(len(im.Topics[id].Partitions)) >= rt.Count
+	}
+	if !c.waitFor(ctx, grown) {
+		return kerr.RequestTimedOut, fmt.Sprintf("The partitions of '%s' were created, but this broker has not applied them yet.", rt.Topic)
+	}
+	return nil, ""
+}
+
+// alterTopicConfigs writes a topic's new config set (validated) through
+// the active controller, as the keys set or deleted against old, and
+// answers once the local catalogue has it. A forwarded alteration is sent
+// as IncrementalAlterConfigs with those SET and DELETE operations.
+func (c *cluster) alterTopicConfigs(name string, old, next topicConfigs, forwarded bool) alterResult {
+	var changes []controller.ConfigChange
+	for _, k := range sortedConfigNames(old, next) {
+		ov, inOld := old[k]
+		nv, inNext := next[k]
+		switch {
+		case inNext && (!inOld || ov != nv):
+			changes = append(changes, controller.ConfigChange{ResourceType: metadata.ResourceTopic, ResourceName: name, Name: k, Value: &nv})
+		case inOld && !inNext:
+			changes = append(changes, controller.ConfigChange{ResourceType: metadata.ResourceTopic, ResourceName: name, Name: k})
+		}
+	}
+	if len(changes) == 0 {
+		return alterResult{}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
+	defer cancel()
+	err := c.ctrl.AlterConfigs(ctx, changes)
+	if leader := remoteLeader(err, c.b.cfg.NodeID); leader >= 0 && !forwarded {
+		addr, aerr := c.activeEndpoint(leader)
+		if aerr != nil {
+			err = aerr
+		} else {
+			err = c.rpc.alterTopicConfigs(ctx, addr, name, changes)
+		}
+	}
+	if err != nil {
+		ke, msg := kerrOf(err)
+		return alterResult{ke, msg}
+	}
+	applied := func(im *metadata.Image) bool {
+		return maps.Equal(im.Configs[metadata.ConfigResource{Type: metadata.ResourceTopic, Name: name}], map[string]string(next)) ||
+			(len(next) == 0 && len(im.Configs[metadata.ConfigResource{Type: metadata.ResourceTopic, Name: name}]) == 0)
+	}
+	if !c.waitFor(ctx, applied) {
+		return alterResult{kerr.RequestTimedOut, fmt.Sprintf("The configs of '%s' were altered, but this broker has not applied them yet.", name)}
+	}
+	return alterResult{}
+}
+
+func sortedConfigNames(a, b topicConfigs) []string {
+	var names []string
+	for k := range a {
+		names = append(names, k)
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			names = append(names, k)
+		}
+	}
+	sort.Strings(names)
+	return names
 }

@@ -308,6 +308,30 @@ func TestClusterSpreadsPartitionsAndServesClients(t *testing.T) {
 		}
 	}
 
+	// CreatePartitions and IncrementalAlterConfigs through a node that is
+	// not the controller are forwarded, and every node applies them.
+	if _, err := adm.CreatePartitions(ctx, 2, "spread"); err != nil {
+		t.Fatalf("CreatePartitions: %v", err)
+	}
+	retention := "3600000"
+	alter := []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "retention.ms", Value: &retention}}
+	if res, err := adm.AlterTopicConfigs(ctx, alter, "spread"); err != nil || res[0].Err != nil {
+		t.Fatalf("AlterTopicConfigs: %v %+v", err, res)
+	}
+	for _, id := range tc.live() {
+		waitLong(t, fmt.Sprintf("node %d to apply the new partitions and config", id), func() bool {
+			tp := tc.nodes[id].lookupTopic("spread")
+			return tp != nil && len(tc.nodes[id].partitions(tp)) == 8 && tc.nodes[id].topicConfigs(tp)["retention.ms"] == retention
+		})
+	}
+	rc, err := kadm.NewClient(tc.client(ctrl)).DescribeTopicConfigs(ctx, "spread")
+	if err != nil {
+		t.Fatalf("DescribeTopicConfigs: %v", err)
+	}
+	if c, err := rc.On("spread", nil); err != nil || !hasConfig(c.Configs, "retention.ms", retention) {
+		t.Fatalf("configs of spread on the controller's node: %+v %v", c, err)
+	}
+
 	// DeleteTopics through any node goes through the controller.
 	if _, err := kadm.NewClient(tc.client(via)).DeleteTopic(ctx, "spread"); err != nil {
 		t.Fatalf("DeleteTopic: %v", err)
@@ -437,4 +461,13 @@ func TestSingleNodeDoesNotAdvertiseClusterAPIs(t *testing.T) {
 	// Sending one closes the connection, as for any key not served.
 	c := dialRaw(t, b.Addr())
 	c.sendRefused(kmsg.NewPtrBrokerHeartbeatRequest())
+}
+
+func hasConfig(configs []kadm.Config, name, value string) bool {
+	for _, c := range configs {
+		if c.Key == name && c.Value != nil && *c.Value == value {
+			return true
+		}
+	}
+	return false
 }

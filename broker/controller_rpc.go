@@ -230,3 +230,48 @@ func forwarded(r *request) bool {
 }
 
 func nodeString(id int32) string { return strconv.Itoa(int(id)) }
+
+// createPartitions forwards one topic's CreatePartitions; the answer's
+// error is the result's.
+func (r *controllerRPC) createPartitions(ctx context.Context, addr string, rt kmsg.CreatePartitionsRequestTopic, validateOnly bool) (controller.TopicResult, error) {
+	req := kmsg.NewPtrCreatePartitionsRequest()
+	req.Topics = []kmsg.CreatePartitionsRequestTopic{rt}
+	req.ValidateOnly = validateOnly
+	req.TimeoutMillis = 30000
+	raw, err := r.do(ctx, addr, req)
+	if err != nil {
+		return controller.TopicResult{}, err
+	}
+	resp := raw.(*kmsg.CreatePartitionsResponse)
+	if len(resp.Topics) != 1 {
+		return controller.TopicResult{}, fmt.Errorf("broker: the controller answered %d topics for 1", len(resp.Topics))
+	}
+	st := resp.Topics[0]
+	return controller.TopicResult{Name: st.Topic, Err: codeErr(st.ErrorCode, st.ErrorMessage)}, nil
+}
+
+// alterTopicConfigs forwards a topic's config changes as one
+// IncrementalAlterConfigs resource of SET and DELETE operations.
+func (r *controllerRPC) alterTopicConfigs(ctx context.Context, addr, name string, changes []controller.ConfigChange) error {
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeTopic, name
+	for _, ch := range changes {
+		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		c.Name, c.Value, c.Op = ch.Name, ch.Value, kmsg.IncrementalAlterConfigOpSet
+		if ch.Value == nil {
+			c.Op = kmsg.IncrementalAlterConfigOpDelete
+		}
+		res.Configs = append(res.Configs, c)
+	}
+	req.Resources = []kmsg.IncrementalAlterConfigsRequestResource{res}
+	raw, err := r.do(ctx, addr, req)
+	if err != nil {
+		return err
+	}
+	resp := raw.(*kmsg.IncrementalAlterConfigsResponse)
+	if len(resp.Resources) != 1 {
+		return fmt.Errorf("broker: the controller answered %d resources for 1", len(resp.Resources))
+	}
+	return codeErr(resp.Resources[0].ErrorCode, resp.Resources[0].ErrorMessage)
+}
