@@ -30,9 +30,9 @@ const (
 	// served in cluster mode to other brokers and never advertised to
 	// clients, as Kafka keeps them off its broker listeners.
 	brokerToController
-	// singleNodeOnly keys (the transactional ones) are served and
-	// advertised by a single node only: transactions across brokers are
-	// not served yet (cluster.go).
+	// singleNodeOnly keys are served and advertised by a single node
+	// only, until cluster mode serves them (cluster.go): the transactional
+	// keys, ElectLeaders, and the client quota keys.
 	singleNodeOnly
 )
 
