@@ -330,9 +330,15 @@ func (c *cluster) syncImage(im *metadata.Image) {
 			b.log.Error("saving the quorum's cluster id failed", "err", err)
 		}
 	}
+	// A topic is deleted locally only by an image that holds this
+	// incarnation's registration, so at least as new as every write before
+	// it: the image a restarted voter publishes first may be older than
+	// the topics in its data dir, and must not delete them.
+	reg := im.Brokers[self]
+	current := reg != nil && reg.IncarnationID == c.incarnation
 	for _, t := range b.catalog.sortedTopics() {
 		id, ok := im.TopicIDs[t.name]
-		if !ok || id != metadata.UUID(t.id) {
+		if current && (!ok || id != metadata.UUID(t.id)) {
 			if err := b.catalog.remove(t); err != nil {
 				b.log.Error("deleting a topic the metadata log deleted failed", "topic", t.name, "err", err)
 			} else {
@@ -348,6 +354,9 @@ func (c *cluster) syncImage(im *metadata.Image) {
 		}
 		n := int32(len(mt.Partitions))
 		t := b.catalog.byName[mt.Name]
+		if t != nil && t.id != [16]byte(id) {
+			continue // an older image naming a deleted topic, or not yet deleted here
+		}
 		if t == nil {
 			var err error
 			if t, err = b.catalog.createWithID(mt.Name, [16]byte(id), n, configs); err != nil {

@@ -25,6 +25,7 @@ import (
 type testCluster struct {
 	t      *testing.T
 	nodes  map[int32]*Broker
+	cfgs   map[int32]Config
 	closed map[int32]bool
 }
 
@@ -42,7 +43,7 @@ func startCluster(t *testing.T, n int) *testCluster {
 		lns[id] = ln
 		voters = append(voters, fmt.Sprintf("%d@%s", id, ln.Addr()))
 	}
-	tc := &testCluster{t: t, nodes: map[int32]*Broker{}, closed: map[int32]bool{}}
+	tc := &testCluster{t: t, nodes: map[int32]*Broker{}, cfgs: map[int32]Config{}, closed: map[int32]bool{}}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if os.Getenv("GREGOR_TEST_DEBUG") != "" {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -58,7 +59,9 @@ func startCluster(t *testing.T, n int) *testCluster {
 			GroupInitialRebalanceDelayMs: &delay,
 			OffsetsTopicPartitions:       6,
 			Logger:                       logger,
+			DataDir:                      t.TempDir(),
 		}
+		tc.cfgs[id] = cfg
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		b, err := Start(ctx, cfg)
 		cancel()
@@ -89,6 +92,28 @@ func (tc *testCluster) live() []int32 {
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	return ids
+}
+
+// restart starts a closed node again with its data dir, on its old
+// controller address.
+func (tc *testCluster) restart(id int32) {
+	tc.t.Helper()
+	cfg := tc.cfgs[id]
+	addr := cfg.controllerListener.Addr().String()
+	cfg.controllerListener = nil
+	var err error
+	waitLong(tc.t, fmt.Sprintf("node %d's controller port to be free", id), func() bool {
+		cfg.controllerListener, err = net.Listen("tcp", addr)
+		return err == nil
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b, err := Start(ctx, cfg)
+	if err != nil {
+		tc.t.Fatalf("restarting node %d: %v", id, err)
+	}
+	tc.nodes[id] = b
+	tc.closed[id] = false
 }
 
 func (tc *testCluster) close(id int32) {
@@ -365,6 +390,12 @@ func TestClusterFencesAClosedBrokerAndItsPartitionsGoOffline(t *testing.T) {
 		md := tc.metadata(survivor)
 		return len(md.Topics) == 1 && len(md.Topics[0].Partitions) == 6
 	})
+	producer := tc.client(survivor, kgo.DefaultProduceTopic("t"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	for p := int32(0); p < 6; p++ {
+		if err := producer.ProduceSync(ctx, &kgo.Record{Partition: p, Value: []byte("before")}).FirstErr(); err != nil {
+			t.Fatalf("produce to partition %d: %v", p, err)
+		}
+	}
 	tc.close(victim)
 
 	// After the session timeout the controller fences it: it leaves the
@@ -406,6 +437,33 @@ func TestClusterFencesAClosedBrokerAndItsPartitionsGoOffline(t *testing.T) {
 	if len(dc.Brokers) != 3 || fenced != 1 || dc.ControllerID != ctrl {
 		t.Fatalf("DescribeCluster: %+v", dc)
 	}
+
+	// Restarted with its data, it registers again, is unfenced and leads
+	// its partitions again, with the records it had.
+	tc.restart(victim)
+	tc.waitForBrokers(tc.live(), 3)
+	waitLong(t, "the victim to lead its partitions again", func() bool {
+		for _, p := range tc.metadata(survivor).Topics[0].Partitions {
+			if p.Leader != p.Replicas[0] {
+				return false
+			}
+		}
+		return true
+	})
+	adm := kadm.NewClient(tc.client(survivor))
+	waitLong(t, "every partition's record to be readable again", func() bool {
+		ends, err := adm.ListEndOffsets(ctx, "t")
+		if err != nil {
+			return false
+		}
+		n := 0
+		ends.Each(func(o kadm.ListedOffset) {
+			if o.Err == nil && o.Offset == 1 {
+				n++
+			}
+		})
+		return n == 6
+	})
 }
 
 func TestClusterElectsANewControllerWhenTheActiveOneCloses(t *testing.T) {
