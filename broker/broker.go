@@ -132,6 +132,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	}
 	stopController := func() {
 		if b.cluster != nil {
+			b.cluster.cancel()
 			b.cluster.ctrl.Close()
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"os"
 	"path"
 	"sort"
 	"sync"
@@ -58,8 +59,11 @@ type cluster struct {
 	voterRank int
 
 	unsubscribe func()
-	stop        chan struct{}
-	wg          sync.WaitGroup
+	// ctx bounds every call to the controller; close cancels it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	stop   chan struct{}
+	wg     sync.WaitGroup
 }
 
 // partitionState is a partition's replica set and leadership from the
@@ -84,6 +88,11 @@ func (b *Broker) startController(dir string) error {
 	}
 	if _, ok := voters[b.cfg.NodeID]; !ok {
 		return fmt.Errorf("broker: node.id %d is not among controller.quorum.voters %q (process.roles=broker,controller needs it to be a voter)", b.cfg.NodeID, b.cfg.ControllerQuorumVoters)
+	}
+	// A single node's data dir does not become a cluster node's: its
+	// topics are in no metadata log, and the first image would delete them.
+	if _, err := b.catalog.fs.Stat(path.Join(dir, controller.MetadataDir)); errors.Is(err, os.ErrNotExist) && len(b.catalog.byName) > 0 {
+		return fmt.Errorf("broker: the data dir %s holds %d topics of a single-node broker and no cluster metadata; turning a single node into a cluster node is not supported yet (start cluster nodes on new data dirs)", dir, len(b.catalog.byName))
 	}
 	c := &cluster{b: b, synced: make(chan struct{}), stop: make(chan struct{})}
 	c.epoch.Store(-1)
@@ -123,6 +132,7 @@ func (b *Broker) startController(dir string) error {
 		}
 		return err
 	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.ctrl = ctrl
 	b.cluster = c
 	return nil
@@ -153,6 +163,7 @@ func (c *cluster) run() {
 
 // close stops the broker's side, then the voter.
 func (c *cluster) close() error {
+	c.cancel()
 	close(c.stop)
 	if c.unsubscribe != nil {
 		c.unsubscribe()
@@ -186,7 +197,7 @@ func (c *cluster) registerAndHeartbeat() {
 		}
 	}
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
 		if c.epoch.Load() < 0 {
 			epoch, err := c.register(ctx)
 			cancel()

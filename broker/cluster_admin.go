@@ -56,7 +56,7 @@ func (c *cluster) createTopic(tc topicCreation) (*topic, *kerr.Error, string) {
 	if len(tc.assignments) > 0 {
 		ct.NumPartitions, ct.ReplicationFactor, ct.Assignments = -1, -1, tc.assignments
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
+	ctx, cancel := context.WithTimeout(c.ctx, adminTimeout)
 	defer cancel()
 	res, err := c.ctrl.CreateTopics(ctx, []controller.CreateTopic{ct}, tc.validateOnly)
 	var result controller.TopicResult
@@ -108,7 +108,7 @@ func (c *cluster) deleteTopic(name *string, id [16]byte, forwarded bool) (int16,
 	if name != nil {
 		ref.Name = *name
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
+	ctx, cancel := context.WithTimeout(c.ctx, adminTimeout)
 	defer cancel()
 	res, err := c.ctrl.DeleteTopics(ctx, []controller.TopicRef{ref})
 	var result controller.TopicResult
@@ -188,7 +188,7 @@ func (c *cluster) createPartitions(rt kmsg.CreatePartitionsRequestTopic, validat
 	for _, a := range rt.Assignment {
 		cp.Assignments = append(cp.Assignments, a.Replicas)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
+	ctx, cancel := context.WithTimeout(c.ctx, adminTimeout)
 	defer cancel()
 	res, err := c.ctrl.CreatePartitions(ctx, []controller.CreatePartitions{cp}, validateOnly)
 	var result controller.TopicResult
@@ -240,7 +240,7 @@ func (c *cluster) alterTopicConfigs(name string, old, next topicConfigs, forward
 	if len(changes) == 0 {
 		return alterResult{}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
+	ctx, cancel := context.WithTimeout(c.ctx, adminTimeout)
 	defer cancel()
 	err := c.ctrl.AlterConfigs(ctx, changes)
 	if leader := remoteLeader(err, c.b.cfg.NodeID); leader >= 0 && !forwarded {

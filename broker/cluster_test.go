@@ -530,3 +530,33 @@ func hasConfig(configs []kadm.Config, name, value string) bool {
 	}
 	return false
 }
+
+func TestClusterModeRefusesASingleNodesDataDir(t *testing.T) {
+	dir := t.TempDir()
+	b := startBroker(t, Config{DataDir: dir})
+	if _, err := kadm.NewClient(newTestClient(t, b.Addr())).CreateTopic(testCtx(t), 1, 1, nil, "mine"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	_, err = Start(testCtx(t), Config{DataDir: dir, NodeID: 1, ControllerQuorumVoters: "1@" + ln.Addr().String(), controllerListener: ln,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err == nil || !strings.Contains(err.Error(), "not supported yet") {
+		t.Fatalf("Start on a single node's data dir in cluster mode: %v", err)
+	}
+}
+
+func newTestClient(t *testing.T, addr string) *kgo.Client {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
