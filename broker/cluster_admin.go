@@ -278,3 +278,18 @@ func sortedConfigNames(a, b topicConfigs) []string {
 	sort.Strings(names)
 	return names
 }
+
+// coordinates reports whether this broker leads groupID's partition of
+// __consumer_offsets, and so coordinates the group. Without the topic no
+// group has offsets yet, and any broker may answer that.
+func (c *cluster) coordinates(groupID string) bool {
+	t := c.b.lookupTopic(offsetsTopic)
+	if t == nil {
+		return true
+	}
+	parts := c.b.partitions(t)
+	if len(parts) == 0 {
+		return true
+	}
+	return !parts[group.PartitionFor(groupID, int32(len(parts)))].notLeader()
+}

@@ -322,6 +322,26 @@ func TestClusterSpreadsPartitionsAndServesClients(t *testing.T) {
 	if err := consumer.CommitUncommittedOffsets(ctx); err != nil {
 		t.Fatalf("commit: %v", err)
 	}
+	// A broker that does not coordinate the group says so.
+	coord := tc.nodes[ctrl].groupCoordinatorOf(t, "g")
+	for _, id := range tc.live() {
+		if id == coord {
+			continue
+		}
+		of := kmsg.NewPtrOffsetFetchRequest()
+		of.SetVersion(7)
+		of.Group = "g"
+		resp := dialRaw(t, tc.nodes[id].Addr()).do(of).(*kmsg.OffsetFetchResponse)
+		if resp.ErrorCode != kerr.NotCoordinator.Code {
+			t.Fatalf("OffsetFetch for g on node %d (coordinator %d): code %d, want NOT_COORDINATOR", id, coord, resp.ErrorCode)
+		}
+		dg := kmsg.NewPtrDescribeGroupsRequest()
+		dg.SetVersion(5)
+		dg.Groups = []string{"g"}
+		if g := dialRaw(t, tc.nodes[id].Addr()).do(dg).(*kmsg.DescribeGroupsResponse).Groups[0]; g.ErrorCode != kerr.NotCoordinator.Code {
+			t.Fatalf("DescribeGroups for g on node %d (coordinator %d): code %d, want NOT_COORDINATOR", id, coord, g.ErrorCode)
+		}
+	}
 	for _, id := range tc.live() {
 		offsets, err := kadm.NewClient(tc.client(id)).FetchOffsets(ctx, "g")
 		if err != nil {
@@ -559,4 +579,16 @@ func newTestClient(t *testing.T, addr string) *kgo.Client {
 	}
 	t.Cleanup(cl.Close)
 	return cl
+}
+
+// groupCoordinatorOf is the broker FindCoordinator names for a group.
+func (b *Broker) groupCoordinatorOf(t *testing.T, groupID string) int32 {
+	req := kmsg.NewPtrFindCoordinatorRequest()
+	req.SetVersion(4)
+	req.CoordinatorKeys = []string{groupID}
+	resp := dialRaw(t, b.Addr()).do(req).(*kmsg.FindCoordinatorResponse)
+	if len(resp.Coordinators) != 1 || resp.Coordinators[0].ErrorCode != 0 {
+		t.Fatalf("FindCoordinator %s: %+v", groupID, resp)
+	}
+	return resp.Coordinators[0].NodeID
 }
