@@ -9,7 +9,7 @@ FUZZTIME    ?= 10s
 # Kill -9 cycles of the crash test in make crash-test (make test runs 50).
 CRASH_CYCLES ?= 200
 
-.PHONY: build run test unit race fuzz vet compat crash-test bench clean
+.PHONY: build run run-cluster test unit race fuzz vet compat crash-test bench clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/gregor
@@ -17,6 +17,11 @@ build:
 # Build and start a single-node broker on 127.0.0.1:9092 with data in ./data.
 run: build
 	./$(BIN) serve --listen 127.0.0.1:9092 --data-dir ./data
+
+# Build and start a local three-node cluster (docs/operations.md): Kafka
+# listeners 127.0.0.1:9092-9094, controllers 9192-9194, data in ./data/node-N.
+run-cluster: build
+	scripts/run-cluster.sh
 
 # Everything CI runs: vet, the unit and integration tests (with the race
 # detector on the concurrent packages), and a short run of every fuzz target.

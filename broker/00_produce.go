@@ -97,6 +97,11 @@ func handleProduce(b *Broker, r *request, req *kmsg.ProduceRequest) (kmsg.Respon
 				sp.ErrorCode = kerr.UnknownTopicID.Code
 			case p == nil:
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case p.notLeader():
+				sp.ErrorCode = kerr.NotLeaderForPartition.Code
+				if req.Version >= 10 {
+					b.cluster.produceCurrentLeader(p, &sp, resp)
+				}
 			case !validAcks:
 				sp.ErrorCode = kerr.InvalidRequiredAcks.Code
 			case internalTopics[t.name]:

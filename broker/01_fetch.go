@@ -117,6 +117,7 @@ func (b *Broker) readFetch(req *kmsg.FetchRequest, reply *fetchReply) (total int
 	resp := reply.FetchResponse
 	reply.release()
 	resp.Topics = resp.Topics[:0]
+	resp.Brokers = resp.Brokers[:0]
 	responseBudget := int(req.MaxBytes)
 	if req.Version < 3 || responseBudget <= 0 {
 		responseBudget = int(^uint32(0) >> 1)
@@ -149,6 +150,12 @@ func (b *Broker) readFetch(req *kmsg.FetchRequest, reply *fetchReply) (total int
 				// Kafka's error-only partition answer has an empty, non-null
 				// list of aborted transactions.
 				sp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+			case p.notLeader():
+				sp.ErrorCode = kerr.NotLeaderForPartition.Code
+				sp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+				if req.Version >= 12 {
+					b.cluster.fetchCurrentLeader(p, &sp, resp)
+				}
 			default:
 				parts = append(parts, p)
 				limit := min(int(rp.PartitionMaxBytes), responseBudget)

@@ -66,6 +66,8 @@ func handleListOffsets(b *Broker, r *request, req *kmsg.ListOffsetsRequest) (kms
 				sp.ErrorCode = kerr.InvalidRequest.Code
 			case p == nil:
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case p.notLeader():
+				sp.ErrorCode = kerr.NotLeaderForPartition.Code
 			default:
 				if e := checkLeaderEpoch(rp.CurrentLeaderEpoch, p.leaderEpoch); e != nil && req.Version >= 4 {
 					sp.ErrorCode = e.Code

@@ -2,8 +2,13 @@ package broker
 
 // Metadata (key 3), v0-v13.
 //
-// This broker is the only one, the controller, and the leader of every
-// partition at leader epoch 0, with itself as the sole replica and ISR.
+// A single node is the only broker, the controller, and the leader of
+// every partition at leader epoch 0, with itself as the sole replica and
+// ISR. In cluster mode (cluster.go) the brokers are the registered,
+// unfenced ones, the controller is the active controller's node, and each
+// partition's leader, leader epoch, replicas and ISR come from the applied
+// metadata image; its offline replicas are those on fenced or unknown
+// brokers, and a partition without a leader is LEADER_NOT_AVAILABLE.
 //
 // Topic selection: v0 empty list or v1+ null list means every topic; v1+
 // empty list means none. v10-v11 must name topics; v12+ may ask by topic id
@@ -39,14 +44,28 @@ const (
 
 func handleMetadata(b *Broker, r *request, req *kmsg.MetadataRequest) (kmsg.Response, error) {
 	resp := newResponse[*kmsg.MetadataResponse](req)
-	broker := kmsg.NewMetadataResponseBroker()
-	broker.NodeID = b.cfg.NodeID
-	broker.Host = b.advertised.host
-	broker.Port = b.advertised.port
-	resp.Brokers = []kmsg.MetadataResponseBroker{broker}
-	clusterID := b.catalog.clusterID
+	clusterID := b.ClusterID()
 	resp.ClusterID = &clusterID
-	resp.ControllerID = b.cfg.NodeID
+	if b.isCluster() {
+		for _, mb := range b.cluster.liveBrokers(false) {
+			broker := kmsg.NewMetadataResponseBroker()
+			broker.NodeID = mb.ID
+			broker.Host, broker.Port = brokerEndpoint(mb)
+			if mb.Rack != "" {
+				rack := mb.Rack
+				broker.Rack = &rack
+			}
+			resp.Brokers = append(resp.Brokers, broker)
+		}
+		resp.ControllerID = b.cluster.ctrl.Leader()
+	} else {
+		broker := kmsg.NewMetadataResponseBroker()
+		broker.NodeID = b.cfg.NodeID
+		broker.Host = b.advertised.host
+		broker.Port = b.advertised.port
+		resp.Brokers = []kmsg.MetadataResponseBroker{broker}
+		resp.ControllerID = b.cfg.NodeID
+	}
 	if req.Version >= 8 && req.Version <= 10 && req.IncludeClusterAuthorizedOperations {
 		resp.AuthorizedOperations = allClusterOperations
 	}
@@ -126,6 +145,16 @@ func (b *Broker) topicMetadata(req *kmsg.MetadataRequest, t *topic) kmsg.Metadat
 	for _, p := range b.partitions(t) {
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition = p.index
+		if st := p.cluster.Load(); st != nil {
+			mp.Leader, mp.LeaderEpoch = st.leader, st.leaderEpoch
+			mp.Replicas, mp.ISR = st.replicas, st.isr
+			mp.OfflineReplicas = b.cluster.offline(st.replicas)
+			if st.leader < 0 {
+				mp.ErrorCode = kerr.LeaderNotAvailable.Code
+			}
+			mt.Partitions = append(mt.Partitions, mp)
+			continue
+		}
 		mp.Leader = b.cfg.NodeID
 		mp.LeaderEpoch = p.leaderEpoch
 		mp.Replicas = []int32{b.cfg.NodeID}

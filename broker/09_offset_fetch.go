@@ -13,7 +13,9 @@ package broker
 // several groups at once; v9+ carry a member id and epoch, which only
 // KIP-848 consumer groups check; v10 names topics by id (an unknown id is
 // UNKNOWN_TOPIC_ID; with a null topic list, offsets of topics that no
-// longer exist are left out, as they have no id).
+// longer exist are left out, as they have no id). In cluster mode a broker
+// that does not lead the group's __consumer_offsets partition answers
+// NOT_COORDINATOR.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -120,6 +122,19 @@ func handleOffsetFetch(b *Broker, r *request, req *kmsg.OffsetFetchRequest) (kms
 }
 
 func (b *Broker) fetchOffsets(r *request, fr group.FetchRequest) (*group.FetchResult, error) {
+	if b.isCluster() && !b.cluster.coordinates(fr.GroupID) {
+		// Cluster mode: another broker coordinates the group; answer every
+		// partition asked for with NOT_COORDINATOR, as Kafka does.
+		res := &group.FetchResult{ErrorCode: kerr.NotCoordinator.Code}
+		for _, t := range fr.Topics {
+			ft := group.FetchedTopic{Topic: t.Topic}
+			for _, p := range t.Partitions {
+				ft.Partitions = append(ft.Partitions, group.FetchedPartition{Partition: p, Offset: -1, LeaderEpoch: -1, ErrorCode: kerr.NotCoordinator.Code})
+			}
+			res.Topics = append(res.Topics, ft)
+		}
+		return res, nil
+	}
 	out, err := b.groups.call(r, func(c *group.Coordinator, now int64, id group.ReplyID) { c.FetchOffsets(now, id, fr) })
 	if err != nil {
 		return nil, err

@@ -2,8 +2,12 @@ package broker
 
 // FindCoordinator (key 10), v0-v6.
 //
-// This broker coordinates every group and transactional id, so the answer is
-// always itself. v4+ batches keys (CoordinatorKeys) and answers per key;
+// A single node coordinates every group and transactional id, so the answer
+// is always itself. In cluster mode the coordinator of a key is the leader
+// of its partition of __consumer_offsets or __transaction_state (Kafka's
+// partitionFor: the key's Java hash modulo the partition count), the topic
+// being created through the controller on first use; a partition without
+// a leader is COORDINATOR_NOT_AVAILABLE. v4+ batches keys (CoordinatorKeys) and answers per key;
 // v0-v3 carry one key. Key type 0 is a group, 1 a transactional id, 2 a
 // share group (v6+); any other type is INVALID_REQUEST.
 
@@ -24,6 +28,9 @@ func handleFindCoordinator(b *Broker, r *request, req *kmsg.FindCoordinatorReque
 			return resp, nil
 		}
 		resp.NodeID, resp.Host, resp.Port = b.cfg.NodeID, b.advertised.host, b.advertised.port
+		if b.isCluster() {
+			resp.ErrorCode, resp.NodeID, resp.Host, resp.Port = b.cluster.coordinator(req.CoordinatorType, req.CoordinatorKey)
+		}
 		return resp, nil
 	}
 	for _, key := range req.CoordinatorKeys {
@@ -34,6 +41,9 @@ func handleFindCoordinator(b *Broker, r *request, req *kmsg.FindCoordinatorReque
 			c.NodeID, c.Port = -1, -1
 		} else {
 			c.NodeID, c.Host, c.Port = b.cfg.NodeID, b.advertised.host, b.advertised.port
+			if b.isCluster() {
+				c.ErrorCode, c.NodeID, c.Host, c.Port = b.cluster.coordinator(req.CoordinatorType, key)
+			}
 		}
 		resp.Coordinators = append(resp.Coordinators, c)
 	}

@@ -33,6 +33,13 @@ func handleDescribeGroups(b *Broker, r *request, req *kmsg.DescribeGroupsRequest
 	for _, d := range described {
 		g := kmsg.NewDescribeGroupsResponseGroup()
 		g.Group, g.ErrorCode, g.State, g.ProtocolType, g.Protocol = d.GroupID, d.ErrorCode, d.State, d.ProtocolType, d.Protocol
+		if b.isCluster() && !b.cluster.coordinates(d.GroupID) {
+			// Another broker coordinates it (cluster mode).
+			g = kmsg.NewDescribeGroupsResponseGroup()
+			g.Group, g.ErrorCode = d.GroupID, kerr.NotCoordinator.Code
+			resp.Groups = append(resp.Groups, g)
+			continue
+		}
 		if req.Version >= 6 && g.ErrorCode == 0 && g.State == "Dead" {
 			g.ErrorCode = kerr.GroupIDNotFound.Code
 			msg := "Group " + d.GroupID + " not found."

@@ -40,8 +40,8 @@ func handleAPIVersions(b *Broker, r *request, req *kmsg.ApiVersionsRequest) (kms
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return resp, nil
 	}
-	resp.ApiKeys = apiVersionKeys()
-	if req.Version >= 3 {
+	resp.ApiKeys = apiVersionKeys(b)
+	if req.Version >= 3 && !b.isCluster() { // cluster mode serves no transactions yet
 		sf := kmsg.NewApiVersionsResponseSupportedFeature()
 		sf.Name, sf.MinVersion, sf.MaxVersion = transactionVersionFeature, 0, finalizedTransactionVersion
 		ff := kmsg.NewApiVersionsResponseFinalizedFeature()
@@ -60,10 +60,13 @@ const (
 	finalizedTransactionVersion = 2
 )
 
-func apiVersionKeys() []kmsg.ApiVersionsResponseApiKey {
+func apiVersionKeys(b *Broker) []kmsg.ApiVersionsResponseApiKey {
 	apis := supportedAPIs()
 	keys := make([]kmsg.ApiVersionsResponseApiKey, 0, len(apis))
 	for _, h := range apis {
+		if !h.advertised(b) {
+			continue
+		}
 		k := kmsg.NewApiVersionsResponseApiKey()
 		k.ApiKey, k.MinVersion, k.MaxVersion = h.key, h.min, h.max
 		keys = append(keys, k)

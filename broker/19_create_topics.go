@@ -53,7 +53,7 @@ func handleCreateTopics(b *Broker, r *request, req *kmsg.CreateTopicsRequest) (k
 			resp.Topics = append(resp.Topics, st)
 			continue
 		}
-		t, kErr, msg := b.createFromRequest(req, rt)
+		t, kErr, msg := b.createFromRequest(r, req, rt)
 		if kErr != nil {
 			setCreateError(&st, kErr, msg)
 			resp.Topics = append(resp.Topics, st)
@@ -103,7 +103,7 @@ func createConfigs(rt kmsg.CreateTopicsRequestTopic) (topicConfigs, error) {
 	return validateTopicConfigs(in)
 }
 
-func (b *Broker) createFromRequest(req *kmsg.CreateTopicsRequest, rt kmsg.CreateTopicsRequestTopic) (*topic, *kerr.Error, string) {
+func (b *Broker) createFromRequest(r *request, req *kmsg.CreateTopicsRequest, rt kmsg.CreateTopicsRequestTopic) (*topic, *kerr.Error, string) {
 	if err := validateTopicName(rt.Topic); err != nil {
 		return nil, kerr.InvalidTopicException, err.Error()
 	}
@@ -111,6 +111,7 @@ func (b *Broker) createFromRequest(req *kmsg.CreateTopicsRequest, rt kmsg.Create
 		return nil, kerr.TopicAlreadyExists, fmt.Sprintf("Topic '%s' already exists.", rt.Topic)
 	}
 	partitions, rf := rt.NumPartitions, rt.ReplicationFactor
+	var assignments map[int32][]int32
 	if len(rt.ReplicaAssignment) > 0 {
 		if partitions != -1 || rf != -1 {
 			return nil, kerr.InvalidRequest, "Both numPartitions or replicationFactor and replicasAssignments were set. Both cannot be used at the same time."
@@ -119,12 +120,19 @@ func (b *Broker) createFromRequest(req *kmsg.CreateTopicsRequest, rt kmsg.Create
 			return nil, kerr.InvalidReplicaAssignment, msg
 		}
 		partitions, rf = int32(len(rt.ReplicaAssignment)), int16(len(rt.ReplicaAssignment[0].Replicas))
+		assignments = make(map[int32][]int32, len(rt.ReplicaAssignment))
+		for _, a := range rt.ReplicaAssignment {
+			assignments[a.Partition] = a.Replicas
+		}
 	} else {
 		if req.Version >= 4 && partitions == -1 {
 			partitions = b.cfg.NumPartitions
 		}
 		if req.Version >= 4 && rf == -1 {
 			rf = b.cfg.DefaultReplicationFactor
+			if b.isCluster() {
+				rf = 1 // until replication is served (cluster.go)
+			}
 		}
 		if partitions <= 0 {
 			return nil, kerr.InvalidPartitions, "Number of partitions was set to an invalid non-positive value."
@@ -143,6 +151,8 @@ func (b *Broker) createFromRequest(req *kmsg.CreateTopicsRequest, rt kmsg.Create
 		replicationFactor: rf,
 		configs:           configs,
 		validateOnly:      req.ValidateOnly,
+		assignments:       assignments,
+		forwarded:         forwarded(r),
 	})
 }
 
@@ -168,7 +178,7 @@ func (b *Broker) checkAssignment(assignments []kmsg.CreateTopicsRequestTopicRepl
 					return fmt.Sprintf("The manual partition assignment includes the broker %d more than once.", id)
 				}
 			}
-			if id != b.cfg.NodeID {
+			if !b.brokerRegistered(id) {
 				return fmt.Sprintf("The manual partition assignment includes broker %d, but no such broker is registered.", id)
 			}
 		}

@@ -33,7 +33,15 @@ func handleDeleteTopics(b *Broker, r *request, req *kmsg.DeleteTopicsRequest) (k
 	for _, tg := range targets {
 		st := kmsg.NewDeleteTopicsResponseTopic()
 		st.Topic, st.TopicID = tg.name, tg.id
-		st.ErrorCode = errCode(b.deleteTopic(tg.name, tg.id))
+		if b.isCluster() {
+			var id [16]byte
+			st.ErrorCode, st.ErrorMessage, id = b.cluster.deleteTopic(tg.name, tg.id, forwarded(r))
+			if req.Version >= 6 {
+				st.TopicID = id
+			}
+		} else {
+			st.ErrorCode = errCode(b.deleteTopic(tg.name, tg.id))
+		}
 		resp.Topics = append(resp.Topics, st)
 	}
 	return resp, nil

@@ -51,6 +51,8 @@ func handleDeleteRecords(b *Broker, r *request, req *kmsg.DeleteRecordsRequest) 
 				sp.ErrorCode = kerr.InvalidTopicException.Code
 			case p == nil:
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case p.notLeader():
+				sp.ErrorCode = kerr.NotLeaderForPartition.Code
 			default:
 				if low, kErr := b.deleteRecords(t, p, rp.Offset); kErr != nil {
 					sp.ErrorCode = kErr.Code

@@ -65,6 +65,12 @@ func handleInitProducerID(b *Broker, r *request, req *kmsg.InitProducerIDRequest
 		return fail(kerr.InvalidRequest)
 	}
 	if id := req.TransactionalID; id != nil {
+		if b.isCluster() {
+			// Transactions across brokers (markers and verification
+			// between brokers) are not served yet: the transactional keys
+			// are not advertised in cluster mode, and this says so.
+			return fail(kerr.UnsupportedVersion)
+		}
 		var res txn.InitResult
 		code, err := b.txns.call(r, func(c *txn.Coordinator, now int64) {
 			res = c.InitProducerID(now, *id, req.TransactionTimeoutMillis, req.ProducerID, req.ProducerEpoch)
@@ -99,6 +105,17 @@ func handleInitProducerID(b *Broker, r *request, req *kmsg.InitProducerIDRequest
 func (b *Broker) allocateProducerID() (int64, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.isCluster() {
+		// Each node hands out its own range until producer id blocks come
+		// from the controller (cluster.go).
+		lo, hi := b.cluster.producerIDRange()
+		if b.catalog.nextProducerID < lo {
+			b.catalog.nextProducerID, b.catalog.producerIDBlockEnd = lo, lo
+		}
+		if b.catalog.nextProducerID >= hi {
+			return -1, errProducerIDsExhausted
+		}
+	}
 	return b.catalog.allocateProducerID()
 }
 

@@ -45,6 +45,8 @@ func handleOffsetForLeaderEpoch(b *Broker, r *request, req *kmsg.OffsetForLeader
 			}
 			if p == nil {
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			} else if p.notLeader() {
+				sp.ErrorCode = kerr.NotLeaderForPartition.Code
 			} else if e := checkLeaderEpoch(rp.CurrentLeaderEpoch, p.leaderEpoch); e != nil {
 				sp.ErrorCode = e.Code
 			} else {

@@ -30,7 +30,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { register(27, 1, 2, handleWriteTxnMarkers) }
+func init() { registerScoped(singleNodeOnly, 27, 1, 2, handleWriteTxnMarkers) }
 
 func handleWriteTxnMarkers(b *Broker, _ *request, req *kmsg.WriteTxnMarkersRequest) (kmsg.Response, error) {
 	resp := newResponse[*kmsg.WriteTxnMarkersResponse](req)

@@ -48,7 +48,7 @@ import (
 	"github.com/gregor-broker/gregor/coordinator/group"
 )
 
-func init() { register(28, 0, 5, handleTxnOffsetCommit) }
+func init() { registerScoped(singleNodeOnly, 28, 0, 5, handleTxnOffsetCommit) }
 
 // txnOffsetCommitVerifier asks the transaction coordinator about a
 // TxnOffsetCommit before any group check, as Kafka 4 does (KIP-890):

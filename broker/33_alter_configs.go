@@ -26,7 +26,7 @@ func handleAlterConfigs(b *Broker, r *request, req *kmsg.AlterConfigsRequest) (k
 			changes[i] = append(changes[i], configChange{c.Name, opSet, c.Value})
 		}
 	}
-	for i, res := range b.alterResources(keys, changes, false, req.ValidateOnly) {
+	for i, res := range b.alterResources(keys, changes, false, req.ValidateOnly, forwarded(r)) {
 		out := kmsg.NewAlterConfigsResponseResource()
 		out.ResourceType, out.ResourceName = req.Resources[i].ResourceType, req.Resources[i].ResourceName
 		out.ErrorCode, out.ErrorMessage = res.errorFields()

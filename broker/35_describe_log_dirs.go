@@ -69,6 +69,9 @@ func handleDescribeLogDirs(b *Broker, r *request, req *kmsg.DescribeLogDirsReque
 			}
 		}
 		for _, p := range parts {
+			if p.notLeader() { // RF=1 in cluster mode: not a replica here
+				continue
+			}
 			dp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
 			dp.Partition = p.index
 			dp.Size = p.log.Size()

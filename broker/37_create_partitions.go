@@ -31,7 +31,7 @@ func handleCreatePartitions(b *Broker, r *request, req *kmsg.CreatePartitionsReq
 		if count[rt.Topic] > 1 {
 			kErr, msg = kerr.InvalidRequest, "Duplicate topic in request."
 		} else {
-			kErr, msg = b.growTopic(rt, req.ValidateOnly)
+			kErr, msg = b.growTopic(rt, req.ValidateOnly, forwarded(r))
 		}
 		if kErr != nil {
 			st.ErrorCode = kErr.Code
@@ -44,7 +44,10 @@ func handleCreatePartitions(b *Broker, r *request, req *kmsg.CreatePartitionsReq
 	return resp, nil
 }
 
-func (b *Broker) growTopic(rt kmsg.CreatePartitionsRequestTopic, validateOnly bool) (*kerr.Error, string) {
+func (b *Broker) growTopic(rt kmsg.CreatePartitionsRequestTopic, validateOnly, forwarded bool) (*kerr.Error, string) {
+	if b.isCluster() {
+		return b.cluster.createPartitions(rt, validateOnly, forwarded)
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	t := b.catalog.byName[rt.Topic]

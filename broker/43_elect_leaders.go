@@ -22,7 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { register(43, 0, 2, handleElectLeaders) }
+func init() { registerScoped(singleNodeOnly, 43, 0, 2, handleElectLeaders) }
 
 // Election types (Kafka's ElectionType).
 const (

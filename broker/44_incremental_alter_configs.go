@@ -72,7 +72,7 @@ func handleIncrementalAlterConfigs(b *Broker, r *request, req *kmsg.IncrementalA
 			changes[i] = append(changes[i], configChange{c.Name, int8(c.Op), c.Value})
 		}
 	}
-	for i, res := range b.alterResources(keys, changes, true, req.ValidateOnly) {
+	for i, res := range b.alterResources(keys, changes, true, req.ValidateOnly, forwarded(r)) {
 		out := kmsg.NewIncrementalAlterConfigsResponseResource()
 		out.ResourceType, out.ResourceName = req.Resources[i].ResourceType, req.Resources[i].ResourceName
 		out.ErrorCode, out.ErrorMessage = res.errorFields()
@@ -85,7 +85,9 @@ func handleIncrementalAlterConfigs(b *Broker, r *request, req *kmsg.IncrementalA
 // IncrementalAlterConfigs operations; otherwise the legacy replacement of the
 // whole set) and returns one result per resource. Every copy of a resource
 // named more than once is INVALID_REQUEST, as in Kafka.
-func (b *Broker) alterResources(keys []resourceKey, changes [][]configChange, incremental, validateOnly bool) []alterResult {
+// fwd marks a request another broker forwarded to this node as the active
+// controller's (cluster mode): it is not forwarded again.
+func (b *Broker) alterResources(keys []resourceKey, changes [][]configChange, incremental, validateOnly, fwd bool) []alterResult {
 	dups := duplicateResources(keys)
 	out := make([]alterResult, len(keys))
 	for i, key := range keys {
@@ -93,7 +95,7 @@ func (b *Broker) alterResources(keys []resourceKey, changes [][]configChange, in
 			out[i] = alterResult{kerr.InvalidRequest, "Each resource must appear at most once."}
 			continue
 		}
-		out[i] = b.alterConfigs(key, changes[i], incremental, validateOnly)
+		out[i] = b.alterConfigs(key, changes[i], incremental, validateOnly, fwd)
 	}
 	return out
 }
@@ -129,7 +131,7 @@ func duplicateResources(keys []resourceKey) map[resourceKey]bool {
 // alterConfigs checks and applies the changes to one resource. incremental
 // selects IncrementalAlterConfigs semantics; otherwise the changes (all
 // SET) replace the resource's whole config set, as legacy AlterConfigs does.
-func (b *Broker) alterConfigs(key resourceKey, changes []configChange, incremental, validateOnly bool) alterResult {
+func (b *Broker) alterConfigs(key resourceKey, changes []configChange, incremental, validateOnly, fwd bool) alterResult {
 	seen := map[string]bool{}
 	var nulls []string
 	for _, c := range changes {
@@ -151,7 +153,7 @@ func (b *Broker) alterConfigs(key resourceKey, changes []configChange, increment
 	}
 	switch key.typ {
 	case resourceTopic:
-		return b.alterTopicConfigs(key.name, changes, incremental, validateOnly)
+		return b.alterTopicConfigs(key.name, changes, incremental, validateOnly, fwd)
 	case resourceBroker:
 		return b.alterBrokerConfigs(key.name, changes, incremental)
 	case resourceBrokerLogger:
@@ -165,7 +167,7 @@ func (b *Broker) alterConfigs(key resourceKey, changes []configChange, increment
 	return alterResult{kerr.InvalidRequest, fmt.Sprintf("Unknown resource type %d", key.typ)}
 }
 
-func (b *Broker) alterTopicConfigs(name string, changes []configChange, incremental, validateOnly bool) alterResult {
+func (b *Broker) alterTopicConfigs(name string, changes []configChange, incremental, validateOnly, fwd bool) alterResult {
 	if name == "" {
 		return alterResult{kerr.InvalidRequest, "Default topic resources are not allowed."}
 	}
@@ -173,9 +175,16 @@ func (b *Broker) alterTopicConfigs(name string, changes []configChange, incremen
 		return alterResult{kerr.InvalidTopicException, err.Error()}
 	}
 	// Broker.mu is held for writing throughout, so the set validated is the
-	// set replaced and a concurrent alteration cannot be lost.
+	// set replaced and a concurrent alteration cannot be lost. (In cluster
+	// mode it is released before the controller is asked: the catalogue
+	// follows the metadata image, and the controller writes the changes.)
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	locked := true
+	defer func() {
+		if locked {
+			b.mu.Unlock()
+		}
+	}()
 	t := b.catalog.byName[name]
 	if t == nil {
 		return alterResult{kerr.UnknownTopicOrPartition, fmt.Sprintf("The topic '%s' does not exist.", name)}
@@ -208,6 +217,12 @@ func (b *Broker) alterTopicConfigs(name string, changes []configChange, incremen
 	}
 	if validateOnly {
 		return alterResult{}
+	}
+	if b.isCluster() {
+		old := t.configs
+		b.mu.Unlock()
+		locked = false
+		return b.cluster.alterTopicConfigs(name, old, next, fwd)
 	}
 	if err := b.catalog.alterConfigs(t, next); err != nil {
 		b.log.Error("altering topic configs failed", "topic", name, "err", err)

@@ -22,7 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { register(48, 0, 1, handleDescribeClientQuotas) }
+func init() { registerScoped(singleNodeOnly, 48, 0, 1, handleDescribeClientQuotas) }
 
 // Match types of a DescribeClientQuotas filter component.
 const (

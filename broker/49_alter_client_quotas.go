@@ -26,7 +26,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { register(49, 0, 1, handleAlterClientQuotas) }
+func init() { registerScoped(singleNodeOnly, 49, 0, 1, handleAlterClientQuotas) }
 
 // quotaOp sets a quota key, or removes it when value is nil.
 type quotaOp struct {

@@ -3,15 +3,18 @@ package broker
 // DescribeCluster (key 60), v0-v2, what the Java admin client's
 // describeCluster uses.
 //
-// Answers this broker alone, as controller id too (a KRaft broker answers a
-// live broker's id there). ClusterAuthorizedOperations, when asked for, is
+// A single node answers itself alone, as controller id too. In cluster mode
+// the brokers are the registered, unfenced ones (and with v2's
+// IncludeFencedBrokers the fenced ones, IsFenced set) and the controller
+// id is the active controller's node, as combined-mode nodes are brokers
+// clients can reach. ClusterAuthorizedOperations, when asked for, is
 // every cluster operation, since there is no authorizer; otherwise Kafka's
 // "not asked" value, the minimum int32.
 // v1: EndpointType. 1 (brokers) is served; 2 (controllers) is
 // MISMATCHED_ENDPOINT_TYPE, since clients reach the broker listener; any
 // other value UNSUPPORTED_ENDPOINT_TYPE, both with Kafka's message and
 // nothing else filled in (AuthHelper.computeDescribeClusterResponse).
-// v2: IncludeFencedBrokers and IsFenced; this broker is never fenced.
+// v2: IncludeFencedBrokers and IsFenced; a single node is never fenced.
 
 import (
 	"fmt"
@@ -42,10 +45,25 @@ func handleDescribeCluster(b *Broker, r *request, req *kmsg.DescribeClusterReque
 		return resp, nil
 	}
 	resp.EndpointType = 1
-	resp.ClusterID = b.catalog.clusterID
+	resp.ClusterID = b.ClusterID()
 	resp.ControllerID = b.cfg.NodeID
 	if req.IncludeClusterAuthorizedOperations {
 		resp.ClusterAuthorizedOperations = allClusterOperations
+	}
+	if b.isCluster() {
+		resp.ControllerID = b.cluster.ctrl.Leader()
+		for _, mb := range b.cluster.liveBrokers(req.Version >= 2 && req.IncludeFencedBrokers) {
+			broker := kmsg.NewDescribeClusterResponseBroker()
+			broker.NodeID = mb.ID
+			broker.Host, broker.Port = brokerEndpoint(mb)
+			if mb.Rack != "" {
+				rack := mb.Rack
+				broker.Rack = &rack
+			}
+			broker.IsFenced = mb.Fenced
+			resp.Brokers = append(resp.Brokers, broker)
+		}
+		return resp, nil
 	}
 	broker := kmsg.NewDescribeClusterResponseBroker()
 	broker.NodeID, broker.Host, broker.Port = b.cfg.NodeID, b.advertised.host, b.advertised.port

@@ -49,6 +49,8 @@ func handleDescribeProducers(b *Broker, _ *request, req *kmsg.DescribeProducersR
 				sp.ErrorCode, sp.ErrorMessage = topicErr.Code, topicMsg
 			case p == nil:
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case p.notLeader():
+				sp.ErrorCode = kerr.NotLeaderForPartition.Code
 			default:
 				sp.ActiveProducers = p.activeProducers(time.Now().UnixMilli())
 			}

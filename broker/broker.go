@@ -63,6 +63,10 @@ type Broker struct {
 	http         *http.Server
 	httpListener net.Listener
 	httpDone     chan struct{}
+
+	// cluster is set in cluster mode (cluster.go): the controller quorum
+	// voter and the broker's registration with the active controller.
+	cluster *cluster
 }
 
 // Start opens the data directory, recovers every partition log, starts
@@ -119,14 +123,29 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b.catalog.warnStrayEntries(b.log)
+	if cfg.ControllerQuorumVoters != "" {
+		if err := b.startController(dir); err != nil {
+			b.catalog.closeAll()
+			return nil, err
+		}
+		b.cluster.syncImage(b.cluster.ctrl.Image())
+	}
+	stopController := func() {
+		if b.cluster != nil {
+			b.cluster.cancel()
+			b.cluster.ctrl.Close()
+		}
+	}
 	b.refreshQuotas(ctx)
 	if err := ctx.Err(); err != nil {
+		stopController()
 		b.catalog.closeAll()
 		return nil, err
 	}
 	// The group coordinator loads __consumer_offsets before the listener
 	// opens (groups.go).
 	if err := b.startGroups(); err != nil {
+		stopController()
 		b.catalog.closeAll()
 		return nil, err
 	}
@@ -134,6 +153,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	// (txns.go).
 	if err := b.startTxns(); err != nil {
 		b.groups.stop()
+		stopController()
 		b.catalog.closeAll()
 		return nil, err
 	}
@@ -143,6 +163,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	if err != nil {
 		b.txns.stop()
 		b.groups.stop()
+		stopController()
 		b.catalog.closeAll()
 		return nil, fmt.Errorf("broker: listen: %w", err)
 	}
@@ -156,6 +177,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		ln.Close()
 		b.txns.stop()
 		b.groups.stop()
+		stopController()
 		b.catalog.closeAll()
 		return nil, fmt.Errorf("broker: advertised address %q: %w", advertise, err)
 	}
@@ -164,6 +186,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		ln.Close()
 		b.txns.stop()
 		b.groups.stop()
+		stopController()
 		b.catalog.closeAll()
 		return nil, fmt.Errorf("broker: advertised port %q: %w", port, err)
 	}
@@ -173,6 +196,9 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	b.wg.Add(1)
 	go b.acceptLoop()
 	b.startLogManager()
+	if b.cluster != nil {
+		b.cluster.run()
+	}
 	started = true
 	b.ready.Store(true)
 	b.log.Info("gregor: ready", "listen", ln.Addr().String(), "advertise", advertise,
@@ -184,7 +210,12 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 func (b *Broker) Addr() string { return b.listener.Addr().String() }
 
 // ClusterID returns the cluster id, persisted in the data directory.
-func (b *Broker) ClusterID() string { return b.catalog.clusterID }
+// In cluster mode a new node takes the quorum's.
+func (b *Broker) ClusterID() string {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.catalog.clusterID
+}
 
 // Close stops accepting connections, closes the open ones, waits for their
 // requests to finish, syncs and closes every partition log. It is safe to
@@ -203,6 +234,12 @@ func (b *Broker) Close() error {
 		}
 		b.connMu.Unlock()
 		b.wg.Wait()
+		var errs []error
+		if b.cluster != nil {
+			if err := b.cluster.close(); err != nil {
+				errs = append(errs, err)
+			}
+		}
 		b.txns.stop()
 		b.groups.stop()
 
@@ -211,7 +248,6 @@ func (b *Broker) Close() error {
 		defer b.stopHTTP()
 		b.mu.Lock()
 		defer b.mu.Unlock()
-		var errs []error
 		for _, t := range b.catalog.byName {
 			for _, p := range t.partitions {
 				p.close()

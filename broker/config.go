@@ -2,6 +2,7 @@ package broker
 
 import (
 	"log/slog"
+	"net"
 
 	"github.com/gregor-broker/gregor/protocol"
 	"github.com/gregor-broker/gregor/storage"
@@ -128,6 +129,32 @@ type Config struct {
 	// Broker.HTTPAddr). Empty, the default, serves no HTTP.
 	HTTPListen string
 
+	// Cluster mode (cluster.go, docs/operations.md), Kafka's names. With
+	// ControllerQuorumVoters empty, the default, the broker is a single
+	// node that needs no quorum.
+
+	// ControllerQuorumVoters is controller.quorum.voters, for example
+	// "1@127.0.0.1:9192,2@127.0.0.1:9193,3@127.0.0.1:9194": the static
+	// voters of the metadata quorum. Set, the node runs in combined mode
+	// (process.roles=broker,controller): a voter and a broker, NodeID
+	// being one of the voters.
+	ControllerQuorumVoters string
+	// ControllerListen is the address the controller listener (the raft
+	// transport) binds. Default: this node's address in
+	// ControllerQuorumVoters.
+	ControllerListen string
+	// BrokerSessionTimeoutMs is broker.session.timeout.ms: a broker that
+	// has not heartbeated the active controller for that long is fenced.
+	// Default 9000.
+	BrokerSessionTimeoutMs int64
+	// BrokerHeartbeatIntervalMs is broker.heartbeat.interval.ms. Default
+	// 2000.
+	BrokerHeartbeatIntervalMs int64
+
+	// controllerListener, if set, is the controller listener already bound
+	// (tests bind every voter's port before any node starts).
+	controllerListener net.Listener
+
 	// testHooks lets tests act at points of the broker's life.
 	testHooks struct {
 		beforeLoad func(*Broker) // in Start, after the HTTP listener opens, before the logs load
@@ -198,6 +225,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.LogCleanerBackoffMs <= 0 {
 		c.LogCleanerBackoffMs = 15_000
+	}
+	if c.BrokerSessionTimeoutMs <= 0 {
+		c.BrokerSessionTimeoutMs = 9000
+	}
+	if c.BrokerHeartbeatIntervalMs <= 0 {
+		c.BrokerHeartbeatIntervalMs = 2000
 	}
 	if c.LogCleanerDedupeBufferSize <= 0 {
 		c.LogCleanerDedupeBufferSize = 128 << 20

@@ -18,7 +18,13 @@ type topicCreation struct {
 	partitions        int32
 	replicationFactor int16
 	configs           topicConfigs
-	validateOnly      bool
+	// assignments are manual replica lists by partition, honoured in
+	// cluster mode (a single node is every partition's only replica).
+	assignments map[int32][]int32
+	// forwarded marks a creation another broker forwarded to this node
+	// as the active controller's: it is not forwarded again.
+	forwarded    bool
+	validateOnly bool
 }
 
 // createTopic creates a topic, or only checks that it could be created, and
@@ -32,6 +38,9 @@ func (b *Broker) createTopic(tc topicCreation) (*topic, *kerr.Error, string) {
 	}
 	if tc.replicationFactor <= 0 {
 		return nil, kerr.InvalidReplicationFactor, "Replication factor must be larger than 0."
+	}
+	if b.isCluster() {
+		return b.cluster.createTopic(tc)
 	}
 	if tc.replicationFactor > 1 {
 		return nil, kerr.InvalidReplicationFactor, fmt.Sprintf(

@@ -19,7 +19,7 @@ func (c *catalog) warnStrayEntries(log *slog.Logger) {
 		log.Warn("cannot list the data dir to look for stray entries", "dir", c.dir, "err", err)
 		return
 	}
-	known := map[string]bool{metadataFile: true, metadataFile + ".tmp": true}
+	known := map[string]bool{metadataFile: true, metadataFile + ".tmp": true, metadataDirName: true}
 	for _, t := range c.byName {
 		for i := range t.partitions {
 			known[partitionDir(t.name, int32(i))] = true

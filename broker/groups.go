@@ -282,12 +282,7 @@ func (gc *groupCoordinator) revert(replies []group.Reply, err error) {
 // offsets.topic.num.partitions partitions, compacted, with Kafka's
 // offsets.topic.segment.bytes (100 MiB).
 func (gc *groupCoordinator) createOffsetsTopic() error {
-	t, kErr, msg := gc.b.createTopic(topicCreation{
-		name:              offsetsTopic,
-		partitions:        gc.b.cfg.OffsetsTopicPartitions,
-		replicationFactor: 1,
-		configs:           topicConfigs{"cleanup.policy": "compact", "segment.bytes": "104857600"},
-	})
+	t, kErr, msg := gc.b.createTopic(gc.b.offsetsTopicCreation())
 	if errors.Is(kErr, kerr.TopicAlreadyExists) {
 		t, kErr = gc.b.lookupTopic(offsetsTopic), nil
 	}
@@ -333,6 +328,10 @@ func (gc *groupCoordinator) appendRecords(recs []group.Record) error {
 	var errs []error
 	for _, k := range order {
 		p := gc.parts[k.partition]
+		if p.notLeader() {
+			errs = append(errs, fmt.Errorf("%w: %s-%d", errNotLocalLeader, p.topic, p.index))
+			continue
+		}
 		opts := batch.BuildOptions{BaseTimestamp: now, ProducerID: k.txn.ID, ProducerEpoch: k.txn.Epoch,
 			BaseSequence: -1, PartitionLeaderEpoch: p.leaderEpoch, Transactional: k.txn.ID >= 0}
 		one, err := batch.AppendBatch(nil, opts, byBatch[k])
@@ -489,4 +488,14 @@ func lastColon(s string) int {
 		}
 	}
 	return -1
+}
+
+// offsetsTopicCreation is how __consumer_offsets is created.
+func (b *Broker) offsetsTopicCreation() topicCreation {
+	return topicCreation{
+		name:              offsetsTopic,
+		partitions:        b.cfg.OffsetsTopicPartitions,
+		replicationFactor: 1,
+		configs:           topicConfigs{"cleanup.policy": "compact", "segment.bytes": "104857600"},
+	}
 }

@@ -3,6 +3,7 @@ package broker
 import (
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gregor-broker/gregor/storage"
 )
@@ -18,6 +19,9 @@ type partition struct {
 	// leaderEpoch is the partition's leader epoch. A single node leads every
 	// partition from epoch 0 for its whole life; replication will move it.
 	leaderEpoch int32
+	// cluster is the partition's leadership from the metadata image in
+	// cluster mode (cluster.go); nil on a single node, which leads it.
+	cluster atomic.Pointer[partitionState]
 
 	// appendMu is held around every append to log, so that a batch's
 	// producer-state check and its append are one step (producer_state.go).
@@ -109,4 +113,12 @@ func notify(ch chan struct{}) {
 	case ch <- struct{}{}:
 	default:
 	}
+}
+
+// notLeader reports whether, in cluster mode, another broker (or none)
+// leads the partition: Produce, Fetch and ListOffsets answer
+// NOT_LEADER_OR_FOLLOWER. One atomic load; always false on a single node.
+func (p *partition) notLeader() bool {
+	s := p.cluster.Load()
+	return s != nil && !s.local
 }

@@ -15,6 +15,45 @@ type apiHandler struct {
 	key      int16
 	min, max int16
 	serve    func(b *Broker, r *request, req kmsg.Request) (kmsg.Response, error)
+	// scope says where the key is served and advertised.
+	scope apiScope
+}
+
+// apiScope says on which brokers a key is served, and whether ApiVersions
+// advertises it.
+type apiScope int8
+
+const (
+	everywhere  apiScope = iota // served and advertised by every broker
+	clusterOnly                 // served and advertised in cluster mode only
+	// brokerToController keys (BrokerRegistration, BrokerHeartbeat) are
+	// served in cluster mode to other brokers and never advertised to
+	// clients, as Kafka keeps them off its broker listeners.
+	brokerToController
+	// singleNodeOnly keys are served and advertised by a single node
+	// only, until cluster mode serves them (cluster.go): the transactional
+	// keys, ElectLeaders, and the client quota keys.
+	singleNodeOnly
+)
+
+// served reports whether b serves h's key.
+func (h *apiHandler) served(b *Broker) bool {
+	switch h.scope {
+	case everywhere:
+		return true
+	case singleNodeOnly:
+		return !b.isCluster()
+	}
+	return b.isCluster()
+}
+
+// advertised reports whether b lists h's key in ApiVersions.
+func (h *apiHandler) advertised(b *Broker) bool { return h.served(b) && h.scope != brokerToController }
+
+// registerScoped is register for a key served only in cluster mode.
+func registerScoped[Req kmsg.Request](scope apiScope, key, min, max int16, fn func(*Broker, *request, Req) (kmsg.Response, error)) {
+	register(key, min, max, fn)
+	handlers[key].scope = scope
 }
 
 // handlers is the registry ApiVersions is built from. Handler files fill it
@@ -55,7 +94,7 @@ func dispatch(b *Broker, r *request) (kmsg.Response, error) {
 	if key == protocol.APIVersionsKey && (version < h.min || version > h.max) {
 		return unsupportedAPIVersions(), nil
 	}
-	if h == nil {
+	if h == nil || !h.served(b) {
 		return nil, fmt.Errorf("unsupported api key %d", key)
 	}
 	if version < h.min || version > h.max {

@@ -226,7 +226,13 @@ func (c *catalog) openPartition(t *topic, p int32) (*partition, error) {
 
 // create adds a topic with n partitions and persists the catalogue.
 func (c *catalog) create(name string, n int32, configs topicConfigs) (*topic, error) {
-	t := &topic{name: name, id: newTopicID()}
+	return c.createWithID(name, newTopicID(), n, configs)
+}
+
+// createWithID is create with the topic id given, as the metadata log
+// names it in cluster mode.
+func (c *catalog) createWithID(name string, id [16]byte, n int32, configs topicConfigs) (*topic, error) {
+	t := &topic{name: name, id: id}
 	t.setConfigs(configs, c.defaults)
 	for p := int32(0); p < n; p++ {
 		part, err := c.openPartition(t, p)

@@ -295,12 +295,7 @@ func (tc *txnCoordinator) revert(err error) {
 // transaction.state.log.num.partitions partitions, compacted, with
 // transaction.state.log.segment.bytes (100 MiB).
 func (tc *txnCoordinator) createTopic() error {
-	t, kErr, msg := tc.b.createTopic(topicCreation{
-		name:              txnStateTopic,
-		partitions:        tc.b.cfg.TransactionStateLogNumPartitions,
-		replicationFactor: 1,
-		configs:           topicConfigs{"cleanup.policy": "compact", "segment.bytes": "104857600"},
-	})
+	t, kErr, msg := tc.b.createTopic(tc.b.txnStateTopicCreation())
 	if errors.Is(kErr, kerr.TopicAlreadyExists) {
 		t, kErr = tc.b.lookupTopic(txnStateTopic), nil
 	}
@@ -333,6 +328,10 @@ func (tc *txnCoordinator) appendRecords(recs []txn.Record) error {
 	var errs []error
 	for _, pi := range order {
 		p := tc.parts[pi]
+		if p.notLeader() {
+			errs = append(errs, fmt.Errorf("%w: %s-%d", errNotLocalLeader, p.topic, p.index))
+			continue
+		}
 		one, err := batch.AppendBatch(nil, batch.BuildOptions{BaseTimestamp: now, ProducerID: -1, ProducerEpoch: -1,
 			BaseSequence: -1, PartitionLeaderEpoch: p.leaderEpoch}, byPart[pi])
 		if err != nil {
@@ -416,4 +415,14 @@ func (tc *txnCoordinator) verifyTxnOffsetCommit(ctx context.Context, tid string,
 		return nil
 	}
 	return kerr.ErrorForCode(code).(*kerr.Error)
+}
+
+// txnStateTopicCreation is how __transaction_state is created.
+func (b *Broker) txnStateTopicCreation() topicCreation {
+	return topicCreation{
+		name:              txnStateTopic,
+		partitions:        b.cfg.TransactionStateLogNumPartitions,
+		replicationFactor: 1,
+		configs:           topicConfigs{"cleanup.policy": "compact", "segment.bytes": "104857600"},
+	}
 }

@@ -158,3 +158,24 @@ func AppendResponse(dst []byte, correlationID int32, resp kmsg.Response) []byte 
 	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
 	return dst
 }
+
+// ParseResponseHeader splits a response frame (without its size prefix)
+// into the correlation id and the body. flexible says whether the
+// response header is v1 (tagged fields after the correlation id), as for
+// every flexible version of every API but ApiVersions. Nothing is
+// allocated; body aliases frame.
+func ParseResponseHeader(frame []byte, flexible bool) (correlationID int32, body []byte, err error) {
+	if len(frame) < 4 {
+		return 0, nil, ErrTruncatedHeader
+	}
+	correlationID = int32(binary.BigEndian.Uint32(frame))
+	body = frame[4:]
+	if flexible {
+		n, err := skipTaggedFields(body)
+		if err != nil {
+			return 0, nil, err
+		}
+		body = body[n:]
+	}
+	return correlationID, body, nil
+}

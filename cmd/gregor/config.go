@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/gregor-broker/gregor/broker"
+	"github.com/gregor-broker/gregor/coordinator/controller"
 )
 
 // topicSynonyms maps a Kafka broker config to the topic config whose
@@ -35,9 +36,9 @@ var derivedTopicSettings = []struct {
 }
 
 // ignoredKeys are Kafka broker configs that Gregor accepts and ignores (one
-// node, no controller quorum, no TLS or SASL, no thread pools to size).
+// no TLS or SASL, no thread pools to size).
 var ignoredKeys = []string{
-	"process.roles", "controller.quorum.voters", "controller.quorum.bootstrap.servers",
+	"process.roles", "controller.quorum.bootstrap.servers",
 	"inter.broker.listener.name", "num.network.threads", "num.io.threads",
 	"socket.send.buffer.bytes", "socket.receive.buffer.bytes", "num.recovery.threads.per.data.dir",
 	"num.replica.fetchers", "offsets.topic.replication.factor",
@@ -209,6 +210,8 @@ func applyPropertiesWithOrigins(dst *broker.Config, props map[string]setting, lo
 		{"log.cleaner.dedupe.buffer.size", 1, math.MaxInt64, func(n int64) { cfg.LogCleanerDedupeBufferSize = n }},
 		{"quota.window.num", 1, math.MaxInt32, func(n int64) { cfg.QuotaWindowNum = int(n) }},
 		{"quota.window.size.seconds", 1, math.MaxInt32, func(n int64) { cfg.QuotaWindowSizeSeconds = int(n) }},
+		{"broker.session.timeout.ms", 1, math.MaxInt32, func(n int64) { cfg.BrokerSessionTimeoutMs = n }},
+		{"broker.heartbeat.interval.ms", 1, math.MaxInt32, func(n int64) { cfg.BrokerHeartbeatIntervalMs = n }},
 	}
 	for _, s := range ints {
 		handled[s.key] = true
@@ -243,6 +246,36 @@ func applyPropertiesWithOrigins(dst *broker.Config, props map[string]setting, lo
 	if noCleanerThreads {
 		off := false // Kafka starts no cleaner thread
 		cfg.LogCleanerEnable = &off
+	}
+
+	// Cluster mode: static controller.quorum.voters, combined broker and
+	// controller nodes only for now. Without voters (Kafka's single-node
+	// example files name a dynamic quorum instead) the node runs alone
+	// and process.roles is ignored, as before.
+	handled["controller.quorum.voters"] = true
+	if v, ok := value("controller.quorum.voters"); ok && v != "" {
+		if _, err := controller.ParseVoters(v); err != nil {
+			bad("controller.quorum.voters", err.Error())
+		} else {
+			cfg.ControllerQuorumVoters = v
+		}
+	}
+	if v, ok := value("process.roles"); ok && cfg.ControllerQuorumVoters != "" {
+		handled["process.roles"] = true
+		roles := map[string]bool{}
+		for _, r := range strings.Split(v, ",") {
+			roles[strings.ToLower(strings.TrimSpace(r))] = true
+		}
+		if len(roles) != 2 || !roles["broker"] || !roles["controller"] {
+			bad("process.roles", "only combined mode (broker,controller) is served yet")
+		}
+	}
+	if _, ok := props["controller.listener.names"]; ok && cfg.ControllerQuorumVoters != "" {
+		if addr, found, err := controllerListener(props); err != nil {
+			bad("listeners", err.Error())
+		} else if found {
+			cfg.ControllerListen = addr
+		}
 	}
 
 	handled["auto.create.topics.enable"] = true
@@ -378,4 +411,24 @@ func plaintextListener(props map[string]setting, key, want string) (name, addr s
 		}
 	}
 	return plain[0].name, plain[0].addr, nil
+}
+
+// controllerListener returns the address of the first listener in
+// listeners named in controller.listener.names, if any.
+func controllerListener(props map[string]setting) (addr string, found bool, err error) {
+	names := map[string]bool{}
+	for _, n := range strings.Split(props["controller.listener.names"].value, ",") {
+		names[strings.ToUpper(strings.TrimSpace(n))] = true
+	}
+	for _, l := range strings.Split(props["listeners"].value, ",") {
+		n, hostPort, ok := strings.Cut(strings.TrimSpace(l), "://")
+		if !ok || !names[strings.ToUpper(n)] {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(hostPort); err != nil {
+			return "", false, fmt.Errorf("%q: %v", l, err)
+		}
+		return hostPort, true, nil
+	}
+	return "", false, nil
 }

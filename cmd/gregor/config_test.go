@@ -247,6 +247,11 @@ func TestApplyPropertiesRefusesInvalidValuesAndAppliesNothing(t *testing.T) {
 		{[]string{"listeners", "PLAINTEXT://localhost"}, "missing port"},
 		{[]string{"advertised.listeners", "SSL://h:1"}, "advertised.listeners"},
 		{[]string{"listeners", "PLAINTEXT://:1", "advertised.listeners", "nope"}, "advertised.listeners"},
+		{[]string{"controller.quorum.voters", "1@h"}, "controller.quorum.voters"},
+		{[]string{"controller.quorum.voters", "1@h:1", "process.roles", "broker"}, "only combined mode"},
+		{[]string{"controller.quorum.voters", "1@h:1", "process.roles", "controller"}, "only combined mode"},
+		{[]string{"broker.session.timeout.ms", "0"}, "broker.session.timeout.ms"},
+		{[]string{"broker.heartbeat.interval.ms", "x"}, "broker.heartbeat.interval.ms"},
 	} {
 		// Valid settings alongside must not be applied either.
 		kv := append([]string{"log.segment.bytes", "2097152", "log.dirs", "/x"}, tc.kv...)
@@ -364,6 +369,7 @@ func TestServeConfigErrors(t *testing.T) {
 		{"bad env value", []string{"KAFKA_NUM_PARTITIONS=x"}, nil, "KAFKA_NUM_PARTITIONS"},
 		{"bad override value", nil, []string{"--override", "auto.create.topics.enable=maybe"}, "--override"},
 		{"node id out of range", nil, []string{"--node-id", "-1"}, "--node-id"},
+		{"bad quorum", nil, []string{"--controller-quorum", "one@h:1"}, "--controller-quorum"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := runServeConfig(t, tc.environ, tc.args...)
@@ -541,5 +547,43 @@ func TestLogCleanerThreadsZeroDisablesTheCleaner(t *testing.T) {
 	}
 	if cfg.LogCleanerEnable == nil || *cfg.LogCleanerEnable {
 		t.Fatalf("log.cleaner.threads=0 left the cleaner enabled: %+v", cfg.LogCleanerEnable)
+	}
+}
+
+func TestApplyPropertiesClusterMode(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		kv           []string
+		voters, ctrl string
+		session      int64
+	}{
+		{"no voters: a single node, process.roles ignored", []string{"process.roles", "broker,controller",
+			"listeners", "PLAINTEXT://:9092,CONTROLLER://:9093", "controller.listener.names", "CONTROLLER"}, "", "", 0},
+		{"voters and the controller listener", []string{"process.roles", "controller, broker",
+			"controller.quorum.voters", "1@a:9093,2@b:9093", "listeners", "PLAINTEXT://:9092,CONTROLLER://a:9093",
+			"controller.listener.names", "CONTROLLER", "broker.session.timeout.ms", "4000"}, "1@a:9093,2@b:9093", "a:9093", 4000},
+		{"voters without process.roles", []string{"controller.quorum.voters", "1@a:9093"}, "1@a:9093", "", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var cfg broker.Config
+			if err := applyProperties(&cfg, props(tc.kv...), slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
+				t.Fatal(err)
+			}
+			if cfg.ControllerQuorumVoters != tc.voters || cfg.ControllerListen != tc.ctrl || cfg.BrokerSessionTimeoutMs != tc.session {
+				t.Fatalf("voters %q, controller listen %q, session %d; want %q, %q, %d",
+					cfg.ControllerQuorumVoters, cfg.ControllerListen, cfg.BrokerSessionTimeoutMs, tc.voters, tc.ctrl, tc.session)
+			}
+		})
+	}
+}
+
+func TestControllerQuorumFlagsWinOverTheKeys(t *testing.T) {
+	cfg, err := runServeConfig(t, []string{"KAFKA_CONTROLLER_QUORUM_VOTERS=1@env:1"},
+		"--controller-quorum", "1@127.0.0.1:9192,2@127.0.0.1:9193", "--controller-listen", "0.0.0.0:9192")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.ControllerQuorumVoters != "1@127.0.0.1:9192,2@127.0.0.1:9193" || cfg.ControllerListen != "0.0.0.0:9192" {
+		t.Fatalf("voters %q, controller listen %q", cfg.ControllerQuorumVoters, cfg.ControllerListen)
 	}
 }

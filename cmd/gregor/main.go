@@ -28,6 +28,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/gregor-broker/gregor/broker"
+	"github.com/gregor-broker/gregor/coordinator/controller"
 )
 
 func main() {
@@ -46,6 +47,8 @@ func newApp() *cli.App {
 			&cli.StringFlag{Name: "advertise", Usage: "`HOST:PORT` clients are told to connect to (default: the listen address)"},
 			&cli.StringFlag{Name: "data-dir", Value: "./data", Usage: "`DIR` for partition logs and topic metadata"},
 			&cli.IntFlag{Name: "node-id", Value: 1, Usage: "this broker's node.id"},
+			&cli.StringFlag{Name: "controller-quorum", Usage: "`ID@HOST:PORT,...` controller.quorum.voters: run as one node of a cluster (combined broker and controller); empty runs a single node"},
+			&cli.StringFlag{Name: "controller-listen", Usage: "`HOST:PORT` the controller listener binds (default: this node's address in --controller-quorum)"},
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error"},
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text (logfmt-style key=value) or json, one object per line"},
 			&cli.StringFlag{Name: "http-listen", Value: "127.0.0.1:9644", Usage: "`HOST:PORT` serving /metrics, /healthz and /readyz; empty disables it"},
@@ -165,6 +168,17 @@ func serveConfig(c *cli.Context, environ []string, logger *slog.Logger) (broker.
 			return broker.Config{}, nil, fmt.Errorf("--node-id %d is out of range", nodeID)
 		}
 		cfg.NodeID = int32(nodeID)
+	}
+	if fc := flags("controller-quorum"); fc.IsSet("controller-quorum") {
+		cfg.ControllerQuorumVoters = fc.String("controller-quorum")
+	}
+	if fc := flags("controller-listen"); fc.IsSet("controller-listen") {
+		cfg.ControllerListen = fc.String("controller-listen")
+	}
+	if cfg.ControllerQuorumVoters != "" {
+		if _, err := controller.ParseVoters(cfg.ControllerQuorumVoters); err != nil {
+			return broker.Config{}, nil, fmt.Errorf("--controller-quorum: %w", err)
+		}
 	}
 	return cfg, origins, nil
 }

@@ -1,7 +1,8 @@
 // Package controller is Gregor's cluster metadata quorum: the controllers
 // that agree, through Raft, on the metadata log of brokers, topics,
 // partitions, leaders, ISRs and configs, in the manner of Kafka's KRaft
-// QuorumController. It is not yet wired to the broker.
+// QuorumController. The broker runs one voter per node in cluster mode
+// (broker/cluster.go).
 //
 // Every voter runs a Controller: a raftnode.Node (etcd raft with our Ready
 // loop, WAL, snapshots and transport; see package raftnode) whose state

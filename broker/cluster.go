@@ -1,0 +1,566 @@
+package broker
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"os"
+	"path"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-broker/gregor/coordinator/controller"
+	"github.com/gregor-broker/gregor/coordinator/controller/metadata"
+)
+
+// cluster is what a broker in cluster mode (Config.ControllerQuorumVoters
+// set) adds to a single node: its controller quorum voter, the broker's
+// registration and heartbeats with the active controller, and the applied
+// metadata image driving the topic catalogue.
+//
+// Combined mode only (process.roles=broker,controller): every node runs a
+// controller.Controller voter and a broker. The broker talks to the active
+// controller in-process when that is the local voter, and otherwise over
+// the active controller node's Kafka listener (controller_rpc.go), with
+// BrokerRegistration (62), BrokerHeartbeat (63) and the write requests it
+// forwards (CreateTopics, DeleteTopics), as pre-KRaft Kafka sent admin
+// writes to the controller broker. The raft transport keeps the controller
+// listener to itself.
+//
+// The catalogue follows the image (syncImage): a topic of the image is
+// opened locally with the image's id, a topic gone from it is deleted
+// locally. Replication factor is 1, so a partition's data lives only on its
+// leader; partitions led elsewhere have a local log that is never written,
+// and Produce, Fetch and ListOffsets answer NOT_LEADER_OR_FOLLOWER for them.
+type cluster struct {
+	b           *Broker
+	ctrl        *controller.Controller
+	incarnation metadata.UUID
+	epoch       atomic.Int64 // broker epoch; -1 while unregistered
+
+	// mu guards synced and image; never held while calling the controller
+	// or taking Broker.mu.
+	mu     sync.Mutex
+	image  *metadata.Image // the image last applied to the catalogue
+	synced chan struct{}   // closed and replaced after each applied image
+
+	rpc controllerRPC
+
+	// voterRank is this node's place among the voters by id, which picks
+	// its range of producer ids (producerIDRange).
+	voterRank int
+
+	unsubscribe func()
+	// ctx bounds every call to the controller; close cancels it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	stop   chan struct{}
+	wg     sync.WaitGroup
+}
+
+// partitionState is a partition's replica set and leadership from the
+// image, as this broker serves it.
+type partitionState struct {
+	leader      int32
+	leaderEpoch int32
+	replicas    []int32
+	isr         []int32
+	local       bool // this broker leads the partition
+}
+
+// isCluster reports whether the broker runs in cluster mode.
+func (b *Broker) isCluster() bool { return b.cluster != nil }
+
+// startController starts the local quorum voter, before the catalogue is
+// served (Start).
+func (b *Broker) startController(dir string) error {
+	voters, err := controller.ParseVoters(b.cfg.ControllerQuorumVoters)
+	if err != nil {
+		return fmt.Errorf("broker: controller.quorum.voters: %w", err)
+	}
+	if _, ok := voters[b.cfg.NodeID]; !ok {
+		return fmt.Errorf("broker: node.id %d is not among controller.quorum.voters %q (process.roles=broker,controller needs it to be a voter)", b.cfg.NodeID, b.cfg.ControllerQuorumVoters)
+	}
+	// A single node's data dir does not become a cluster node's: its
+	// topics are in no metadata log, and the first image would delete them.
+	if _, err := b.catalog.fs.Stat(path.Join(dir, controller.MetadataDir)); errors.Is(err, os.ErrNotExist) && len(b.catalog.byName) > 0 {
+		return fmt.Errorf("broker: the data dir %s holds %d topics of a single-node broker and no cluster metadata; turning a single node into a cluster node is not supported yet (start cluster nodes on new data dirs)", dir, len(b.catalog.byName))
+	}
+	c := &cluster{b: b, synced: make(chan struct{}), stop: make(chan struct{})}
+	c.epoch.Store(-1)
+	for id := range voters {
+		if id < b.cfg.NodeID {
+			c.voterRank++
+		}
+	}
+	if _, err := rand.Read(c.incarnation[:]); err != nil {
+		return fmt.Errorf("broker: incarnation id: %w", err)
+	}
+	ccfg := controller.Config{
+		NodeID:                   b.cfg.NodeID,
+		Voters:                   voters,
+		DataDir:                  dir,
+		FS:                       b.catalog.fs,
+		ClusterID:                b.catalog.clusterID,
+		SessionTimeout:           time.Duration(b.cfg.BrokerSessionTimeoutMs) * time.Millisecond,
+		DefaultPartitions:        b.cfg.NumPartitions,
+		DefaultReplicationFactor: 1,
+		Logger:                   b.log,
+	}
+	switch {
+	case b.cfg.controllerListener != nil:
+		ccfg.Listener = b.cfg.controllerListener
+	case b.cfg.ControllerListen != "":
+		ln, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", b.cfg.ControllerListen)
+		if err != nil {
+			return fmt.Errorf("broker: controller listener: %w", err)
+		}
+		ccfg.Listener = ln
+	}
+	ctrl, err := controller.Start(ccfg)
+	if err != nil {
+		if ccfg.Listener != nil && b.cfg.ControllerListen != "" && b.cfg.controllerListener == nil {
+			ccfg.Listener.Close()
+		}
+		return err
+	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.ctrl = ctrl
+	b.cluster = c
+	return nil
+}
+
+// run starts following the image and registering, once the broker listens.
+func (c *cluster) run() {
+	images, unsubscribe := c.ctrl.Subscribe()
+	c.unsubscribe = unsubscribe
+	c.syncImage(c.ctrl.Image())
+	c.wg.Add(2)
+	go func() {
+		defer c.wg.Done()
+		for {
+			select {
+			case <-c.stop:
+				return
+			case im := <-images:
+				c.syncImage(im)
+			}
+		}
+	}()
+	go func() {
+		defer c.wg.Done()
+		c.registerAndHeartbeat()
+	}()
+}
+
+// close stops the broker's side, then the voter.
+func (c *cluster) close() error {
+	c.cancel()
+	close(c.stop)
+	if c.unsubscribe != nil {
+		c.unsubscribe()
+	}
+	c.wg.Wait()
+	c.rpc.close()
+	return c.ctrl.Close()
+}
+
+// currentImage returns the image last applied to the catalogue.
+func (c *cluster) currentImage() *metadata.Image {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.image
+}
+
+// registerAndHeartbeat registers with the active controller and
+// heartbeats every broker.heartbeat.interval.ms, registering again when
+// the controller no longer knows this incarnation.
+func (c *cluster) registerAndHeartbeat() {
+	interval := time.Duration(c.b.cfg.BrokerHeartbeatIntervalMs) * time.Millisecond
+	backoff := min(interval, 100*time.Millisecond)
+	wait := func(d time.Duration) bool {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-c.stop:
+			return false
+		case <-t.C:
+			return true
+		}
+	}
+	for {
+		ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
+		if c.epoch.Load() < 0 {
+			epoch, err := c.register(ctx)
+			cancel()
+			if err != nil {
+				c.b.log.Debug("broker registration failed; retrying", "err", err)
+				if !wait(backoff) {
+					return
+				}
+				continue
+			}
+			c.epoch.Store(epoch)
+			c.b.log.Info("registered with the controller quorum", "broker_epoch", epoch)
+		} else {
+			res, err := c.heartbeat(ctx)
+			cancel()
+			switch {
+			case errors.Is(err, kerr.StaleBrokerEpoch), errors.Is(err, kerr.BrokerIDNotRegistered):
+				c.b.log.Warn("the controller no longer knows this broker's registration; registering again", "err", err)
+				c.epoch.Store(-1)
+				continue
+			case err != nil:
+				c.b.log.Debug("broker heartbeat failed", "err", err)
+				if !wait(backoff) {
+					return
+				}
+				continue
+			case res.IsFenced && res.IsCaughtUp:
+				// Unfencing takes the next heartbeat; do not wait long.
+				if !wait(backoff) {
+					return
+				}
+				continue
+			}
+		}
+		if !wait(interval) {
+			return
+		}
+	}
+}
+
+func (c *cluster) registration() controller.BrokerRegistration {
+	b := c.b
+	return controller.BrokerRegistration{
+		BrokerID:      b.cfg.NodeID,
+		ClusterID:     b.ClusterID(),
+		IncarnationID: c.incarnation,
+		Endpoints:     []metadata.Endpoint{{Name: "PLAINTEXT", Host: b.advertised.host, Port: b.advertised.port}},
+	}
+}
+
+// activeEndpoint returns the Kafka listener of the active controller's
+// node, from the local image, or the NotControllerError to answer.
+func (c *cluster) activeEndpoint(leader int32) (string, error) {
+	if leader < 0 || leader == c.b.cfg.NodeID {
+		return "", &controller.NotControllerError{LeaderID: leader}
+	}
+	im := c.ctrl.Image()
+	br := im.Brokers[leader]
+	if br == nil || len(br.Endpoints) == 0 {
+		return "", fmt.Errorf("broker: the active controller %d has not registered its broker yet: %w", leader, kerr.NotController)
+	}
+	ep := br.Endpoints[0]
+	return fmt.Sprintf("%s:%d", ep.Host, ep.Port), nil
+}
+
+// remoteLeader returns, for an error of a local controller call, the node
+// to forward to, or -1 to answer the error.
+func remoteLeader(err error, self int32) int32 {
+	var nc *controller.NotControllerError
+	if errors.As(err, &nc) && nc.LeaderID >= 0 && nc.LeaderID != self {
+		return nc.LeaderID
+	}
+	return -1
+}
+
+func (c *cluster) register(ctx context.Context) (int64, error) {
+	b := c.b
+	if im := c.ctrl.Image(); im.ClusterID != "" && im.ClusterID != b.ClusterID() {
+		if err := b.adoptClusterID(im.ClusterID); err != nil {
+			return 0, err
+		}
+	}
+	reg := c.registration()
+	epoch, err := c.ctrl.RegisterBroker(ctx, reg)
+	if leader := remoteLeader(err, b.cfg.NodeID); leader >= 0 {
+		addr, aerr := c.activeEndpoint(leader)
+		if aerr != nil {
+			return 0, aerr
+		}
+		return c.rpc.register(ctx, addr, reg)
+	}
+	return epoch, err
+}
+
+func (c *cluster) heartbeat(ctx context.Context) (controller.HeartbeatResult, error) {
+	hb := controller.BrokerHeartbeat{
+		BrokerID:              c.b.cfg.NodeID,
+		BrokerEpoch:           c.epoch.Load(),
+		CurrentMetadataOffset: int64(c.ctrl.Image().Offset),
+	}
+	res, err := c.ctrl.Heartbeat(ctx, hb)
+	if leader := remoteLeader(err, c.b.cfg.NodeID); leader >= 0 {
+		addr, aerr := c.activeEndpoint(leader)
+		if aerr != nil {
+			return res, aerr
+		}
+		return c.rpc.heartbeat(ctx, addr, hb)
+	}
+	return res, err
+}
+
+// adoptClusterID takes the quorum's cluster id when this broker's data
+// directory holds no topics yet (a new node joining); a broker with data
+// of another cluster keeps its id and is refused by the controller
+// (INCONSISTENT_CLUSTER_ID), as Kafka refuses it.
+func (b *Broker) adoptClusterID(id string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.catalog.clusterID == id {
+		return nil
+	}
+	if len(b.catalog.byName) > 0 && b.catalog.clusterID != "" {
+		return fmt.Errorf("broker: this data dir belongs to cluster %s, the quorum to %s: %w", b.catalog.clusterID, id, kerr.InconsistentClusterID)
+	}
+	b.catalog.clusterID = id
+	return b.catalog.save()
+}
+
+// syncImage makes the catalogue match im: topics created, grown,
+// reconfigured and deleted, and every partition's leadership.
+func (c *cluster) syncImage(im *metadata.Image) {
+	if im == nil {
+		return
+	}
+	b := c.b
+	self := b.cfg.NodeID
+	b.mu.Lock()
+	if im.ClusterID != "" && len(b.catalog.byName) == 0 && b.catalog.clusterID != im.ClusterID {
+		b.catalog.clusterID = im.ClusterID
+		if err := b.catalog.save(); err != nil {
+			b.log.Error("saving the quorum's cluster id failed", "err", err)
+		}
+	}
+	// A topic is deleted locally only by an image that holds this
+	// incarnation's registration, so at least as new as every write before
+	// it: the image a restarted voter publishes first may be older than
+	// the topics in its data dir, and must not delete them.
+	reg := im.Brokers[self]
+	current := reg != nil && reg.IncarnationID == c.incarnation
+	for _, t := range b.catalog.sortedTopics() {
+		id, ok := im.TopicIDs[t.name]
+		if current && (!ok || id != metadata.UUID(t.id)) {
+			if err := b.catalog.remove(t); err != nil {
+				b.log.Error("deleting a topic the metadata log deleted failed", "topic", t.name, "err", err)
+			} else {
+				b.log.Info("deleted topic", "topic", t.name)
+			}
+		}
+	}
+	for _, id := range sortedTopicIDs(im) {
+		mt := im.Topics[id]
+		configs := topicConfigs(maps.Clone(im.Configs[metadata.ConfigResource{Type: metadata.ResourceTopic, Name: mt.Name}]))
+		if configs == nil {
+			configs = topicConfigs{}
+		}
+		n := int32(len(mt.Partitions))
+		t := b.catalog.byName[mt.Name]
+		if t != nil && t.id != [16]byte(id) {
+			continue // an older image naming a deleted topic, or not yet deleted here
+		}
+		if t == nil {
+			var err error
+			if t, err = b.catalog.createWithID(mt.Name, [16]byte(id), n, configs); err != nil {
+				b.log.Error("opening a topic of the metadata log failed", "topic", mt.Name, "err", err)
+				continue
+			}
+			b.log.Info("created topic", "topic", mt.Name, "partitions", n)
+		}
+		if int32(len(t.partitions)) < n {
+			if err := b.catalog.addPartitions(t, n); err != nil {
+				b.log.Error("opening new partitions of the metadata log failed", "topic", mt.Name, "err", err)
+			}
+		}
+		if !maps.Equal(t.configs, configs) {
+			if err := b.catalog.alterConfigs(t, configs); err != nil {
+				b.log.Error("applying topic configs of the metadata log failed", "topic", mt.Name, "err", err)
+			}
+		}
+		for _, p := range t.partitions {
+			mp := mt.Partitions[p.index]
+			if mp == nil {
+				continue
+			}
+			p.cluster.Store(&partitionState{
+				leader: mp.Leader, leaderEpoch: mp.LeaderEpoch,
+				replicas: mp.Replicas, isr: mp.ISR, local: mp.Leader == self,
+			})
+		}
+	}
+	b.mu.Unlock()
+
+	c.mu.Lock()
+	c.image = im
+	close(c.synced)
+	c.synced = make(chan struct{})
+	c.mu.Unlock()
+}
+
+// waitFor waits until the catalogue has applied an image for which cond
+// holds, or ctx ends.
+func (c *cluster) waitFor(ctx context.Context, cond func(*metadata.Image) bool) bool {
+	for {
+		c.mu.Lock()
+		im, ch := c.image, c.synced
+		c.mu.Unlock()
+		if im != nil && cond(im) {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return false
+		case <-c.stop:
+			return false
+		}
+	}
+}
+
+func sortedTopicIDs(im *metadata.Image) []metadata.UUID {
+	names := make([]string, 0, len(im.TopicIDs))
+	for name := range im.TopicIDs {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	out := make([]metadata.UUID, len(names))
+	for i, name := range names {
+		out[i] = im.TopicIDs[name]
+	}
+	return out
+}
+
+// metadataDirName is the quorum's directory in the data dir, which the
+// stray-entry scan leaves alone.
+var metadataDirName = path.Base(controller.MetadataDir)
+
+// liveBrokers lists the image's registered brokers by id: the unfenced
+// ones, and the fenced ones too with includeFenced.
+func (c *cluster) liveBrokers(includeFenced bool) []*metadata.Broker {
+	im := c.currentImage()
+	if im == nil {
+		return nil
+	}
+	ids := make([]int, 0, len(im.Brokers))
+	for id, br := range im.Brokers {
+		if includeFenced || !br.Fenced {
+			ids = append(ids, int(id))
+		}
+	}
+	sort.Ints(ids)
+	out := make([]*metadata.Broker, len(ids))
+	for i, id := range ids {
+		out[i] = im.Brokers[int32(id)]
+	}
+	return out
+}
+
+// offline returns the replicas on fenced or unregistered brokers.
+func (c *cluster) offline(replicas []int32) []int32 {
+	im := c.currentImage()
+	out := []int32{}
+	for _, id := range replicas {
+		if im == nil || im.Brokers[id] == nil || im.Brokers[id].Fenced {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// brokerEndpoint is the host and port clients reach a broker on.
+func brokerEndpoint(br *metadata.Broker) (string, int32) {
+	if len(br.Endpoints) == 0 {
+		return "", -1
+	}
+	return br.Endpoints[0].Host, br.Endpoints[0].Port
+}
+
+// leaderEndpoint returns the leader of a partition led elsewhere and its
+// endpoint, for KIP-951's current leader in Produce and Fetch responses;
+// ok is false when the partition has no leader or it is unknown.
+func (c *cluster) leaderEndpoint(p *partition) (st *partitionState, br *metadata.Broker, ok bool) {
+	st = p.cluster.Load()
+	if st == nil || st.leader < 0 {
+		return st, nil, false
+	}
+	im := c.currentImage()
+	if im == nil || im.Brokers[st.leader] == nil {
+		return st, nil, false
+	}
+	return st, im.Brokers[st.leader], true
+}
+
+// produceCurrentLeader fills KIP-951's current leader of a partition led
+// elsewhere into a Produce v10+ answer, and the leader's endpoint into the
+// response's node endpoints, so the client re-routes at once.
+func (c *cluster) produceCurrentLeader(p *partition, sp *kmsg.ProduceResponseTopicPartition, resp *kmsg.ProduceResponse) {
+	st, br, ok := c.leaderEndpoint(p)
+	if st != nil {
+		sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = st.leader, st.leaderEpoch
+	}
+	if !ok {
+		return
+	}
+	for _, known := range resp.Brokers {
+		if known.NodeID == br.ID {
+			return
+		}
+	}
+	nb := kmsg.NewProduceResponseBroker()
+	nb.NodeID = br.ID
+	nb.Host, nb.Port = brokerEndpoint(br)
+	if br.Rack != "" {
+		rack := br.Rack
+		nb.Rack = &rack
+	}
+	resp.Brokers = append(resp.Brokers, nb)
+}
+
+// fetchCurrentLeader is produceCurrentLeader for Fetch v12+ (node
+// endpoints from v16).
+func (c *cluster) fetchCurrentLeader(p *partition, sp *kmsg.FetchResponseTopicPartition, resp *kmsg.FetchResponse) {
+	st, br, ok := c.leaderEndpoint(p)
+	if st != nil {
+		sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = st.leader, st.leaderEpoch
+	}
+	if !ok || resp.Version < 16 {
+		return
+	}
+	for _, known := range resp.Brokers {
+		if known.NodeID == br.ID {
+			return
+		}
+	}
+	nb := kmsg.NewFetchResponseBroker()
+	nb.NodeID = br.ID
+	nb.Host, nb.Port = brokerEndpoint(br)
+	if br.Rack != "" {
+		rack := br.Rack
+		nb.Rack = &rack
+	}
+	resp.Brokers = append(resp.Brokers, nb)
+}
+
+// errNotLocalLeader is a coordinator's append to a partition of its topic
+// that another broker leads: the client asked the wrong coordinator, and
+// is answered NOT_COORDINATOR so it looks the coordinator up again.
+var errNotLocalLeader = errors.New("broker: another broker leads the coordinator's partition")
+
+// producerIDRange is the range of producer ids this node hands out in
+// cluster mode, [lo, hi): 2^48 ids a node, chosen by the node's rank among
+// the static voters, so no two nodes ever give out the same id. (Kafka
+// allocates blocks through the controller, AllocateProducerIds; Gregor's
+// controller does not yet.)
+func (c *cluster) producerIDRange() (lo, hi int64) {
+	lo = int64(c.voterRank+1) << 48
+	return lo, lo + 1<<48
+}

@@ -1,0 +1,594 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-broker/gregor/protocol/batch"
+)
+
+// testCluster is an in-process cluster of combined broker and controller
+// nodes on loopback, node ids 1..n.
+type testCluster struct {
+	t      *testing.T
+	nodes  map[int32]*Broker
+	cfgs   map[int32]Config
+	closed map[int32]bool
+}
+
+// startCluster starts n nodes with a short broker session, every voter's
+// controller port bound before any node starts.
+func startCluster(t *testing.T, n int) *testCluster {
+	t.Helper()
+	lns := map[int32]net.Listener{}
+	var voters []string
+	for id := int32(1); id <= int32(n); id++ {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns[id] = ln
+		voters = append(voters, fmt.Sprintf("%d@%s", id, ln.Addr()))
+	}
+	tc := &testCluster{t: t, nodes: map[int32]*Broker{}, cfgs: map[int32]Config{}, closed: map[int32]bool{}}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if os.Getenv("GREGOR_TEST_DEBUG") != "" {
+		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	delay := int64(0)
+	for id := int32(1); id <= int32(n); id++ {
+		cfg := Config{
+			NodeID:                       id,
+			ControllerQuorumVoters:       strings.Join(voters, ","),
+			controllerListener:           lns[id],
+			BrokerSessionTimeoutMs:       3000,
+			BrokerHeartbeatIntervalMs:    200,
+			GroupInitialRebalanceDelayMs: &delay,
+			OffsetsTopicPartitions:       6,
+			Logger:                       logger,
+			DataDir:                      t.TempDir(),
+		}
+		tc.cfgs[id] = cfg
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		b, err := Start(ctx, cfg)
+		cancel()
+		if err != nil {
+			t.Fatalf("starting node %d: %v", id, err)
+		}
+		tc.nodes[id] = b
+	}
+	t.Cleanup(func() {
+		for id, b := range tc.nodes {
+			if !tc.closed[id] {
+				if err := b.Close(); err != nil {
+					t.Errorf("closing node %d: %v", id, err)
+				}
+			}
+		}
+	})
+	tc.waitForBrokers(tc.live(), len(tc.nodes))
+	return tc
+}
+
+func (tc *testCluster) live() []int32 {
+	var ids []int32
+	for id := range tc.nodes {
+		if !tc.closed[id] {
+			ids = append(ids, id)
+		}
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	return ids
+}
+
+// restart starts a closed node again with its data dir, on its old
+// controller address.
+func (tc *testCluster) restart(id int32) {
+	tc.t.Helper()
+	cfg := tc.cfgs[id]
+	addr := cfg.controllerListener.Addr().String()
+	cfg.controllerListener = nil
+	var err error
+	waitLong(tc.t, fmt.Sprintf("node %d's controller port to be free", id), func() bool {
+		cfg.controllerListener, err = net.Listen("tcp", addr)
+		return err == nil
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b, err := Start(ctx, cfg)
+	if err != nil {
+		tc.t.Fatalf("restarting node %d: %v", id, err)
+	}
+	tc.nodes[id] = b
+	tc.closed[id] = false
+}
+
+func (tc *testCluster) close(id int32) {
+	tc.t.Helper()
+	if err := tc.nodes[id].Close(); err != nil {
+		tc.t.Errorf("closing node %d: %v", id, err)
+	}
+	tc.closed[id] = true
+}
+
+// metadata asks node id for the metadata of every topic.
+func (tc *testCluster) metadata(id int32) *kmsg.MetadataResponse {
+	tc.t.Helper()
+	req := kmsg.NewPtrMetadataRequest()
+	req.SetVersion(12)
+	return dialRaw(tc.t, tc.nodes[id].Addr()).do(req).(*kmsg.MetadataResponse)
+}
+
+// waitForBrokers waits until each of the nodes lists n unfenced brokers.
+func (tc *testCluster) waitForBrokers(nodes []int32, n int) {
+	tc.t.Helper()
+	for _, id := range nodes {
+		waitLong(tc.t, fmt.Sprintf("node %d to list %d brokers", id, n), func() bool {
+			return len(tc.metadata(id).Brokers) == n
+		})
+	}
+}
+
+// controller is the active controller as node id sees it.
+func (tc *testCluster) controller(id int32) int32 { return tc.metadata(id).ControllerID }
+
+func (tc *testCluster) client(id int32, opts ...kgo.Opt) *kgo.Client {
+	tc.t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(tc.nodes[id].Addr())}, opts...)...)
+	if err != nil {
+		tc.t.Fatal(err)
+	}
+	tc.t.Cleanup(cl.Close)
+	return cl
+}
+
+// waitLong is waitFor with room for elections and sessions on a loaded
+// machine.
+func waitLong(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func TestClusterSpreadsPartitionsAndServesClients(t *testing.T) {
+	tc := startCluster(t, 3)
+	ctx := testCtx(t)
+
+	// Every node lists the three brokers and the same controller.
+	ctrl := tc.controller(1)
+	for _, id := range tc.live() {
+		md := tc.metadata(id)
+		if md.ControllerID != ctrl || ctrl < 1 {
+			t.Fatalf("node %d names controller %d, node 1 names %d", id, md.ControllerID, ctrl)
+		}
+		if *md.ClusterID != tc.nodes[1].ClusterID() {
+			t.Fatalf("node %d has cluster id %s, node 1 %s", id, *md.ClusterID, tc.nodes[1].ClusterID())
+		}
+	}
+
+	// DescribeQuorum is advertised; the broker-to-controller keys are not.
+	av := kmsg.NewPtrApiVersionsRequest()
+	av.SetVersion(3)
+	av.ClientSoftwareName, av.ClientSoftwareVersion = "gregor-test", "1.0"
+	advertised := map[int16]bool{}
+	for _, k := range dialRaw(t, tc.nodes[1].Addr()).do(av).(*kmsg.ApiVersionsResponse).ApiKeys {
+		advertised[k.ApiKey] = true
+	}
+	if !advertised[55] || advertised[62] || advertised[63] {
+		t.Fatalf("cluster node advertises DescribeQuorum %v, BrokerRegistration %v, BrokerHeartbeat %v", advertised[55], advertised[62], advertised[63])
+	}
+	// Transactions are not served across brokers yet: their keys are not
+	// advertised, and a transactional InitProducerId says so.
+	// Nor are ElectLeaders and the client quotas.
+	for _, key := range []int16{24, 25, 26, 27, 28, 65, 66, 43, 48, 49} {
+		if advertised[key] {
+			t.Fatalf("cluster node advertises key %d, which cluster mode does not serve yet", key)
+		}
+	}
+	ip := kmsg.NewPtrInitProducerIDRequest()
+	ip.SetVersion(4)
+	txnID := "tx"
+	ip.TransactionalID, ip.TransactionTimeoutMillis = &txnID, 10000
+	ip.ProducerID, ip.ProducerEpoch = -1, -1
+	if code := dialRaw(t, tc.nodes[1].Addr()).do(ip).(*kmsg.InitProducerIDResponse).ErrorCode; code != kerr.UnsupportedVersion.Code {
+		t.Fatalf("transactional InitProducerId: code %d, want UNSUPPORTED_VERSION", code)
+	}
+
+	// A topic created through a node that is not the active controller
+	// (the write is forwarded) is spread over the brokers.
+	via := int32(1)
+	if ctrl == 1 {
+		via = 2
+	}
+	adm := kadm.NewClient(tc.client(via))
+	if _, err := adm.CreateTopic(ctx, 6, -1, nil, "spread"); err != nil {
+		t.Fatalf("CreateTopic: %v", err)
+	}
+	leaders := map[int32]int{}
+	for _, id := range tc.live() {
+		var md *kmsg.MetadataResponse
+		waitLong(t, fmt.Sprintf("node %d to know the topic", id), func() bool {
+			md = tc.metadata(id)
+			return len(md.Topics) == 1 && len(md.Topics[0].Partitions) == 6
+		})
+		for _, p := range md.Topics[0].Partitions {
+			if p.ErrorCode != 0 || len(p.Replicas) != 1 || p.Replicas[0] != p.Leader || len(p.ISR) != 1 {
+				t.Fatalf("node %d: partition %+v", id, p)
+			}
+			if id == 1 {
+				leaders[p.Leader]++
+			}
+		}
+	}
+	if len(leaders) != 3 || leaders[1] != 2 || leaders[2] != 2 || leaders[3] != 2 {
+		t.Fatalf("leaders per broker: %v, want 2 each", leaders)
+	}
+
+	// Replication factor 2 is refused honestly; -1 is 1.
+	resp, err := adm.CreateTopic(ctx, 1, 2, nil, "replicated")
+	if err == nil || !strings.Contains(resp.ErrMessage, "not served yet") {
+		t.Fatalf("CreateTopic rf 2: %v %q, want INVALID_REPLICATION_FACTOR saying replication is not served", err, resp.ErrMessage)
+	}
+
+	// A node that does not lead a partition answers NOT_LEADER_OR_FOLLOWER
+	// with the leader (KIP-951).
+	md := tc.metadata(1)
+	var foreign kmsg.MetadataResponseTopicPartition
+	for _, p := range md.Topics[0].Partitions {
+		if p.Leader != 1 {
+			foreign = p
+		}
+	}
+	preq := kmsg.NewPtrProduceRequest()
+	preq.SetVersion(10)
+	preq.Acks = 1
+	preq.TimeoutMillis = 5000
+	pt := kmsg.NewProduceRequestTopic()
+	pt.Topic = "spread"
+	pp := kmsg.NewProduceRequestTopicPartition()
+	pp.Partition = foreign.Partition
+	pp.Records = makeBatch(t, batch.None, 1, time.Now().UnixMilli())
+	pt.Partitions = []kmsg.ProduceRequestTopicPartition{pp}
+	preq.Topics = []kmsg.ProduceRequestTopic{pt}
+	presp := dialRaw(t, tc.nodes[1].Addr()).do(preq).(*kmsg.ProduceResponse)
+	sp := presp.Topics[0].Partitions[0]
+	if sp.ErrorCode != kerr.NotLeaderForPartition.Code || sp.CurrentLeader.LeaderID != foreign.Leader {
+		t.Fatalf("produce to partition %d led by %d on node 1: code %d, current leader %d", foreign.Partition, foreign.Leader, sp.ErrorCode, sp.CurrentLeader.LeaderID)
+	}
+	if len(presp.Brokers) != 1 || presp.Brokers[0].NodeID != foreign.Leader || presp.Brokers[0].Port <= 0 {
+		t.Fatalf("produce node endpoints %+v, want broker %d", presp.Brokers, foreign.Leader)
+	}
+
+	// franz-go follows the leaders: produce to every partition and read it
+	// all back.
+	producer := tc.client(via, kgo.DefaultProduceTopic("spread"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	const perPartition = 10
+	for p := int32(0); p < 6; p++ {
+		for i := 0; i < perPartition; i++ {
+			r := &kgo.Record{Partition: p, Value: []byte(fmt.Sprintf("p%d-%d", p, i))}
+			if err := producer.ProduceSync(ctx, r).FirstErr(); err != nil {
+				t.Fatalf("produce to partition %d: %v", p, err)
+			}
+		}
+	}
+	consumer := tc.client(ctrl, kgo.ConsumeTopics("spread"), kgo.ConsumerGroup("g"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit())
+	got := map[int32][]string{}
+	for n := 0; n < 6*perPartition; {
+		fs := consumer.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("consumed %d of %d records: %v", n, 6*perPartition, err)
+		}
+		fs.EachError(func(topic string, p int32, err error) { t.Fatalf("fetch %s-%d: %v", topic, p, err) })
+		fs.EachRecord(func(r *kgo.Record) {
+			got[r.Partition] = append(got[r.Partition], string(r.Value))
+			n++
+		})
+	}
+	for p := int32(0); p < 6; p++ {
+		for i, v := range got[p] {
+			if want := fmt.Sprintf("p%d-%d", p, i); v != want {
+				t.Fatalf("partition %d record %d is %q, want %q", p, i, v, want)
+			}
+		}
+	}
+
+	// The group commits its offsets with the coordinator FindCoordinator
+	// names, the leader of the group's __consumer_offsets partition.
+	if err := consumer.CommitUncommittedOffsets(ctx); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	// A broker that does not coordinate the group says so.
+	coord := tc.nodes[ctrl].groupCoordinatorOf(t, "g")
+	for _, id := range tc.live() {
+		if id == coord {
+			continue
+		}
+		of := kmsg.NewPtrOffsetFetchRequest()
+		of.SetVersion(7)
+		of.Group = "g"
+		resp := dialRaw(t, tc.nodes[id].Addr()).do(of).(*kmsg.OffsetFetchResponse)
+		if resp.ErrorCode != kerr.NotCoordinator.Code {
+			t.Fatalf("OffsetFetch for g on node %d (coordinator %d): code %d, want NOT_COORDINATOR", id, coord, resp.ErrorCode)
+		}
+		dg := kmsg.NewPtrDescribeGroupsRequest()
+		dg.SetVersion(5)
+		dg.Groups = []string{"g"}
+		if g := dialRaw(t, tc.nodes[id].Addr()).do(dg).(*kmsg.DescribeGroupsResponse).Groups[0]; g.ErrorCode != kerr.NotCoordinator.Code {
+			t.Fatalf("DescribeGroups for g on node %d (coordinator %d): code %d, want NOT_COORDINATOR", id, coord, g.ErrorCode)
+		}
+	}
+	for _, id := range tc.live() {
+		offsets, err := kadm.NewClient(tc.client(id)).FetchOffsets(ctx, "g")
+		if err != nil {
+			t.Fatalf("fetch offsets through node %d: %v", id, err)
+		}
+		for p := int32(0); p < 6; p++ {
+			if o, ok := offsets.Lookup("spread", p); !ok || o.At != perPartition {
+				t.Fatalf("through node %d, group offset of partition %d: %+v", id, p, o)
+			}
+		}
+	}
+
+	// CreatePartitions and IncrementalAlterConfigs through a node that is
+	// not the controller are forwarded, and every node applies them.
+	if _, err := adm.CreatePartitions(ctx, 2, "spread"); err != nil {
+		t.Fatalf("CreatePartitions: %v", err)
+	}
+	retention := "3600000"
+	alter := []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "retention.ms", Value: &retention}}
+	if res, err := adm.AlterTopicConfigs(ctx, alter, "spread"); err != nil || res[0].Err != nil {
+		t.Fatalf("AlterTopicConfigs: %v %+v", err, res)
+	}
+	for _, id := range tc.live() {
+		waitLong(t, fmt.Sprintf("node %d to apply the new partitions and config", id), func() bool {
+			tp := tc.nodes[id].lookupTopic("spread")
+			return tp != nil && len(tc.nodes[id].partitions(tp)) == 8 && tc.nodes[id].topicConfigs(tp)["retention.ms"] == retention
+		})
+	}
+	rc, err := kadm.NewClient(tc.client(ctrl)).DescribeTopicConfigs(ctx, "spread")
+	if err != nil {
+		t.Fatalf("DescribeTopicConfigs: %v", err)
+	}
+	if c, err := rc.On("spread", nil); err != nil || !hasConfig(c.Configs, "retention.ms", retention) {
+		t.Fatalf("configs of spread on the controller's node: %+v %v", c, err)
+	}
+
+	// DeleteTopics through any node goes through the controller.
+	if _, err := kadm.NewClient(tc.client(via)).DeleteTopic(ctx, "spread"); err != nil {
+		t.Fatalf("DeleteTopic: %v", err)
+	}
+	for _, id := range tc.live() {
+		waitLong(t, fmt.Sprintf("node %d to delete the topic", id), func() bool {
+			return tc.nodes[id].lookupTopic("spread") == nil
+		})
+	}
+}
+
+func TestClusterFencesAClosedBrokerAndItsPartitionsGoOffline(t *testing.T) {
+	tc := startCluster(t, 3)
+	ctx := testCtx(t)
+	ctrl := tc.controller(1)
+	if _, err := kadm.NewClient(tc.client(1)).CreateTopic(ctx, 6, -1, nil, "t"); err != nil {
+		t.Fatalf("CreateTopic: %v", err)
+	}
+	victim := int32(1)
+	for victim == ctrl {
+		victim++
+	}
+	var survivor int32
+	for _, id := range tc.live() {
+		if id != victim {
+			survivor = id
+		}
+	}
+	waitLong(t, "the topic everywhere", func() bool {
+		md := tc.metadata(survivor)
+		return len(md.Topics) == 1 && len(md.Topics[0].Partitions) == 6
+	})
+	producer := tc.client(survivor, kgo.DefaultProduceTopic("t"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	for p := int32(0); p < 6; p++ {
+		if err := producer.ProduceSync(ctx, &kgo.Record{Partition: p, Value: []byte("before")}).FirstErr(); err != nil {
+			t.Fatalf("produce to partition %d: %v", p, err)
+		}
+	}
+	tc.close(victim)
+
+	// After the session timeout the controller fences it: it leaves the
+	// broker list, and its partitions (RF=1, no other replica, unclean
+	// election off) have no leader.
+	tc.waitForBrokers([]int32{survivor}, 2)
+	waitLong(t, "the victim's partitions to lose their leader", func() bool {
+		md := tc.metadata(survivor)
+		offline := 0
+		for _, p := range md.Topics[0].Partitions {
+			if p.Replicas[0] != victim {
+				if p.Leader != p.Replicas[0] || p.ErrorCode != 0 {
+					t.Fatalf("partition %d of a live broker: %+v", p.Partition, p)
+				}
+				continue
+			}
+			if p.Leader == -1 && p.ErrorCode == kerr.LeaderNotAvailable.Code &&
+				len(p.OfflineReplicas) == 1 && p.OfflineReplicas[0] == victim {
+				offline++
+			}
+		}
+		return offline == 2
+	})
+
+	// DescribeCluster v2 lists the fenced broker only when asked.
+	req := kmsg.NewPtrDescribeClusterRequest()
+	req.SetVersion(2)
+	req.IncludeFencedBrokers = true
+	dc := dialRaw(t, tc.nodes[survivor].Addr()).do(req).(*kmsg.DescribeClusterResponse)
+	fenced := 0
+	for _, b := range dc.Brokers {
+		if b.IsFenced {
+			if b.NodeID != victim {
+				t.Fatalf("broker %d fenced, want %d", b.NodeID, victim)
+			}
+			fenced++
+		}
+	}
+	if len(dc.Brokers) != 3 || fenced != 1 || dc.ControllerID != ctrl {
+		t.Fatalf("DescribeCluster: %+v", dc)
+	}
+
+	// Restarted with its data, it registers again, is unfenced and leads
+	// its partitions again, with the records it had.
+	tc.restart(victim)
+	tc.waitForBrokers(tc.live(), 3)
+	waitLong(t, "the victim to lead its partitions again", func() bool {
+		for _, p := range tc.metadata(survivor).Topics[0].Partitions {
+			if p.Leader != p.Replicas[0] {
+				return false
+			}
+		}
+		return true
+	})
+	adm := kadm.NewClient(tc.client(survivor))
+	waitLong(t, "every partition's record to be readable again", func() bool {
+		ends, err := adm.ListEndOffsets(ctx, "t")
+		if err != nil {
+			return false
+		}
+		n := 0
+		ends.Each(func(o kadm.ListedOffset) {
+			if o.Err == nil && o.Offset == 1 {
+				n++
+			}
+		})
+		return n == 6
+	})
+}
+
+func TestClusterElectsANewControllerWhenTheActiveOneCloses(t *testing.T) {
+	tc := startCluster(t, 3)
+	ctx := testCtx(t)
+	old := tc.controller(1)
+	tc.close(old)
+	live := tc.live()
+	var now int32
+	waitLong(t, "a new active controller", func() bool {
+		now = tc.controller(live[0])
+		return now >= 0 && now != old && tc.controller(live[1]) == now
+	})
+
+	// DescribeQuorum, through either node, names it with both voters'
+	// progress as the leader knows it.
+	for _, id := range live {
+		req := kmsg.NewPtrDescribeQuorumRequest()
+		rt := kmsg.NewDescribeQuorumRequestTopic()
+		rt.Topic = "__cluster_metadata"
+		rt.Partitions = []kmsg.DescribeQuorumRequestTopicPartition{kmsg.NewDescribeQuorumRequestTopicPartition()}
+		req.Topics = []kmsg.DescribeQuorumRequestTopic{rt}
+		req.SetVersion(1)
+		dq := dialRaw(t, tc.nodes[id].Addr()).do(req).(*kmsg.DescribeQuorumResponse)
+		p := dq.Topics[0].Partitions[0]
+		if p.ErrorCode != 0 || p.LeaderID != now || len(p.CurrentVoters) != 3 || p.HighWatermark <= 0 {
+			t.Fatalf("DescribeQuorum through node %d: %+v", id, p)
+		}
+	}
+
+	// The new controller takes writes from any node.
+	for _, id := range live {
+		name := fmt.Sprintf("after-%d", id)
+		if _, err := kadm.NewClient(tc.client(id)).CreateTopic(ctx, 2, -1, nil, name); err != nil {
+			t.Fatalf("CreateTopic through node %d: %v", id, err)
+		}
+	}
+}
+
+func TestSingleNodeDoesNotAdvertiseClusterAPIs(t *testing.T) {
+	b := startBroker(t, Config{})
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.SetVersion(3)
+	req.ClientSoftwareName, req.ClientSoftwareVersion = "gregor-test", "1.0"
+	resp := dialRaw(t, b.Addr()).do(req).(*kmsg.ApiVersionsResponse)
+	if resp.ErrorCode != 0 || len(resp.ApiKeys) == 0 {
+		t.Fatalf("ApiVersions: error %d, %d keys", resp.ErrorCode, len(resp.ApiKeys))
+	}
+	for _, k := range resp.ApiKeys {
+		if k.ApiKey == 55 || k.ApiKey == 62 || k.ApiKey == 63 {
+			t.Fatalf("single node advertises key %d", k.ApiKey)
+		}
+	}
+	// Sending one closes the connection, as for any key not served.
+	c := dialRaw(t, b.Addr())
+	c.sendRefused(kmsg.NewPtrBrokerHeartbeatRequest())
+}
+
+func hasConfig(configs []kadm.Config, name, value string) bool {
+	for _, c := range configs {
+		if c.Key == name && c.Value != nil && *c.Value == value {
+			return true
+		}
+	}
+	return false
+}
+
+func TestClusterModeRefusesASingleNodesDataDir(t *testing.T) {
+	dir := t.TempDir()
+	b := startBroker(t, Config{DataDir: dir})
+	if _, err := kadm.NewClient(newTestClient(t, b.Addr())).CreateTopic(testCtx(t), 1, 1, nil, "mine"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	_, err = Start(testCtx(t), Config{DataDir: dir, NodeID: 1, ControllerQuorumVoters: "1@" + ln.Addr().String(), controllerListener: ln,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err == nil || !strings.Contains(err.Error(), "not supported yet") {
+		t.Fatalf("Start on a single node's data dir in cluster mode: %v", err)
+	}
+}
+
+func newTestClient(t *testing.T, addr string) *kgo.Client {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// groupCoordinatorOf is the broker FindCoordinator names for a group.
+func (b *Broker) groupCoordinatorOf(t *testing.T, groupID string) int32 {
+	req := kmsg.NewPtrFindCoordinatorRequest()
+	req.SetVersion(4)
+	req.CoordinatorKeys = []string{groupID}
+	resp := dialRaw(t, b.Addr()).do(req).(*kmsg.FindCoordinatorResponse)
+	if len(resp.Coordinators) != 1 || resp.Coordinators[0].ErrorCode != 0 {
+		t.Fatalf("FindCoordinator %s: %+v", groupID, resp)
+	}
+	return resp.Coordinators[0].NodeID
+}

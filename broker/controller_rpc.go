@@ -1,0 +1,277 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-broker/gregor/coordinator/controller"
+	"github.com/gregor-broker/gregor/protocol"
+)
+
+// forwardClientID is the client id of the requests a broker sends the
+// active controller's node: registrations, heartbeats and forwarded admin
+// writes. A node receiving a forwarded write that is not the active
+// controller answers NOT_CONTROLLER rather than forwarding it again.
+const forwardClientID = "gregor-controller-client"
+
+// maxControllerResponse bounds a response from the controller's node; the
+// answers to registrations, heartbeats and single-topic writes are small.
+const maxControllerResponse = 16 << 20
+
+// controllerRPC is the broker's connection to the active controller's
+// node, when that is not this node: one connection, one request at a time
+// (the calls are rare: a heartbeat every broker.heartbeat.interval.ms and
+// the admin writes). It dials again after any error or when the active
+// controller moves.
+type controllerRPC struct {
+	mu     sync.Mutex
+	addr   string   // guarded by mu
+	nc     net.Conn // guarded by mu
+	corr   int32    // guarded by mu
+	closed bool     // guarded by mu
+}
+
+// do sends req to the Kafka listener at addr, at the newest version this
+// broker serves of its key (both ends run the same code), and returns the
+// decoded response.
+func (r *controllerRPC) do(ctx context.Context, addr string, req kmsg.Request) (kmsg.Response, error) {
+	h := handlers[req.Key()]
+	if h == nil {
+		return nil, fmt.Errorf("broker: api key %d is not served", req.Key())
+	}
+	req.SetVersion(h.max)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil, net.ErrClosed
+	}
+	if r.nc != nil && r.addr != addr {
+		r.nc.Close()
+		r.nc = nil
+	}
+	if r.nc == nil {
+		nc, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return nil, fmt.Errorf("broker: dialling the active controller at %s: %w", addr, err)
+		}
+		r.nc, r.addr = nc, addr
+	}
+	resp, err := r.roundTrip(ctx, req)
+	if err != nil {
+		r.nc.Close()
+		r.nc = nil
+		return nil, fmt.Errorf("broker: request %d to the active controller at %s: %w", req.Key(), addr, err)
+	}
+	return resp, nil
+}
+
+func (r *controllerRPC) roundTrip(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(30 * time.Second)
+	}
+	if err := r.nc.SetDeadline(deadline); err != nil {
+		return nil, err
+	}
+	r.corr++
+	corr := r.corr
+	frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID(forwardClientID)).AppendRequest(nil, req, corr)
+	if _, err := r.nc.Write(frame); err != nil {
+		return nil, err
+	}
+	raw, err := protocol.ReadFrame(r.nc, maxControllerResponse, nil)
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	got, body, err := protocol.ParseResponseHeader(raw, req.IsFlexible())
+	if err != nil {
+		return nil, err
+	}
+	if got != corr {
+		return nil, fmt.Errorf("correlation id %d, want %d", got, corr)
+	}
+	resp := req.ResponseKind()
+	if err := resp.ReadFrom(body); err != nil {
+		return nil, fmt.Errorf("malformed response: %w", err)
+	}
+	return resp, nil
+}
+
+func (r *controllerRPC) close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed = true
+	if r.nc != nil {
+		r.nc.Close()
+		r.nc = nil
+	}
+}
+
+// codeErr turns a response's error code into the kerr error (nil for 0).
+func codeErr(code int16, msg *string) error {
+	if code == 0 {
+		return nil
+	}
+	err := kerr.ErrorForCode(code)
+	if msg != nil && *msg != "" {
+		return fmt.Errorf("%s: %w", *msg, err)
+	}
+	return err
+}
+
+func (r *controllerRPC) register(ctx context.Context, addr string, reg controller.BrokerRegistration) (int64, error) {
+	req := kmsg.NewPtrBrokerRegistrationRequest()
+	req.BrokerID, req.ClusterID, req.IncarnationID = reg.BrokerID, reg.ClusterID, reg.IncarnationID
+	for _, ep := range reg.Endpoints {
+		l := kmsg.NewBrokerRegistrationRequestListener()
+		l.Name, l.Host, l.Port, l.SecurityProtocol = ep.Name, ep.Host, uint16(ep.Port), ep.SecurityProtocol
+		req.Listeners = append(req.Listeners, l)
+	}
+	if reg.Rack != "" {
+		req.Rack = &reg.Rack
+	}
+	req.PreviousBrokerEpoch = -1
+	raw, err := r.do(ctx, addr, req)
+	if err != nil {
+		return 0, err
+	}
+	resp := raw.(*kmsg.BrokerRegistrationResponse)
+	if err := codeErr(resp.ErrorCode, nil); err != nil {
+		return 0, err
+	}
+	return resp.BrokerEpoch, nil
+}
+
+func (r *controllerRPC) heartbeat(ctx context.Context, addr string, hb controller.BrokerHeartbeat) (controller.HeartbeatResult, error) {
+	req := kmsg.NewPtrBrokerHeartbeatRequest()
+	req.BrokerID, req.BrokerEpoch, req.CurrentMetadataOffset = hb.BrokerID, hb.BrokerEpoch, hb.CurrentMetadataOffset
+	req.WantFence, req.WantShutdown = hb.WantFence, hb.WantShutDown
+	raw, err := r.do(ctx, addr, req)
+	if err != nil {
+		return controller.HeartbeatResult{}, err
+	}
+	resp := raw.(*kmsg.BrokerHeartbeatResponse)
+	if err := codeErr(resp.ErrorCode, nil); err != nil {
+		return controller.HeartbeatResult{}, err
+	}
+	return controller.HeartbeatResult{IsCaughtUp: resp.IsCaughtUp, IsFenced: resp.IsFenced, ShouldShutDown: resp.ShouldShutdown}, nil
+}
+
+// createTopic forwards one topic's creation.
+func (r *controllerRPC) createTopic(ctx context.Context, addr string, ct controller.CreateTopic, validateOnly bool) (controller.TopicResult, error) {
+	req := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = ct.Name, ct.NumPartitions, ct.ReplicationFactor
+	for name, v := range ct.Configs {
+		c := kmsg.NewCreateTopicsRequestTopicConfig()
+		c.Name, c.Value = name, v
+		rt.Configs = append(rt.Configs, c)
+	}
+	req.Topics = []kmsg.CreateTopicsRequestTopic{rt}
+	req.ValidateOnly = validateOnly
+	req.TimeoutMillis = 30000
+	raw, err := r.do(ctx, addr, req)
+	if err != nil {
+		return controller.TopicResult{}, err
+	}
+	resp := raw.(*kmsg.CreateTopicsResponse)
+	if len(resp.Topics) != 1 {
+		return controller.TopicResult{}, fmt.Errorf("broker: the controller answered %d topics for 1", len(resp.Topics))
+	}
+	st := resp.Topics[0]
+	return controller.TopicResult{Name: st.Topic, TopicID: st.TopicID, NumPartitions: st.NumPartitions,
+		ReplicationFactor: st.ReplicationFactor, Err: codeErr(st.ErrorCode, st.ErrorMessage)}, nil
+}
+
+// deleteTopic forwards one topic's deletion, by name or id.
+func (r *controllerRPC) deleteTopic(ctx context.Context, addr string, ref controller.TopicRef) (controller.TopicResult, error) {
+	req := kmsg.NewPtrDeleteTopicsRequest()
+	dt := kmsg.NewDeleteTopicsRequestTopic()
+	if ref.ID != ([16]byte{}) {
+		dt.TopicID = ref.ID
+	} else {
+		name := ref.Name
+		dt.Topic = &name
+	}
+	req.Topics = []kmsg.DeleteTopicsRequestTopic{dt}
+	req.TimeoutMillis = 30000
+	raw, err := r.do(ctx, addr, req)
+	if err != nil {
+		return controller.TopicResult{}, err
+	}
+	resp := raw.(*kmsg.DeleteTopicsResponse)
+	if len(resp.Topics) != 1 {
+		return controller.TopicResult{}, fmt.Errorf("broker: the controller answered %d topics for 1", len(resp.Topics))
+	}
+	st := resp.Topics[0]
+	res := controller.TopicResult{TopicID: st.TopicID, Err: codeErr(st.ErrorCode, st.ErrorMessage)}
+	if st.Topic != nil {
+		res.Name = *st.Topic
+	}
+	return res, nil
+}
+
+// forwarded reports whether r came from another broker's controller
+// client, which must not be forwarded again.
+func forwarded(r *request) bool {
+	return r.hdr.ClientID != nil && *r.hdr.ClientID == forwardClientID
+}
+
+func nodeString(id int32) string { return strconv.Itoa(int(id)) }
+
+// createPartitions forwards one topic's CreatePartitions; the answer's
+// error is the result's.
+func (r *controllerRPC) createPartitions(ctx context.Context, addr string, rt kmsg.CreatePartitionsRequestTopic, validateOnly bool) (controller.TopicResult, error) {
+	req := kmsg.NewPtrCreatePartitionsRequest()
+	req.Topics = []kmsg.CreatePartitionsRequestTopic{rt}
+	req.ValidateOnly = validateOnly
+	req.TimeoutMillis = 30000
+	raw, err := r.do(ctx, addr, req)
+	if err != nil {
+		return controller.TopicResult{}, err
+	}
+	resp := raw.(*kmsg.CreatePartitionsResponse)
+	if len(resp.Topics) != 1 {
+		return controller.TopicResult{}, fmt.Errorf("broker: the controller answered %d topics for 1", len(resp.Topics))
+	}
+	st := resp.Topics[0]
+	return controller.TopicResult{Name: st.Topic, Err: codeErr(st.ErrorCode, st.ErrorMessage)}, nil
+}
+
+// alterTopicConfigs forwards a topic's config changes as one
+// IncrementalAlterConfigs resource of SET and DELETE operations.
+func (r *controllerRPC) alterTopicConfigs(ctx context.Context, addr, name string, changes []controller.ConfigChange) error {
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeTopic, name
+	for _, ch := range changes {
+		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		c.Name, c.Value, c.Op = ch.Name, ch.Value, kmsg.IncrementalAlterConfigOpSet
+		if ch.Value == nil {
+			c.Op = kmsg.IncrementalAlterConfigOpDelete
+		}
+		res.Configs = append(res.Configs, c)
+	}
+	req.Resources = []kmsg.IncrementalAlterConfigsRequestResource{res}
+	raw, err := r.do(ctx, addr, req)
+	if err != nil {
+		return err
+	}
+	resp := raw.(*kmsg.IncrementalAlterConfigsResponse)
+	if len(resp.Resources) != 1 {
+		return fmt.Errorf("broker: the controller answered %d resources for 1", len(resp.Resources))
+	}
+	return codeErr(resp.Resources[0].ErrorCode, resp.Resources[0].ErrorMessage)
+}
