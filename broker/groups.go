@@ -282,14 +282,11 @@ func (gc *groupCoordinator) revert(replies []group.Reply, err error) {
 // offsets.topic.num.partitions partitions, compacted, with Kafka's
 // offsets.topic.segment.bytes (100 MiB).
 func (gc *groupCoordinator) createOffsetsTopic() error {
-	t, kErr, msg := gc.b.createTopic(gc.b.offsetsTopicCreation())
-	if errors.Is(kErr, kerr.TopicAlreadyExists) {
-		t, kErr = gc.b.lookupTopic(offsetsTopic), nil
+	parts, err := gc.b.createInternalTopic(gc.b.offsetsTopicCreation())
+	if err != nil {
+		return err
 	}
-	if kErr != nil || t == nil {
-		return fmt.Errorf("broker: creating %s: %v: %s", offsetsTopic, kErr, msg)
-	}
-	gc.parts = gc.b.partitions(t)
+	gc.parts = parts
 	return nil
 }
 
@@ -327,37 +324,7 @@ func (gc *groupCoordinator) appendRecords(recs []group.Record) error {
 	now := nowMillis()
 	var errs []error
 	for _, k := range order {
-		p := gc.parts[k.partition]
-		if p.notLeader() {
-			errs = append(errs, fmt.Errorf("%w: %s-%d", errNotLocalLeader, p.topic, p.index))
-			continue
-		}
-		opts := batch.BuildOptions{BaseTimestamp: now, ProducerID: k.txn.ID, ProducerEpoch: k.txn.Epoch,
-			BaseSequence: -1, PartitionLeaderEpoch: p.leaderEpoch, Transactional: k.txn.ID >= 0}
-		one, err := batch.AppendBatch(nil, opts, byBatch[k])
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		origin := originClient
-		if opts.Transactional {
-			origin = originCoordinator
-		}
-		out, err := p.appendBatchFrom(origin, one, now)
-		if err == nil && out.refused != nil {
-			// txnAppendError checked this batch's epoch on this goroutine,
-			// the topic's only writer: a refusal means the state here is
-			// not what the coordinator was told, so its decisions go.
-			err = fmt.Errorf("broker: %s-%d refused the coordinator's batch: %s", offsetsTopic, p.index, out.message)
-		}
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		p.appended()
-		// __consumer_offsets follows its flush policy like any topic, so an
-		// answered commit is as durable as an answered produce.
-		if err := p.log.FlushAfterAppend(out.end); err != nil {
+		if err := appendCoordinatorBatch(gc.parts[k.partition], k.txn.ID, k.txn.Epoch, byBatch[k], now); err != nil {
 			errs = append(errs, err)
 		}
 	}

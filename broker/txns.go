@@ -295,14 +295,11 @@ func (tc *txnCoordinator) revert(err error) {
 // transaction.state.log.num.partitions partitions, compacted, with
 // transaction.state.log.segment.bytes (100 MiB).
 func (tc *txnCoordinator) createTopic() error {
-	t, kErr, msg := tc.b.createTopic(tc.b.txnStateTopicCreation())
-	if errors.Is(kErr, kerr.TopicAlreadyExists) {
-		t, kErr = tc.b.lookupTopic(txnStateTopic), nil
+	parts, err := tc.b.createInternalTopic(tc.b.txnStateTopicCreation())
+	if err != nil {
+		return err
 	}
-	if kErr != nil || t == nil {
-		return fmt.Errorf("broker: creating %s: %v: %s", txnStateTopic, kErr, msg)
-	}
-	tc.parts = tc.b.partitions(t)
+	tc.parts = parts
 	return nil
 }
 
@@ -327,24 +324,7 @@ func (tc *txnCoordinator) appendRecords(recs []txn.Record) error {
 	now := nowMillis()
 	var errs []error
 	for _, pi := range order {
-		p := tc.parts[pi]
-		if p.notLeader() {
-			errs = append(errs, fmt.Errorf("%w: %s-%d", errNotLocalLeader, p.topic, p.index))
-			continue
-		}
-		one, err := batch.AppendBatch(nil, batch.BuildOptions{BaseTimestamp: now, ProducerID: -1, ProducerEpoch: -1,
-			BaseSequence: -1, PartitionLeaderEpoch: p.leaderEpoch}, byPart[pi])
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		out, err := p.appendBatch(one, now)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		p.appended()
-		if err := p.log.FlushAfterAppend(out.end); err != nil {
+		if err := appendCoordinatorBatch(tc.parts[pi], -1, -1, byPart[pi], now); err != nil {
 			errs = append(errs, err)
 		}
 	}
