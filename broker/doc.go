@@ -32,10 +32,11 @@
 // __consumer_offsets and partition.appendMu to append to it, like any
 // handler. The transaction coordinator's goroutine (txns.go) likewise
 // holds no lock of its own: it takes partition.appendMu to append to
-// __transaction_state and to write markers. A transactional produce takes
-// a partition's appendMu only to set its verification guard and releases
-// it before it calls the transaction coordinator (txn_verify.go), so the
-// coordinator never waits for a lock a caller holds. The log manager's cleaner threads (logmanager.go) take
+// __transaction_state, to write markers and to set a verification guard.
+// A transactional produce takes a partition's appendMu only to look at the
+// producer's open transaction and releases it before it calls the
+// transaction coordinator (txn_verify.go), so the coordinator never waits
+// for a lock a caller holds. The log manager's cleaner threads (logmanager.go) take
 // logManager.mu before Broker.mu, and release Broker.mu before taking a
 // partition's appendMu. apiMetrics.mu (metrics.go),
 // byteRateQuota.mu (throttle.go) and connectionRateQuota.mu (connquota.go)

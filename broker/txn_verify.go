@@ -12,9 +12,10 @@ package broker
 // transaction instead (Kafka's AddPartitionsToTxnManager with the
 // addPartition operation), and so begins the transaction if need be.
 //
-// While the question is out, the partition holds a guard for the producer
-// (partition.txnGuards, Kafka's VerificationGuard); a marker removes it,
-// and the append opens the transaction only if its guard is still there.
+// A positive answer leaves a guard for the producer in the partition
+// (partition.txnGuards, Kafka's VerificationGuard), set on the
+// coordinator's goroutine when it answers; a marker removes it, and the
+// append opens the transaction only if its guard is still there.
 // So a batch verified just before its transaction was aborted cannot open
 // a transaction that no marker will ever close.
 //
@@ -55,24 +56,27 @@ func (b *Broker) verifyTxnBatch(r *request, req *kmsg.ProduceRequest, p *partiti
 		p.appendMu.Unlock()
 		return 0, nil, "", nil
 	}
-	guard := lastTxnGuard.Add(1)
-	if p.txnGuards == nil {
-		p.txnGuards = map[int64]uint64{}
-	}
-	p.txnGuards[pid] = guard
 	p.appendMu.Unlock()
 
 	tp := txn.Partition{Topic: p.topic, Partition: p.index}
 	var top int16
 	var parts map[txn.Partition]int16
+	guard := lastTxnGuard.Add(1)
 	code, err := b.txns.call(r, func(c *txn.Coordinator, now int64) {
 		if req.Version >= 12 {
 			// Transactions V2: the produce adds its partition (Kafka's
 			// leader sends AddPartitionsToTxn v5 without verifyOnly).
 			top = c.AddPartitions(now, *req.TransactionID, pid, epoch, []txn.Partition{tp}, 2)
-			return
+		} else {
+			top, parts = c.VerifyPartitions(*req.TransactionID, pid, epoch, []txn.Partition{tp})
 		}
-		top, parts = c.VerifyPartitions(*req.TransactionID, pid, epoch, []txn.Partition{tp})
+		if top == 0 && parts[tp] == 0 {
+			// Set on the coordinator's goroutine, which writes every
+			// marker: the markers of the producer's previous transaction
+			// are all written by now and cannot remove this guard; only
+			// the markers of the transaction just verified can.
+			p.setTxnGuard(pid, guard)
+		}
 	})
 	if err != nil {
 		return 0, nil, "", err
@@ -134,4 +138,15 @@ func refuseTransactionalProduce(req *kmsg.ProduceRequest, resp *kmsg.ProduceResp
 		resp.Topics = append(resp.Topics, st)
 	}
 	return resp, nil
+}
+
+// setTxnGuard records guard as the verification of producer pid's
+// transaction in p.
+func (p *partition) setTxnGuard(pid int64, guard uint64) {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	if p.txnGuards == nil {
+		p.txnGuards = map[int64]uint64{}
+	}
+	p.txnGuards[pid] = guard
 }
