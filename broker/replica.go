@@ -270,7 +270,11 @@ func (p *partition) maybeIncrementHW(now int64) bool {
 // the follower should join the ISR, the ISR to ask the controller for (nil
 // otherwise). ok is false when replica is not a replica of the partition
 // or this broker no longer leads it.
-func (p *partition) followerFetch(replica int32, brokerEpoch, fetchOffset, leaderEnd int64, fetchEpoch int32, now int64) (ok, hwMoved bool, expand []int32) {
+//
+// eligible says whether the image lets the follower join the ISR: its
+// broker registered at the fetch's broker epoch and not fenced (Kafka's
+// isReplicaIsrEligible).
+func (p *partition) followerFetch(replica int32, brokerEpoch, fetchOffset, leaderEnd int64, fetchEpoch int32, eligible bool, now int64) (ok, hwMoved bool, expand []int32) {
 	rs := &p.repl
 	rs.mu.Lock()
 	f := rs.followers[replica]
@@ -288,7 +292,7 @@ func (p *partition) followerFetch(replica int32, brokerEpoch, fetchOffset, leade
 	// Kafka's maybeExpandIsr: not in the ISR, no change in flight, caught
 	// up to the high watermark and to the start of this leader epoch,
 	// fetching at the current epoch.
-	if rs.pendingISR == nil && !slices.Contains(rs.isr, replica) && fetchEpoch == rs.leaderEpoch &&
+	if eligible && rs.pendingISR == nil && !slices.Contains(rs.isr, replica) && fetchEpoch == rs.leaderEpoch &&
 		fetchOffset >= p.hw.Load() && fetchOffset >= rs.epochStart {
 		expand = append(slices.Clone(rs.isr), replica)
 		slices.Sort(expand)

@@ -189,6 +189,9 @@ func (f *replicaFetcher) run() {
 			return
 		default:
 		}
+		if hook := f.c.b.cfg.testHooks.replicaFetch; hook != nil {
+			hook(f.leader)
+		}
 		req, sent, wait := f.buildRequest()
 		if len(sent) == 0 {
 			f.sleep(wait)
