@@ -171,6 +171,9 @@ type Log struct {
 	appendMu sync.Mutex
 	mu       sync.RWMutex
 	deleteMu sync.Mutex // a leaf: guards pendingDeletes and deletesDone
+	hwMu     sync.Mutex // serializes WriteHighWatermark; taken before mu, with no other lock
+
+	hw atomic.Int64 // the high-watermark checkpoint (highwatermark.go), -1 when none
 
 	segments []*segment // ascending base offsets, contiguous; guarded by mu
 	closed   bool       // guarded by mu; set holding appendMu too

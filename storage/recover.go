@@ -232,6 +232,9 @@ func (l *Log) open() error {
 	if err := l.openSidecars(); err != nil {
 		return err
 	}
+	if err := l.loadHighWatermark(); err != nil {
+		return err
+	}
 
 	switch {
 	case clean:
