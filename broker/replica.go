@@ -191,7 +191,7 @@ func (p *partition) becomeNone(st *partitionState) error {
 		return nil
 	}
 	p.logger.Info("no longer a replica; removing the local data", "topic", p.topic, "partition", p.index)
-	if err := truncateFullyAndStartAt(p.log, 0); err != nil {
+	if err := p.log.TruncateFullyAndStartAt(0); err != nil {
 		return err
 	}
 	p.hw.Store(0)

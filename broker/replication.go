@@ -124,7 +124,7 @@ func (c *cluster) checkpointHighWatermarks() {
 		if p.hwCheckpointed.Load() == hw {
 			continue
 		}
-		if err := writeHighWatermark(p.log, hw); err != nil {
+		if err := p.log.WriteHighWatermark(hw); err != nil {
 			c.b.log.Warn("checkpointing the high watermark failed", "topic", p.topic, "partition", p.index, "err", err)
 			continue
 		}
