@@ -408,6 +408,10 @@ func (c *cluster) syncImage(im *metadata.Image) {
 				leader: mp.Leader, leaderEpoch: mp.LeaderEpoch, partitionEpoch: mp.PartitionEpoch,
 				replicas: mp.Replicas, isr: mp.ISR, local: mp.Leader == self,
 			}
+			// Published at once, under Broker.mu with the topic, so that no
+			// request sees the partition without its leadership; appends
+			// wait for the role itself (applyRoles, appendGuarded).
+			p.cluster.Store(st)
 			roles = append(roles, roleChange{p: p, topicID: t.id, st: st})
 		}
 	}

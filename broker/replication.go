@@ -45,17 +45,14 @@ func (c *cluster) applyRoles(roles []roleChange) {
 					replicas: st.replicas, isr: st.isr, local: false})
 				continue
 			}
-			p.cluster.Store(st)
 			p.appended() // the high watermark may move (a lone ISR), waiters re-check
 		case slices.Contains(st.replicas, self):
-			p.cluster.Store(st)
 			p.becomeFollower(st)
 			p.wake() // acks=all produces waiting here fail over
 			if st.leader >= 0 {
 				follow[st.leader] = append(follow[st.leader], fetchTarget{p: p, topicID: rc.topicID, leaderEpoch: st.leaderEpoch})
 			}
 		default:
-			p.cluster.Store(st)
 			if err := p.becomeNone(st); err != nil {
 				b.log.Error("removing the data of a replica no longer hosted failed", "topic", p.topic, "partition", p.index, "err", err)
 			}
