@@ -425,7 +425,7 @@ func (c *cluster) syncImage(im *metadata.Image) {
 		}
 	}
 	b.mu.Unlock()
-	c.applyRoles(roles)
+	c.applyRoles(im, roles)
 
 	c.mu.Lock()
 	c.image = im

@@ -29,7 +29,7 @@ type roleChange struct {
 // ReplicaManager.applyDelta): leader, follower or none, and hands the
 // followed partitions to the fetcher of their leader. Called on the image
 // goroutine, holding no lock.
-func (c *cluster) applyRoles(roles []roleChange) {
+func (c *cluster) applyRoles(im *metadata.Image, roles []roleChange) {
 	b := c.b
 	self := b.cfg.NodeID
 	now := time.Now().UnixMilli()
@@ -38,7 +38,7 @@ func (c *cluster) applyRoles(roles []roleChange) {
 		p, st := rc.p, rc.st
 		switch {
 		case st.leader == self:
-			if err := p.becomeLeader(st, now, b.cfg.ReplicaLagTimeMaxMs); err != nil {
+			if err := p.becomeLeader(st, now, b.cfg.ReplicaLagTimeMaxMs, func(id int32) bool { return isrEligible(im, id, -1) }); err != nil {
 				b.log.Error("taking the lead failed", "topic", p.topic, "partition", p.index, "err", err)
 				// Refuse produce rather than append at a wrong epoch.
 				p.cluster.Store(&partitionState{leader: st.leader, leaderEpoch: st.leaderEpoch, partitionEpoch: st.partitionEpoch,

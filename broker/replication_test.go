@@ -377,10 +377,8 @@ func TestReplicationAcksAllWaitsForASlowFollower(t *testing.T) {
 	go func() { answered <- rawProduceAcks(t, addr, "slow", 0, -1, 60000, 5) }()
 	end := int64(10)
 	waitLong(t, "the append and the other follower to catch up", func() bool {
-		lp.repl.mu.Lock()
-		defer lp.repl.mu.Unlock()
-		f := lp.repl.followers[other]
-		return lp.log.EndOffset() == end && f != nil && f.leo == end
+		leo, _, ok := lp.followerView(other)
+		return lp.log.EndOffset() == end && ok && leo == end
 	})
 	select {
 	case sp := <-answered:
