@@ -36,8 +36,12 @@ func (tc *testCluster) createReplicated(topic string, partitions int32, rf int16
 				return false
 			}
 			for _, p := range t.partitions {
-				if st := p.cluster.Load(); st == nil || st.leader < 0 {
+				st := p.cluster.Load()
+				if st == nil || st.leader < 0 {
 					return false
+				}
+				if _, leading := p.leaderEpochIfLeading(); st.leader == id && !leading {
+					return false // the image's leader has not taken the role yet
 				}
 			}
 			return true
@@ -225,7 +229,7 @@ func TestReplicationMinInsyncReplicas(t *testing.T) {
 }
 
 // testBatch is one uncompressed batch of n records without a producer id.
-func testBatch(t *testing.T, n int) []byte {
+func testBatch(t testing.TB, n int) []byte {
 	t.Helper()
 	recs := make([]batch.Record, n)
 	for i := range recs {
