@@ -105,9 +105,10 @@ func (tc *testCluster) waitReplicated(topic string, idx int32, end int64) {
 			return p.highWatermark() >= end
 		})
 	}
-	want := readLog(tc.t, tc.part(leader, topic, idx), 0, end)
+	from := tc.part(leader, topic, idx).log.StartOffset()
+	want := readLog(tc.t, tc.part(leader, topic, idx), from, end)
 	for _, id := range live {
-		if got := readLog(tc.t, tc.part(id, topic, idx), 0, end); !bytes.Equal(got, want) {
+		if got := readLog(tc.t, tc.part(id, topic, idx), from, end); !bytes.Equal(got, want) {
 			tc.t.Fatalf("node %d's log of %s-%d below %d differs from the leader %d's (%d bytes, leader %d)", id, topic, idx, end, leader, len(got), len(want))
 		}
 	}
@@ -573,4 +574,125 @@ func TestReplicationSurvivesAFullRestart(t *testing.T) {
 		t.Fatalf("log end %d after 100 records", end)
 	}
 	tc.waitReplicated("restart", 0, end)
+}
+
+func TestReplicationFollowsTheLeadersLogStart(t *testing.T) {
+	tc := startClusterWith(t, 3, func(c *Config) { c.ReplicaLagTimeMaxMs = 1500 })
+	tc.createReplicated("start", 1, 3, nil)
+	cl := tc.client(1, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+	produceSync(t, cl, "start", 0, 20)
+	leader := tc.leaderOf(1, "start", 0)
+	tc.waitReplicated("start", 0, 20)
+	adm := kadm.NewClient(tc.client(1))
+	deleteTo := func(offset int64) {
+		t.Helper()
+		os := kadm.Offsets{}
+		os.Add(kadm.Offset{Topic: "start", Partition: 0, At: offset})
+		res, err := adm.DeleteRecords(testCtx(t), os)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := res.Error(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deleteTo(10)
+	for _, id := range tc.live() {
+		waitLong(t, fmt.Sprintf("node %d's log start to follow the leader's to 10", id), func() bool {
+			return tc.part(id, "start", 0).log.StartOffset() == 10
+		})
+	}
+
+	// A follower that is down while the leader's log start passes its end
+	// starts over at the leader's log start when it comes back.
+	var follower int32
+	for _, id := range tc.part(leader, "start", 0).cluster.Load().replicas {
+		if id != leader {
+			follower = id
+		}
+	}
+	tc.close(follower)
+	waitLong(t, "the ISR to shrink", func() bool { return len(tc.part(leader, "start", 0).isrSnapshot()) == 2 })
+	produceSync(t, cl, "start", 20, 20)
+	waitLong(t, "the high watermark to reach 40", func() bool { return tc.part(leader, "start", 0).highWatermark() == 40 })
+	deleteTo(35)
+	tc.restart(follower)
+	waitLong(t, "the follower to rejoin the ISR", func() bool {
+		return slices.Contains(tc.part(leader, "start", 0).isrSnapshot(), follower)
+	})
+	if start := tc.part(follower, "start", 0).log.StartOffset(); start != 35 {
+		t.Fatalf("the restarted follower's log starts at %d, want 35", start)
+	}
+	tc.waitReplicated("start", 0, 40)
+}
+
+// pidBatch is one batch of n records of producer pid at epoch 0
+// from sequence seq.
+func pidBatch(t *testing.T, pid int64, seq int32, n int) []byte {
+	t.Helper()
+	recs := make([]batch.Record, n)
+	for i := range recs {
+		recs[i] = batch.Record{OffsetDelta: int32(i), Value: []byte(fmt.Sprintf("%d-%d", seq, i))}
+	}
+	b, err := batch.AppendBatch(nil, batch.BuildOptions{BaseTimestamp: time.Now().UnixMilli(), ProducerID: pid, ProducerEpoch: 0, BaseSequence: seq}, recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestReplicationIdempotentProducerAcrossFailover(t *testing.T) {
+	tc := startCluster(t, 3)
+	tc.createReplicated("idem", 1, 3, nil)
+	leader := tc.leaderOf(1, "idem", 0)
+	ip := kmsg.NewPtrInitProducerIDRequest()
+	ip.SetVersion(4)
+	ip.ProducerID, ip.ProducerEpoch = -1, -1
+	ipr := dialRaw(t, tc.nodes[leader].Addr()).do(ip).(*kmsg.InitProducerIDResponse)
+	if ipr.ErrorCode != 0 {
+		t.Fatal(kerr.ErrorForCode(ipr.ErrorCode))
+	}
+	pid := ipr.ProducerID
+	produce := func(node int32, seq int32) kmsg.ProduceResponseTopicPartition {
+		req := kmsg.NewPtrProduceRequest()
+		req.SetVersion(9)
+		req.Acks, req.TimeoutMillis = -1, 30000
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = "idem"
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Records = pidBatch(t, pid, seq, 2)
+		rt.Partitions = []kmsg.ProduceRequestTopicPartition{rp}
+		req.Topics = []kmsg.ProduceRequestTopic{rt}
+		return dialRaw(t, tc.nodes[node].Addr()).do(req).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+	}
+	for seq := int32(0); seq < 10; seq += 2 {
+		if sp := produce(leader, seq); sp.ErrorCode != 0 || sp.BaseOffset != int64(seq) {
+			t.Fatalf("sequence %d: %v at %d", seq, kerr.ErrorForCode(sp.ErrorCode), sp.BaseOffset)
+		}
+	}
+	tc.close(leader)
+	survivor := tc.live()[0]
+	var newLeader int32
+	waitLong(t, "a new leader that has taken the lead", func() bool {
+		newLeader = tc.leaderOf(survivor, "idem", 0)
+		if newLeader < 0 || newLeader == leader {
+			return false
+		}
+		_, leading := tc.part(newLeader, "idem", 0).leaderEpochIfLeading()
+		return leading
+	})
+	// The retry of the last acknowledged batch is recognised, not stored
+	// again; the next sequence follows; a gap is refused.
+	if sp := produce(newLeader, 8); sp.ErrorCode != 0 || sp.BaseOffset != 8 {
+		t.Fatalf("retry of sequence 8 on the new leader: %v at %d, want success at 8", kerr.ErrorForCode(sp.ErrorCode), sp.BaseOffset)
+	}
+	if sp := produce(newLeader, 10); sp.ErrorCode != 0 || sp.BaseOffset != 10 {
+		t.Fatalf("sequence 10 on the new leader: %v at %d", kerr.ErrorForCode(sp.ErrorCode), sp.BaseOffset)
+	}
+	if sp := produce(newLeader, 20); sp.ErrorCode != kerr.OutOfOrderSequenceNumber.Code {
+		t.Fatalf("sequence 20 after 11: %v, want OUT_OF_ORDER_SEQUENCE_NUMBER", kerr.ErrorForCode(sp.ErrorCode))
+	}
+	if end := tc.part(newLeader, "idem", 0).log.EndOffset(); end != 12 {
+		t.Fatalf("log end %d, want 12 (no duplicate)", end)
+	}
 }
