@@ -696,3 +696,125 @@ func TestReplicationIdempotentProducerAcrossFailover(t *testing.T) {
 		t.Fatalf("log end %d, want 12 (no duplicate)", end)
 	}
 }
+
+// fetchGate pauses the replica fetchers of chosen nodes (Config.testHooks).
+type fetchGate struct {
+	mu      sync.Mutex
+	paused  map[int32]bool
+	release chan struct{}
+	entered chan int32
+}
+
+func newFetchGate() *fetchGate {
+	return &fetchGate{paused: map[int32]bool{}, release: make(chan struct{}), entered: make(chan int32, 64)}
+}
+
+// hook is the replicaFetch test hook of node self.
+func (g *fetchGate) hook(self int32) func(int32) {
+	return func(int32) {
+		for {
+			g.mu.Lock()
+			if !g.paused[self] {
+				g.mu.Unlock()
+				return
+			}
+			ch := g.release
+			g.mu.Unlock()
+			select {
+			case g.entered <- self:
+			default:
+			}
+			<-ch
+		}
+	}
+}
+
+// pause stops the fetchers of nodes before their next round and waits
+// until each has reached it.
+func (g *fetchGate) pause(t *testing.T, nodes ...int32) {
+	t.Helper()
+	g.mu.Lock()
+	for _, id := range nodes {
+		g.paused[id] = true
+	}
+	g.mu.Unlock()
+	waiting := map[int32]bool{}
+	for _, id := range nodes {
+		waiting[id] = true
+	}
+	timeout := time.After(60 * time.Second)
+	for len(waiting) > 0 {
+		select {
+		case id := <-g.entered:
+			delete(waiting, id)
+		case <-timeout:
+			t.Fatalf("fetchers %v did not pause", waiting)
+		}
+	}
+}
+
+// resume lets every paused fetcher go on.
+func (g *fetchGate) resume() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.paused = map[int32]bool{}
+	close(g.release)
+	g.release = make(chan struct{})
+}
+
+func TestReplicationOldLeaderTruncatesWhatOnlyItHad(t *testing.T) {
+	gate := newFetchGate()
+	tc := startClusterWith(t, 3, func(c *Config) { c.testHooks.replicaFetch = gate.hook(c.NodeID) })
+	t.Cleanup(gate.resume)
+	tc.createReplicated("diverge", 1, 3, nil)
+	oldLeader := tc.leaderOf(1, "diverge", 0)
+	addr := tc.nodes[oldLeader].Addr()
+	if sp := rawProduceAcks(t, addr, "diverge", 0, -1, 30000, 10); sp.ErrorCode != 0 {
+		t.Fatal(kerr.ErrorForCode(sp.ErrorCode))
+	}
+	tc.waitReplicated("diverge", 0, 10)
+	var followers []int32
+	for _, id := range tc.live() {
+		if id != oldLeader {
+			followers = append(followers, id)
+		}
+	}
+	// Five records only the leader gets (acks=1), then it goes away.
+	gate.pause(t, followers...)
+	if sp := rawProduceAcks(t, addr, "diverge", 0, 1, 30000, 5); sp.ErrorCode != 0 {
+		t.Fatal(kerr.ErrorForCode(sp.ErrorCode))
+	}
+	if end := tc.part(oldLeader, "diverge", 0).log.EndOffset(); end != 15 {
+		t.Fatalf("old leader's log end %d, want 15", end)
+	}
+	tc.close(oldLeader)
+	var newLeader int32
+	waitLong(t, "a new leader that has taken the lead", func() bool {
+		newLeader = tc.leaderOf(followers[0], "diverge", 0)
+		if newLeader < 0 || newLeader == oldLeader {
+			return false
+		}
+		_, leading := tc.part(newLeader, "diverge", 0).leaderEpochIfLeading()
+		return leading
+	})
+	gate.resume()
+	if sp := rawProduceAcks(t, tc.nodes[newLeader].Addr(), "diverge", 0, -1, 30000, 3); sp.ErrorCode != 0 || sp.BaseOffset != 10 {
+		t.Fatalf("produce to the new leader: %v at %d", kerr.ErrorForCode(sp.ErrorCode), sp.BaseOffset)
+	}
+
+	// The old leader comes back as a follower: it drops offsets 10-14,
+	// which only it had, and copies the new leader's 10-12.
+	tc.restart(oldLeader)
+	waitLong(t, "the old leader to rejoin the ISR", func() bool {
+		return slices.Contains(tc.part(newLeader, "diverge", 0).isrSnapshot(), oldLeader)
+	})
+	tc.waitReplicated("diverge", 0, 13)
+	if end := tc.part(oldLeader, "diverge", 0).log.EndOffset(); end != 13 {
+		t.Fatalf("old leader's log end %d after truncation, want 13", end)
+	}
+	epochs := tc.part(oldLeader, "diverge", 0).log.Epochs()
+	want := tc.part(newLeader, "diverge", 0).log.Epochs()
+	if !slices.Equal(epochs, want) {
+		t.Fatalf("old leader's leader epochs %v, the new leader's %v", epochs, want)
+	}
+}
