@@ -185,7 +185,7 @@ func rawProduceAcks(t *testing.T, addr, topic string, idx int32, acks int16, tim
 
 func TestReplicationMinInsyncReplicas(t *testing.T) {
 	// Five nodes, so that the controller quorum outlives two of them.
-	tc := startClusterWith(t, 5, func(c *Config) { c.ReplicaLagTimeMaxMs = 1500 })
+	tc := startClusterWith(t, 5, func(c *Config) { c.ReplicaLagTimeMaxMs = 1500; c.HTTPListen = "127.0.0.1:0" })
 	two := "2"
 	tc.createReplicated("minisr", 1, 3, map[string]*string{"min.insync.replicas": &two})
 	leader := tc.leaderOf(1, "minisr", 0)
@@ -219,6 +219,12 @@ func TestReplicationMinInsyncReplicas(t *testing.T) {
 	}
 	if sp := rawProduceAcks(t, addr, "minisr", 0, 1, 30000, 3); sp.ErrorCode != 0 {
 		t.Fatalf("acks=1 with the leader alone in sync: %v", kerr.ErrorForCode(sp.ErrorCode))
+	}
+	m := scrapeMetrics(t, tc.nodes[leader].HTTPAddr())
+	for name, want := range map[string]float64{"gregor_partition_replicas": 3, "gregor_partition_in_sync_replicas": 1, "gregor_partition_under_min_isr": 1} {
+		if got := m.must(t, name, "topic", "minisr", "partition", "0"); got != want {
+			t.Errorf("%s = %v, want %v", name, got, want)
+		}
 	}
 
 	// A follower back: it catches up and rejoins the ISR.
