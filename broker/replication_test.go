@@ -7,8 +7,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -823,4 +825,48 @@ func TestReplicationOldLeaderTruncatesWhatOnlyItHad(t *testing.T) {
 	if !slices.Equal(epochs, want) {
 		t.Fatalf("old leader's leader epochs %v, the new leader's %v", epochs, want)
 	}
+}
+
+func TestReplicationFollowerWithAFailedDiskLeavesTheISR(t *testing.T) {
+	faults := map[int32]*storage.FaultFS{}
+	tc := startClusterWith(t, 3, func(c *Config) {
+		c.ReplicaLagTimeMaxMs = 1500
+		faults[c.NodeID] = storage.NewFaultFS(storage.OSFS{}, nil)
+		c.FS = faults[c.NodeID]
+	})
+	tc.createReplicated("disk", 1, 3, nil)
+	leader := tc.leaderOf(1, "disk", 0)
+	var follower int32
+	for _, id := range tc.part(leader, "disk", 0).cluster.Load().replicas {
+		if id != leader {
+			follower = id
+		}
+	}
+	addr := tc.nodes[leader].Addr()
+	if sp := rawProduceAcks(t, addr, "disk", 0, -1, 30000, 5); sp.ErrorCode != 0 {
+		t.Fatal(kerr.ErrorForCode(sp.ErrorCode))
+	}
+	// The follower's disk fills up: its appends to the partition fail.
+	dir := partitionDir("disk", 0)
+	faults[follower].Arm(func(op storage.Op, name string, n int) storage.Fault {
+		if op == storage.OpWrite && strings.Contains(name, dir) {
+			return storage.Fault{Err: syscall.ENOSPC}
+		}
+		return storage.Fault{}
+	})
+	end := tc.part(follower, "disk", 0).log.EndOffset()
+	answered := make(chan kmsg.ProduceResponseTopicPartition, 1)
+	go func() { answered <- rawProduceAcks(t, addr, "disk", 0, -1, 60000, 5) }()
+	waitLong(t, "the leader to drop the failed follower from the ISR", func() bool {
+		return !slices.Contains(tc.part(leader, "disk", 0).isrSnapshot(), follower)
+	})
+	if sp := <-answered; sp.ErrorCode != 0 {
+		t.Fatalf("acks=all once the failed follower left the ISR: %v", kerr.ErrorForCode(sp.ErrorCode))
+	}
+	if got := tc.part(follower, "disk", 0).log.EndOffset(); got != end {
+		t.Fatalf("the failed follower's log end moved from %d to %d", end, got)
+	}
+	// Its log failed; closing it reports that.
+	tc.nodes[follower].Close()
+	tc.closed[follower] = true
 }
