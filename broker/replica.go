@@ -79,6 +79,7 @@ type followerState struct {
 	lastCaughtUpMs     int64
 	brokerEpoch        int64
 	lastSentHW         int64 // the high watermark last sent to it
+	logStart           int64 // its log start offset, from its fetches; -1 while unknown
 	// eligible: the image has the follower's broker registered and
 	// unfenced (Kafka's isReplicaIsrEligible), updated on each image and
 	// fetch. Only an eligible follower joins the ISR, and the high
@@ -149,7 +150,7 @@ func (p *partition) becomeLeader(st *partitionState, now, lagMaxMs int64, eligib
 		if id == st.leader || rs.followers[id] != nil {
 			continue
 		}
-		f := &followerState{leo: -1, lastFetchLeaderLEO: -1}
+		f := &followerState{leo: -1, lastFetchLeaderLEO: -1, logStart: -1}
 		if slices.Contains(rs.isr, id) {
 			f.lastCaughtUpMs = now
 		}
@@ -321,6 +322,39 @@ func (p *partition) followerFetch(replica int32, brokerEpoch, fetchOffset, leade
 	}
 	rs.mu.Unlock()
 	return true, hwMoved, expand, staleHW
+}
+
+// followerLogStart records a follower's log start offset, from its fetch;
+// it reports whether it changed, which may complete a DeleteRecords.
+func (p *partition) followerLogStart(replica int32, logStart int64) bool {
+	rs := &p.repl
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	f := rs.followers[replica]
+	if rs.role != roleLeader || f == nil || f.logStart == logStart {
+		return false
+	}
+	f.logStart = logStart
+	return true
+}
+
+// lowWatermark is the smallest log start offset over the leader and the
+// followers on live brokers (Kafka's lowWatermarkIfLeader), which a
+// DeleteRecords waits for; ok is false when this broker does not lead.
+func (p *partition) lowWatermark() (low int64, ok bool) {
+	rs := &p.repl
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.role != roleLeader {
+		return -1, false
+	}
+	low = p.log.StartOffset()
+	for _, f := range rs.followers {
+		if f.eligible {
+			low = min(low, f.logStart)
+		}
+	}
+	return low, true
 }
 
 // shrinkISR returns the ISR without the followers not caught up for

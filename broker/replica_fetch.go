@@ -82,6 +82,9 @@ func (b *Broker) readReplica(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopicPa
 		sp.ErrorCode = kerr.NotLeaderForPartition.Code
 		return storage.Slice{}
 	}
+	if p.followerLogStart(replica, rp.LogStartOffset) {
+		moved = true // a DeleteRecords may be waiting for it
+	}
 	if moved {
 		p.wake()
 		hw = p.highWatermark()
