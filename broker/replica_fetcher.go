@@ -372,10 +372,14 @@ func (f *replicaFetcher) processResponse(resp *kmsg.FetchResponse, sent map[*par
 			switch err := kerr.ErrorForCode(rp.ErrorCode); {
 			case err == nil:
 				err := f.processPartition(s, rp)
-				if errors.Is(err, errInvalidFromLeader) {
+				switch {
+				case err == nil, errors.Is(err, storage.ErrClosed):
+					// ErrClosed: the topic was deleted meanwhile; the next
+					// image drops the partition.
+				case errors.Is(err, errInvalidFromLeader):
 					f.c.b.log.Warn("invalid records from the leader; fetching again", "topic", p.topic, "partition", p.index, "leader", f.leader, "err", err)
 					f.mark(s.fp, func(fp *fetchPartition) { fp.delayUntil = time.Now().Add(backoff) })
-				} else if err != nil {
+				default:
 					f.c.b.log.Error("replicating from the leader failed; this replica stops fetching the partition",
 						"topic", p.topic, "partition", p.index, "leader", f.leader, "err", err)
 					f.mark(s.fp, func(fp *fetchPartition) { fp.failed = true })
