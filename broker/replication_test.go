@@ -419,6 +419,13 @@ func TestReplicationAcksAllWaitsForASlowFollower(t *testing.T) {
 		t.Fatalf("consumer read %d records with the high watermark at %d", got, hw)
 	}
 
+	// An acks=all produce whose timeout passes first is REQUEST_TIMED_OUT
+	// (its batch stays in the log, as Kafka's).
+	if sp := rawProduceAcks(t, addr, "slow", 0, -1, 200, 1); sp.ErrorCode != kerr.RequestTimedOut.Code {
+		t.Fatalf("acks=all past its timeout: %v, want REQUEST_TIMED_OUT", kerr.ErrorForCode(sp.ErrorCode))
+	}
+	end++
+
 	releaseOnce()
 	select {
 	case sp := <-answered:
