@@ -41,7 +41,7 @@ func appendCoordinatorBatch(p *partition, pid int64, epoch int16, recs []batch.R
 	}
 	transactional := pid >= 0
 	one, err := batch.AppendBatch(nil, batch.BuildOptions{BaseTimestamp: now, ProducerID: pid, ProducerEpoch: epoch,
-		BaseSequence: -1, PartitionLeaderEpoch: p.leaderEpoch, Transactional: transactional}, recs)
+		BaseSequence: -1, PartitionLeaderEpoch: p.leaderEpoch.Load(), Transactional: transactional}, recs)
 	if err != nil {
 		return err
 	}
@@ -52,6 +52,9 @@ func appendCoordinatorBatch(p *partition, pid int64, epoch int16, recs []batch.R
 	out, err := p.appendBatchFrom(origin, one, now)
 	if err != nil {
 		return err
+	}
+	if out.refused == kerr.NotLeaderForPartition { // the role moved since notLeader looked
+		return fmt.Errorf("%w: %s-%d", errNotLocalLeader, p.topic, p.index)
 	}
 	if out.refused != nil {
 		return fmt.Errorf("broker: %s-%d refused the coordinator's batch: %s", p.topic, p.index, out.message)

@@ -104,12 +104,20 @@ func (p *partition) writeTxnMarker(m txnMarker, now int64) (markerOutcome, error
 
 func (p *partition) appendTxnMarker(m txnMarker, now int64) (markerOutcome, error) {
 	pid, epoch, coordinatorEpoch, commit := m.pid, m.epoch, m.coordinatorEpoch, m.commit
-	one, err := batch.AppendEndTxnMarker(nil, pid, epoch, p.leaderEpoch, now, batch.EndTxnMarker{Commit: commit, CoordinatorEpoch: coordinatorEpoch})
+	one, err := batch.AppendEndTxnMarker(nil, pid, epoch, p.leaderEpoch.Load(), now, batch.EndTxnMarker{Commit: commit, CoordinatorEpoch: coordinatorEpoch})
 	if err != nil {
 		return markerOutcome{}, err
 	}
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
+	if p.cluster.Load() != nil {
+		// Only the leader writes markers, at its current epoch.
+		leaderEpoch, leading := p.leaderEpochIfLeading()
+		if !leading {
+			return markerOutcome{refused: kerr.NotLeaderForPartition, message: fmt.Sprintf("This broker does not lead partition %s-%d", p.topic, p.index)}, nil
+		}
+		batch.SetPartitionLeaderEpoch(one, leaderEpoch)
+	}
 	p.producers.maybeRemoveExpired(now)
 	if e := p.producers.byID[pid]; e != nil {
 		tv2 := m.transactionVersion >= 2
