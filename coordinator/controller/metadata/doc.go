@@ -15,8 +15,7 @@
 // that holds what it carries. Partition and PartitionChange have version 1,
 // which adds a reassignment's adding and removing replicas (Kafka's
 // addingReplicas and removingReplicas); a record without a reassignment is
-// still written, byte for byte, at version 0.
-//
+// still written, byte for byte, at version 0. The layout:
 //
 //	records  = count:uvarint record*
 //	record   = length:uvarint type:uvarint version:uvarint fields
