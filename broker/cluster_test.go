@@ -33,6 +33,13 @@ type testCluster struct {
 // controller port bound before any node starts.
 func startCluster(t *testing.T, n int) *testCluster {
 	t.Helper()
+	return startClusterTuned(t, n, nil)
+}
+
+// startClusterTuned is startCluster with tune applied to each node's
+// config before it starts.
+func startClusterTuned(t *testing.T, n int, tune func(id int32, cfg *Config)) *testCluster {
+	t.Helper()
 	lns := map[int32]net.Listener{}
 	var voters []string
 	for id := int32(1); id <= int32(n); id++ {
@@ -60,6 +67,9 @@ func startCluster(t *testing.T, n int) *testCluster {
 			OffsetsTopicPartitions:       6,
 			Logger:                       logger,
 			DataDir:                      t.TempDir(),
+		}
+		if tune != nil {
+			tune(id, &cfg)
 		}
 		tc.cfgs[id] = cfg
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
