@@ -78,7 +78,7 @@ func TestClusterPartitionReassignmentsThroughAnyNode(t *testing.T) {
 	raw := dialRaw(t, tc.nodes[via].Addr())
 	resp := raw.do(alterReassignments(1, false, "moving", map[int32][]int32{
 		0: {target},    // starts
-		1: {1, 1},      // repeats a broker
+		1: {1, 1},      // repeats a broker (checked before the replication factor)
 		7: {1},         // no such partition
 		2: {leader, 9}, // no such partition either: checked first
 	})).(*kmsg.AlterPartitionAssignmentsResponse)
@@ -90,7 +90,7 @@ func TestClusterPartitionReassignmentsThroughAnyNode(t *testing.T) {
 		msg  string
 	}{
 		0: {0, ""},
-		1: {kerr.InvalidReplicationFactor.Code, "The replication factor is changed from 1 to 2"},
+		1: {kerr.InvalidReplicaAssignment.Code, "The manual partition assignment includes the broker 1 more than once."},
 		2: {kerr.UnknownTopicOrPartition.Code, "Unable to find partition moving:2."},
 		7: {kerr.UnknownTopicOrPartition.Code, "Unable to find partition moving:7."},
 	}
@@ -107,11 +107,12 @@ func TestClusterPartitionReassignmentsThroughAnyNode(t *testing.T) {
 	if resp.AllowReplicationFactorChange {
 		t.Error("the response does not echo allow_replication_factor_change false")
 	}
-	// With a replication factor change allowed, the repeat is caught.
-	resp = raw.do(alterReassignments(1, true, "moving", map[int32][]int32{1: {1, 1}})).(*kmsg.AlterPartitionAssignmentsResponse)
-	if p := resp.Topics[0].Partitions[0]; p.ErrorCode != kerr.InvalidReplicaAssignment.Code ||
-		*p.ErrorMessage != "The manual partition assignment includes the broker 1 more than once." {
-		t.Errorf("repeated broker: %d %v", p.ErrorCode, p.ErrorMessage)
+	// KIP-860: without a replication factor change allowed, 1 to 2 replicas
+	// is refused.
+	resp = raw.do(alterReassignments(1, false, "moving", map[int32][]int32{1: {1, 2}})).(*kmsg.AlterPartitionAssignmentsResponse)
+	if p := resp.Topics[0].Partitions[0]; p.ErrorCode != kerr.InvalidReplicationFactor.Code ||
+		*p.ErrorMessage != "The replication factor is changed from 1 to 2" {
+		t.Errorf("replication factor change: %d %v", p.ErrorCode, p.ErrorMessage)
 	}
 	resp = raw.do(alterReassignments(0, false, "moving", map[int32][]int32{1: {1, 9}})).(*kmsg.AlterPartitionAssignmentsResponse)
 	if p := resp.Topics[0].Partitions[0]; p.ErrorCode != kerr.InvalidReplicaAssignment.Code {

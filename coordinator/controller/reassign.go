@@ -25,7 +25,7 @@ type Reassignment struct {
 //
 // A reassignment to target T of a partition with replicas R: T must be
 // non-empty and name registered brokers (fenced ones are accepted, as
-// Kafka does), each once (else INVALID_REPLICA_ASSIGNMENT); with
+// Kafka does), each once (else INVALID_REPLICA_ASSIGNMENT); then, with
 // allowRFChange false (KIP-860), T must be as long as the replica set the
 // partition is headed for (else INVALID_REPLICATION_FACTOR). The replicas
 // become T followed by R∖T, with R∖T removing and T∖R adding (Kafka's
@@ -99,13 +99,13 @@ func (c *Controller) alterReassignment(im *metadata.Image, r Reassignment, allow
 		}
 		return pc.build(), nil
 	}
+	if err := validManualAssignment(im, r.Replicas); err != nil {
+		return nil, err
+	}
 	if !allowRFChange {
 		if err := rfUnchanged(p, r.Replicas); err != nil {
 			return nil, err
 		}
-	}
-	if err := validManualAssignment(im, r.Replicas); err != nil {
-		return nil, err
 	}
 	// Kafka's PartitionReassignmentReplicas: removing and adding in broker
 	// id order; the replicas are the target, then the ones leaving.
