@@ -106,6 +106,14 @@ func handleDescribeTopicPartitions(b *Broker, r *request, req *kmsg.DescribeTopi
 			sp.EligibleLeaderReplicas = []int32{}
 			sp.LastKnownELR = []int32{}
 			sp.OfflineReplicas = []int32{}
+			if cs := p.cluster.Load(); cs != nil {
+				// Cluster mode: the image's replicas, as Metadata answers.
+				sp.LeaderID, sp.LeaderEpoch = cs.leader, cs.leaderEpoch
+				sp.Replicas, sp.ISR, sp.OfflineReplicas = cs.replicas, cs.isr, b.cluster.offline(cs.replicas)
+				if cs.leader < 0 {
+					sp.ErrorCode = kerr.LeaderNotAvailable.Code
+				}
+			}
 			st.Partitions = append(st.Partitions, sp)
 		}
 		if st.Partitions == nil {

@@ -160,6 +160,23 @@ func TestClusterPartitionReassignmentsThroughAnyNode(t *testing.T) {
 		})
 	}
 
+	// DescribeTopicPartitions (what Kafka's tools use) shows them too.
+	dtp := kmsg.NewPtrDescribeTopicPartitionsRequest()
+	rt := kmsg.NewDescribeTopicPartitionsRequestTopic()
+	rt.Topic = "moving"
+	dtp.Topics = []kmsg.DescribeTopicPartitionsRequestTopic{rt}
+	dtp.ResponsePartitionLimit = 100
+	for _, id := range tc.live() {
+		dr := dialRaw(t, tc.nodes[id].Addr()).do(dtp).(*kmsg.DescribeTopicPartitionsResponse)
+		if len(dr.Topics) != 1 || len(dr.Topics[0].Partitions) != 2 {
+			t.Fatalf("node %d DescribeTopicPartitions: %+v", id, dr)
+		}
+		p := dr.Topics[0].Partitions[0]
+		if !slices.Equal(p.Replicas, []int32{target, leader}) || p.LeaderID != leader || !slices.Equal(p.ISR, []int32{leader}) {
+			t.Fatalf("node %d DescribeTopicPartitions partition 0: %+v", id, p)
+		}
+	}
+
 	// A preferred election cannot move leadership to the target, which is
 	// not in the ISR; an unclean one is not needed.
 	el, err := adm.ElectLeaders(ctx, kadm.ElectPreferredReplica, kadm.TopicsSet{"moving": {0: {}}})
