@@ -75,13 +75,7 @@ func newFetchFromFollowerMetrics(reg *prometheus.Registry) fetchFromFollowerMetr
 
 // consumerFetch reports whether req is a consumer's fetch, not a
 // replica's (Kafka's FetchRequest.isConsumer).
-func consumerFetch(req *kmsg.FetchRequest) bool {
-	id := req.ReplicaID
-	if req.Version >= 15 {
-		id = req.ReplicaState.ID
-	}
-	return id < 0
-}
+func consumerFetch(req *kmsg.FetchRequest) bool { return fetchReplicaID(req) < 0 }
 
 // readsAsFollower reports whether this broker serves req's read of p
 // although another broker (or none) leads p: it is one of p's replicas and
@@ -198,7 +192,7 @@ func (b *Broker) preferredReadReplica(req *kmsg.FetchRequest, rp kmsg.FetchReque
 // id: no records, the leader's offsets, after the leader epoch check
 // Kafka's fetchOffsetSnapshot makes.
 func (b *Broker) answerWithReadReplica(rp kmsg.FetchRequestTopicPartition, p *partition, id int32, sp *kmsg.FetchResponseTopicPartition) {
-	if e := checkLeaderEpoch(rp.CurrentLeaderEpoch, p.leaderEpoch); e != nil {
+	if e := checkLeaderEpoch(rp.CurrentLeaderEpoch, p.leaderEpoch.Load()); e != nil {
 		sp.ErrorCode = e.Code
 		return
 	}

@@ -48,7 +48,7 @@ func rackFetch(version int16, topic string, offset int64, rack string) *kmsg.Fet
 	return req
 }
 
-func fetchPartition(t *testing.T, resp kmsg.Response) kmsg.FetchResponseTopicPartition {
+func onlyFetchPartition(t *testing.T, resp kmsg.Response) kmsg.FetchResponseTopicPartition {
 	t.Helper()
 	fr := resp.(*kmsg.FetchResponse)
 	if fr.ErrorCode != 0 || len(fr.Topics) != 1 || len(fr.Topics[0].Partitions) != 1 {
@@ -70,8 +70,8 @@ func fetchPartition(t *testing.T, resp kmsg.Response) kmsg.FetchResponseTopicPar
 //   - a broker that is no replica refuses all of them;
 //   - the metrics count both.
 func TestFetchFromFollowerRules(t *testing.T) {
-	tc := startClusterTuned(t, 3, func(id int32, cfg *Config) {
-		cfg.BrokerRack = fmt.Sprintf("rack-%d", id)
+	tc := startClusterWith(t, 3, func(cfg *Config) {
+		cfg.BrokerRack = fmt.Sprintf("rack-%d", cfg.NodeID)
 		cfg.ReplicaSelectorClass = RackAwareReplicaSelector
 	})
 	ctx := testCtx(t)
@@ -133,7 +133,7 @@ func TestFetchFromFollowerRules(t *testing.T) {
 
 	toLeader := dialRaw(t, tc.nodes[leader].Addr())
 	followerRack := fmt.Sprintf("rack-%d", follower)
-	sp := fetchPartition(t, toLeader.do(rackFetch(12, "ff", 0, followerRack)))
+	sp := onlyFetchPartition(t, toLeader.do(rackFetch(12, "ff", 0, followerRack)))
 	if sp.ErrorCode != 0 || sp.PreferredReadReplica != follower || len(sp.RecordBatches) != 0 || sp.HighWatermark != 3 || sp.LogStartOffset != 0 {
 		t.Fatalf("leader's answer to a client in the follower's rack: %+v", sp)
 	}
@@ -143,29 +143,29 @@ func TestFetchFromFollowerRules(t *testing.T) {
 		rackFetch(12, "ff", 0, ""),                             // no rack
 		fetchRequest(10, "ff", 0, 0, 0),                        // before KIP-392
 	} {
-		sp := fetchPartition(t, toLeader.do(req))
+		sp := onlyFetchPartition(t, toLeader.do(req))
 		if sp.ErrorCode != 0 || sp.PreferredReadReplica != -1 || len(sp.RecordBatches) == 0 {
 			t.Fatalf("leader's answer to v%d rack %q: %+v", req.Version, req.Rack, sp)
 		}
 	}
 	// Past the high watermark no follower is known to hold the offset.
-	if sp := fetchPartition(t, toLeader.do(rackFetch(12, "ff", 4, followerRack))); sp.PreferredReadReplica != -1 || sp.ErrorCode != kerr.OffsetOutOfRange.Code {
+	if sp := onlyFetchPartition(t, toLeader.do(rackFetch(12, "ff", 4, followerRack))); sp.PreferredReadReplica != -1 || sp.ErrorCode != kerr.OffsetOutOfRange.Code {
 		t.Fatalf("leader's answer past its end: %+v", sp)
 	}
 
 	toFollower := dialRaw(t, tc.nodes[follower].Addr())
-	sp = fetchPartition(t, toFollower.do(rackFetch(12, "ff", 0, followerRack)))
+	sp = onlyFetchPartition(t, toFollower.do(rackFetch(12, "ff", 0, followerRack)))
 	if sp.ErrorCode != 0 || sp.PreferredReadReplica != -1 || sp.HighWatermark != tc.nodes[follower].lookupTopic("ff").partitions[0].highWatermark() {
 		t.Fatalf("follower's answer: %+v", sp)
 	}
-	sp = fetchPartition(t, toFollower.do(rackFetch(12, "ff", 1000, followerRack)))
+	sp = onlyFetchPartition(t, toFollower.do(rackFetch(12, "ff", 1000, followerRack)))
 	if sp.ErrorCode != kerr.OffsetOutOfRange.Code {
 		t.Fatalf("follower's answer past its log end: %+v", sp)
 	}
-	if sp := fetchPartition(t, toFollower.do(fetchRequest(10, "ff", 0, 0, 0))); sp.ErrorCode != kerr.NotLeaderForPartition.Code {
+	if sp := onlyFetchPartition(t, toFollower.do(fetchRequest(10, "ff", 0, 0, 0))); sp.ErrorCode != kerr.NotLeaderForPartition.Code {
 		t.Fatalf("follower's answer to a consumer fetch v10: %+v", sp)
 	}
-	if sp := fetchPartition(t, dialRaw(t, tc.nodes[stranger].Addr()).do(rackFetch(12, "ff", 0, followerRack))); sp.ErrorCode != kerr.NotLeaderForPartition.Code {
+	if sp := onlyFetchPartition(t, dialRaw(t, tc.nodes[stranger].Addr()).do(rackFetch(12, "ff", 0, followerRack))); sp.ErrorCode != kerr.NotLeaderForPartition.Code {
 		t.Fatalf("a non-replica's answer: %+v", sp)
 	}
 	if n := counterValue(t, tc.nodes[follower], "gregor_fetch_follower_reads_total"); n != 2 {
@@ -188,7 +188,7 @@ func TestFetchFromFollowerOffByDefault(t *testing.T) {
 	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "solo", Value: []byte("x")}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	sp := fetchPartition(t, dialRaw(t, b.Addr()).do(rackFetch(12, "solo", 0, "r2")))
+	sp := onlyFetchPartition(t, dialRaw(t, b.Addr()).do(rackFetch(12, "solo", 0, "r2")))
 	if sp.ErrorCode != 0 || sp.PreferredReadReplica != -1 || len(sp.RecordBatches) == 0 {
 		t.Fatalf("single node: %+v", sp)
 	}
