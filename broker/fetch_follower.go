@@ -29,13 +29,11 @@ package broker
 // until its metadata refresh or an error. Without the selector (the
 // default) the leader serves every consumer itself.
 //
-// The leader knows a follower holds the fetch offset when the offset is
-// below the partition's high watermark and at or above its log start: an
-// in-sync follower's log reaches the high watermark by definition, and a
-// follower's log start never passes the leader's. (Kafka uses each
-// follower's log end and log start offsets as of its last fetch, which
-// the leader's replica state keeps; followerView is where that state
-// plugs in.)
+// A follower holds the fetch offset when its log end offset, as of its
+// last fetch, is at or past it and the offset is not below the log start
+// (the leader's: Kafka checks the follower's own log start offset, which
+// its fetches carry and Gregor's leader does not keep; a follower's log
+// start follows the leader's).
 //
 // gregor_fetch_follower_reads_total counts partition reads a follower
 // served to consumers, gregor_fetch_preferred_read_replica_total the
@@ -43,6 +41,7 @@ package broker
 
 import (
 	"slices"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -103,12 +102,23 @@ type replicaView struct {
 	holdsFetchedOffset bool
 }
 
-// followerView returns the leader's view of follower id of p, for a fetch
-// at offset. See the file comment for what the leader knows.
-func followerView(p *partition, id int32, rack string, offset int64) replicaView {
-	hw := p.highWatermark()
-	return replicaView{id: id, rack: rack, logEndOffset: hw,
-		holdsFetchedOffset: offset >= p.log.StartOffset() && offset <= hw}
+// followerView returns the leader's view of follower id of p for a fetch
+// at offset (Kafka's DefaultReplicaView from the follower's Replica
+// state): its log end offset and time since it was last caught up, from
+// its fetches (replica.go), and whether it holds the offset. ok is false
+// while the leader has not seen the follower fetch since taking the lead.
+func followerView(p *partition, id int32, rack string, offset, now int64) (v replicaView, ok bool) {
+	rs := &p.repl
+	rs.mu.Lock()
+	f := rs.followers[id]
+	if f == nil || f.leo < 0 {
+		rs.mu.Unlock()
+		return replicaView{}, false
+	}
+	leo, caughtUp := f.leo, f.lastCaughtUpMs
+	rs.mu.Unlock()
+	return replicaView{id: id, rack: rack, logEndOffset: leo, sinceCaughtUpMs: now - caughtUp,
+		holdsFetchedOffset: offset <= leo && offset >= p.log.StartOffset()}, true
 }
 
 // selectReadReplica is Kafka's RackAwareReplicaSelector.select over the
@@ -168,7 +178,7 @@ func (b *Broker) preferredReadReplica(req *kmsg.FetchRequest, rp kmsg.FetchReque
 		}
 		return ""
 	}
-	self := b.cfg.NodeID
+	self, now := b.cfg.NodeID, time.Now().UnixMilli()
 	leader := replicaView{id: self, rack: rackOf(self), logEndOffset: p.log.EndOffset()}
 	var followers []replicaView
 	for _, id := range st.isr {
@@ -178,7 +188,7 @@ func (b *Broker) preferredReadReplica(req *kmsg.FetchRequest, rp kmsg.FetchReque
 		if br := im.Brokers[id]; br == nil || br.Fenced || len(br.Endpoints) == 0 {
 			continue // no endpoint to send the client to
 		}
-		if v := followerView(p, id, rackOf(id), rp.FetchOffset); v.holdsFetchedOffset {
+		if v, ok := followerView(p, id, rackOf(id), rp.FetchOffset, now); ok && v.holdsFetchedOffset {
 			followers = append(followers, v)
 		}
 	}

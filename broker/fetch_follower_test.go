@@ -8,9 +8,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/gregor-broker/gregor/coordinator/controller"
-	"github.com/gregor-broker/gregor/coordinator/controller/metadata"
 )
 
 // TestSelectReadReplicaIsKafkasRackAwareSelector: the cases of Kafka's
@@ -58,16 +55,16 @@ func onlyFetchPartition(t *testing.T, resp kmsg.Response) kmsg.FetchResponseTopi
 }
 
 // TestFetchFromFollowerRules runs a three-node cluster with a rack each
-// and the rack-aware selector. A partition is given a second, in-sync
-// replica through the controller (the test moves the metadata itself:
-// copying the data is the replica fetcher's part), and then:
-//   - the leader names the follower as preferred read replica to a
-//     consumer fetch v11+ from the follower's rack, without records and
-//     with its own offsets, and serves everyone else itself;
-//   - the follower serves consumer fetches v11+ from its own log (here
-//     empty: nothing replicated it), OFFSET_OUT_OF_RANGE past its end, and
-//     refuses older consumer fetches, as Kafka's fetchOnlyFromLeader;
+// and the rack-aware selector, and a topic of two replicas:
+//   - once the follower has fetched, the leader names it as preferred read
+//     replica to a consumer fetch v11+ from the follower's rack, without
+//     records and with its own offsets, and serves everyone else itself;
+//   - the follower serves consumer fetches v11+ from its own log up to its
+//     high watermark, OFFSET_OUT_OF_RANGE past its end, and refuses older
+//     consumer fetches, as Kafka's fetchOnlyFromLeader;
 //   - a broker that is no replica refuses all of them;
+//   - a franz-go consumer in the follower's rack reads every record, from
+//     the follower (its read counter moves);
 //   - the metrics count both.
 func TestFetchFromFollowerRules(t *testing.T) {
 	tc := startClusterWith(t, 3, func(cfg *Config) {
@@ -76,19 +73,23 @@ func TestFetchFromFollowerRules(t *testing.T) {
 	})
 	ctx := testCtx(t)
 	adm := kadm.NewClient(tc.client(1))
-	if _, err := adm.CreateTopic(ctx, 1, -1, nil, "ff"); err != nil {
+	if _, err := adm.CreateTopic(ctx, 1, 2, nil, "ff"); err != nil {
 		t.Fatal(err)
 	}
+	var replicas []int32
 	var leader int32 = -1
 	waitLong(t, "the topic's leader", func() bool {
 		for _, tp := range tc.metadata(1).Topics {
 			if len(tp.Partitions) == 1 {
-				leader = tp.Partitions[0].Leader
+				leader, replicas = tp.Partitions[0].Leader, tp.Partitions[0].Replicas
 			}
 		}
-		return leader >= 0
+		return leader >= 0 && len(replicas) == 2
 	})
-	follower := tc.otherThan(leader)
+	follower := replicas[0]
+	if follower == leader {
+		follower = replicas[1]
+	}
 	var stranger int32
 	for _, id := range tc.live() {
 		if id != leader && id != follower {
@@ -102,39 +103,14 @@ func TestFetchFromFollowerRules(t *testing.T) {
 		}
 	}
 
-	// The partition gets replicas [leader follower], the follower joins the
-	// ISR (as the leader would ask once it caught up).
-	res, err := adm.AlterPartitionAssignments(ctx, kadm.AlterPartitionAssignmentsReq{"ff": {0: {leader, follower}}})
-	if err != nil || res.Error() != nil {
-		t.Fatal(err, res)
-	}
-	active := tc.nodes[tc.controller(1)]
-	var im *metadata.Image
-	waitLong(t, "the reassignment on the active controller", func() bool {
-		im = active.cluster.ctrl.Image()
-		tp := im.TopicByName("ff")
-		return tp != nil && len(tp.Partitions[0].Replicas) == 2
-	})
-	tp := im.TopicByName("ff")
-	p := tp.Partitions[0]
-	ap, err := active.cluster.ctrl.AlterPartition(ctx, controller.AlterPartitionRequest{BrokerID: leader, BrokerEpoch: im.Brokers[leader].Epoch,
-		Partitions: []controller.AlterPartitionItem{{TopicID: tp.ID, Partition: 0, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
-			NewISR: []int32{leader, follower}}}})
-	if err != nil || ap[0].Err != nil {
-		t.Fatal(err, ap)
-	}
-	for _, id := range tc.live() {
-		waitLong(t, fmt.Sprintf("node %d to see the ISR of two", id), func() bool {
-			im := tc.nodes[id].cluster.currentImage()
-			tp := im.TopicByName("ff")
-			return tp != nil && len(tp.Partitions[0].ISR) == 2 && !tp.Partitions[0].Reassigning()
-		})
-	}
-
 	toLeader := dialRaw(t, tc.nodes[leader].Addr())
 	followerRack := fmt.Sprintf("rack-%d", follower)
-	sp := onlyFetchPartition(t, toLeader.do(rackFetch(12, "ff", 0, followerRack)))
-	if sp.ErrorCode != 0 || sp.PreferredReadReplica != follower || len(sp.RecordBatches) != 0 || sp.HighWatermark != 3 || sp.LogStartOffset != 0 {
+	var sp kmsg.FetchResponseTopicPartition
+	waitLong(t, "the leader to name the follower", func() bool {
+		sp = onlyFetchPartition(t, toLeader.do(rackFetch(12, "ff", 0, followerRack)))
+		return sp.PreferredReadReplica == follower
+	})
+	if sp.ErrorCode != 0 || len(sp.RecordBatches) != 0 || sp.HighWatermark != 3 || sp.LogStartOffset != 0 {
 		t.Fatalf("leader's answer to a client in the follower's rack: %+v", sp)
 	}
 	for _, req := range []*kmsg.FetchRequest{
@@ -148,14 +124,17 @@ func TestFetchFromFollowerRules(t *testing.T) {
 			t.Fatalf("leader's answer to v%d rack %q: %+v", req.Version, req.Rack, sp)
 		}
 	}
-	// Past the high watermark no follower is known to hold the offset.
+	// Past the follower's log end no follower holds the offset.
 	if sp := onlyFetchPartition(t, toLeader.do(rackFetch(12, "ff", 4, followerRack))); sp.PreferredReadReplica != -1 || sp.ErrorCode != kerr.OffsetOutOfRange.Code {
 		t.Fatalf("leader's answer past its end: %+v", sp)
 	}
 
 	toFollower := dialRaw(t, tc.nodes[follower].Addr())
-	sp = onlyFetchPartition(t, toFollower.do(rackFetch(12, "ff", 0, followerRack)))
-	if sp.ErrorCode != 0 || sp.PreferredReadReplica != -1 || sp.HighWatermark != tc.nodes[follower].lookupTopic("ff").partitions[0].highWatermark() {
+	waitLong(t, "the follower to serve the records up to its high watermark", func() bool {
+		sp = onlyFetchPartition(t, toFollower.do(rackFetch(12, "ff", 0, followerRack)))
+		return sp.ErrorCode == 0 && sp.HighWatermark == 3 && len(sp.RecordBatches) > 0
+	})
+	if sp.PreferredReadReplica != -1 {
 		t.Fatalf("follower's answer: %+v", sp)
 	}
 	sp = onlyFetchPartition(t, toFollower.do(rackFetch(12, "ff", 1000, followerRack)))
@@ -168,11 +147,26 @@ func TestFetchFromFollowerRules(t *testing.T) {
 	if sp := onlyFetchPartition(t, dialRaw(t, tc.nodes[stranger].Addr()).do(rackFetch(12, "ff", 0, followerRack))); sp.ErrorCode != kerr.NotLeaderForPartition.Code {
 		t.Fatalf("a non-replica's answer: %+v", sp)
 	}
-	if n := counterValue(t, tc.nodes[follower], "gregor_fetch_follower_reads_total"); n != 2 {
-		t.Errorf("follower reads counted %v, want 2", n)
+	if n := counterValue(t, tc.nodes[leader], "gregor_fetch_preferred_read_replica_total"); n < 1 {
+		t.Errorf("preferred read replica answers counted %v", n)
 	}
-	if n := counterValue(t, tc.nodes[leader], "gregor_fetch_preferred_read_replica_total"); n != 1 {
-		t.Errorf("preferred read replica answers counted %v, want 1", n)
+
+	// A consumer in the follower's rack reads everything, from the follower.
+	before := counterValue(t, tc.nodes[follower], "gregor_fetch_follower_reads_total")
+	consumer := tc.client(leader, kgo.Rack(followerRack), kgo.ConsumeTopics("ff"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	var got []byte
+	for len(got) < 3 {
+		fs := consumer.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("consumed %v before the deadline", got)
+		}
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, r.Value...) })
+	}
+	if string(got) != "\x00\x01\x02" {
+		t.Fatalf("consumed %v", got)
+	}
+	if after := counterValue(t, tc.nodes[follower], "gregor_fetch_follower_reads_total"); after <= before {
+		t.Fatalf("the follower served no read to the consumer in its rack (%v before, %v after)", before, after)
 	}
 }
 
