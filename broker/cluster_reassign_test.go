@@ -50,11 +50,11 @@ func mapKeys(m map[int32][]int32) func(func(int32) bool) {
 // AlterPartitionReassignments and ListPartitionReassignments against a
 // node that is not the active controller (the requests are forwarded) and
 // through kadm (which sends them to the controller): Kafka's error codes
-// and messages per partition, a reassignment recorded with its adding and
-// removing replicas and seen in every node's metadata, and its
-// cancellation.
+// and messages per partition, a reassignment (to a broker that is down, so
+// that it stays in progress) recorded with its adding and removing
+// replicas and seen in every node's metadata, and its cancellation.
 func TestClusterPartitionReassignmentsThroughAnyNode(t *testing.T) {
-	tc := startCluster(t, 3)
+	tc := startCluster(t, 4)
 	ctx := testCtx(t)
 	ctrl := tc.controller(1)
 	via := tc.otherThan(ctrl)
@@ -73,7 +73,15 @@ func TestClusterPartitionReassignmentsThroughAnyNode(t *testing.T) {
 		}
 		return leader >= 0
 	})
-	target := tc.otherThan(leader)
+	// The target is a broker that is down, so that the reassignment stays
+	// in progress (it is registered, so it is a valid target, as in Kafka).
+	var target int32 = -1
+	for _, id := range tc.live() {
+		if id != leader && id != via && id != ctrl {
+			target = id
+		}
+	}
+	tc.close(target)
 
 	raw := dialRaw(t, tc.nodes[via].Addr())
 	resp := raw.do(alterReassignments(1, false, "moving", map[int32][]int32{
