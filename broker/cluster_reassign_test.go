@@ -263,3 +263,57 @@ func TestClusterElectLeadersIsServedAndForwarded(t *testing.T) {
 		t.Fatalf("unknown election type: %+v", resp)
 	}
 }
+
+// TestClusterPreferredElectionMovesLeadershipBack: a partition's preferred
+// leader goes down, leadership moves to the other replica; once it is back
+// in the ISR, a preferred election (kadm, as kafka-leader-election.sh
+// sends it) gives it the lead again, and a second one is
+// ELECTION_NOT_NEEDED.
+func TestClusterPreferredElectionMovesLeadershipBack(t *testing.T) {
+	tc := startCluster(t, 3)
+	ctx := testCtx(t)
+	if _, err := kadm.NewClient(tc.client(1)).CreateTopic(ctx, 1, 2, nil, "pref"); err != nil {
+		t.Fatal(err)
+	}
+	state := func(id int32) (leader int32, replicas, isr []int32) {
+		tp := tc.nodes[id].cluster.currentImage().TopicByName("pref")
+		if tp == nil {
+			return -1, nil, nil
+		}
+		p := tp.Partitions[0]
+		return p.Leader, p.Replicas, p.ISR
+	}
+	var preferred, other int32
+	waitLong(t, "the topic", func() bool {
+		l, r, isr := state(1)
+		if len(r) != 2 || l != r[0] || len(isr) != 2 {
+			return false
+		}
+		preferred, other = r[0], r[1]
+		return true
+	})
+	observer := tc.otherThan(preferred)
+	tc.close(preferred)
+	waitLong(t, "leadership to move off the closed broker", func() bool {
+		l, _, _ := state(observer)
+		return l == other
+	})
+	tc.restart(preferred)
+	waitLong(t, "the preferred replica back in the ISR", func() bool {
+		_, _, isr := state(observer)
+		return len(isr) == 2
+	})
+	adm := kadm.NewClient(tc.client(observer))
+	res, err := adm.ElectLeaders(ctx, kadm.ElectPreferredReplica, kadm.TopicsSet{"pref": {0: {}}})
+	if err != nil || res["pref"][0].Err != nil {
+		t.Fatalf("preferred election: %v %+v", err, res)
+	}
+	waitLong(t, "the preferred replica to lead again", func() bool {
+		l, _, _ := state(observer)
+		return l == preferred
+	})
+	res, err = adm.ElectLeaders(ctx, kadm.ElectPreferredReplica, kadm.TopicsSet{"pref": {0: {}}})
+	if err != nil || !errors.Is(res["pref"][0].Err, kerr.ElectionNotNeeded) {
+		t.Fatalf("second preferred election: %v %+v", err, res)
+	}
+}
