@@ -102,21 +102,16 @@ type replicaView struct {
 	holdsFetchedOffset bool
 }
 
-// followerView returns the leader's view of follower id of p for a fetch
+// readReplicaView returns the leader's view of follower id of p for a fetch
 // at offset (Kafka's DefaultReplicaView from the follower's Replica
 // state): its log end offset and time since it was last caught up, from
 // its fetches (replica.go), and whether it holds the offset. ok is false
 // while the leader has not seen the follower fetch since taking the lead.
-func followerView(p *partition, id int32, rack string, offset, now int64) (v replicaView, ok bool) {
-	rs := &p.repl
-	rs.mu.Lock()
-	f := rs.followers[id]
-	if f == nil || f.leo < 0 {
-		rs.mu.Unlock()
+func readReplicaView(p *partition, id int32, rack string, offset, now int64) (v replicaView, ok bool) {
+	leo, caughtUp, ok := p.followerView(id)
+	if !ok {
 		return replicaView{}, false
 	}
-	leo, caughtUp := f.leo, f.lastCaughtUpMs
-	rs.mu.Unlock()
 	return replicaView{id: id, rack: rack, logEndOffset: leo, sinceCaughtUpMs: now - caughtUp,
 		holdsFetchedOffset: offset <= leo && offset >= p.log.StartOffset()}, true
 }
@@ -188,7 +183,7 @@ func (b *Broker) preferredReadReplica(req *kmsg.FetchRequest, rp kmsg.FetchReque
 		if br := im.Brokers[id]; br == nil || br.Fenced || len(br.Endpoints) == 0 {
 			continue // no endpoint to send the client to
 		}
-		if v, ok := followerView(p, id, rackOf(id), rp.FetchOffset, now); ok && v.holdsFetchedOffset {
+		if v, ok := readReplicaView(p, id, rackOf(id), rp.FetchOffset, now); ok && v.holdsFetchedOffset {
 			followers = append(followers, v)
 		}
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-broker/gregor/coordinator/controller/metadata"
 	"github.com/gregor-broker/gregor/storage"
 )
 
@@ -69,7 +70,8 @@ func (b *Broker) readReplica(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopicPa
 			records = storage.Slice{}
 		}
 	}
-	ok, moved, expand := p.followerFetch(replica, req.ReplicaState.Epoch, rp.FetchOffset, leo, rp.CurrentLeaderEpoch, time.Now().UnixMilli())
+	eligible := isrEligible(b.cluster.currentImage(), replica, req.ReplicaState.Epoch)
+	ok, moved, expand := p.followerFetch(replica, req.ReplicaState.Epoch, rp.FetchOffset, leo, rp.CurrentLeaderEpoch, eligible, time.Now().UnixMilli())
 	if !ok {
 		records.Release()
 		sp.ErrorCode = kerr.NotLeaderForPartition.Code
@@ -86,4 +88,15 @@ func (b *Broker) readReplica(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopicPa
 	}
 	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = hw, lso, start
 	return records
+}
+
+// isrEligible reports whether broker may join an ISR: registered in the
+// image, unfenced, and at the broker epoch it fetched with (-1: not given,
+// below Fetch v15).
+func isrEligible(im *metadata.Image, broker int32, epoch int64) bool {
+	if im == nil {
+		return false
+	}
+	br := im.Brokers[broker]
+	return br != nil && !br.Fenced && (epoch < 0 || br.Epoch == epoch)
 }

@@ -189,6 +189,9 @@ func (f *replicaFetcher) run() {
 			return
 		default:
 		}
+		if hook := f.c.b.cfg.testHooks.replicaFetch; hook != nil {
+			hook(f.leader)
+		}
 		req, sent, wait := f.buildRequest()
 		if len(sent) == 0 {
 			f.sleep(wait)
@@ -463,7 +466,7 @@ func (p *partition) appendFromLeader(leaderEpoch int32, fetchOffset int64, recor
 	if !following || p.log.EndOffset() != fetchOffset {
 		return 0, nil
 	}
-	first, last, err := appendReplicated(p.log, whole)
+	first, last, err := p.log.AppendReplicated(whole)
 	if err != nil {
 		return 0, err
 	}
@@ -534,7 +537,7 @@ func (p *partition) truncateDiverging(leaderEpoch, divEpoch int32, divEnd int64)
 	}
 	p.logger.Info("truncating a diverged replica", "topic", p.topic, "partition", p.index, "from", end, "to", to,
 		"leader_epoch", divEpoch, "leader_end", divEnd)
-	if err := truncateTo(p.log, to); err != nil {
+	if err := p.log.TruncateTo(to); err != nil {
 		return err
 	}
 	return p.reloadProducers()
@@ -595,7 +598,7 @@ func (p *partition) startOverAt(leaderEpoch int32, fetchOffset, leaderStart int6
 	}
 	p.logger.Info("the leader's log starts past this replica's end; starting over", "topic", p.topic, "partition", p.index,
 		"end", fetchOffset, "leader_start", leaderStart)
-	if err := truncateFullyAndStartAt(p.log, leaderStart); err != nil {
+	if err := p.log.TruncateFullyAndStartAt(leaderStart); err != nil {
 		return err
 	}
 	p.hw.Store(leaderStart)

@@ -29,7 +29,7 @@ type roleChange struct {
 // ReplicaManager.applyDelta): leader, follower or none, and hands the
 // followed partitions to the fetcher of their leader. Called on the image
 // goroutine, holding no lock.
-func (c *cluster) applyRoles(roles []roleChange) {
+func (c *cluster) applyRoles(im *metadata.Image, roles []roleChange) {
 	b := c.b
 	self := b.cfg.NodeID
 	now := time.Now().UnixMilli()
@@ -38,24 +38,21 @@ func (c *cluster) applyRoles(roles []roleChange) {
 		p, st := rc.p, rc.st
 		switch {
 		case st.leader == self:
-			if err := p.becomeLeader(st, now, b.cfg.ReplicaLagTimeMaxMs); err != nil {
+			if err := p.becomeLeader(st, now, b.cfg.ReplicaLagTimeMaxMs, func(id int32) bool { return isrEligible(im, id, -1) }); err != nil {
 				b.log.Error("taking the lead failed", "topic", p.topic, "partition", p.index, "err", err)
 				// Refuse produce rather than append at a wrong epoch.
 				p.cluster.Store(&partitionState{leader: st.leader, leaderEpoch: st.leaderEpoch, partitionEpoch: st.partitionEpoch,
 					replicas: st.replicas, isr: st.isr, local: false})
 				continue
 			}
-			p.cluster.Store(st)
 			p.appended() // the high watermark may move (a lone ISR), waiters re-check
 		case slices.Contains(st.replicas, self):
-			p.cluster.Store(st)
 			p.becomeFollower(st)
 			p.wake() // acks=all produces waiting here fail over
 			if st.leader >= 0 {
 				follow[st.leader] = append(follow[st.leader], fetchTarget{p: p, topicID: rc.topicID, leaderEpoch: st.leaderEpoch})
 			}
 		default:
-			p.cluster.Store(st)
 			if err := p.becomeNone(st); err != nil {
 				b.log.Error("removing the data of a replica no longer hosted failed", "topic", p.topic, "partition", p.index, "err", err)
 			}
@@ -124,7 +121,7 @@ func (c *cluster) checkpointHighWatermarks() {
 		if p.hwCheckpointed.Load() == hw {
 			continue
 		}
-		if err := writeHighWatermark(p.log, hw); err != nil {
+		if err := p.log.WriteHighWatermark(hw); err != nil {
 			c.b.log.Warn("checkpointing the high watermark failed", "topic", p.topic, "partition", p.index, "err", err)
 			continue
 		}

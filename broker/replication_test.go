@@ -2,9 +2,12 @@ package broker
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"slices"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -233,4 +236,289 @@ func testBatch(t *testing.T, n int) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// rawFetch sends a Fetch v15 of topic's partition idx at offset with the
+// given current leader epoch, from replica (-1: a consumer), and returns
+// the partition's answer.
+func rawFetch(t *testing.T, addr string, topicID [16]byte, idx int32, offset int64, epoch, replica int32) kmsg.FetchResponseTopicPartition {
+	t.Helper()
+	req := kmsg.NewPtrFetchRequest()
+	req.SetVersion(15)
+	req.ReplicaState.ID = replica
+	req.MaxBytes, req.MinBytes, req.MaxWaitMillis = 1<<20, 0, 0
+	req.SessionEpoch = -1
+	rt := kmsg.NewFetchRequestTopic()
+	rt.TopicID = topicID
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.Partition, rp.FetchOffset, rp.CurrentLeaderEpoch, rp.PartitionMaxBytes = idx, offset, epoch, 1<<20
+	rt.Partitions = []kmsg.FetchRequestTopicPartition{rp}
+	req.Topics = []kmsg.FetchRequestTopic{rt}
+	resp := dialRaw(t, addr).do(req).(*kmsg.FetchResponse)
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		t.Fatalf("fetch answer %+v", resp)
+	}
+	return resp.Topics[0].Partitions[0]
+}
+
+// values returns the values of the data records in a log read, in order.
+func values(t *testing.T, raw []byte) []string {
+	t.Helper()
+	var out []string
+	var s batch.Scratch
+	err := batch.Split(raw, func(b []byte) error {
+		h, err := batch.ParseHeader(b)
+		if err != nil || h.Control() {
+			return err
+		}
+		return batch.ForEachRecord(b, &s, func(_ *batch.Header, r *batch.Record) bool {
+			out = append(out, string(r.Value))
+			return true
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestReplicationFetchErrors(t *testing.T) {
+	tc := startCluster(t, 3)
+	tc.createReplicated("pair", 1, 2, nil)
+	st := tc.part(1, "pair", 0).cluster.Load()
+	leader := st.leader
+	var follower, outsider int32 = -1, -1
+	for _, id := range tc.live() {
+		switch {
+		case id == leader:
+		case slices.Contains(st.replicas, id):
+			follower = id
+		default:
+			outsider = id
+		}
+	}
+	topicID := tc.nodes[leader].lookupTopic("pair").id
+	addr := tc.nodes[leader].Addr()
+	epoch := st.leaderEpoch
+	cases := []struct {
+		name    string
+		epoch   int32
+		replica int32
+		want    int16
+	}{
+		{"consumer at the current epoch", epoch, -1, 0},
+		{"consumer at a newer epoch", epoch + 1, -1, kerr.UnknownLeaderEpoch.Code},
+		{"follower at the current epoch", epoch, follower, 0},
+		{"follower at a newer epoch", epoch + 1, follower, kerr.UnknownLeaderEpoch.Code},
+		{"broker that is not a replica", epoch, outsider, kerr.NotLeaderForPartition.Code},
+	}
+	if epoch > 0 {
+		cases = append(cases, struct {
+			name    string
+			epoch   int32
+			replica int32
+			want    int16
+		}{"follower at an older epoch", epoch - 1, follower, kerr.FencedLeaderEpoch.Code})
+	}
+	for _, c := range cases {
+		if got := rawFetch(t, addr, topicID, 0, 0, c.epoch, c.replica); got.ErrorCode != c.want {
+			t.Errorf("%s: %v, want %v", c.name, kerr.ErrorForCode(got.ErrorCode), kerr.ErrorForCode(c.want))
+		}
+	}
+	// The follower itself answers consumers NOT_LEADER_OR_FOLLOWER.
+	if got := rawFetch(t, tc.nodes[follower].Addr(), topicID, 0, 0, epoch, -1); got.ErrorCode != kerr.NotLeaderForPartition.Code {
+		t.Errorf("consumer fetch from the follower: %v", kerr.ErrorForCode(got.ErrorCode))
+	}
+}
+
+func TestReplicationAcksAllWaitsForASlowFollower(t *testing.T) {
+	var slow atomic.Int32
+	slow.Store(-1)
+	release := make(chan struct{})
+	entered := make(chan struct{}, 1)
+	tc := startClusterWith(t, 3, func(c *Config) {
+		self := c.NodeID
+		c.testHooks.replicaFetch = func(int32) {
+			if slow.Load() == self {
+				notify(entered)
+				<-release
+			}
+		}
+	})
+	released := false
+	releaseOnce := func() {
+		if !released {
+			released = true
+			close(release)
+		}
+	}
+	t.Cleanup(releaseOnce)
+	tc.createReplicated("slow", 1, 3, nil)
+	leader := tc.leaderOf(1, "slow", 0)
+	addr := tc.nodes[leader].Addr()
+	if sp := rawProduceAcks(t, addr, "slow", 0, -1, 30000, 5); sp.ErrorCode != 0 {
+		t.Fatal(kerr.ErrorForCode(sp.ErrorCode))
+	}
+	var slowID, other int32
+	for _, id := range tc.part(leader, "slow", 0).cluster.Load().replicas {
+		if id != leader {
+			if slowID == 0 {
+				slowID = id
+			} else {
+				other = id
+			}
+		}
+	}
+	slow.Store(slowID)
+	<-entered // the slow follower fetches no more
+
+	lp := tc.part(leader, "slow", 0)
+	answered := make(chan kmsg.ProduceResponseTopicPartition, 1)
+	go func() { answered <- rawProduceAcks(t, addr, "slow", 0, -1, 60000, 5) }()
+	end := int64(10)
+	waitLong(t, "the append and the other follower to catch up", func() bool {
+		leo, _, ok := lp.followerView(other)
+		return lp.log.EndOffset() == end && ok && leo == end
+	})
+	select {
+	case sp := <-answered:
+		t.Fatalf("acks=all answered (%v) before the slow follower fetched", kerr.ErrorForCode(sp.ErrorCode))
+	default:
+	}
+	// A consumer reads nothing past the high watermark, which waits for
+	// the slow follower.
+	hw := lp.highWatermark()
+	if hw >= end {
+		t.Fatalf("high watermark %d with a follower behind at %d", hw, end)
+	}
+	topicID := tc.nodes[leader].lookupTopic("slow").id
+	fp := rawFetch(t, addr, topicID, 0, 0, -1, -1)
+	if fp.ErrorCode != 0 || fp.HighWatermark != hw {
+		t.Fatalf("consumer fetch: %v, high watermark %d, want %d", kerr.ErrorForCode(fp.ErrorCode), fp.HighWatermark, hw)
+	}
+	if got := len(values(t, fp.RecordBatches)); int64(got) != hw {
+		t.Fatalf("consumer read %d records with the high watermark at %d", got, hw)
+	}
+
+	releaseOnce()
+	select {
+	case sp := <-answered:
+		if sp.ErrorCode != 0 {
+			t.Fatalf("acks=all once the follower caught up: %v", kerr.ErrorForCode(sp.ErrorCode))
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("acks=all not answered after the follower caught up")
+	}
+	if hw := lp.highWatermark(); hw != end {
+		t.Fatalf("high watermark %d after acks=all, want %d", hw, end)
+	}
+	tc.waitReplicated("slow", 0, end)
+}
+
+func TestReplicationFailover(t *testing.T) {
+	tc := startCluster(t, 3)
+	two := "2"
+	tc.createReplicated("failover", 1, 3, map[string]*string{"min.insync.replicas": &two})
+	oldLeader := tc.leaderOf(1, "failover", 0)
+	var seeds []string
+	for _, id := range tc.live() {
+		seeds = append(seeds, tc.nodes[id].Addr())
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.DefaultProduceTopic("failover"), kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+
+	// Produce in order; record what is acknowledged.
+	var mu sync.Mutex
+	var acked []string
+	var failed []error
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			v := fmt.Sprintf("%08d", i)
+			cl.Produce(context.Background(), &kgo.Record{Value: []byte(v)}, func(r *kgo.Record, err error) {
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					failed = append(failed, err)
+					return
+				}
+				acked = append(acked, string(r.Value))
+			})
+			if i%50 == 49 {
+				time.Sleep(time.Millisecond) // let batches form without an unbounded backlog
+			}
+		}
+	}()
+	ackedCount := func() int { mu.Lock(); defer mu.Unlock(); return len(acked) }
+	waitLong(t, "records acknowledged before the failover", func() bool { return ackedCount() >= 300 })
+
+	tc.close(oldLeader)
+	var newLeader int32
+	survivor := tc.live()[0]
+	waitLong(t, "a new leader", func() bool {
+		newLeader = tc.leaderOf(survivor, "failover", 0)
+		return newLeader >= 0 && newLeader != oldLeader
+	})
+	before := ackedCount()
+	waitLong(t, "records acknowledged by the new leader", func() bool { return ackedCount() >= before+300 })
+	close(stop)
+	<-done
+	if err := cl.Flush(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	if len(failed) > 0 {
+		t.Fatalf("%d records failed, first: %v", len(failed), failed[0])
+	}
+	mu.Unlock()
+
+	// Every acknowledged record is on the new leader, once, in order.
+	lp := tc.part(newLeader, "failover", 0)
+	hw := lp.highWatermark()
+	got := values(t, readLog(t, lp, 0, hw))
+	seen := map[string]bool{}
+	for i, v := range got {
+		if seen[v] {
+			t.Fatalf("record %s is twice in the new leader's log", v)
+		}
+		seen[v] = true
+		if i > 0 && v < got[i-1] {
+			t.Fatalf("record %s after %s in the new leader's log", v, got[i-1])
+		}
+	}
+	for _, v := range acked {
+		if !seen[v] {
+			t.Fatalf("acknowledged record %s is missing from the new leader's log (%d records)", v, len(got))
+		}
+	}
+
+	// The old epoch is fenced, a newer one unknown.
+	epoch := lp.leaderEpoch.Load()
+	topicID := tc.nodes[newLeader].lookupTopic("failover").id
+	if fp := rawFetch(t, tc.nodes[newLeader].Addr(), topicID, 0, 0, epoch-1, -1); fp.ErrorCode != kerr.FencedLeaderEpoch.Code {
+		t.Fatalf("fetch at the old epoch: %v", kerr.ErrorForCode(fp.ErrorCode))
+	}
+	if fp := rawFetch(t, tc.nodes[newLeader].Addr(), topicID, 0, 0, epoch+1, -1); fp.ErrorCode != kerr.UnknownLeaderEpoch.Code {
+		t.Fatalf("fetch at a newer epoch: %v", kerr.ErrorForCode(fp.ErrorCode))
+	}
+
+	// The old leader comes back, truncates what it alone had, catches up
+	// and rejoins the ISR.
+	tc.restart(oldLeader)
+	waitLong(t, "the old leader to rejoin the ISR", func() bool {
+		return slices.Contains(lp.isrSnapshot(), oldLeader)
+	})
+	end := lp.log.EndOffset()
+	tc.waitReplicated("failover", 0, end)
 }
