@@ -405,13 +405,13 @@ func (p *partition) alterDone(gen uint64, leaderEpoch int32, isr []int32, partit
 	return p.maybeIncrementHW(now)
 }
 
-// isrSize is the size of the committed ISR, which min.insync.replicas is
-// checked against (Kafka's partitionState.isr).
-func (p *partition) isrSize() int {
+// leaderISR returns the committed ISR and the number of replicas, and
+// whether this broker leads the partition.
+func (p *partition) leaderISR() (isr []int32, replicas int, leading bool) {
 	rs := &p.repl
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	return len(rs.isr)
+	return slices.Clone(rs.isr), len(rs.replicas), rs.role == roleLeader
 }
 
 // isrSnapshot returns the committed ISR.
