@@ -308,3 +308,24 @@ func TestListPartitionReassignmentsOnlyOnTheActiveController(t *testing.T) {
 		return
 	}
 }
+
+// TestNewTargetReplacesAnOngoingReassignment: a reassignment of a
+// partition being reassigned starts from its current replica set (target
+// and removing replicas together), as Kafka's: [1 2] to [3 4], then to
+// [3 5], removes 1, 2 and 4 and adds 5; then back to [1 2], which the ISR
+// already holds, completes at once.
+func TestNewTargetReplacesAnOngoingReassignment(t *testing.T) {
+	f := newReassignFixture(t)
+	f.heartbeat(5, false)
+	if err := f.reassign(0, []int32{3, 4}, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.reassign(0, []int32{3, 5}, false); err != nil {
+		t.Fatal(err)
+	}
+	f.want(0, []int32{3, 5, 1, 2, 4}, []int32{1, 2}, []int32{5}, []int32{1, 2, 4}, 1)
+	if err := f.reassign(0, []int32{1, 2}, false); err != nil {
+		t.Fatal(err)
+	}
+	f.want(0, []int32{1, 2}, []int32{1, 2}, nil, nil, 1)
+}
