@@ -127,9 +127,11 @@ type replicaFetcher struct {
 	stop    chan struct{}
 	stopped bool // guarded by mu
 
-	// The connection, used only by run; ncDone is closed with it.
+	// The connection, used only by run; ncDone is closed with it, and
+	// ncAddr is the leader's endpoint it was dialled at.
 	nc     net.Conn
 	ncDone chan struct{}
+	ncAddr string
 	corr   int32
 }
 
@@ -290,18 +292,21 @@ func (f *replicaFetcher) leaderAddr() (string, error) {
 // roundTrip sends req on the fetcher's connection, dialling it first if
 // needed, and decodes the answer.
 func (f *replicaFetcher) roundTrip(req kmsg.Request) (kmsg.Response, error) {
+	addr, err := f.leaderAddr()
+	if err != nil {
+		return nil, err
+	}
+	if f.nc != nil && f.ncAddr != addr {
+		f.closeConn() // the leader registered again, on another endpoint
+	}
 	if f.nc == nil {
-		addr, err := f.leaderAddr()
-		if err != nil {
-			return nil, err
-		}
 		ctx, cancel := context.WithTimeout(f.c.ctx, 10*time.Second)
 		nc, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
 		cancel()
 		if err != nil {
 			return nil, err
 		}
-		f.nc, f.ncDone = nc, make(chan struct{})
+		f.nc, f.ncDone, f.ncAddr = nc, make(chan struct{}), addr
 		// The connection is closed when the fetcher stops, so that a fetch
 		// in flight ends with it.
 		go func(done chan struct{}) {
@@ -367,10 +372,14 @@ func (f *replicaFetcher) processResponse(resp *kmsg.FetchResponse, sent map[*par
 			switch err := kerr.ErrorForCode(rp.ErrorCode); {
 			case err == nil:
 				err := f.processPartition(s, rp)
-				if errors.Is(err, errInvalidFromLeader) {
+				switch {
+				case err == nil, errors.Is(err, storage.ErrClosed):
+					// ErrClosed: the topic was deleted meanwhile; the next
+					// image drops the partition.
+				case errors.Is(err, errInvalidFromLeader):
 					f.c.b.log.Warn("invalid records from the leader; fetching again", "topic", p.topic, "partition", p.index, "leader", f.leader, "err", err)
 					f.mark(s.fp, func(fp *fetchPartition) { fp.delayUntil = time.Now().Add(backoff) })
-				} else if err != nil {
+				default:
 					f.c.b.log.Error("replicating from the leader failed; this replica stops fetching the partition",
 						"topic", p.topic, "partition", p.index, "leader", f.leader, "err", err)
 					f.mark(s.fp, func(fp *fetchPartition) { fp.failed = true })
