@@ -134,7 +134,7 @@ func codeErr(code int16, msg *string) error {
 func (r *controllerRPC) register(ctx context.Context, addr string, reg controller.BrokerRegistration) (int64, error) {
 	req := kmsg.NewPtrBrokerRegistrationRequest()
 	req.BrokerID, req.ClusterID, req.IncarnationID = reg.BrokerID, reg.ClusterID, reg.IncarnationID
-	for _, ep := range reg.Endpoints {
+	for _, ep := range withObserverListener(reg) {
 		l := kmsg.NewBrokerRegistrationRequestListener()
 		l.Name, l.Host, l.Port, l.SecurityProtocol = ep.Name, ep.Host, uint16(ep.Port), ep.SecurityProtocol
 		req.Listeners = append(req.Listeners, l)

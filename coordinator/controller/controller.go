@@ -36,8 +36,13 @@ type Config struct {
 	// log and publishes images, but never votes or becomes the active
 	// controller, so every operation answers NOT_CONTROLLER naming the
 	// leader. The active controller adds it when its broker registers with
-	// a raft address (BrokerRegistration.RaftAddr). Listener is required.
+	// a raft address (BrokerRegistration.RaftAddr), or when the observer,
+	// knowing no leader yet, asks the voters to join (raftnode's join
+	// request). Listener is required.
 	Observer bool
+	// ObserverAddr is an observer's raft address as the voters reach it
+	// (default: the Listener's address); its broker registers the same.
+	ObserverAddr string
 	// DataDir holds MetadataDir.
 	DataDir string
 	// FS is the file system; nil is the operating system's, or an
@@ -175,7 +180,7 @@ func Start(cfg Config) (*Controller, error) {
 	c.seq.Store(rand.Uint64() >> 1)
 	c.published.Store(c.image.Clone())
 	node, err := raftnode.Start(raftnode.Config{
-		NodeID: cfg.NodeID, Voters: cfg.Voters, Learner: cfg.Observer, Dir: filepath.Join(cfg.DataDir, MetadataDir), FS: cfg.FS,
+		NodeID: cfg.NodeID, Voters: cfg.Voters, Learner: cfg.Observer, AdvertisedAddr: cfg.ObserverAddr, Dir: filepath.Join(cfg.DataDir, MetadataDir), FS: cfg.FS,
 		Listener: cfg.Listener, TickInterval: cfg.TickInterval, ElectionTicks: cfg.ElectionTicks,
 		SnapshotEntries: cfg.SnapshotEntries, CatchUpEntries: cfg.CatchUpEntries,
 		StateMachine: (*stateMachine)(c), Logger: cfg.Logger,

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"maps"
+	"net"
 	"slices"
 	"time"
 
@@ -174,6 +175,57 @@ func (n *Node) confChange(ctx context.Context, cc *pb.ConfChange, done func() bo
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// msgJoin is a learner's request to be added, sent to every voter while
+// it knows no leader: a raftpb.Message of type MsgUnreachable, which raft
+// only uses within a node and never sends, from the learner, whose context
+// is its raft address. A new learner needs it because it knows only the
+// voters' raft addresses, and no leader or Kafka listener, until it is in
+// the configuration. The transport hands it to joinRequested instead of
+// raft.
+const msgJoin = pb.MsgUnreachable
+
+// askToJoin sends a join request to every voter. Ready goroutine.
+func (n *Node) askToJoin() {
+	self := raftID(n.cfg.NodeID)
+	msgs := make([]*pb.Message, 0, len(n.cfg.Voters))
+	for id := range n.cfg.Voters {
+		msgs = append(msgs, &pb.Message{Type: msgJoin.Enum(), To: ptr(raftID(id)), From: ptr(self),
+			Context: []byte(n.cfg.AdvertisedAddr)})
+	}
+	n.tr.send(msgs)
+}
+
+// joinRequested handles a learner's join request: the leader adds it
+// (AddLearner, on a goroutine of its own, one at a time per node id);
+// other members ignore it, since the learner asks every voter. A voter's
+// id, or an address that is not host:port, is ignored. It runs on a
+// transport read goroutine and does not block.
+func (n *Node) joinRequested(from uint64, addr string) {
+	id := nodeID(from)
+	if _, voter := n.cfg.Voters[id]; voter || from == 0 || n.leader.Load() != n.cfg.NodeID {
+		return
+	}
+	if host, port, err := net.SplitHostPort(addr); err != nil || host == "" || port == "" {
+		return
+	}
+	if n.members.Load().Learners[id] == addr {
+		return
+	}
+	if _, busy := n.joining.LoadOrStore(id, true); busy {
+		return
+	}
+	go func() {
+		defer n.joining.Delete(id)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Duration(n.cfg.ElectionTicks)*n.cfg.TickInterval)
+		defer cancel()
+		if err := n.AddLearner(ctx, id, addr); err != nil {
+			n.log.Debug("adding a learner that asked to join failed", "learner", id, "err", err)
+			return
+		}
+		n.log.Info("learner joined the quorum", "learner", id, "raft_addr", addr)
+	}()
+}
 
 // maxLearners bounds the learners a snapshot's data may list.
 const maxLearners = 1 << 16

@@ -318,3 +318,19 @@ func FuzzSnapshotData(f *testing.F) {
 		}
 	})
 }
+
+// TestLearnerAsksToJoinAndTheLeaderAddsIt starts a learner that nobody
+// adds: knowing no leader, it asks every voter to join, and the leader
+// adds it at its advertised address.
+func TestLearnerAsksToJoinAndTheLeaderAddsIt(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	c.propose("before")
+	const learner = 6
+	addr := c.startLearner(learner, "")
+	c.sameOnAll([]string{"before"})
+	for id := range c.voters {
+		waitFor(t, "every voter to know the learner", func() bool { return c.nodes[id].Membership().Learners[learner] == addr })
+	}
+	c.propose("after")
+	c.sameOnAll([]string{"before", "after"})
+}

@@ -39,10 +39,14 @@ type Config struct {
 	// Voters are the static voters by node id (ParseVoters).
 	Voters map[int32]string
 	// Learner starts the node as a learner (Kafka's observer, a
-	// process.roles=broker node): not a voter, it waits for the leader to
-	// add it (AddLearner), then receives the log or a snapshot and applies
-	// it like a voter, but never votes or campaigns. Listener is required.
+	// process.roles=broker node): not a voter, it asks the voters to add
+	// it (a join request, learners.go) until it knows a leader, then
+	// receives the log or a snapshot and applies it like a voter, but
+	// never votes or campaigns. Listener is required.
 	Learner bool
+	// AdvertisedAddr is a learner's raft address as the voters reach it
+	// (default: the Listener's address).
+	AdvertisedAddr string
 	// Dir holds the WAL and snapshots (e.g. <data>/__cluster_metadata).
 	Dir string
 	// FS is the file system; nil is the operating system's.
@@ -97,6 +101,7 @@ type Node struct {
 	learnerAddrs map[uint64]string // raft id -> address, of the learners of confState
 
 	members atomic.Pointer[Membership] // the applied configuration
+	joining sync.Map                   // learner ids being added after a join request
 
 	stop     chan struct{}
 	done     chan struct{}
@@ -264,7 +269,11 @@ func Start(cfg Config) (*Node, error) {
 	for id, addr := range cfg.Voters {
 		voters[raftID(id)] = addr
 	}
+	if cfg.Learner && cfg.AdvertisedAddr == "" {
+		n.cfg.AdvertisedAddr = ln.Addr().String()
+	}
 	n.tr = newTransport(raftID(cfg.NodeID), ln, voters, n.raft, cfg.MaxFrameBytes, n.log)
+	n.tr.onJoin = n.joinRequested
 	n.restoreLearners(learners)
 	n.tr.start()
 	go n.run()
@@ -342,12 +351,16 @@ func (n *Node) run() {
 	ticker := time.NewTicker(n.cfg.TickInterval)
 	defer ticker.Stop()
 	var lastLead uint64 = raft.None
+	ticks := 0
 	for {
 		select {
 		case <-n.stop:
 			return
 		case <-ticker.C:
 			n.raft.Tick()
+			if ticks++; n.cfg.Learner && lastLead == raft.None && ticks%n.cfg.ElectionTicks == 1 {
+				n.askToJoin()
+			}
 		case <-n.tr.notify:
 			unreachable, snaps := n.tr.takeReports()
 			for _, id := range unreachable {

@@ -46,6 +46,7 @@ type transport struct {
 	id       uint64
 	ln       net.Listener
 	raft     stepper
+	onJoin   func(from uint64, addr string) // a learner's join request; must not block
 	maxFrame int
 	log      *slog.Logger
 	// peers is replaced whole (copy on write) under mu by setPeer and
@@ -387,6 +388,12 @@ func (t *transport) readLoop(conn net.Conn) {
 				t.log.Debug("raft connection closed", "remote", conn.RemoteAddr(), "err", err)
 			}
 			return
+		}
+		if m.GetType() == msgJoin && m.GetTo() == t.id {
+			if t.onJoin != nil {
+				t.onJoin(m.GetFrom(), string(m.GetContext()))
+			}
+			continue
 		}
 		if m.GetTo() != t.id || (*t.peers.Load())[m.GetFrom()] == nil {
 			t.log.Warn("raft message for another node or from a stranger dropped", "to", m.GetTo(), "from", m.GetFrom())
