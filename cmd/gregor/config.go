@@ -248,8 +248,9 @@ func applyPropertiesWithOrigins(dst *broker.Config, props map[string]setting, lo
 		cfg.LogCleanerEnable = &off
 	}
 
-	// Cluster mode: static controller.quorum.voters, combined broker and
-	// controller nodes only for now. Without voters (Kafka's single-node
+	// Cluster mode: static controller.quorum.voters; combined broker and
+	// controller nodes (the voters) and broker-only nodes (observers).
+	// Without voters (Kafka's single-node
 	// example files name a dynamic quorum instead) the node runs alone
 	// and process.roles is ignored, as before.
 	handled["controller.quorum.voters"] = true
