@@ -6,6 +6,7 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -264,4 +265,115 @@ func TestClusterControlledShutdown(t *testing.T) {
 	// Fenced at once, not after the 600s session.
 	tc.waitForBrokers(tc.live(), 3)
 	t.Logf("controlled shutdown of a broker leading %d partitions took %v", len(victimLeads), took)
+}
+
+// TestClusterControlledShutdownMovesLeadershipsWithinTheISR closes a broker
+// that leads partitions of an RF=3 topic while a producer writes to every
+// partition with acks=all: by the time Close returns, each partition it
+// led is led by another ISR member and it is in no ISR, so the producer's
+// retries (NOT_LEADER_OR_FOLLOWER at most for the move) succeed: no
+// produce fails and no acknowledged record is lost.
+func TestClusterControlledShutdownMovesLeadershipsWithinTheISR(t *testing.T) {
+	tc := startCluster(t, 3)
+	ctx := testCtx(t)
+	ctrl := tc.controller(1)
+	victim := int32(1)
+	for victim == ctrl {
+		victim++
+	}
+	var survivor int32
+	for _, id := range tc.live() {
+		if id != victim {
+			survivor = id
+		}
+	}
+	adm := kadm.NewClient(tc.client(survivor))
+	if _, err := adm.CreateTopic(ctx, 6, 3, nil, "rf3"); err != nil {
+		t.Fatal(err)
+	}
+	var led []int32
+	waitLong(t, "every replica in every ISR", func() bool {
+		md := tc.metadata(survivor)
+		if len(md.Topics) != 1 || len(md.Topics[0].Partitions) != 6 {
+			return false
+		}
+		led = nil
+		for _, p := range md.Topics[0].Partitions {
+			if len(p.ISR) != 3 {
+				return false
+			}
+			if p.Leader == victim {
+				led = append(led, p.Partition)
+			}
+		}
+		return true
+	})
+	if len(led) == 0 {
+		t.Fatalf("broker %d leads no partition of the RF=3 topic; placement should give it two", victim)
+	}
+
+	producer := tc.client(survivor, kgo.DefaultProduceTopic("rf3"), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RecordDeliveryTimeout(30*time.Second))
+	stop := make(chan struct{})
+	done := make(chan error, 1)
+	acked := map[string]bool{}
+	var ackedCount atomic.Int64
+	go func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				done <- nil
+				return
+			default:
+			}
+			v := fmt.Sprint("r", i)
+			if err := producer.ProduceSync(ctx, &kgo.Record{Partition: int32(i % 6), Value: []byte(v)}).FirstErr(); err != nil {
+				done <- fmt.Errorf("produce %s: %w", v, err)
+				return
+			}
+			acked[v] = true // read only after done
+			ackedCount.Add(1)
+		}
+	}()
+	waitLong(t, "records acknowledged on every partition", func() bool {
+		select {
+		case err := <-done:
+			t.Fatal(err)
+		default:
+		}
+		return ackedCount.Load() >= 60
+	})
+	start := time.Now()
+	tc.close(victim)
+	took := time.Since(start)
+	for _, id := range tc.live() {
+		for _, p := range tc.metadata(id).Topics[0].Partitions {
+			if p.Leader == victim || p.Leader < 0 || slices.Contains(p.ISR, victim) {
+				t.Fatalf("node %d right after Close: partition %d leader %d ISR %v (the closed broker %d must lead nothing and be in no ISR)",
+					id, p.Partition, p.Leader, p.ISR, victim)
+			}
+		}
+	}
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatalf("a produce failed across the controlled shutdown: %v", err)
+	}
+	tc.waitForBrokers(tc.live(), 2)
+	t.Logf("controlled shutdown of a broker leading %d of 6 RF=3 partitions took %v; %d records acknowledged", len(led), took, len(acked))
+
+	// Every acknowledged record is there.
+	consumer := tc.client(survivor, kgo.ConsumeTopics("rf3"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	seen := map[string]bool{}
+	for len(seen) < len(acked) {
+		fs := consumer.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read %d of %d acknowledged records", len(seen), len(acked))
+		}
+		fs.EachRecord(func(r *kgo.Record) { seen[string(r.Value)] = true })
+	}
+	for v := range acked {
+		if !seen[v] {
+			t.Fatalf("acknowledged record %s lost", v)
+		}
+	}
 }
