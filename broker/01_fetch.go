@@ -30,6 +30,17 @@ package broker
 // one of its partitions. While it waits, the connection's later requests
 // wait too, as in Kafka.
 //
+// In cluster mode a fetch naming a replica (ReplicaState from v15,
+// ReplicaID below) is a follower's: read to the log end, with diverging
+// epochs, recording the follower's progress (replica_fetch.go); client
+// quotas do not apply to it. A single node serves every fetch as a
+// consumer's.
+//
+// Fetch from follower (KIP-392, fetch_follower.go): a follower serves a
+// consumer's fetch v11+ from its own log up to its high watermark; with
+// replica.selector.class set, the leader may name a preferred read replica
+// in the client's rack instead of returning records.
+//
 // Consumer quotas (throttle.go), as Kafka: a client with a consumer_byte_rate
 // has its max bytes capped at its quota times quota.window.num - 1 windows,
 // and min bytes at that. The response's size is recorded once the fetch is
@@ -167,17 +178,23 @@ func (b *Broker) readFetch(req *kmsg.FetchRequest, reply *fetchReply, replica in
 				// Kafka's error-only partition answer has an empty, non-null
 				// list of aborted transactions.
 				sp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
-			case p.notLeader():
+			case p.notLeader() && !b.readsAsFollower(req, p):
 				sp.ErrorCode = kerr.NotLeaderForPartition.Code
 				sp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
 				if req.Version >= 12 {
 					b.cluster.fetchCurrentLeader(p, &sp, resp)
 				}
 			default:
+				if id := b.preferredReadReplica(req, rp, p); id >= 0 {
+					// KIP-392 (fetch_follower.go): answered at once, no records.
+					b.answerWithReadReplica(rp, p, id, &sp)
+					anyError = true
+					break
+				}
 				parts = append(parts, p)
 				limit := min(int(rp.PartitionMaxBytes), responseBudget)
 				if replica >= 0 {
-					records = b.readReplica(req, rp, t.id, p, replica, limit, minOneBatch, &sp)
+					records = b.readReplica(req, rp, t.id, p, replica, limit, minOneBatch, &sp, &anyError)
 				} else {
 					records = b.readPartition(req, rp, p, limit, minOneBatch, &sp)
 				}
@@ -188,8 +205,8 @@ func (b *Broker) readFetch(req *kmsg.FetchRequest, reply *fetchReply, replica in
 					minOneBatch = false
 				}
 			}
-			if sp.ErrorCode != 0 {
-				anyError = true
+			if sp.ErrorCode != 0 || replica >= 0 && sp.DivergingEpoch.EndOffset >= 0 {
+				anyError = true // answered at once, as a diverging epoch is (Kafka's DelayedFetch)
 			}
 			st.Partitions = append(st.Partitions, sp)
 			reply.records = append(reply.records, records)

@@ -30,7 +30,8 @@ package broker
 // NOT_LEADER_OR_FOLLOWER (the leader is behind) and the others retry after
 // replica.fetch.backoff.ms. OFFSET_OUT_OF_RANGE, for a follower below the
 // leader's log start, starts the log over at the leader's log start offset
-// (ListOffsets earliest, as Kafka's fetchOffsetAndTruncate).
+// (ListOffsets earliest, as Kafka's fetchOffsetAndTruncate); past the
+// leader's end it truncates to the leader's high watermark.
 
 import (
 	"context"
@@ -582,34 +583,72 @@ func (p *partition) reloadProducers() error {
 	return p.producers.load(p.log, time.Now().UnixMilli(), p.replayMarker)
 }
 
-// outOfRange handles OFFSET_OUT_OF_RANGE: a follower whose log end is
-// below the leader's log start starts over there (Kafka's
-// fetchOffsetAndTruncate). Past the leader's end the diverging-epoch
-// answer truncates instead, so only the earliest offset is asked.
+// outOfRange handles OFFSET_OUT_OF_RANGE (Kafka's fetchOffsetAndTruncate):
+// a follower whose log end is below the leader's log start starts over
+// there; one past the leader's end (a log without leader epochs, which the
+// diverging-epoch check cannot place) truncates to the leader's high
+// watermark, below which every replica holds the same records.
 func (f *replicaFetcher) outOfRange(s sentPartition) error {
+	start, err := f.listOffset(s, -2)
+	if err != nil {
+		return err
+	}
+	if s.fetchOffset < start {
+		return s.fp.p.startOverAt(s.fp.leaderEpoch, s.fetchOffset, start)
+	}
+	hw, err := f.listOffset(s, -1)
+	if err != nil {
+		return err
+	}
+	return s.fp.p.truncateAbove(s.fp.leaderEpoch, s.fetchOffset, hw)
+}
+
+// listOffset asks the leader for the partition's earliest (-2) or latest
+// (-1: its high watermark, as a consumer's ListOffsets) offset.
+func (f *replicaFetcher) listOffset(s sentPartition, timestamp int64) (int64, error) {
 	req := kmsg.NewPtrListOffsetsRequest()
-	req.ReplicaID = f.c.b.cfg.NodeID
+	req.ReplicaID = -1
 	rt := kmsg.NewListOffsetsRequestTopic()
 	rt.Topic = s.fp.p.topic
 	rp := kmsg.NewListOffsetsRequestTopicPartition()
-	rp.Partition, rp.CurrentLeaderEpoch, rp.Timestamp = s.fp.p.index, s.fp.leaderEpoch, -2
+	rp.Partition, rp.CurrentLeaderEpoch, rp.Timestamp = s.fp.p.index, s.fp.leaderEpoch, timestamp
 	rt.Partitions = []kmsg.ListOffsetsRequestTopicPartition{rp}
 	req.Topics = []kmsg.ListOffsetsRequestTopic{rt}
 	req.SetVersion(handlers[2].max)
 	raw, err := f.roundTrip(req)
 	if err != nil {
 		f.closeConn()
-		return err
+		return 0, err
 	}
 	resp := raw.(*kmsg.ListOffsetsResponse)
 	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
-		return errors.New("broker: a ListOffsets answer without the partition")
+		return 0, errors.New("broker: a ListOffsets answer without the partition")
 	}
 	lp := resp.Topics[0].Partitions[0]
 	if err := kerr.ErrorForCode(lp.ErrorCode); err != nil {
+		return 0, err
+	}
+	return lp.Offset, nil
+}
+
+// truncateAbove truncates a follower whose log end (fetchOffset) lies past
+// the leader's to the leader's high watermark.
+func (p *partition) truncateAbove(leaderEpoch int32, fetchOffset, leaderHW int64) error {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	rs := &p.repl
+	rs.mu.Lock()
+	following := rs.role == roleFollower && rs.leaderEpoch == leaderEpoch
+	rs.mu.Unlock()
+	if !following || p.log.EndOffset() != fetchOffset || fetchOffset <= leaderHW {
+		return nil
+	}
+	p.logger.Info("this replica's log ends past the leader's; truncating to its high watermark", "topic", p.topic, "partition", p.index,
+		"end", fetchOffset, "leader_high_watermark", leaderHW)
+	if err := p.log.TruncateTo(leaderHW); err != nil {
 		return err
 	}
-	return s.fp.p.startOverAt(s.fp.leaderEpoch, s.fetchOffset, lp.Offset)
+	return p.reloadProducers()
 }
 
 // startOverAt empties a follower's log to start at the leader's log start

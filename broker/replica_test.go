@@ -97,7 +97,7 @@ func TestLeaderHighWatermarkFollowsTheISR(t *testing.T) {
 		{2, 4, 10},  // never back
 	}
 	for i, s := range steps {
-		ok, _, _ := p.followerFetch(s.replica, 1, s.offset, 10, 1, true, t0+100)
+		ok, _, _, _ := p.followerFetch(s.replica, 1, s.offset, 10, 1, true, t0+100)
 		if !ok {
 			t.Fatalf("step %d: fetch refused", i)
 		}
@@ -105,7 +105,7 @@ func TestLeaderHighWatermarkFollowsTheISR(t *testing.T) {
 			t.Fatalf("step %d: high watermark %d, want %d", i, hw, s.wantHW)
 		}
 	}
-	if ok, _, _ := p.followerFetch(4, 1, 10, 10, 1, true, t0+100); ok {
+	if ok, _, _, _ := p.followerFetch(4, 1, 10, 10, 1, true, t0+100); ok {
 		t.Fatal("a fetch from a broker outside the replicas was recorded")
 	}
 }
@@ -120,16 +120,16 @@ func TestLeaderISRChanges(t *testing.T) {
 	if hw := p.highWatermark(); hw != 10 {
 		t.Fatalf("high watermark %d", hw)
 	}
-	if _, _, expand := p.followerFetch(3, 1, 5, 10, 1, true, t0+20); expand != nil {
+	if _, _, expand, _ := p.followerFetch(3, 1, 5, 10, 1, true, t0+20); expand != nil {
 		t.Fatalf("a follower below the high watermark joins: %v", expand)
 	}
-	if _, _, expand := p.followerFetch(3, 1, 10, 10, 0, true, t0+30); expand != nil {
+	if _, _, expand, _ := p.followerFetch(3, 1, 10, 10, 0, true, t0+30); expand != nil {
 		t.Fatalf("a follower at an old epoch joins: %v", expand)
 	}
-	if _, _, expand := p.followerFetch(3, 1, 10, 10, 1, false, t0+40); expand != nil {
+	if _, _, expand, _ := p.followerFetch(3, 1, 10, 10, 1, false, t0+40); expand != nil {
 		t.Fatalf("an ineligible follower joins: %v", expand)
 	}
-	_, _, expand := p.followerFetch(3, 1, 10, 10, 1, true, t0+50)
+	_, _, expand, _ := p.followerFetch(3, 1, 10, 10, 1, true, t0+50)
 	if !slices.Equal(expand, []int32{1, 2, 3}) {
 		t.Fatalf("expand %v, want [1 2 3]", expand)
 	}

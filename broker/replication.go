@@ -8,7 +8,6 @@ package broker
 import (
 	"context"
 	"errors"
-	"net"
 	"slices"
 	"time"
 
@@ -149,6 +148,11 @@ func (c *cluster) alterISR(p *partition, topicID [16]byte) {
 			ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
 			res, err := c.alterPartition(ctx, req, p.followerEpochs())
 			cancel()
+			if err == nil && errors.Is(res.Err, kerr.NotController) {
+				// The controller's metadata is behind this request's epochs:
+				// retriable, as Kafka's AlterPartitionManager treats it.
+				err = res.Err
+			}
 			if err == nil {
 				if p.alterDone(gen, leaderEpoch, res.ISR, res.PartitionEpoch, res.Err, time.Now().UnixMilli()) {
 					p.wake()
@@ -190,11 +194,4 @@ func (c *cluster) alterPartition(ctx context.Context, req controller.AlterPartit
 		return controller.AlterPartitionResult{}, errors.New("broker: the controller answered no partition")
 	}
 	return results[0], nil
-}
-
-// isTransient reports whether err from a replication call is worth a
-// retry: the peer went away or is not ready.
-func isTransient(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) || errors.Is(err, kerr.NotController) || errors.Is(err, context.DeadlineExceeded)
 }
