@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
@@ -70,8 +71,8 @@ func (tc *testCluster) describeQuorum(id int32) kmsg.DescribeQuorumResponseTopic
 // cluster of three voters: it appears in Metadata and DescribeCluster,
 // DescribeQuorum lists it as an observer, topics are placed on it, it
 // serves produce and fetch for the partitions it leads, it forwards admin
-// writes, and restarted from its data dir (its own metadata WAL) it leads
-// them again with their records.
+// writes, restarted from its data dir (its own metadata WAL) it leads them
+// again with their records, and stopped and unregistered it is gone.
 func TestClusterAddsABrokerOnlyNode(t *testing.T) {
 	tc := startCluster(t, 3)
 	ctx := testCtx(t)
@@ -176,6 +177,31 @@ func TestClusterAddsABrokerOnlyNode(t *testing.T) {
 			t.Fatalf("after the restart partition %d fetched %q", p, got[p])
 		}
 	}
+
+	// Stopped and unregistered (through every voter: forwarded to the
+	// active controller where needed), it leaves the broker list, fenced
+	// ones included, and the quorum's observers.
+	tc.close(added)
+	unregister := func(via int32) int16 {
+		req := kmsg.NewPtrUnregisterBrokerRequest()
+		req.BrokerID = added
+		return dialRaw(t, tc.nodes[via].Addr()).do(req).(*kmsg.UnregisterBrokerResponse).ErrorCode
+	}
+	if code := unregister(1); code != 0 {
+		t.Fatalf("UnregisterBroker: error %d", code)
+	}
+	for _, via := range tc.live() {
+		if code := unregister(via); code != kerr.BrokerIDNotRegistered.Code {
+			t.Fatalf("UnregisterBroker again through node %d: error %d, want BROKER_ID_NOT_REGISTERED", via, code)
+		}
+	}
+	waitLong(t, "the unregistered broker gone from DescribeCluster and DescribeQuorum", func() bool {
+		req := kmsg.NewPtrDescribeClusterRequest()
+		req.SetVersion(2)
+		req.IncludeFencedBrokers = true
+		dc := dialRaw(t, tc.nodes[2].Addr()).do(req).(*kmsg.DescribeClusterResponse)
+		return len(dc.Brokers) == 3 && len(tc.describeQuorum(2).Observers) == 0
+	})
 }
 
 func TestClusterRefusesRolesThatDoNotMatchTheVoters(t *testing.T) {

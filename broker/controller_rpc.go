@@ -275,3 +275,15 @@ func (r *controllerRPC) alterTopicConfigs(ctx context.Context, addr, name string
 	}
 	return codeErr(resp.Resources[0].ErrorCode, resp.Resources[0].ErrorMessage)
 }
+
+// unregisterBroker forwards an UnregisterBroker.
+func (r *controllerRPC) unregisterBroker(ctx context.Context, addr string, id int32) error {
+	req := kmsg.NewPtrUnregisterBrokerRequest()
+	req.BrokerID = id
+	raw, err := r.do(ctx, addr, req)
+	if err != nil {
+		return err
+	}
+	resp := raw.(*kmsg.UnregisterBrokerResponse)
+	return codeErr(resp.ErrorCode, resp.ErrorMessage)
+}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"strconv"
 
+	"github.com/gregor-broker/gregor/coordinator/controller/metadata"
 	"github.com/gregor-broker/gregor/coordinator/controller/raftnode"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"go.etcd.io/raft/v3"
@@ -89,3 +90,39 @@ func (c *Controller) confChangeErr(ctx context.Context, err error) error {
 // Observers returns the quorum's observers (raft learners) this node has
 // applied, by node id, with their raft addresses.
 func (c *Controller) Observers() map[int32]string { return c.node.Membership().Learners }
+
+// UnregisterBroker removes broker id's registration, as Kafka's
+// ReplicationControlManager.unregisterBroker (kafka-cluster.sh
+// unregister): BROKER_ID_NOT_REGISTERED when it has none; otherwise it
+// leaves every ISR it is not alone in, its leaderships move (as when it is
+// fenced) and an UnregisterBrokerRecord removes it. A broker-only node is
+// then removed from the quorum's observers, so the voters stop sending it
+// the log. A broker that is still running registers again (and, for a
+// broker-only node, asks to join again): stop it first.
+func (c *Controller) UnregisterBroker(ctx context.Context, id int32) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.cfg.WriteTimeout)
+		defer cancel()
+	}
+	_, err := c.write(ctx, func(im *metadata.Image) ([]metadata.Record, error) {
+		b := im.Brokers[id]
+		if b == nil {
+			return nil, fmt.Errorf("controller: broker %d is not registered: %w", id, kerr.BrokerIDNotRegistered)
+		}
+		recs := c.moveOff(im, id)
+		recs = append(recs, &metadata.UnregisterBrokerRecord{ID: id, Epoch: b.Epoch})
+		delete(c.contact, id)
+		delete(c.metadataOffsets, id)
+		delete(c.controlledShutdown, id)
+		c.log.Info("unregistering broker", "broker", id, "epoch", b.Epoch)
+		return recs, nil
+	})
+	if err != nil {
+		return err
+	}
+	if _, voter := c.cfg.Voters[id]; voter {
+		return nil
+	}
+	return c.removeObserver(ctx, id)
+}

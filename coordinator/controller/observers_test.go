@@ -124,3 +124,48 @@ func TestObserverStartRefusesAVoterID(t *testing.T) {
 		t.Fatal("a voter id started as an observer")
 	}
 }
+
+// TestUnregisterBrokerRemovesTheRegistrationAndTheObserver unregisters a
+// broker-only node: its registration leaves the image, its ISR
+// memberships and leaderships go as when it is fenced, it leaves the
+// quorum's observers, and a second unregistration is
+// BROKER_ID_NOT_REGISTERED.
+func TestUnregisterBrokerRemovesTheRegistrationAndTheObserver(t *testing.T) {
+	q := newQuorum(t, 1, nil)
+	c := q.active()
+	register(t, c, 0, "") // the voter's own broker
+	const id = 7
+	obs, addr := q.startObserver(id)
+	epoch, err := c.RegisterBroker(ctx(t), BrokerRegistration{BrokerID: id, ClusterID: testClusterID,
+		IncarnationID: metadata.UUID{id}, RaftAddr: addr,
+		Endpoints: []metadata.Endpoint{{Name: "PLAINTEXT", Host: "localhost", Port: 9300}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the observer's broker unfenced", func() bool {
+		res, err := c.Heartbeat(ctx(t), BrokerHeartbeat{BrokerID: id, BrokerEpoch: epoch, CurrentMetadataOffset: int64(obs.Image().Offset)})
+		return err == nil && !res.IsFenced
+	})
+	res, err := c.CreateTopics(ctx(t), []CreateTopic{{Name: "t", NumPartitions: -1, ReplicationFactor: -1,
+		Assignments: map[int32][]int32{0: {id, 0}, 1: {0, id}}}}, false)
+	if err != nil || res[0].Err != nil {
+		t.Fatalf("create: %v %v", err, res)
+	}
+	tid := res[0].TopicID
+	if err := c.UnregisterBroker(ctx(t), id); err != nil {
+		t.Fatalf("UnregisterBroker: %v", err)
+	}
+	im := c.Image()
+	if im.Brokers[id] != nil {
+		t.Fatal("the broker is still registered")
+	}
+	for pid, p := range im.Topics[tid].Partitions {
+		if p.Leader != 0 || len(p.ISR) != 1 || p.ISR[0] != 0 {
+			t.Fatalf("partition %d after unregistering %d: leader %d ISR %v", pid, id, p.Leader, p.ISR)
+		}
+	}
+	if _, ok := c.Observers()[id]; ok {
+		t.Fatal("the unregistered broker-only node is still an observer")
+	}
+	wantCode(t, "unregister again", c.UnregisterBroker(ctx(t), id), kerr.BrokerIDNotRegistered)
+}

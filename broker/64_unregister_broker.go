@@ -1,0 +1,43 @@
+package broker
+
+// UnregisterBroker (key 64), v0, in cluster mode only (a single node has
+// no registrations and does not advertise it): Kafka's `kafka-cluster.sh
+// unregister --id N`, Admin.unregisterBroker. The active controller
+// removes the broker's registration (its ISR memberships and leaderships
+// go as when it is fenced) and, for a broker-only node, removes it from
+// the quorum's observers. A node that is not the active controller
+// forwards the request to it, as admin writes are. Errors:
+// BROKER_ID_NOT_REGISTERED, NOT_CONTROLLER (no active controller known),
+// REQUEST_TIMED_OUT.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-broker/gregor/coordinator/controller"
+)
+
+func init() { registerScoped(clusterOnly, 64, 0, 0, handleUnregisterBroker) }
+
+func handleUnregisterBroker(b *Broker, r *request, req *kmsg.UnregisterBrokerRequest) (kmsg.Response, error) {
+	resp := newResponse[*kmsg.UnregisterBrokerResponse](req)
+	c := b.cluster
+	ctx, cancel := context.WithTimeout(r.ctx, adminTimeout)
+	defer cancel()
+	err := c.ctrl.UnregisterBroker(ctx, req.BrokerID)
+	if leader := remoteLeader(err, b.cfg.NodeID); leader >= 0 && !forwarded(r) {
+		addr, aerr := c.activeEndpoint(leader)
+		if aerr != nil {
+			err = aerr
+		} else {
+			err = c.rpc.unregisterBroker(ctx, addr, req.BrokerID)
+		}
+	}
+	if err != nil {
+		resp.ErrorCode = controller.ErrorCode(err)
+		_, msg := kerrOf(err)
+		resp.ErrorMessage = &msg
+	}
+	return resp, nil
+}
