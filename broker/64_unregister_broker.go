@@ -12,10 +12,11 @@ package broker
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/gregor-broker/gregor/coordinator/controller"
 )
 
 func init() { registerScoped(clusterOnly, 64, 0, 0, handleUnregisterBroker) }
@@ -30,14 +31,18 @@ func handleUnregisterBroker(b *Broker, r *request, req *kmsg.UnregisterBrokerReq
 		addr, aerr := c.activeEndpoint(leader)
 		if aerr != nil {
 			err = aerr
-		} else {
-			err = c.rpc.unregisterBroker(ctx, addr, req.BrokerID)
+		} else if resp.ErrorCode, resp.ErrorMessage, err = c.rpc.unregisterBroker(ctx, addr, req.BrokerID); err == nil {
+			return resp, nil // the active controller's answer
 		}
 	}
-	if err != nil {
-		resp.ErrorCode = controller.ErrorCode(err)
-		_, msg := kerrOf(err)
+	switch {
+	case errors.Is(err, kerr.BrokerIDNotRegistered):
+		resp.ErrorCode = kerr.BrokerIDNotRegistered.Code
+		msg := fmt.Sprintf("Broker ID %d is not currently registered", req.BrokerID) // Kafka's message
 		resp.ErrorMessage = &msg
+	case err != nil:
+		ke, msg := kerrOf(err)
+		resp.ErrorCode, resp.ErrorMessage = ke.Code, &msg
 	}
 	return resp, nil
 }

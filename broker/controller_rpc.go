@@ -276,14 +276,15 @@ func (r *controllerRPC) alterTopicConfigs(ctx context.Context, addr, name string
 	return codeErr(resp.Resources[0].ErrorCode, resp.Resources[0].ErrorMessage)
 }
 
-// unregisterBroker forwards an UnregisterBroker.
-func (r *controllerRPC) unregisterBroker(ctx context.Context, addr string, id int32) error {
+// unregisterBroker forwards an UnregisterBroker and returns the active
+// controller's error code and message.
+func (r *controllerRPC) unregisterBroker(ctx context.Context, addr string, id int32) (int16, *string, error) {
 	req := kmsg.NewPtrUnregisterBrokerRequest()
 	req.BrokerID = id
 	raw, err := r.do(ctx, addr, req)
 	if err != nil {
-		return err
+		return 0, nil, err
 	}
 	resp := raw.(*kmsg.UnregisterBrokerResponse)
-	return codeErr(resp.ErrorCode, resp.ErrorMessage)
+	return resp.ErrorCode, resp.ErrorMessage, nil
 }
