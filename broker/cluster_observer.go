@@ -154,6 +154,21 @@ func withObserverListener(reg controller.BrokerRegistration) []metadata.Endpoint
 	return append(eps[:len(eps):len(eps)], metadata.Endpoint{Name: observerListenerName, Host: host, Port: int32(p)})
 }
 
+// anotherBrokerUnfenced reports whether the applied image has an unfenced
+// broker other than this one.
+func (c *cluster) anotherBrokerUnfenced() bool {
+	im := c.currentImage()
+	if im == nil {
+		return false
+	}
+	for id, br := range im.Brokers {
+		if id != c.b.cfg.NodeID && !br.Fenced {
+			return true
+		}
+	}
+	return false
+}
+
 // noControllerGiveUp is how long a controlled shutdown waits without any
 // active controller known (a quorum without a majority, as when the last
 // nodes of a cluster stop) before the broker stops anyway.
@@ -166,6 +181,13 @@ const noControllerGiveUp = 3 * time.Second
 func (c *cluster) controlledShutdown() {
 	b := c.b
 	if !*b.cfg.ControlledShutdownEnable || c.epoch.Load() < 0 {
+		return
+	}
+	if !c.anotherBrokerUnfenced() {
+		// No broker could take its leaderships: nothing to hand over, and
+		// typically no quorum left either (the last nodes of a cluster
+		// stopping). The session timeout fences it, as before.
+		b.log.Info("controlled shutdown skipped: no other unfenced broker to hand leaderships to")
 		return
 	}
 	c.wantShutDown.Store(true)
