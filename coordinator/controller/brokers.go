@@ -356,3 +356,19 @@ func without(s []int32, x int32) []int32 {
 	}
 	return out
 }
+
+// refuseInControlledShutdown is INELIGIBLE_REPLICA for an AlterPartition
+// whose new ISR holds a broker in controlled shutdown, as Kafka's
+// ineligibleReplicasForIsr refuses brokers that are not active: its
+// leaderships have moved and it has left the ISRs, and a leader that still
+// sees it caught up must not take it back. c.writeMu is held.
+func (c *Controller) refuseInControlledShutdown(im *metadata.Image, item AlterPartitionItem) error {
+	for _, r := range item.NewISR {
+		if _, shutting := c.controlledShutdown[r]; shutting {
+			t := im.Topics[item.TopicID]
+			return fmt.Errorf("controller: ISR %v of %s-%d holds broker %d, which is in controlled shutdown: %w",
+				item.NewISR, t.Name, item.Partition, r, kerr.IneligibleReplica)
+		}
+	}
+	return nil
+}

@@ -60,7 +60,11 @@
 // Heartbeat): leaderships move and the broker leaves the ISRs while it
 // stays unfenced, and ShouldShutDown is answered, and the broker fenced,
 // once it leads nothing and every other active broker has reported a
-// metadata offset past the move.
+// metadata offset past the move. Meanwhile no election picks it and an
+// AlterPartition whose ISR holds it is INELIGIBLE_REPLICA. The set is the
+// active controller's own (Kafka also writes InControlledShutdown to the
+// log): a new active controller starts with none, and the broker's next
+// WantShutDown heartbeat starts it again.
 //
 // Lock order: Controller.writeMu before Controller.mu. mu guards what the
 // raft goroutine changes (the live image, leader, term, waiters,

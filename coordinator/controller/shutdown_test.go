@@ -3,6 +3,8 @@ package controller
 import (
 	"slices"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // TestControlledShutdownMovesLeadershipsBeforeGrantingIt follows KIP-631's
@@ -53,6 +55,17 @@ func TestControlledShutdownMovesLeadershipsBeforeGrantingIt(t *testing.T) {
 	}
 	if !c.InControlledShutdown(victim) {
 		t.Fatal("the victim is not in controlled shutdown")
+	}
+	// A leader may not take it back into an ISR meanwhile.
+	for pid, p := range im.Topics[tid].Partitions {
+		res, err := c.AlterPartition(ctx(t), AlterPartitionRequest{BrokerID: p.Leader, BrokerEpoch: epochs[p.Leader],
+			Partitions: []AlterPartitionItem{{TopicID: tid, Partition: pid, LeaderEpoch: p.LeaderEpoch,
+				PartitionEpoch: p.PartitionEpoch, NewISR: append(slices.Clone(p.ISR), victim)}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantCode(t, "AlterPartition adding the broker in controlled shutdown", res[0].Err, kerr.IneligibleReplica)
+		break
 	}
 	// Not granted while another active broker is behind the move.
 	if res := hb(victim, true, int64(im.Offset)); res.ShouldShutDown {
