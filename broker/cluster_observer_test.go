@@ -14,7 +14,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"github.com/twmb/franz-go/pkg/kversion"
 )
 
 // addBrokerOnlyNode starts node id with process.roles=broker against the
@@ -131,10 +130,7 @@ func TestClusterAddsABrokerOnlyNode(t *testing.T) {
 		}
 	}
 	fetchAll := func() map[int32]string {
-		// Old versions: the restarted leader's local leader epoch lags the
-		// image's on main (bugs-for-repl-core.md), so a consumer that sends
-		// its current leader epoch is refused UNKNOWN_LEADER_EPOCH.
-		consumer := tc.client(2, kgo.MaxVersions(kversion.V2_0_0()), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"spread": func() map[int32]kgo.Offset {
+		consumer := tc.client(2, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"spread": func() map[int32]kgo.Offset {
 			m := map[int32]kgo.Offset{}
 			for _, p := range onAdded {
 				m[p] = kgo.NewOffset().AtStart()
