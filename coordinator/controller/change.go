@@ -40,6 +40,10 @@ type partitionChange struct {
 	// excluded is a broker being fenced in the same write: the image still
 	// shows it unfenced, but it may not lead (-1: none).
 	excluded int32
+	// inControlledShutdown are brokers in controlled shutdown on the active
+	// controller (Controller.controlledShutdown): unfenced, but they may
+	// not lead, as Kafka's isActive excludes them. Nil: none.
+	inControlledShutdown map[int32]int64
 }
 
 func newPartitionChange(im *metadata.Image, topicID metadata.UUID, pid int32, p *metadata.Partition) *partitionChange {
@@ -51,7 +55,8 @@ func newPartitionChange(im *metadata.Image, topicID metadata.UUID, pid int32, p 
 // not being fenced (Kafka's LeaderAcceptor).
 func (pc *partitionChange) acceptable(id int32) bool {
 	b := pc.im.Brokers[id]
-	return b != nil && !b.Fenced && id != pc.excluded
+	_, shuttingDown := pc.inControlledShutdown[id]
+	return b != nil && !b.Fenced && id != pc.excluded && !shuttingDown
 }
 
 func (pc *partitionChange) valid(id int32) bool {

@@ -69,11 +69,15 @@ func (c *Controller) AlterPartition(ctx context.Context, req AlterPartitionReque
 			r := &results[i]
 			r.TopicID, r.Partition = item.TopicID, item.Partition
 			r.Err = validateAlterPartition(im, req.BrokerID, item)
+			if r.Err == nil {
+				r.Err = c.refuseInControlledShutdown(im, item)
+			}
 			if r.Err != nil {
 				continue
 			}
 			t := im.Topics[item.TopicID]
 			pc := newPartitionChange(im, item.TopicID, item.Partition, t.Partitions[item.Partition])
+			pc.inControlledShutdown = c.controlledShutdown
 			pc.isr = item.NewISR
 			rec := pc.build()
 			if rec == nil {
@@ -251,6 +255,7 @@ func (c *Controller) electLeader(im *metadata.Image, typ ElectionType, topic str
 		return nil, kafkaError(kerr.ElectionNotNeeded, "")
 	}
 	pc := newPartitionChange(im, t.ID, pid, p)
+	pc.inControlledShutdown = c.controlledShutdown
 	pc.election = electPreferredReplica
 	if typ == ElectUnclean {
 		pc.election = electUncleanReplica

@@ -75,6 +75,7 @@ func (c *Controller) alterReassignment(im *metadata.Image, r Reassignment, allow
 		return nil, kafkaError(kerr.UnknownTopicOrPartition, fmt.Sprintf("Unable to find partition %s:%d.", r.Topic, r.Partition))
 	}
 	pc := newPartitionChange(im, t.ID, r.Partition, p)
+	pc.inControlledShutdown = c.controlledShutdown
 	if r.Replicas == nil {
 		if !p.Reassigning() {
 			return nil, kafkaError(kerr.NoReassignmentInProgress, "")

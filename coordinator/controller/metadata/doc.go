@@ -4,7 +4,7 @@
 //
 // The records are modelled on Kafka's metadata records
 // (metadata/src/main/resources/common/metadata in Kafka): RegisterBroker,
-// FenceBroker, UnfenceBroker, Topic, Partition, PartitionChange, Config and
+// UnregisterBroker, FenceBroker, UnfenceBroker, Topic, Partition, PartitionChange, Config and
 // RemoveTopic, with Kafka's apiKeys as type numbers and Kafka's field
 // meanings (a PartitionChangeRecord's nil ISR or Leader of -2 means
 // unchanged; applying it bumps the partition epoch, and the leader epoch

@@ -38,6 +38,7 @@ func goldenRecords() []Record {
 			Adding: []int32{4, 5}, Removing: []int32{1, 2}},
 		&PartitionChangeRecord{PartitionID: 1, TopicID: id, Replicas: []int32{3, 4, 5}, ISR: []int32{3, 4, 5}, Leader: 3,
 			Adding: []int32{}, Removing: []int32{}},
+		&UnregisterBrokerRecord{ID: 1, Epoch: 12},
 	}
 }
 

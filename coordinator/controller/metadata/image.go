@@ -115,6 +115,11 @@ func (im *Image) Apply(index uint64, r Record) error {
 		}
 		im.Brokers[r.BrokerID] = &Broker{ID: r.BrokerID, IncarnationID: r.IncarnationID, Epoch: epoch,
 			Endpoints: slices.Clone(r.Endpoints), Rack: r.Rack, Fenced: r.Fenced}
+	case *UnregisterBrokerRecord:
+		if _, err := im.brokerAt(r.ID, r.Epoch); err != nil {
+			return err
+		}
+		delete(im.Brokers, r.ID)
 	case *FenceBrokerRecord:
 		b, err := im.brokerAt(r.ID, r.Epoch)
 		if err != nil {

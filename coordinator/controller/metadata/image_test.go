@@ -95,6 +95,13 @@ func TestApplyBuildsTheImage(t *testing.T) {
 			}
 		}},
 		{"delete a config that is not set", 20, &ConfigRecord{ResourceType: ResourceBroker, ResourceName: "1", Name: "x"}, nil, nil},
+		{"unregister at another epoch", 21, &UnregisterBrokerRecord{ID: 1, Epoch: 8}, ErrInconsistent, nil},
+		{"unregister", 22, &UnregisterBrokerRecord{ID: 1, Epoch: 7}, nil, func(t *testing.T, im *Image) {
+			if im.Brokers[1] != nil {
+				t.Fatal("still registered")
+			}
+		}},
+		{"unregister an unknown broker", 23, &UnregisterBrokerRecord{ID: 1, Epoch: 7}, ErrInconsistent, nil},
 	}
 	for _, s := range steps {
 		before := im.Clone()

@@ -21,15 +21,16 @@ type RecordType uint16
 // The record kinds. Numbers follow Kafka's metadata record apiKeys; the
 // cluster record is ours (Kafka keeps the cluster id in meta.properties).
 const (
-	TypeRegisterBroker  RecordType = 0
-	TypeTopic           RecordType = 2
-	TypePartition       RecordType = 3
-	TypeConfig          RecordType = 4
-	TypePartitionChange RecordType = 5
-	TypeFenceBroker     RecordType = 7
-	TypeUnfenceBroker   RecordType = 8
-	TypeRemoveTopic     RecordType = 9
-	TypeCluster         RecordType = 100
+	TypeRegisterBroker   RecordType = 0
+	TypeUnregisterBroker RecordType = 1
+	TypeTopic            RecordType = 2
+	TypePartition        RecordType = 3
+	TypeConfig           RecordType = 4
+	TypePartitionChange  RecordType = 5
+	TypeFenceBroker      RecordType = 7
+	TypeUnfenceBroker    RecordType = 8
+	TypeRemoveTopic      RecordType = 9
+	TypeCluster          RecordType = 100
 )
 
 // Record is one metadata record. Each kind has versions in this encoding: a
@@ -80,6 +81,13 @@ type RegisterBrokerRecord struct {
 	Endpoints     []Endpoint
 	Rack          string // "" when the broker has none
 	Fenced        bool
+}
+
+// UnregisterBrokerRecord removes a broker's registration at the given
+// epoch (Kafka's UnregisterBrokerRecord, UnregisterBroker's record).
+type UnregisterBrokerRecord struct {
+	ID    int32
+	Epoch int64
 }
 
 // FenceBrokerRecord fences a broker at the given epoch.
@@ -151,15 +159,16 @@ type ClusterRecord struct {
 	ClusterID string
 }
 
-func (*RegisterBrokerRecord) Type() RecordType  { return TypeRegisterBroker }
-func (*FenceBrokerRecord) Type() RecordType     { return TypeFenceBroker }
-func (*UnfenceBrokerRecord) Type() RecordType   { return TypeUnfenceBroker }
-func (*TopicRecord) Type() RecordType           { return TypeTopic }
-func (*PartitionRecord) Type() RecordType       { return TypePartition }
-func (*PartitionChangeRecord) Type() RecordType { return TypePartitionChange }
-func (*ConfigRecord) Type() RecordType          { return TypeConfig }
-func (*RemoveTopicRecord) Type() RecordType     { return TypeRemoveTopic }
-func (*ClusterRecord) Type() RecordType         { return TypeCluster }
+func (*RegisterBrokerRecord) Type() RecordType   { return TypeRegisterBroker }
+func (*UnregisterBrokerRecord) Type() RecordType { return TypeUnregisterBroker }
+func (*FenceBrokerRecord) Type() RecordType      { return TypeFenceBroker }
+func (*UnfenceBrokerRecord) Type() RecordType    { return TypeUnfenceBroker }
+func (*TopicRecord) Type() RecordType            { return TypeTopic }
+func (*PartitionRecord) Type() RecordType        { return TypePartition }
+func (*PartitionChangeRecord) Type() RecordType  { return TypePartitionChange }
+func (*ConfigRecord) Type() RecordType           { return TypeConfig }
+func (*RemoveTopicRecord) Type() RecordType      { return TypeRemoveTopic }
+func (*ClusterRecord) Type() RecordType          { return TypeCluster }
 
 func (r *RegisterBrokerRecord) encode(e *encoder) {
 	e.int32(r.BrokerID)
@@ -176,11 +185,12 @@ func (r *RegisterBrokerRecord) encode(e *encoder) {
 	e.bool(r.Fenced)
 }
 
-func (r *FenceBrokerRecord) encode(e *encoder)   { e.int32(r.ID); e.varint(r.Epoch) }
-func (r *UnfenceBrokerRecord) encode(e *encoder) { e.int32(r.ID); e.varint(r.Epoch) }
-func (r *TopicRecord) encode(e *encoder)         { e.string(r.Name); e.uuid(r.TopicID) }
-func (r *RemoveTopicRecord) encode(e *encoder)   { e.uuid(r.TopicID) }
-func (r *ClusterRecord) encode(e *encoder)       { e.string(r.ClusterID) }
+func (r *UnregisterBrokerRecord) encode(e *encoder) { e.int32(r.ID); e.varint(r.Epoch) }
+func (r *FenceBrokerRecord) encode(e *encoder)      { e.int32(r.ID); e.varint(r.Epoch) }
+func (r *UnfenceBrokerRecord) encode(e *encoder)    { e.int32(r.ID); e.varint(r.Epoch) }
+func (r *TopicRecord) encode(e *encoder)            { e.string(r.Name); e.uuid(r.TopicID) }
+func (r *RemoveTopicRecord) encode(e *encoder)      { e.uuid(r.TopicID) }
+func (r *ClusterRecord) encode(e *encoder)          { e.string(r.ClusterID) }
 
 func (r *PartitionRecord) version() uint64 {
 	if len(r.Adding) > 0 || len(r.Removing) > 0 {
@@ -310,6 +320,8 @@ func decodeRecord(b []byte) (Record, error) {
 		x.Rack = d.string()
 		x.Fenced = d.bool()
 		r = x
+	case TypeUnregisterBroker:
+		r = &UnregisterBrokerRecord{ID: d.int32(), Epoch: d.varint()}
 	case TypeFenceBroker:
 		r = &FenceBrokerRecord{ID: d.int32(), Epoch: d.varint()}
 	case TypeUnfenceBroker:
