@@ -357,6 +357,11 @@ func (gc *groupCoordinator) writeMarker(p *partition, m txnMarker) (markerOutcom
 	var out markerOutcome
 	var werr error
 	err := gc.do(func(c *group.Coordinator, now int64) {
+		if gc.parts == nil { // created by another broker (cluster mode)
+			if t := gc.b.lookupTopic(offsetsTopic); t != nil {
+				gc.parts = gc.b.partitions(t)
+			}
+		}
 		out, werr = p.writeTxnMarker(m, now)
 		if werr == nil && out.refused == nil && len(gc.parts) > 0 {
 			c.CompleteTransaction(now, m.pid, p.index, int32(len(gc.parts)), m.commit)
