@@ -309,7 +309,7 @@ func (tc *txnCoordinator) coordinatorEpoch(id string) int32 {
 	if st := p.cluster.Load(); st != nil {
 		return st.leaderEpoch
 	}
-	return p.leaderEpoch
+	return p.leaderEpoch.Load()
 }
 
 // stateParts returns the partitions of __transaction_state, nil while the
