@@ -36,6 +36,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"strconv"
 	"sync"
 	"time"
 
@@ -65,7 +67,8 @@ type txnCoordinator struct {
 	// Owned by the run goroutine.
 	coordCfg      txn.Config
 	coord         *txn.Coordinator
-	parts         []*partition // __transaction_state's, once it exists (stateParts)
+	parts         []*partition    // __transaction_state's, once it exists (stateParts)
+	loaded        map[int32]int32 // cluster mode: the partitions loaded, with their leader epochs
 	markersFailed bool
 	markers       markerChannel // markers for partitions led elsewhere (cluster mode)
 
@@ -134,9 +137,16 @@ func (tc *txnCoordinator) replay() error {
 	coord := txn.New(tc.coordCfg)
 	var scratch batch.Scratch
 	loaded := 0
+	led := tc.ledPartitions()
 	for _, p := range tc.parts {
-		for off := p.log.StartOffset(); off < p.highWatermark(); {
-			data, err := p.log.Read(off, 1<<20, p.highWatermark())
+		if led != nil {
+			if _, ok := led[p.index]; !ok {
+				continue // another broker coordinates its ids
+			}
+		}
+		end := coordinatorLoadEnd(p)
+		for off := p.log.StartOffset(); off < end; {
+			data, err := p.log.Read(off, 1<<20, end)
 			if err != nil {
 				return fmt.Errorf("broker: replaying %s-%d: %w", txnStateTopic, p.index, err)
 			}
@@ -175,9 +185,47 @@ func (tc *txnCoordinator) replay() error {
 	}
 	coord.PendingMarkers()
 	tc.coord = coord
+	tc.loaded = led
 	clear(tc.markers.abandoned)
-	tc.b.log.Info("transaction coordinator loaded", "records", loaded, "transactional_ids", coord.Len())
+	tc.b.log.Info("transaction coordinator loaded", "records", loaded, "transactional_ids", coord.Len(), "partitions", len(led))
 	return nil
+}
+
+// ledPartitions returns, in cluster mode, the partitions of
+// __transaction_state this broker leads and their leader epochs (nil on a
+// single node, which serves them all).
+func (tc *txnCoordinator) ledPartitions() map[int32]int32 {
+	if !tc.b.isCluster() {
+		return nil
+	}
+	return ledPartitions(tc.stateParts())
+}
+
+// syncLeadership reloads the coordinator from the log when the partitions
+// of __transaction_state this broker leads, or their leader epochs, are
+// not the ones it loaded (Kafka's onElection and onResignation): the
+// transactions of partitions it now leads are read from their logs (as
+// Kafka, to the log end), with the markers of those left in PrepareCommit
+// or PrepareAbort sent again; those of partitions it no longer leads are
+// dropped, their pending markers abandoned to the new coordinator. It runs
+// on the coordinator's goroutine before each event and on the retry tick,
+// so no request is served from a state that is not loaded; requests wait
+// while it loads. The coordinator's memory holds nothing the log does not,
+// so reloading every led partition loses nothing.
+func (tc *txnCoordinator) syncLeadership() {
+	if !tc.b.isCluster() {
+		return
+	}
+	led := tc.ledPartitions()
+	if maps.Equal(led, tc.loaded) {
+		return
+	}
+	if err := tc.replay(); err != nil {
+		tc.b.log.Error("loading "+txnStateTopic+" after a leadership change failed; retrying", "err", err)
+		tc.markersFailed = true
+		return
+	}
+	tc.flush(nil)
 }
 
 func (tc *txnCoordinator) run(ctx context.Context) {
@@ -195,6 +243,7 @@ func (tc *txnCoordinator) run(ctx context.Context) {
 	for {
 		select {
 		case ev := <-tc.events:
+			tc.syncLeadership()
 			ev.fn(tc.coord, nowMillis())
 			tc.flush(ev.reply)
 		case ans := <-tc.markers.results:
@@ -211,6 +260,7 @@ func (tc *txnCoordinator) run(ctx context.Context) {
 			}
 			tc.flush(nil)
 		case <-retryTicker.C:
+			tc.syncLeadership()
 			if tc.markersFailed {
 				tc.markersFailed = false
 				tc.coord.PendingMarkers()
@@ -391,7 +441,7 @@ func (tc *txnCoordinator) appendRecords(recs []txn.Record) error {
 	now := nowMillis()
 	var errs []error
 	for _, pi := range order {
-		if err := appendCoordinatorBatch(tc.parts[pi], -1, -1, byPart[pi], now); err != nil {
+		if err := tc.b.appendCoordinatorBatch(tc.parts[pi], -1, -1, byPart[pi], now, txnLogAppendTimeout); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -479,11 +529,18 @@ func (tc *txnCoordinator) verifyTxnOffsetCommit(ctx context.Context, tid string,
 }
 
 // txnStateTopicCreation is how __transaction_state is created.
+// In cluster mode it has transaction.state.log.replication.factor replicas
+// and transaction.state.log.min.isr as min.insync.replicas, as Kafka.
 func (b *Broker) txnStateTopicCreation() topicCreation {
-	return topicCreation{
+	tc := topicCreation{
 		name:              txnStateTopic,
 		partitions:        b.cfg.TransactionStateLogNumPartitions,
 		replicationFactor: 1,
 		configs:           topicConfigs{"cleanup.policy": "compact", "segment.bytes": "104857600"},
 	}
+	if b.isCluster() {
+		tc.replicationFactor = b.cfg.TransactionStateLogReplicationFactor
+		tc.configs["min.insync.replicas"] = strconv.Itoa(int(b.cfg.TransactionStateLogMinISR))
+	}
+	return tc
 }
