@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // groupCoordinatorNode returns the node FindCoordinator names for group,
@@ -196,5 +198,81 @@ func TestClusterTransactionSurvivesItsCoordinator(t *testing.T) {
 	slices.Sort(want)
 	if got := consumeUntilSentinel(t, ctx, tc.nodes[seed].Addr(), "out", 6, kgo.ReadCommitted()); !slices.Equal(got, want) {
 		t.Fatalf("read_committed read %q, want %q", got, want)
+	}
+}
+
+// TestClusterCoordinatorsWaitForTheirReplicationFactor asks for
+// coordinators in a three-node cluster whose internal topics want four
+// replicas: neither topic can be created, and FindCoordinator answers
+// COORDINATOR_NOT_AVAILABLE, as Kafka does until the cluster has enough
+// brokers.
+func TestClusterCoordinatorsWaitForTheirReplicationFactor(t *testing.T) {
+	tc := startClusterWith(t, 3, func(c *Config) {
+		c.OffsetsTopicReplicationFactor, c.TransactionStateLogReplicationFactor = 4, 4
+	})
+	raw := dialRaw(t, tc.nodes[1].Addr())
+	for _, keyType := range []int8{0, 1} {
+		req := kmsg.NewPtrFindCoordinatorRequest()
+		req.SetVersion(4)
+		req.CoordinatorType, req.CoordinatorKeys = keyType, []string{"k"}
+		resp := raw.do(req).(*kmsg.FindCoordinatorResponse)
+		if c := resp.Coordinators[0]; c.ErrorCode != kerr.CoordinatorNotAvailable.Code || c.NodeID != -1 {
+			t.Errorf("FindCoordinator type %d with 3 of the 4 brokers needed: %+v, want COORDINATOR_NOT_AVAILABLE", keyType, c)
+		}
+	}
+	for _, name := range []string{offsetsTopic, txnStateTopic} {
+		if tc.nodes[1].lookupTopic(name) != nil {
+			t.Errorf("%s was created with fewer brokers than its replication factor", name)
+		}
+	}
+}
+
+// TestClusterGroupRequestsToTheWrongNode sends a group's membership
+// requests to a node that does not lead its __consumer_offsets partition:
+// each is NOT_COORDINATOR, so the member looks the coordinator up again.
+func TestClusterGroupRequestsToTheWrongNode(t *testing.T) {
+	tc := startCluster(t, 3)
+	ctx := testCtx(t)
+	adm := kadm.NewClient(tc.client(1))
+	const g = "elsewhere"
+	other := tc.otherNode(groupCoordinatorNode(t, ctx, adm, g))
+	raw := dialRaw(t, tc.nodes[other].Addr())
+
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.SetVersion(9)
+	join.Group, join.SessionTimeoutMillis, join.RebalanceTimeoutMillis, join.ProtocolType = g, 10000, 10000, "consumer"
+	jp := kmsg.NewJoinGroupRequestProtocol()
+	jp.Name = "range"
+	join.Protocols = append(join.Protocols, jp)
+	if r := raw.do(join).(*kmsg.JoinGroupResponse); r.ErrorCode != kerr.NotCoordinator.Code || r.Generation != -1 {
+		t.Errorf("JoinGroup: %v generation %d, want NOT_COORDINATOR and -1", kerr.ErrorForCode(r.ErrorCode), r.Generation)
+	}
+	hb := kmsg.NewPtrHeartbeatRequest()
+	hb.SetVersion(4)
+	hb.Group, hb.Generation, hb.MemberID = g, 1, "m"
+	if code := raw.do(hb).(*kmsg.HeartbeatResponse).ErrorCode; code != kerr.NotCoordinator.Code {
+		t.Errorf("Heartbeat: %v, want NOT_COORDINATOR", kerr.ErrorForCode(code))
+	}
+	sg := kmsg.NewPtrSyncGroupRequest()
+	sg.SetVersion(5)
+	sg.Group, sg.Generation, sg.MemberID = g, 1, "m"
+	if code := raw.do(sg).(*kmsg.SyncGroupResponse).ErrorCode; code != kerr.NotCoordinator.Code {
+		t.Errorf("SyncGroup: %v, want NOT_COORDINATOR", kerr.ErrorForCode(code))
+	}
+	lg := kmsg.NewPtrLeaveGroupRequest()
+	lg.SetVersion(5)
+	lg.Group = g
+	lm := kmsg.NewLeaveGroupRequestMember()
+	lm.MemberID = "m"
+	lg.Members = append(lg.Members, lm)
+	if code := raw.do(lg).(*kmsg.LeaveGroupResponse).ErrorCode; code != kerr.NotCoordinator.Code {
+		t.Errorf("LeaveGroup: %v, want NOT_COORDINATOR", kerr.ErrorForCode(code))
+	}
+	cgh := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	cgh.SetVersion(0)
+	cgh.Group, cgh.MemberEpoch, cgh.RebalanceTimeoutMillis = g, 0, 10000
+	cgh.SubscribedTopicNames = []string{"t"}
+	if code := raw.do(cgh).(*kmsg.ConsumerGroupHeartbeatResponse).ErrorCode; code != kerr.NotCoordinator.Code {
+		t.Errorf("ConsumerGroupHeartbeat: %v, want NOT_COORDINATOR", kerr.ErrorForCode(code))
 	}
 }

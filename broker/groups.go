@@ -75,6 +75,15 @@ type groupEvent struct {
 
 func nowMillis() int64 { return time.Now().UnixMilli() }
 
+// groupElsewhere reports whether, in cluster mode, another broker
+// coordinates groupID (leads its partition of __consumer_offsets): the
+// membership APIs answer NOT_COORDINATOR, as Kafka's runtime does for a
+// partition it does not own, so that the member looks the coordinator up
+// again instead of being told its membership is unknown here.
+func (b *Broker) groupElsewhere(groupID string) bool {
+	return b.isCluster() && !b.cluster.coordinates(groupID)
+}
+
 // startGroups replays __consumer_offsets, if it exists, and starts the
 // coordinator's goroutine. The topic itself is created on first use, when
 // the coordinator first has records to write, as Kafka creates it on the
