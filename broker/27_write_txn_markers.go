@@ -75,7 +75,7 @@ func (b *Broker) writeMarker(t *topic, index int32, m kmsg.WriteTxnMarkersReques
 	if p == nil {
 		return kerr.UnknownTopicOrPartition.Code
 	}
-	if p.notLeader() {
+	if !b.leadsHere(p) {
 		// Cluster mode: another broker leads it; the coordinator sends
 		// the marker there once its image says so.
 		return kerr.NotLeaderForPartition.Code

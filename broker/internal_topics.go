@@ -44,7 +44,7 @@ func (b *Broker) createInternalTopic(c topicCreation) ([]*partition, error) {
 // NOT_ENOUGH_REPLICAS_AFTER_APPEND, NOT_LEADER_OR_FOLLOWER, or
 // REQUEST_TIMED_OUT after timeout). The coordinator's goroutine waits.
 func (b *Broker) appendCoordinatorBatch(p *partition, pid int64, epoch int16, recs []batch.Record, now int64, timeout time.Duration) error {
-	if p.notLeader() {
+	if !b.leadsHere(p) {
 		return fmt.Errorf("%w: %s-%d", errNotLocalLeader, p.topic, p.index)
 	}
 	st := p.cluster.Load()
@@ -149,4 +149,15 @@ func coordinatorLoadEnd(p *partition) int64 {
 		return p.log.EndOffset()
 	}
 	return p.highWatermark()
+}
+
+// leadsHere reports whether this broker leads p: always on a single node;
+// in cluster mode once the image has named it leader (a partition the
+// catalogue has just created, whose role is not applied yet, is not led).
+func (b *Broker) leadsHere(p *partition) bool {
+	st := p.cluster.Load()
+	if st == nil {
+		return !b.isCluster()
+	}
+	return st.local
 }

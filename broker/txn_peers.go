@@ -112,9 +112,9 @@ func (b *Broker) txnCoordinatorOf(id string) (local bool, node int32, code int16
 	}
 	st := p.cluster.Load()
 	switch {
-	case st == nil || st.local:
+	case st != nil && st.local:
 		return true, b.cfg.NodeID, 0
-	case st.leader < 0:
+	case st == nil || st.leader < 0: // no leader, or no role applied yet
 		return false, -1, kerr.CoordinatorNotAvailable.Code
 	}
 	return false, st.leader, 0

@@ -325,9 +325,9 @@ func (tc *txnCoordinator) writeMarkers(m txn.Marker) []txn.Partition {
 		if t != nil {
 			part = tc.b.partition(t, p.Partition)
 		}
-		if part != nil && part.notLeader() {
+		if part != nil && !tc.b.leadsHere(part) {
 			st := part.cluster.Load()
-			if st.leader < 0 || !tc.queueRemote(m, km.CoordinatorEpoch, p, st.leader) {
+			if st == nil || st.leader < 0 || !tc.queueRemote(m, km.CoordinatorEpoch, p, st.leader) {
 				tc.markersFailed = true // no live leader yet: routed again on the retry tick
 			}
 			continue
@@ -380,7 +380,7 @@ func (tc *txnCoordinator) stateParts() []*partition {
 // not existing yet included: FindCoordinator creates it).
 func (tc *txnCoordinator) owns(id string) int16 {
 	parts := tc.stateParts()
-	if len(parts) == 0 || parts[group.PartitionFor(id, int32(len(parts)))].notLeader() {
+	if len(parts) == 0 || !tc.b.leadsHere(parts[group.PartitionFor(id, int32(len(parts)))]) {
 		return kerr.NotCoordinator.Code
 	}
 	return 0
