@@ -17,7 +17,11 @@ package broker
 // INVALID_PRODUCER_EPOCH, a coordinator epoch older than that of the
 // producer's last marker TRANSACTION_COORDINATOR_FENCED, a failed write
 // KAFKA_STORAGE_ERROR; in cluster mode a partition another broker leads
-// is NOT_LEADER_OR_FOLLOWER. Internal topics are written too: a marker in
+// is NOT_LEADER_OR_FOLLOWER, and a marker is answered once the in-sync
+// replicas have it (acks=all, as Kafka appends markers): NOT_ENOUGH_REPLICAS
+// before the append under min.insync.replicas,
+// NOT_ENOUGH_REPLICAS_AFTER_APPEND or REQUEST_TIMED_OUT after it, which the
+// coordinator retries. Internal topics are written too: a marker in
 // __consumer_offsets is what ends a transactional offset commit, so it is
 // written by the group coordinator's goroutine, which then commits or
 // drops the producer's pending offsets there (groups.go writeMarker; as
@@ -80,6 +84,15 @@ func (b *Broker) writeMarker(t *topic, index int32, m kmsg.WriteTxnMarkersReques
 		// the marker there once its image says so.
 		return kerr.NotLeaderForPartition.Code
 	}
+	st := p.cluster.Load()
+	minISR := 1
+	if st != nil {
+		minISR = t.effective.Load().minInsyncReplicas
+		if len(p.isrSnapshot()) < effectiveMinISR(minISR, len(st.replicas)) {
+			return kerr.NotEnoughReplicas.Code
+		}
+	}
+	leaderEpoch := p.leaderEpoch.Load()
 	tm := txnMarker{pid: m.ProducerID, epoch: m.ProducerEpoch, coordinatorEpoch: m.CoordinatorEpoch,
 		commit: m.Committed, transactionVersion: m.TransactionVersion}
 	var out markerOutcome
@@ -99,6 +112,19 @@ func (b *Broker) writeMarker(t *topic, index int32, m kmsg.WriteTxnMarkersReques
 	case out.refused != nil:
 		b.log.Debug("transaction marker refused", "topic", p.topic, "partition", p.index, "reason", out.message)
 		return out.refused.Code
+	}
+	if st != nil {
+		// Kafka appends markers with acks=all: the coordinator completes
+		// the transaction only once every marker is on the in-sync
+		// replicas, so no leader change can lose one.
+		p.appended()
+		if err := awaitCoordinatorReplication(p, out.offset+1, leaderEpoch, minISR, interBrokerRequestTimeout); err != nil {
+			var ce *coordinatorAppendError
+			if errors.As(err, &ce) {
+				return ce.err.Code
+			}
+			return kerr.RequestTimedOut.Code
+		}
 	}
 	return 0
 }
