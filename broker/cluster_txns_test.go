@@ -316,3 +316,42 @@ func TestClusterTransactionRequestsToTheWrongNode(t *testing.T) {
 		t.Errorf("WriteTxnMarkers for w-%d (leader %d) on node %d: %v, want NOT_LEADER_OR_FOLLOWER", part, leaders[part], other, kerr.ErrorForCode(code))
 	}
 }
+
+// TestClusterTransactionOverADeletedTopicCompletes deletes a topic whose
+// partitions, led by other nodes, are in an open transaction: the
+// coordinator's markers for them are answered UNKNOWN_TOPIC_OR_PARTITION or
+// find no partition, and are dropped, as Kafka drops the partitions of
+// deleted topics, so the abort completes and the producer goes on.
+func TestClusterTransactionOverADeletedTopicCompletes(t *testing.T) {
+	tc := startCluster(t, 3)
+	ctx := testCtx(t)
+	adm := kadm.NewClient(tc.client(1))
+	for _, topic := range []string{"doomed", "kept"} {
+		if _, err := adm.CreateTopic(ctx, 3, 1, nil, topic); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const id = "deleted-under"
+	coord := txnCoordinators(t, ctx, adm, id)[id]
+	cl := newTxnProducer(t, tc.nodes[coord].Addr(), id, "doomed", kgo.MetadataMinAge(50*time.Millisecond))
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(ctx, kgo.StringRecord("a"), kgo.StringRecord("b"), kgo.StringRecord("c")).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adm.DeleteTopic(ctx, "doomed"); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		t.Fatalf("aborting: %v", err)
+	}
+	waitLong(t, id+" to complete its abort", func() bool {
+		return describeTxn(t, ctx, tc.nodes[coord].Addr(), id).State == "CompleteAbort"
+	})
+	next := newTxnProducer(t, tc.nodes[coord].Addr(), id, "kept", kgo.MetadataMinAge(50*time.Millisecond))
+	runTxn(t, ctx, next, true, seq("kept", 6)...)
+	if got := consumeUntilSentinel(t, ctx, tc.nodes[1].Addr(), "kept", 3, kgo.ReadCommitted()); !slices.Equal(got, seq("kept", 6)) {
+		t.Fatalf("read_committed read %q, want %q", got, seq("kept", 6))
+	}
+}
