@@ -195,7 +195,10 @@ type Config struct {
 	// testHooks lets tests act at points of the broker's life.
 	testHooks struct {
 		beforeLoad func(*Broker) // in Start, after the HTTP listener opens, before the logs load
-		closing    func(*Broker) // in Close, after readiness is withdrawn, before anything stops
+		// replicaFetch runs before each round of a replica fetcher, with
+		// the leader it fetches from; a test blocks it to slow a follower.
+		replicaFetch func(leader int32)
+		closing      func(*Broker) // in Close, after readiness is withdrawn, before anything stops
 	}
 }
 

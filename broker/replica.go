@@ -25,8 +25,8 @@ package broker
 // A follower copies the leader's log (replica_fetcher.go); its high
 // watermark is the leader's, capped at its own log end.
 //
-// Locks: replicaState.mu is a leaf taken after partition.appendMu when
-// both are held; it is released before waking waiters (partition.mu).
+// Locks: replicaState.mu comes after partition.appendMu and before
+// storage.Log's locks; it is released before waking waiters (partition.mu).
 
 import (
 	"errors"
@@ -78,6 +78,14 @@ type followerState struct {
 	lastFetchLeaderLEO int64
 	lastCaughtUpMs     int64
 	brokerEpoch        int64
+	lastSentHW         int64 // the high watermark last sent to it
+	logStart           int64 // its log start offset, from its fetches; -1 while unknown
+	// eligible: the image has the follower's broker registered and
+	// unfenced (Kafka's isReplicaIsrEligible), updated on each image and
+	// fetch. Only an eligible follower joins the ISR, and the high
+	// watermark waits for a caught-up follower outside the ISR only while
+	// it is eligible.
+	eligible bool
 }
 
 // caughtUp is Kafka's Replica.isCaughtUp.
@@ -105,7 +113,9 @@ func (rs *replicaState) maximalISR() []int32 {
 // states are reset, those in the ISR counted as caught up now so that they
 // are not shrunk out at once (Kafka's makeLeader). The append lock is held
 // so that no batch is stamped with the old epoch after the new one begins.
-func (p *partition) becomeLeader(st *partitionState, now, lagMaxMs int64) error {
+//
+// eligible tells, from the image, whether a broker may be in an ISR.
+func (p *partition) becomeLeader(st *partitionState, now, lagMaxMs int64, eligible func(int32) bool) error {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	rs := &p.repl
@@ -140,16 +150,18 @@ func (p *partition) becomeLeader(st *partitionState, now, lagMaxMs int64) error 
 		if id == st.leader || rs.followers[id] != nil {
 			continue
 		}
-		f := &followerState{leo: -1, lastFetchLeaderLEO: -1}
+		f := &followerState{leo: -1, lastFetchLeaderLEO: -1, logStart: -1}
 		if slices.Contains(rs.isr, id) {
 			f.lastCaughtUpMs = now
 		}
 		rs.followers[id] = f
 	}
-	for id := range rs.followers {
+	for id, f := range rs.followers {
 		if !slices.Contains(st.replicas, id) {
 			delete(rs.followers, id)
+			continue
 		}
+		f.eligible = eligible(id)
 	}
 	return nil
 }
@@ -191,7 +203,7 @@ func (p *partition) becomeNone(st *partitionState) error {
 		return nil
 	}
 	p.logger.Info("no longer a replica; removing the local data", "topic", p.topic, "partition", p.index)
-	if err := truncateFullyAndStartAt(p.log, 0); err != nil {
+	if err := p.log.TruncateFullyAndStartAt(0); err != nil {
 		return err
 	}
 	p.hw.Store(0)
@@ -250,7 +262,7 @@ func (p *partition) maybeIncrementHW(now int64) bool {
 	newHW := leo
 	isr := rs.maximalISR()
 	for id, f := range rs.followers {
-		if f.leo < newHW && (slices.Contains(isr, id) || f.caughtUp(p.log.EndOffset(), now, rs.lagMaxMs)) {
+		if f.leo < newHW && (slices.Contains(isr, id) || f.eligible && f.caughtUp(p.log.EndOffset(), now, rs.lagMaxMs)) {
 			newHW = f.leo // -1 while unknown: the high watermark waits
 		}
 	}
@@ -270,13 +282,20 @@ func (p *partition) maybeIncrementHW(now int64) bool {
 // the follower should join the ISR, the ISR to ask the controller for (nil
 // otherwise). ok is false when replica is not a replica of the partition
 // or this broker no longer leads it.
-func (p *partition) followerFetch(replica int32, brokerEpoch, fetchOffset, leaderEnd int64, fetchEpoch int32, now int64) (ok, hwMoved bool, expand []int32) {
+//
+// eligible says whether the image lets the follower join the ISR: its
+// broker registered at the fetch's broker epoch and not fenced (Kafka's
+// isReplicaIsrEligible).
+//
+// staleHW reports that the high watermark (after this fetch) is newer than
+// the one last sent to the follower, which the caller sends now.
+func (p *partition) followerFetch(replica int32, brokerEpoch, fetchOffset, leaderEnd int64, fetchEpoch int32, eligible bool, now int64) (ok, hwMoved bool, expand []int32, staleHW bool) {
 	rs := &p.repl
 	rs.mu.Lock()
 	f := rs.followers[replica]
 	if rs.role != roleLeader || f == nil {
 		rs.mu.Unlock()
-		return false, false, nil
+		return false, false, nil, false
 	}
 	switch {
 	case fetchOffset >= leaderEnd:
@@ -284,11 +303,11 @@ func (p *partition) followerFetch(replica int32, brokerEpoch, fetchOffset, leade
 	case fetchOffset >= f.lastFetchLeaderLEO:
 		f.lastCaughtUpMs = max(f.lastCaughtUpMs, f.lastFetchMs)
 	}
-	f.leo, f.lastFetchMs, f.lastFetchLeaderLEO, f.brokerEpoch = fetchOffset, now, leaderEnd, brokerEpoch
+	f.leo, f.lastFetchMs, f.lastFetchLeaderLEO, f.brokerEpoch, f.eligible = fetchOffset, now, leaderEnd, brokerEpoch, eligible
 	// Kafka's maybeExpandIsr: not in the ISR, no change in flight, caught
 	// up to the high watermark and to the start of this leader epoch,
 	// fetching at the current epoch.
-	if rs.pendingISR == nil && !slices.Contains(rs.isr, replica) && fetchEpoch == rs.leaderEpoch &&
+	if eligible && rs.pendingISR == nil && !slices.Contains(rs.isr, replica) && fetchEpoch == rs.leaderEpoch &&
 		fetchOffset >= p.hw.Load() && fetchOffset >= rs.epochStart {
 		expand = append(slices.Clone(rs.isr), replica)
 		slices.Sort(expand)
@@ -297,7 +316,45 @@ func (p *partition) followerFetch(replica int32, brokerEpoch, fetchOffset, leade
 	}
 	rs.mu.Unlock()
 	hwMoved = p.maybeIncrementHW(now)
-	return true, hwMoved, expand
+	rs.mu.Lock()
+	if hw := p.hw.Load(); hw > f.lastSentHW {
+		f.lastSentHW, staleHW = hw, true
+	}
+	rs.mu.Unlock()
+	return true, hwMoved, expand, staleHW
+}
+
+// followerLogStart records a follower's log start offset, from its fetch;
+// it reports whether it changed, which may complete a DeleteRecords.
+func (p *partition) followerLogStart(replica int32, logStart int64) bool {
+	rs := &p.repl
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	f := rs.followers[replica]
+	if rs.role != roleLeader || f == nil || f.logStart == logStart {
+		return false
+	}
+	f.logStart = logStart
+	return true
+}
+
+// lowWatermark is the smallest log start offset over the leader and the
+// followers on live brokers (Kafka's lowWatermarkIfLeader), which a
+// DeleteRecords waits for; ok is false when this broker does not lead.
+func (p *partition) lowWatermark() (low int64, ok bool) {
+	rs := &p.repl
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.role != roleLeader {
+		return -1, false
+	}
+	low = p.log.StartOffset()
+	for _, f := range rs.followers {
+		if f.eligible {
+			low = min(low, f.logStart)
+		}
+	}
+	return low, true
 }
 
 // shrinkISR returns the ISR without the followers not caught up for
@@ -391,13 +448,13 @@ func (p *partition) alterDone(gen uint64, leaderEpoch int32, isr []int32, partit
 	return p.maybeIncrementHW(now)
 }
 
-// isrSize is the size of the committed ISR, which min.insync.replicas is
-// checked against (Kafka's partitionState.isr).
-func (p *partition) isrSize() int {
+// leaderISR returns the committed ISR and the number of replicas, and
+// whether this broker leads the partition.
+func (p *partition) leaderISR() (isr []int32, replicas int, leading bool) {
 	rs := &p.repl
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	return len(rs.isr)
+	return slices.Clone(rs.isr), len(rs.replicas), rs.role == roleLeader
 }
 
 // isrSnapshot returns the committed ISR.
@@ -424,4 +481,19 @@ func (p *partition) followerHW(leaderHW int64) bool {
 		return true
 	}
 	return false
+}
+
+// followerView is the leader's view of follower id (Kafka's
+// Replica.stateSnapshot): its log end offset (-1 while unknown) and when
+// it was last caught up with the leader's log end (Unix ms). ok is false
+// when this broker does not lead the partition or id is not a follower.
+func (p *partition) followerView(id int32) (leo, lastCaughtUpMs int64, ok bool) {
+	rs := &p.repl
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	f := rs.followers[id]
+	if rs.role != roleLeader || f == nil {
+		return -1, 0, false
+	}
+	return f.leo, f.lastCaughtUpMs, true
 }

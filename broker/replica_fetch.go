@@ -23,11 +23,17 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-broker/gregor/coordinator/controller/metadata"
 	"github.com/gregor-broker/gregor/storage"
 )
 
 // readReplica is readPartition for a fetch from replica.
-func (b *Broker) readReplica(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopicPartition, topicID [16]byte, p *partition, replica int32, limit int, minOneBatch bool, sp *kmsg.FetchResponseTopicPartition) storage.Slice {
+//
+// urgent is set when the follower has not been sent the current high
+// watermark yet: the fetch is answered without waiting for data, so that
+// followers learn a new high watermark at once (Kafka's DelayedFetch
+// completes a follower's fetch whose high watermark is behind).
+func (b *Broker) readReplica(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopicPartition, topicID [16]byte, p *partition, replica int32, limit int, minOneBatch bool, sp *kmsg.FetchResponseTopicPartition, urgent *bool) storage.Slice {
 	st := p.cluster.Load()
 	if st == nil || !slices.Contains(st.replicas, replica) || replica == b.cfg.NodeID {
 		sp.ErrorCode = kerr.NotLeaderForPartition.Code
@@ -69,11 +75,15 @@ func (b *Broker) readReplica(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopicPa
 			records = storage.Slice{}
 		}
 	}
-	ok, moved, expand := p.followerFetch(replica, req.ReplicaState.Epoch, rp.FetchOffset, leo, rp.CurrentLeaderEpoch, time.Now().UnixMilli())
+	eligible := isrEligible(b.cluster.currentImage(), replica, req.ReplicaState.Epoch)
+	ok, moved, expand, staleHW := p.followerFetch(replica, req.ReplicaState.Epoch, rp.FetchOffset, leo, rp.CurrentLeaderEpoch, eligible, time.Now().UnixMilli())
 	if !ok {
 		records.Release()
 		sp.ErrorCode = kerr.NotLeaderForPartition.Code
 		return storage.Slice{}
+	}
+	if p.followerLogStart(replica, rp.LogStartOffset) {
+		moved = true // a DeleteRecords may be waiting for it
 	}
 	if moved {
 		p.wake()
@@ -85,5 +95,19 @@ func (b *Broker) readReplica(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopicPa
 		b.cluster.alterISR(p, topicID)
 	}
 	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = hw, lso, start
+	if staleHW {
+		*urgent = true
+	}
 	return records
+}
+
+// isrEligible reports whether broker may join an ISR: registered in the
+// image, unfenced, and at the broker epoch it fetched with (-1: not given,
+// below Fetch v15).
+func isrEligible(im *metadata.Image, broker int32, epoch int64) bool {
+	if im == nil {
+		return false
+	}
+	br := im.Brokers[broker]
+	return br != nil && !br.Fenced && (epoch < 0 || br.Epoch == epoch)
 }

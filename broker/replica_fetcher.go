@@ -30,7 +30,8 @@ package broker
 // NOT_LEADER_OR_FOLLOWER (the leader is behind) and the others retry after
 // replica.fetch.backoff.ms. OFFSET_OUT_OF_RANGE, for a follower below the
 // leader's log start, starts the log over at the leader's log start offset
-// (ListOffsets earliest, as Kafka's fetchOffsetAndTruncate).
+// (ListOffsets earliest, as Kafka's fetchOffsetAndTruncate); past the
+// leader's end it truncates to the leader's high watermark.
 
 import (
 	"context"
@@ -126,9 +127,11 @@ type replicaFetcher struct {
 	stop    chan struct{}
 	stopped bool // guarded by mu
 
-	// The connection, used only by run; ncDone is closed with it.
+	// The connection, used only by run; ncDone is closed with it, and
+	// ncAddr is the leader's endpoint it was dialled at.
 	nc     net.Conn
 	ncDone chan struct{}
+	ncAddr string
 	corr   int32
 }
 
@@ -188,6 +191,9 @@ func (f *replicaFetcher) run() {
 		case <-f.c.stop:
 			return
 		default:
+		}
+		if hook := f.c.b.cfg.testHooks.replicaFetch; hook != nil {
+			hook(f.leader)
 		}
 		req, sent, wait := f.buildRequest()
 		if len(sent) == 0 {
@@ -286,18 +292,21 @@ func (f *replicaFetcher) leaderAddr() (string, error) {
 // roundTrip sends req on the fetcher's connection, dialling it first if
 // needed, and decodes the answer.
 func (f *replicaFetcher) roundTrip(req kmsg.Request) (kmsg.Response, error) {
+	addr, err := f.leaderAddr()
+	if err != nil {
+		return nil, err
+	}
+	if f.nc != nil && f.ncAddr != addr {
+		f.closeConn() // the leader registered again, on another endpoint
+	}
 	if f.nc == nil {
-		addr, err := f.leaderAddr()
-		if err != nil {
-			return nil, err
-		}
 		ctx, cancel := context.WithTimeout(f.c.ctx, 10*time.Second)
 		nc, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
 		cancel()
 		if err != nil {
 			return nil, err
 		}
-		f.nc, f.ncDone = nc, make(chan struct{})
+		f.nc, f.ncDone, f.ncAddr = nc, make(chan struct{}), addr
 		// The connection is closed when the fetcher stops, so that a fetch
 		// in flight ends with it.
 		go func(done chan struct{}) {
@@ -362,7 +371,11 @@ func (f *replicaFetcher) processResponse(resp *kmsg.FetchResponse, sent map[*par
 			p := s.fp.p
 			switch err := kerr.ErrorForCode(rp.ErrorCode); {
 			case err == nil:
-				if err := f.processPartition(s, rp); err != nil {
+				err := f.processPartition(s, rp)
+				if errors.Is(err, errInvalidFromLeader) {
+					f.c.b.log.Warn("invalid records from the leader; fetching again", "topic", p.topic, "partition", p.index, "leader", f.leader, "err", err)
+					f.mark(s.fp, func(fp *fetchPartition) { fp.delayUntil = time.Now().Add(backoff) })
+				} else if err != nil {
 					f.c.b.log.Error("replicating from the leader failed; this replica stops fetching the partition",
 						"topic", p.topic, "partition", p.index, "leader", f.leader, "err", err)
 					f.mark(s.fp, func(fp *fetchPartition) { fp.failed = true })
@@ -428,6 +441,12 @@ func (f *replicaFetcher) processPartition(s sentPartition, rp *kmsg.FetchRespons
 	return nil
 }
 
+// errInvalidFromLeader is records from the leader that fail their checks
+// (a bad CRC, a gap in the offsets): the fetch is retried after a backoff,
+// as Kafka's fetcher retries a CorruptRecordException, while a failing
+// local log stops the partition.
+var errInvalidFromLeader = errors.New("broker: invalid records from the leader")
+
 // appendFromLeader appends the whole batches of records, fetched at
 // fetchOffset at leaderEpoch, keeping their offsets, and updates the
 // producer state from them as recovery does. It returns the new log end,
@@ -445,10 +464,10 @@ func (p *partition) appendFromLeader(leaderEpoch int32, fetchOffset int64, recor
 		return nil
 	})
 	if err != nil {
-		return 0, fmt.Errorf("broker: a batch from the leader: %w", err)
+		return 0, fmt.Errorf("%w: %w", errInvalidFromLeader, err)
 	}
 	if splitErr != nil && !errors.Is(splitErr, batch.ErrTruncated) {
-		return 0, fmt.Errorf("broker: the records from the leader: %w", splitErr)
+		return 0, fmt.Errorf("%w: %w", errInvalidFromLeader, splitErr)
 	}
 	whole := records[:n]
 	if n == 0 {
@@ -463,7 +482,10 @@ func (p *partition) appendFromLeader(leaderEpoch int32, fetchOffset int64, recor
 	if !following || p.log.EndOffset() != fetchOffset {
 		return 0, nil
 	}
-	first, last, err := appendReplicated(p.log, whole)
+	first, last, err := p.log.AppendReplicated(whole)
+	if errors.Is(err, storage.ErrInvalidBatch) {
+		return 0, fmt.Errorf("%w: %w", errInvalidFromLeader, err)
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -519,25 +541,40 @@ func (p *partition) truncateDiverging(leaderEpoch, divEpoch int32, divEnd int64)
 		return nil
 	}
 	end := p.log.EndOffset()
-	to := min(divEnd, end)
-	if divEpoch >= 0 {
-		if e, off := p.log.EndOffsetForEpoch(divEpoch); e != storage.UndefinedEpoch {
-			if e != divEpoch {
-				to = min(off, end) // an epoch the follower does not know: its own end below it
-			} else {
-				to = min(off, divEnd, end)
-			}
-		}
-	}
+	to := truncationOffset(divEpoch, divEnd, end, p.log.EndOffsetForEpoch)
 	if to >= end {
 		return nil
 	}
 	p.logger.Info("truncating a diverged replica", "topic", p.topic, "partition", p.index, "from", end, "to", to,
 		"leader_epoch", divEpoch, "leader_end", divEnd)
-	if err := truncateTo(p.log, to); err != nil {
+	if err := p.log.TruncateTo(to); err != nil {
 		return err
 	}
 	return p.reloadProducers()
+}
+
+// truncationOffset is where a follower whose log ends at logEnd truncates
+// when the leader answers that its epoch divEpoch ends at divEnd (Kafka's
+// AbstractFetcherThread.getOffsetTruncationState). localEndFor is the
+// follower's own epoch cache (Log.EndOffsetForEpoch). An epoch the follower
+// does not know takes it to the end of its largest epoch below it, from
+// where its next fetch (at that epoch) finds the rest.
+func truncationOffset(divEpoch int32, divEnd, logEnd int64, localEndFor func(int32) (int32, int64)) int64 {
+	switch {
+	case divEnd < 0:
+		return logEnd // the leader knows no offset: nothing to truncate
+	case divEpoch < 0:
+		return min(divEnd, logEnd)
+	}
+	e, off := localEndFor(divEpoch)
+	switch {
+	case e == storage.UndefinedEpoch:
+		return min(divEnd, logEnd) // below every epoch the follower has
+	case e != divEpoch:
+		return min(off, logEnd)
+	default:
+		return min(off, divEnd, logEnd)
+	}
 }
 
 // reloadProducers rebuilds the producer state after a truncation, from the
@@ -551,34 +588,72 @@ func (p *partition) reloadProducers() error {
 	return p.producers.load(p.log, time.Now().UnixMilli(), p.replayMarker)
 }
 
-// outOfRange handles OFFSET_OUT_OF_RANGE: a follower whose log end is
-// below the leader's log start starts over there (Kafka's
-// fetchOffsetAndTruncate). Past the leader's end the diverging-epoch
-// answer truncates instead, so only the earliest offset is asked.
+// outOfRange handles OFFSET_OUT_OF_RANGE (Kafka's fetchOffsetAndTruncate):
+// a follower whose log end is below the leader's log start starts over
+// there; one past the leader's end (a log without leader epochs, which the
+// diverging-epoch check cannot place) truncates to the leader's high
+// watermark, below which every replica holds the same records.
 func (f *replicaFetcher) outOfRange(s sentPartition) error {
+	start, err := f.listOffset(s, -2)
+	if err != nil {
+		return err
+	}
+	if s.fetchOffset < start {
+		return s.fp.p.startOverAt(s.fp.leaderEpoch, s.fetchOffset, start)
+	}
+	hw, err := f.listOffset(s, -1)
+	if err != nil {
+		return err
+	}
+	return s.fp.p.truncateAbove(s.fp.leaderEpoch, s.fetchOffset, hw)
+}
+
+// listOffset asks the leader for the partition's earliest (-2) or latest
+// (-1: its high watermark, as a consumer's ListOffsets) offset.
+func (f *replicaFetcher) listOffset(s sentPartition, timestamp int64) (int64, error) {
 	req := kmsg.NewPtrListOffsetsRequest()
-	req.ReplicaID = f.c.b.cfg.NodeID
+	req.ReplicaID = -1
 	rt := kmsg.NewListOffsetsRequestTopic()
 	rt.Topic = s.fp.p.topic
 	rp := kmsg.NewListOffsetsRequestTopicPartition()
-	rp.Partition, rp.CurrentLeaderEpoch, rp.Timestamp = s.fp.p.index, s.fp.leaderEpoch, -2
+	rp.Partition, rp.CurrentLeaderEpoch, rp.Timestamp = s.fp.p.index, s.fp.leaderEpoch, timestamp
 	rt.Partitions = []kmsg.ListOffsetsRequestTopicPartition{rp}
 	req.Topics = []kmsg.ListOffsetsRequestTopic{rt}
 	req.SetVersion(handlers[2].max)
 	raw, err := f.roundTrip(req)
 	if err != nil {
 		f.closeConn()
-		return err
+		return 0, err
 	}
 	resp := raw.(*kmsg.ListOffsetsResponse)
 	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
-		return errors.New("broker: a ListOffsets answer without the partition")
+		return 0, errors.New("broker: a ListOffsets answer without the partition")
 	}
 	lp := resp.Topics[0].Partitions[0]
 	if err := kerr.ErrorForCode(lp.ErrorCode); err != nil {
+		return 0, err
+	}
+	return lp.Offset, nil
+}
+
+// truncateAbove truncates a follower whose log end (fetchOffset) lies past
+// the leader's to the leader's high watermark.
+func (p *partition) truncateAbove(leaderEpoch int32, fetchOffset, leaderHW int64) error {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	rs := &p.repl
+	rs.mu.Lock()
+	following := rs.role == roleFollower && rs.leaderEpoch == leaderEpoch
+	rs.mu.Unlock()
+	if !following || p.log.EndOffset() != fetchOffset || fetchOffset <= leaderHW {
+		return nil
+	}
+	p.logger.Info("this replica's log ends past the leader's; truncating to its high watermark", "topic", p.topic, "partition", p.index,
+		"end", fetchOffset, "leader_high_watermark", leaderHW)
+	if err := p.log.TruncateTo(leaderHW); err != nil {
 		return err
 	}
-	return s.fp.p.startOverAt(s.fp.leaderEpoch, s.fetchOffset, lp.Offset)
+	return p.reloadProducers()
 }
 
 // startOverAt empties a follower's log to start at the leader's log start
@@ -595,7 +670,7 @@ func (p *partition) startOverAt(leaderEpoch int32, fetchOffset, leaderStart int6
 	}
 	p.logger.Info("the leader's log starts past this replica's end; starting over", "topic", p.topic, "partition", p.index,
 		"end", fetchOffset, "leader_start", leaderStart)
-	if err := truncateFullyAndStartAt(p.log, leaderStart); err != nil {
+	if err := p.log.TruncateFullyAndStartAt(leaderStart); err != nil {
 		return err
 	}
 	p.hw.Store(leaderStart)
