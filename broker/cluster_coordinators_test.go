@@ -26,15 +26,6 @@ func groupCoordinatorNode(t *testing.T, ctx context.Context, adm *kadm.Client, g
 	return node
 }
 
-// startFailoverCluster starts three nodes for the tests that close one.
-// replica.lag.time.max.ms is 3 s: a leader still counts a closed follower
-// that was caught up in its high watermark for that long (a repl-core
-// issue, reported), which would hold every acks=all append, the
-// coordinators' included, for Kafka's 30 s default.
-func startFailoverCluster(t *testing.T) *testCluster {
-	return startClusterWith(t, 3, func(c *Config) { c.ReplicaLagTimeMaxMs = 3000 })
-}
-
 // otherNode is a live node of tc that is not id.
 func (tc *testCluster) otherNode(id int32) int32 {
 	for _, n := range tc.live() {
@@ -52,7 +43,7 @@ func (tc *testCluster) otherNode(id int32) int32 {
 // broker that leads the partition next, from the committed offsets: the
 // new coordinator loaded them from its replica of the partition.
 func TestClusterGroupMovesWithItsOffsetsPartition(t *testing.T) {
-	tc := startFailoverCluster(t)
+	tc := startCluster(t, 3)
 	ctx := testCtx(t)
 	adm := kadm.NewClient(tc.client(1))
 	if _, err := adm.CreateTopic(ctx, 3, 3, nil, "in"); err != nil {
@@ -150,7 +141,7 @@ func TestClusterGroupMovesWithItsOffsetsPartition(t *testing.T) {
 // aborted by the new coordinator. read_committed reads exactly the
 // committed records.
 func TestClusterTransactionSurvivesItsCoordinator(t *testing.T) {
-	tc := startFailoverCluster(t)
+	tc := startCluster(t, 3)
 	ctx := testCtx(t)
 	adm := kadm.NewClient(tc.client(1))
 	if _, err := adm.CreateTopic(ctx, 6, 3, nil, "out"); err != nil {
