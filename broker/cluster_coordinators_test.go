@@ -218,16 +218,20 @@ func TestClusterCoordinatorsWaitForTheirReplicationFactor(t *testing.T) {
 	}
 }
 
-// TestClusterGroupRequestsToTheWrongNode sends a group's membership
-// requests to a node that does not lead its __consumer_offsets partition:
+// TestClusterGroupRequestsToTheWrongNode sends a group's membership and
+// offset commit requests to a node that does not lead its __consumer_offsets partition:
 // each is NOT_COORDINATOR, so the member looks the coordinator up again.
 func TestClusterGroupRequestsToTheWrongNode(t *testing.T) {
 	tc := startCluster(t, 3)
 	ctx := testCtx(t)
 	adm := kadm.NewClient(tc.client(1))
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "t"); err != nil {
+		t.Fatal(err)
+	}
 	const g = "elsewhere"
 	other := tc.otherNode(groupCoordinatorNode(t, ctx, adm, g))
 	raw := dialRaw(t, tc.nodes[other].Addr())
+	waitLong(t, "node to know topic t", func() bool { return tc.nodes[other].lookupTopic("t") != nil })
 
 	join := kmsg.NewPtrJoinGroupRequest()
 	join.SetVersion(9)
@@ -258,6 +262,18 @@ func TestClusterGroupRequestsToTheWrongNode(t *testing.T) {
 	lg.Members = append(lg.Members, lm)
 	if code := raw.do(lg).(*kmsg.LeaveGroupResponse).ErrorCode; code != kerr.NotCoordinator.Code {
 		t.Errorf("LeaveGroup: %v, want NOT_COORDINATOR", kerr.ErrorForCode(code))
+	}
+	oc := kmsg.NewPtrOffsetCommitRequest()
+	oc.SetVersion(8)
+	oc.Group, oc.Generation = g, -1
+	oct := kmsg.NewOffsetCommitRequestTopic()
+	oct.Topic = "t"
+	ocp := kmsg.NewOffsetCommitRequestTopicPartition()
+	ocp.Partition, ocp.Offset = 0, 1
+	oct.Partitions = append(oct.Partitions, ocp)
+	oc.Topics = append(oc.Topics, oct)
+	if code := raw.do(oc).(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode; code != kerr.NotCoordinator.Code {
+		t.Errorf("OffsetCommit: %v, want NOT_COORDINATOR", kerr.ErrorForCode(code))
 	}
 	cgh := kmsg.NewPtrConsumerGroupHeartbeatRequest()
 	cgh.SetVersion(0)
