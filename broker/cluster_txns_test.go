@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -353,5 +354,71 @@ func TestClusterTransactionOverADeletedTopicCompletes(t *testing.T) {
 	runTxn(t, ctx, next, true, seq("kept", 6)...)
 	if got := consumeUntilSentinel(t, ctx, tc.nodes[1].Addr(), "kept", 3, kgo.ReadCommitted()); !slices.Equal(got, seq("kept", 6)) {
 		t.Fatalf("read_committed read %q, want %q", got, seq("kept", 6))
+	}
+}
+
+// TestClusterConcurrentTransactionsAcrossBrokers runs transactional
+// producers at once, so that the leaders' verifications share
+// AddPartitionsToTxn requests to each coordinator node and the
+// coordinators' markers share WriteTxnMarkers requests to each leader:
+// read_committed reads exactly the committed records.
+func TestClusterConcurrentTransactionsAcrossBrokers(t *testing.T) {
+	tc := startCluster(t, 3)
+	ctx := testCtx(t)
+	adm := kadm.NewClient(tc.client(1))
+	if _, err := adm.CreateTopic(ctx, 6, -1, nil, "busy"); err != nil {
+		t.Fatal(err)
+	}
+	const producers, rounds = 8, 4
+	var mu sync.Mutex
+	var committed []string
+	var wg sync.WaitGroup
+	errs := make(chan error, producers)
+	for i := range producers {
+		id := fmt.Sprintf("busy-%d", i)
+		var opts []kgo.Opt
+		if i%2 == 1 {
+			opts = append(opts, kgo.MaxVersions(kversion.V3_9_0()))
+		}
+		opts = append(opts, kgo.MetadataMinAge(50*time.Millisecond))
+		cl := newTxnProducer(t, tc.nodes[int32(i%3+1)].Addr(), id, "busy", opts...)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for round := range rounds {
+				commit := round%2 == 0
+				if err := cl.BeginTransaction(); err != nil {
+					errs <- err
+					return
+				}
+				var recs []*kgo.Record
+				values := seq(fmt.Sprintf("%s-%d", id, round), 8)
+				for _, v := range values {
+					recs = append(recs, kgo.StringRecord(v))
+				}
+				if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+					errs <- fmt.Errorf("%s producing: %w", id, err)
+					return
+				}
+				if err := cl.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+					errs <- fmt.Errorf("%s ending (commit %v): %w", id, commit, err)
+					return
+				}
+				if commit {
+					mu.Lock()
+					committed = append(committed, values...)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	slices.Sort(committed)
+	if got := consumeUntilSentinel(t, ctx, tc.nodes[1].Addr(), "busy", 6, kgo.ReadCommitted()); !slices.Equal(got, committed) {
+		t.Fatalf("read_committed read %d records, want the %d committed", len(got), len(committed))
 	}
 }
