@@ -372,10 +372,14 @@ func (f *replicaFetcher) processResponse(resp *kmsg.FetchResponse, sent map[*par
 			switch err := kerr.ErrorForCode(rp.ErrorCode); {
 			case err == nil:
 				err := f.processPartition(s, rp)
-				if errors.Is(err, errInvalidFromLeader) {
-					f.c.b.log.Warn("invalid records from the leader; fetching again", "topic", p.topic, "partition", p.index, "leader", f.leader, "err", err)
+				switch {
+				case err == nil, errors.Is(err, storage.ErrClosed):
+					// ErrClosed: the topic was deleted meanwhile; the next
+					// image drops the partition.
+				case errors.Is(err, errInvalidFromLeader), errors.Is(err, errNoProgress):
+					f.c.b.log.Warn("fetching again after a backoff", "topic", p.topic, "partition", p.index, "leader", f.leader, "err", err)
 					f.mark(s.fp, func(fp *fetchPartition) { fp.delayUntil = time.Now().Add(backoff) })
-				} else if err != nil {
+				default:
 					f.c.b.log.Error("replicating from the leader failed; this replica stops fetching the partition",
 						"topic", p.topic, "partition", p.index, "leader", f.leader, "err", err)
 					f.mark(s.fp, func(fp *fetchPartition) { fp.failed = true })
@@ -440,6 +444,11 @@ func (f *replicaFetcher) processPartition(s sentPartition, rp *kmsg.FetchRespons
 	}
 	return nil
 }
+
+// errNoProgress is a diverging epoch that truncates nothing: fetching
+// again at once would get the same answer, so the partition waits
+// replica.fetch.backoff.ms.
+var errNoProgress = errors.New("broker: a diverging epoch without progress")
 
 // errInvalidFromLeader is records from the leader that fail their checks
 // (a bad CRC, a gap in the offsets): the fetch is retried after a backoff,
@@ -543,6 +552,18 @@ func (p *partition) truncateDiverging(leaderEpoch, divEpoch int32, divEnd int64)
 	end := p.log.EndOffset()
 	to := truncationOffset(divEpoch, divEnd, end, p.log.EndOffsetForEpoch)
 	if to >= end {
+		// Nothing to cut, but a leader epoch this broker started at its log
+		// end while it led, with no batch after it, goes: the leader never
+		// had it (Kafka's truncateTo at the log end). Without that the
+		// next fetch would diverge at the same epoch again.
+		latest, _ := p.log.LatestEpoch()
+		if err := p.log.TruncateTo(end); err != nil {
+			return err
+		}
+		if now, _ := p.log.LatestEpoch(); now == latest {
+			return fmt.Errorf("%w: the leader's epoch %d ending at %d changes nothing here (log end %d, latest epoch %d)",
+				errNoProgress, divEpoch, divEnd, end, latest)
+		}
 		return nil
 	}
 	p.logger.Info("truncating a diverged replica", "topic", p.topic, "partition", p.index, "from", end, "to", to,

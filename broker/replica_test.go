@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"errors"
 	"slices"
 	"testing"
 
@@ -262,4 +263,31 @@ func FuzzAppendFromLeader(f *testing.F) {
 			t.Fatalf("the follower stored an invalid batch: %v", err)
 		}
 	})
+}
+
+// TestFollowerDropsAnEpochItStartedWithoutData: a broker that led at epoch
+// 2 without appending anything, then follows a leader that never had epoch
+// 2, drops that epoch when the leader's answer diverges there; otherwise
+// every fetch would diverge at epoch 2 again.
+func TestFollowerDropsAnEpochItStartedWithoutData(t *testing.T) {
+	p := testReplica(t, 10)
+	lead(t, p, 2, []int32{1, 2, 3}, t0)
+	if e, _ := p.log.LatestEpoch(); e != 2 {
+		t.Fatalf("latest epoch %d after leading at 2", e)
+	}
+	p.becomeFollower(&partitionState{leader: 2, leaderEpoch: 3, replicas: []int32{1, 2, 3}, isr: []int32{2, 3}})
+	// The leader's epoch 0 ends at 15: nothing here to cut below 10.
+	if err := p.truncateDiverging(3, 0, 15); err != nil {
+		t.Fatal(err)
+	}
+	if e, _ := p.log.LatestEpoch(); e != 0 || p.log.EndOffset() != 10 {
+		t.Fatalf("latest epoch %d, log end %d; want 0 and 10", e, p.log.EndOffset())
+	}
+	if err := p.truncateDiverging(3, 0, 15); !errors.Is(err, errNoProgress) {
+		t.Fatalf("the same answer again: %v, want errNoProgress", err)
+	}
+	// A real divergence cuts the log and rebuilds the producer state.
+	if err := p.truncateDiverging(3, 0, 7); err != nil || p.log.EndOffset() != 7 {
+		t.Fatalf("truncating to 7: %v, log end %d", err, p.log.EndOffset())
+	}
 }
