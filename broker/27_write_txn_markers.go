@@ -40,7 +40,7 @@ import (
 
 func init() { registerScoped(everywhere, 27, 1, 2, handleWriteTxnMarkers) }
 
-func handleWriteTxnMarkers(b *Broker, _ *request, req *kmsg.WriteTxnMarkersRequest) (kmsg.Response, error) {
+func handleWriteTxnMarkers(b *Broker, r *request, req *kmsg.WriteTxnMarkersRequest) (kmsg.Response, error) {
 	resp := newResponse[*kmsg.WriteTxnMarkersResponse](req)
 	byPID := map[int64]int{} // producer id -> index in resp.Markers
 	for _, m := range req.Markers {
@@ -60,7 +60,7 @@ func handleWriteTxnMarkers(b *Broker, _ *request, req *kmsg.WriteTxnMarkersReque
 			for _, index := range mt.Partitions {
 				rp := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
 				rp.Partition = index
-				rp.ErrorCode = b.writeMarker(t, index, m)
+				rp.ErrorCode = b.writeMarker(t, index, m, r.ctx.Done())
 				rt.Partitions = append(rt.Partitions, rp)
 			}
 			rm.Topics = append(rm.Topics, rt)
@@ -70,8 +70,9 @@ func handleWriteTxnMarkers(b *Broker, _ *request, req *kmsg.WriteTxnMarkersReque
 }
 
 // writeMarker writes marker m in partition index of t (nil: unknown) and
-// returns the partition's error code.
-func (b *Broker) writeMarker(t *topic, index int32, m kmsg.WriteTxnMarkersRequestMarker) int16 {
+// returns the partition's error code. In cluster mode it waits for the
+// in-sync replicas, or until stop is closed (the caller is going away).
+func (b *Broker) writeMarker(t *topic, index int32, m kmsg.WriteTxnMarkersRequestMarker, stop <-chan struct{}) int16 {
 	var p *partition
 	if t != nil {
 		p = b.partition(t, index)
@@ -118,7 +119,7 @@ func (b *Broker) writeMarker(t *topic, index int32, m kmsg.WriteTxnMarkersReques
 		// the transaction only once every marker is on the in-sync
 		// replicas, so no leader change can lose one.
 		p.appended()
-		if err := awaitCoordinatorReplication(p, out.offset+1, leaderEpoch, minISR, interBrokerRequestTimeout); err != nil {
+		if err := awaitCoordinatorReplication(p, out.offset+1, leaderEpoch, minISR, interBrokerRequestTimeout, stop); err != nil {
 			var ce *coordinatorAppendError
 			if errors.As(err, &ce) {
 				return ce.err.Code

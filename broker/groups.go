@@ -62,6 +62,7 @@ type groupCoordinator struct {
 	coord    *group.Coordinator
 	parts    []*partition
 	loaded   map[int32]int32 // cluster mode: the partitions loaded, with their leader epochs
+	stopping <-chan struct{} // closed when the coordinator stops
 	nextID   group.ReplyID
 	waiting  map[group.ReplyID]chan any
 }
@@ -115,7 +116,7 @@ func (b *Broker) startGroups() error {
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	gc.cancel = cancel
+	gc.cancel, gc.stopping = cancel, ctx.Done()
 	b.groups = gc
 	go gc.run(ctx)
 	return nil
@@ -395,7 +396,7 @@ func (gc *groupCoordinator) appendRecords(recs []group.Record) error {
 	now := nowMillis()
 	var errs []error
 	for _, k := range order {
-		if err := gc.b.appendCoordinatorBatch(gc.parts[k.partition], k.txn.ID, k.txn.Epoch, byBatch[k], now, offsetsCommitTimeout); err != nil {
+		if err := gc.b.appendCoordinatorBatch(gc.parts[k.partition], k.txn.ID, k.txn.Epoch, byBatch[k], now, offsetsCommitTimeout, gc.stopping); err != nil {
 			errs = append(errs, err)
 		}
 	}

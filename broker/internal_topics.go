@@ -42,8 +42,9 @@ func (b *Broker) createInternalTopic(c topicCreation) ([]*partition, error) {
 // topic's min.insync.replicas, and answered once the high watermark has
 // passed it, or with the error that ended the wait (a coordinatorAppendError:
 // NOT_ENOUGH_REPLICAS_AFTER_APPEND, NOT_LEADER_OR_FOLLOWER, or
-// REQUEST_TIMED_OUT after timeout). The coordinator's goroutine waits.
-func (b *Broker) appendCoordinatorBatch(p *partition, pid int64, epoch int16, recs []batch.Record, now int64, timeout time.Duration) error {
+// REQUEST_TIMED_OUT after timeout). The coordinator's goroutine waits,
+// until stop is closed at the latest (the coordinator is stopping).
+func (b *Broker) appendCoordinatorBatch(p *partition, pid int64, epoch int16, recs []batch.Record, now int64, timeout time.Duration, stop <-chan struct{}) error {
 	if !b.leadsHere(p) {
 		return fmt.Errorf("%w: %s-%d", errNotLocalLeader, p.topic, p.index)
 	}
@@ -82,12 +83,12 @@ func (b *Broker) appendCoordinatorBatch(p *partition, pid int64, epoch int16, re
 		return nil
 	}
 	p.appended() // the high watermark may have waited for the fsync
-	return awaitCoordinatorReplication(p, out.end, out.leaderEpoch, minISR, timeout)
+	return awaitCoordinatorReplication(p, out.end, out.leaderEpoch, minISR, timeout, stop)
 }
 
 // awaitCoordinatorReplication waits until p's high watermark reaches end
-// (repl-core's replicationDone), or timeout passes.
-func awaitCoordinatorReplication(p *partition, end int64, leaderEpoch int32, minISR int, timeout time.Duration) error {
+// (repl-core's replicationDone), timeout passes, or stop is closed.
+func awaitCoordinatorReplication(p *partition, end int64, leaderEpoch int32, minISR int, timeout time.Duration, stop <-chan struct{}) error {
 	wake := make(chan struct{}, 1)
 	p.watch(wake)
 	defer p.unwatch(wake)
@@ -105,6 +106,8 @@ func awaitCoordinatorReplication(p *partition, end int64, leaderEpoch int32, min
 		case <-wake:
 		case <-timer.C:
 			return &coordinatorAppendError{kerr.RequestTimedOut, fmt.Sprintf("%s-%d: the replicas did not reach offset %d within %s", p.topic, p.index, end, timeout)}
+		case <-stop:
+			return &coordinatorAppendError{kerr.RequestTimedOut, fmt.Sprintf("%s-%d: stopped waiting for the replicas to reach offset %d", p.topic, p.index, end)}
 		}
 	}
 }

@@ -332,7 +332,7 @@ func (tc *txnCoordinator) writeMarkers(m txn.Marker) []txn.Partition {
 			}
 			continue
 		}
-		code := tc.b.writeMarker(t, p.Partition, km)
+		code := tc.b.writeMarker(t, p.Partition, km, tc.ctx.Done())
 		switch code {
 		case 0, kerr.UnknownTopicOrPartition.Code:
 			done = append(done, p)
@@ -441,7 +441,7 @@ func (tc *txnCoordinator) appendRecords(recs []txn.Record) error {
 	now := nowMillis()
 	var errs []error
 	for _, pi := range order {
-		if err := tc.b.appendCoordinatorBatch(tc.parts[pi], -1, -1, byPart[pi], now, txnLogAppendTimeout); err != nil {
+		if err := tc.b.appendCoordinatorBatch(tc.parts[pi], -1, -1, byPart[pi], now, txnLogAppendTimeout, tc.ctx.Done()); err != nil {
 			errs = append(errs, err)
 		}
 	}
