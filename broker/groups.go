@@ -133,7 +133,14 @@ func newMemberID(clientID string) string {
 }
 
 // replay feeds every record of __consumer_offsets to the coordinator.
-func (gc *groupCoordinator) replay() error {
+func (gc *groupCoordinator) replay() error { return gc.replayPartitions(nil) }
+
+// replayPartitions feeds the records of the partitions of
+// __consumer_offsets this broker leads (all of them on a single node) to
+// the coordinator; with only set, just those among them, into the
+// coordinator as it is (their groups are not in it: a group lives in one
+// partition).
+func (gc *groupCoordinator) replayPartitions(only map[int32]bool) error {
 	now := nowMillis()
 	var scratch batch.Scratch
 	loaded := 0
@@ -146,6 +153,9 @@ func (gc *groupCoordinator) replay() error {
 			if _, ok := led[p.index]; !ok {
 				continue // another broker coordinates its groups
 			}
+		}
+		if only != nil && !only[p.index] {
+			continue
 		}
 		end := coordinatorLoadEnd(p)
 		for off := p.log.StartOffset(); off < end; {
@@ -226,8 +236,9 @@ func (gc *groupCoordinator) replay() error {
 // no longer leads dropped. It runs on the coordinator's goroutine before
 // each event and tick, so no request is served from a state that is not
 // loaded (requests wait while it loads, rather than being answered
-// COORDINATOR_LOAD_IN_PROGRESS). Unlike Kafka, which loads and unloads one
-// partition at a time, the whole coordinator is rebuilt: the groups of
+// COORDINATOR_LOAD_IN_PROGRESS). Partitions it newly leads are loaded
+// beside the groups it has. When it loses one, unlike Kafka, which unloads
+// one partition at a time, the whole coordinator is rebuilt: the groups of
 // partitions that did not move come back as after a restart (members keep
 // their ids, their sessions start again; their parked requests are
 // answered NOT_COORDINATOR and sent again after a coordinator lookup).
@@ -243,6 +254,30 @@ func (gc *groupCoordinator) syncLeadership() {
 	led := ledPartitions(gc.parts)
 	if maps.Equal(led, gc.loaded) {
 		return
+	}
+	gained, lost := map[int32]bool{}, false
+	for p, epoch := range led {
+		if e, ok := gc.loaded[p]; !ok {
+			gained[p] = true
+		} else if e != epoch {
+			lost = true // led again at a new epoch: its state may have moved on elsewhere
+		}
+	}
+	for p := range gc.loaded {
+		if _, ok := led[p]; !ok {
+			lost = true
+		}
+	}
+	if !lost {
+		// Only new partitions: their groups are loaded beside the
+		// others, which go on undisturbed (the roles of a new topic's
+		// partitions are applied one by one, so this is common).
+		err := gc.replayPartitions(gained)
+		if err == nil {
+			return
+		}
+		// Partly loaded: start over from nothing.
+		gc.b.log.Error("loading "+offsetsTopic+" after a leadership change failed; reloading every partition", "err", err)
 	}
 	old := gc.coord
 	old.AbortParked(kerr.NotCoordinator.Code)
