@@ -68,11 +68,24 @@ func handleOffsetCommit(b *Broker, r *request, req *kmsg.OffsetCommitRequest) (k
 	if len(slots) == 0 {
 		return resp, nil
 	}
-	out, err := b.groups.call(r, func(c *group.Coordinator, now int64, id group.ReplyID) { c.CommitOffsets(now, id, cr) })
-	if err != nil {
-		return nil, err
+	var res *group.CommitResult
+	if b.groupElsewhere(req.Group) {
+		// Cluster mode: another broker coordinates the group.
+		res = &group.CommitResult{}
+		for _, ct := range cr.Topics {
+			tr := group.TopicResult{Topic: ct.Topic}
+			for _, p := range ct.Partitions {
+				tr.Partitions = append(tr.Partitions, group.PartitionResult{Partition: p.Partition, ErrorCode: kerr.NotCoordinator.Code})
+			}
+			res.Topics = append(res.Topics, tr)
+		}
+	} else {
+		out, err := b.groups.call(r, func(c *group.Coordinator, now int64, id group.ReplyID) { c.CommitOffsets(now, id, cr) })
+		if err != nil {
+			return nil, err
+		}
+		res = out.(*group.CommitResult)
 	}
-	res := out.(*group.CommitResult)
 	for _, s := range slots {
 		st := &resp.Topics[s.resp]
 		for _, p := range res.Topics[s.topic].Partitions {

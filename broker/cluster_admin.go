@@ -276,16 +276,18 @@ func sortedConfigNames(a, b topicConfigs) []string {
 }
 
 // coordinates reports whether this broker leads groupID's partition of
-// __consumer_offsets, and so coordinates the group. Without the topic no
-// group has offsets yet, and any broker may answer that.
+// __consumer_offsets, and so coordinates the group. Without the topic (not
+// created yet, or not applied here yet) no broker does: the client is
+// answered NOT_COORDINATOR and asks FindCoordinator, which creates it. A
+// group served before its partition is loaded would be dropped by the load.
 func (c *cluster) coordinates(groupID string) bool {
 	t := c.b.lookupTopic(offsetsTopic)
 	if t == nil {
-		return true
+		return false
 	}
 	parts := c.b.partitions(t)
 	if len(parts) == 0 {
-		return true
+		return false
 	}
-	return !parts[group.PartitionFor(groupID, int32(len(parts)))].notLeader()
+	return c.b.leadsHere(parts[group.PartitionFor(groupID, int32(len(parts)))])
 }
