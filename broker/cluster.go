@@ -457,7 +457,7 @@ func (c *cluster) syncImage(im *metadata.Image) {
 		}
 	}
 	b.mu.Unlock()
-	c.applyRoles(im, roles)
+	c.applyRoles(im, roles, current)
 
 	c.mu.Lock()
 	c.image = im
