@@ -62,8 +62,9 @@ func handleCreateTopics(b *Broker, r *request, req *kmsg.CreateTopicsRequest) (k
 		}
 		if t != nil {
 			st.TopicID = t.id
-			st.NumPartitions = int32(len(b.partitions(t)))
-			st.ReplicationFactor = 1
+			parts := b.partitions(t)
+			st.NumPartitions = int32(len(parts))
+			st.ReplicationFactor = createdReplicationFactor(parts)
 			if req.Version >= 5 {
 				st.Configs = describeTopicConfigs(b.topicConfigs(t), b.cfg.TopicDefaults)
 			}
@@ -75,7 +76,13 @@ func handleCreateTopics(b *Broker, r *request, req *kmsg.CreateTopicsRequest) (k
 			if len(rt.ReplicaAssignment) > 0 {
 				st.NumPartitions = int32(len(rt.ReplicaAssignment))
 			}
-			st.ReplicationFactor = 1
+			st.ReplicationFactor = rt.ReplicationFactor
+			if st.ReplicationFactor == -1 {
+				st.ReplicationFactor = int16(max(b.cfg.DefaultReplicationFactor, 1))
+			}
+			if len(rt.ReplicaAssignment) > 0 {
+				st.ReplicationFactor = int16(len(rt.ReplicaAssignment[0].Replicas))
+			}
 			if req.Version >= 5 {
 				configs, _ := createConfigs(rt)
 				st.Configs = describeTopicConfigs(configs, b.cfg.TopicDefaults)
@@ -84,6 +91,18 @@ func handleCreateTopics(b *Broker, r *request, req *kmsg.CreateTopicsRequest) (k
 		resp.Topics = append(resp.Topics, st)
 	}
 	return resp, nil
+}
+
+// createdReplicationFactor is the replication factor of a topic just
+// created: the number of replicas of its first partition in the metadata
+// image in cluster mode, 1 on a single node.
+func createdReplicationFactor(parts []*partition) int16 {
+	if len(parts) > 0 {
+		if st := parts[0].cluster.Load(); st != nil {
+			return int16(len(st.replicas))
+		}
+	}
+	return 1
 }
 
 func setCreateError(st *kmsg.CreateTopicsResponseTopic, e *kerr.Error, msg string) {

@@ -33,6 +33,9 @@ func (tc *testCluster) createReplicated(topic string, partitions int32, rf int16
 	if err != nil || res.Err != nil {
 		tc.t.Fatalf("creating %s: %v %v", topic, err, res.Err)
 	}
+	if res.ReplicationFactor != rf || res.NumPartitions != partitions {
+		tc.t.Fatalf("creating %s: answered %d partitions, replication factor %d; want %d, %d", topic, res.NumPartitions, res.ReplicationFactor, partitions, rf)
+	}
 	for _, id := range tc.live() {
 		waitLong(tc.t, fmt.Sprintf("node %d to lead or follow every partition of %s", id, topic), func() bool {
 			t := tc.nodes[id].lookupTopic(topic)
