@@ -151,11 +151,13 @@ func run(ctx context.Context, s settings, log *slog.Logger) error {
 			notes = append(notes, n)
 		}
 	}
-	note(fmt.Sprintf("Kafka broker JVM: %s -XX:+UseG1GC -XX:MaxGCPauseMillis=20 (kafka.sh); perf-test clients: -Xmx512M G1, full JIT", s.kafkaHeap))
-	note("Kafka start-up is measured from the broker JVM's start (after kafka.sh formats the log dir), to 10 ms; Gregor's from exec")
+	if slices.ContainsFunc(s.modes, func(m string) bool { return m != "cluster" }) {
+		note(fmt.Sprintf("Kafka broker JVM: %s -XX:+UseG1GC -XX:MaxGCPauseMillis=20 (kafka.sh); perf-test clients: -Xmx512M G1, full JIT", s.kafkaHeap))
+		note("Kafka start-up is measured from the broker JVM's start (after kafka.sh formats the log dir), to 10 ms; Gregor's from exec")
+	}
 	if slices.Contains(s.modes, "cluster") {
 		note(fmt.Sprintf("cluster mode: 3 combined broker+controller nodes each, RF=3 topics with min.insync.replicas=2, acks=all; "+
-			"each Kafka JVM gets %s; start-up counts from the first node's exec for both (Kafka's log-dir format is not counted)", s.kafkaHeap))
+			"each Kafka JVM gets %s -XX:+UseG1GC -XX:MaxGCPauseMillis=20; perf-test clients: -Xmx512M G1, full JIT; start-up counts from the first node's exec for both (Kafka's log-dir format is not counted)", s.kafkaHeap))
 	}
 	note(fmt.Sprintf("load average at start: %s", machine["load average at start"]))
 
