@@ -263,7 +263,12 @@ var brokerConfigDefs = []brokerConfig{
 	{"num.partitions", kindInt, "Partition count of topics created with the default.", func(b *Broker) (string, bool) {
 		return strconv.Itoa(int(b.cfg.NumPartitions)), b.cfg.NumPartitions != 1
 	}},
-	{"process.roles", kindList, "Roles this node plays: it is broker and controller at once.", fixed("broker,controller")},
+	{"process.roles", kindList, "Roles this node plays: broker and controller at once, or broker only (an observer of the controller quorum).", func(b *Broker) (string, bool) {
+		if b.isCluster() && b.cluster.raftAddr != "" {
+			return "broker", true
+		}
+		return "broker,controller", false
+	}},
 	{"socket.request.max.bytes", kindInt, "Largest request frame; a larger one closes the connection.", func(b *Broker) (string, bool) {
 		return strconv.Itoa(int(b.cfg.MaxFrameBytes)), true
 	}},

@@ -8,8 +8,9 @@ package broker
 // leader knows each voter's progress. The answer names the metadata topic
 // __cluster_metadata, partition 0: the leader, its term as the leader
 // epoch, the commit index as the high watermark, and each voter's log end
-// (the index up to which its log matches the leader's). Gregor has no
-// observers yet, and keeps no fetch times: v1's LastFetchTimestamp and
+// (the index up to which its log matches the leader's), and the same for
+// each observer (a broker-only node, a raft learner). Gregor keeps no
+// fetch times: v1's LastFetchTimestamp and
 // LastCaughtUpTimestamp are -1, Kafka's "unknown". A request for any other
 // partition is UNKNOWN_TOPIC_OR_PARTITION; a leader that is not this
 // node, for a forwarded request, NOT_LEADER_OR_FOLLOWER.
@@ -63,6 +64,11 @@ func handleDescribeQuorum(b *Broker, r *request, req *kmsg.DescribeQuorumRequest
 					sp.CurrentVoters = append(sp.CurrentVoters, rs)
 				}
 				sp.Observers = []kmsg.DescribeQuorumResponseTopicPartitionReplicaState{}
+				for _, o := range q.Observers {
+					rs := kmsg.NewDescribeQuorumResponseTopicPartitionReplicaState()
+					rs.ReplicaID, rs.LogEndOffset = o.NodeID, int64(o.LogEnd)
+					sp.Observers = append(sp.Observers, rs)
+				}
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}

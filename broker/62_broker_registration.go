@@ -5,7 +5,10 @@ package broker
 // on the controller listener, which the raft transport owns here; see
 // cluster.go). The node answers only when its voter is the active
 // controller, with the controller's error codes (NOT_CONTROLLER,
-// INCONSISTENT_CLUSTER_ID, DUPLICATE_BROKER_REGISTRATION, ...). Features,
+// INCONSISTENT_CLUSTER_ID, DUPLICATE_BROKER_REGISTRATION, ...). A
+// broker-only node adds a listener named RAFT_OBSERVER with the address of
+// its raft listener, which is taken out of its endpoints and makes it an
+// observer of the quorum (cluster_observer.go). Features,
 // log dirs and the previous broker epoch are not used yet.
 
 import (
@@ -29,6 +32,7 @@ func handleBrokerRegistration(b *Broker, r *request, req *kmsg.BrokerRegistratio
 	if req.Rack != nil {
 		reg.Rack = *req.Rack
 	}
+	splitObserverListener(&reg)
 	ctx, cancel := context.WithTimeout(r.ctx, 30*time.Second)
 	defer cancel()
 	epoch, err := b.cluster.ctrl.RegisterBroker(ctx, reg)

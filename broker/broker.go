@@ -226,6 +226,9 @@ func (b *Broker) Close() error {
 		if b.cfg.testHooks.closing != nil {
 			b.cfg.testHooks.closing(b)
 		}
+		if b.cluster != nil {
+			b.cluster.controlledShutdown() // serving on, until its leaderships moved
+		}
 		b.cancel()
 		b.listener.Close()
 		b.connMu.Lock()

@@ -61,8 +61,15 @@ type cluster struct {
 	fetchers fetcherManager
 
 	// voterRank is this node's place among the voters by id, which picks
-	// its range of producer ids (producerIDRange).
+	// its range of producer ids (producerIDRange); a broker-only node's is
+	// observerRank.
 	voterRank int
+
+	// raftAddr is a broker-only node's raft address ("" on a voter);
+	// wantShutDown is set once Close starts a controlled shutdown
+	// (cluster_observer.go).
+	raftAddr     string
+	wantShutDown atomic.Bool
 
 	unsubscribe func()
 	// ctx bounds every call to the controller; close cancels it.
@@ -93,8 +100,9 @@ func (b *Broker) startController(dir string) error {
 	if err != nil {
 		return fmt.Errorf("broker: controller.quorum.voters: %w", err)
 	}
-	if _, ok := voters[b.cfg.NodeID]; !ok {
-		return fmt.Errorf("broker: node.id %d is not among controller.quorum.voters %q (process.roles=broker,controller needs it to be a voter)", b.cfg.NodeID, b.cfg.ControllerQuorumVoters)
+	brokerOnly, err := b.checkRoles(voters)
+	if err != nil {
+		return err
 	}
 	// A single node's data dir does not become a cluster node's: its
 	// topics are in no metadata log, and the first image would delete them.
@@ -107,6 +115,11 @@ func (b *Broker) startController(dir string) error {
 	for id := range voters {
 		if id < b.cfg.NodeID {
 			c.voterRank++
+		}
+	}
+	if brokerOnly {
+		if c.voterRank, err = observerRank(voters, b.cfg.NodeID); err != nil {
+			return err
 		}
 	}
 	if _, err := rand.Read(c.incarnation[:]); err != nil {
@@ -122,6 +135,7 @@ func (b *Broker) startController(dir string) error {
 		SessionTimeout:           time.Duration(b.cfg.BrokerSessionTimeoutMs) * time.Millisecond,
 		DefaultPartitions:        b.cfg.NumPartitions,
 		DefaultReplicationFactor: b.cfg.DefaultReplicationFactor,
+		Observer:                 brokerOnly,
 		Logger:                   b.log,
 	}
 	switch {
@@ -133,6 +147,10 @@ func (b *Broker) startController(dir string) error {
 			return fmt.Errorf("broker: controller listener: %w", err)
 		}
 		ccfg.Listener = ln
+	}
+	if brokerOnly {
+		c.raftAddr = b.observerRaftAddr(ccfg.Listener.Addr())
+		ccfg.ObserverAddr = c.raftAddr
 	}
 	ctrl, err := controller.Start(ccfg)
 	if err != nil {
@@ -270,6 +288,8 @@ func (c *cluster) registration() controller.BrokerRegistration {
 		ClusterID:     b.ClusterID(),
 		IncarnationID: c.incarnation,
 		Endpoints:     []metadata.Endpoint{{Name: "PLAINTEXT", Host: b.advertised.host, Port: b.advertised.port}},
+		Rack:          b.cfg.BrokerRack,
+		RaftAddr:      c.raftAddr,
 	}
 }
 
@@ -318,10 +338,18 @@ func (c *cluster) register(ctx context.Context) (int64, error) {
 }
 
 func (c *cluster) heartbeat(ctx context.Context) (controller.HeartbeatResult, error) {
+	// The offset is the image the catalogue has applied, not merely the
+	// controller: a controlled shutdown waits for other brokers to serve
+	// the leaderships they were given.
+	im := c.currentImage()
+	if im == nil {
+		im = c.ctrl.Image()
+	}
 	hb := controller.BrokerHeartbeat{
 		BrokerID:              c.b.cfg.NodeID,
 		BrokerEpoch:           c.epoch.Load(),
-		CurrentMetadataOffset: int64(c.ctrl.Image().Offset),
+		CurrentMetadataOffset: int64(im.Offset),
+		WantShutDown:          c.wantShutDown.Load(),
 	}
 	res, err := c.ctrl.Heartbeat(ctx, hb)
 	if leader := remoteLeader(err, c.b.cfg.NodeID); leader >= 0 {
@@ -429,7 +457,7 @@ func (c *cluster) syncImage(im *metadata.Image) {
 		}
 	}
 	b.mu.Unlock()
-	c.applyRoles(im, roles)
+	c.applyRoles(im, roles, current)
 
 	c.mu.Lock()
 	c.image = im

@@ -214,8 +214,8 @@ func TestClusterSpreadsPartitionsAndServesClients(t *testing.T) {
 	}
 	// Transactions are not served across brokers yet: their keys are not
 	// advertised, and a transactional InitProducerId says so.
-	// Nor are ElectLeaders and the client quotas.
-	for _, key := range []int16{24, 25, 26, 27, 28, 65, 66, 43, 48, 49} {
+	// Nor are the client quotas.
+	for _, key := range []int16{24, 25, 26, 27, 28, 65, 66, 48, 49} {
 		if advertised[key] {
 			t.Fatalf("cluster node advertises key %d, which cluster mode does not serve yet", key)
 		}
@@ -549,13 +549,18 @@ func TestSingleNodeDoesNotAdvertiseClusterAPIs(t *testing.T) {
 		t.Fatalf("ApiVersions: error %d, %d keys", resp.ErrorCode, len(resp.ApiKeys))
 	}
 	for _, k := range resp.ApiKeys {
-		if k.ApiKey == 55 || k.ApiKey == 62 || k.ApiKey == 63 {
+		// Nothing can be reassigned on one broker: no
+		// AlterPartitionReassignments (45) or ListPartitionReassignments (46).
+		if k.ApiKey == 55 || k.ApiKey == 62 || k.ApiKey == 63 || k.ApiKey == 45 || k.ApiKey == 46 {
 			t.Fatalf("single node advertises key %d", k.ApiKey)
 		}
 	}
 	// Sending one closes the connection, as for any key not served.
 	c := dialRaw(t, b.Addr())
 	c.sendRefused(kmsg.NewPtrBrokerHeartbeatRequest())
+	c = dialRaw(t, b.Addr())
+	c.sendRefused(kmsg.NewPtrAlterPartitionAssignmentsRequest())
+	c.expectClosed()
 }
 
 func hasConfig(configs []kadm.Config, name, value string) bool {

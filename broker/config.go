@@ -3,6 +3,7 @@ package broker
 import (
 	"log/slog"
 	"net"
+	"time"
 
 	"github.com/gregor-broker/gregor/protocol"
 	"github.com/gregor-broker/gregor/storage"
@@ -150,6 +151,28 @@ type Config struct {
 	// BrokerHeartbeatIntervalMs is broker.heartbeat.interval.ms. Default
 	// 2000.
 	BrokerHeartbeatIntervalMs int64
+	// BrokerRack is broker.rack: the rack this broker is in, registered
+	// with the controller (rack-aware replica placement) and listed in
+	// Metadata and DescribeCluster. Default none.
+	BrokerRack string
+	// ReplicaSelectorClass is replica.selector.class (KIP-392): ""
+	// (Kafka's default: consumers fetch from partition leaders only) or
+	// RackAwareReplicaSelector, with which a leader points a consumer
+	// that names its rack to an in-sync replica in that rack
+	// (fetch_follower.go).
+	ReplicaSelectorClass string
+	// ProcessRoles is process.roles in cluster mode: "broker,controller"
+	// (the default: a voter and a broker) or "broker", a broker-only node
+	// whose NodeID must not be a voter. A broker-only node observes the
+	// quorum as a raft learner: ControllerListen (required) is the raft
+	// address the voters push the metadata log to (cluster_observer.go).
+	ProcessRoles string
+	// ControlledShutdownEnable is controlled.shutdown.enable (default true):
+	// in cluster mode Close first asks the active controller to move this
+	// broker's leaderships (KIP-631), waiting at most
+	// ControlledShutdownTimeout (default 30s; no Kafka key).
+	ControlledShutdownEnable  *bool
+	ControlledShutdownTimeout time.Duration
 
 	// Replication (cluster mode, replica.go and replica_fetcher.go),
 	// Kafka's names and defaults.
@@ -257,6 +280,13 @@ func (c *Config) setDefaults() {
 	}
 	if c.BrokerHeartbeatIntervalMs <= 0 {
 		c.BrokerHeartbeatIntervalMs = 2000
+	}
+	if c.ControlledShutdownEnable == nil {
+		yes := true
+		c.ControlledShutdownEnable = &yes
+	}
+	if c.ControlledShutdownTimeout <= 0 {
+		c.ControlledShutdownTimeout = 30 * time.Second
 	}
 	if c.ReplicaLagTimeMaxMs <= 0 {
 		c.ReplicaLagTimeMaxMs = 30000

@@ -134,7 +134,7 @@ func codeErr(code int16, msg *string) error {
 func (r *controllerRPC) register(ctx context.Context, addr string, reg controller.BrokerRegistration) (int64, error) {
 	req := kmsg.NewPtrBrokerRegistrationRequest()
 	req.BrokerID, req.ClusterID, req.IncarnationID = reg.BrokerID, reg.ClusterID, reg.IncarnationID
-	for _, ep := range reg.Endpoints {
+	for _, ep := range withObserverListener(reg) {
 		l := kmsg.NewBrokerRegistrationRequestListener()
 		l.Name, l.Host, l.Port, l.SecurityProtocol = ep.Name, ep.Host, uint16(ep.Port), ep.SecurityProtocol
 		req.Listeners = append(req.Listeners, l)
@@ -274,4 +274,17 @@ func (r *controllerRPC) alterTopicConfigs(ctx context.Context, addr, name string
 		return fmt.Errorf("broker: the controller answered %d resources for 1", len(resp.Resources))
 	}
 	return codeErr(resp.Resources[0].ErrorCode, resp.Resources[0].ErrorMessage)
+}
+
+// unregisterBroker forwards an UnregisterBroker and returns the active
+// controller's error code and message.
+func (r *controllerRPC) unregisterBroker(ctx context.Context, addr string, id int32) (int16, *string, error) {
+	req := kmsg.NewPtrUnregisterBrokerRequest()
+	req.BrokerID = id
+	raw, err := r.do(ctx, addr, req)
+	if err != nil {
+		return 0, nil, err
+	}
+	resp := raw.(*kmsg.UnregisterBrokerResponse)
+	return resp.ErrorCode, resp.ErrorMessage, nil
 }

@@ -32,7 +32,7 @@ const (
 	brokerToController
 	// singleNodeOnly keys are served and advertised by a single node
 	// only, until cluster mode serves them (cluster.go): the transactional
-	// keys, ElectLeaders, and the client quota keys.
+	// keys and the client quota keys.
 	singleNodeOnly
 )
 

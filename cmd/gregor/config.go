@@ -255,8 +255,9 @@ func applyPropertiesWithOrigins(dst *broker.Config, props map[string]setting, lo
 		cfg.LogCleanerEnable = &off
 	}
 
-	// Cluster mode: static controller.quorum.voters, combined broker and
-	// controller nodes only for now. Without voters (Kafka's single-node
+	// Cluster mode: static controller.quorum.voters; combined broker and
+	// controller nodes (the voters) and broker-only nodes (observers).
+	// Without voters (Kafka's single-node
 	// example files name a dynamic quorum instead) the node runs alone
 	// and process.roles is ignored, as before.
 	handled["controller.quorum.voters"] = true
@@ -273,15 +274,39 @@ func applyPropertiesWithOrigins(dst *broker.Config, props map[string]setting, lo
 		for _, r := range strings.Split(v, ",") {
 			roles[strings.ToLower(strings.TrimSpace(r))] = true
 		}
-		if len(roles) != 2 || !roles["broker"] || !roles["controller"] {
-			bad("process.roles", "only combined mode (broker,controller) is served yet")
+		switch {
+		case len(roles) == 2 && roles["broker"] && roles["controller"]:
+			cfg.ProcessRoles = "broker,controller"
+		case len(roles) == 1 && roles["broker"]:
+			cfg.ProcessRoles = "broker" // a broker-only node: an observer of the quorum
+		default:
+			bad("process.roles", "broker,controller (a voter) and broker (a broker-only node) are served; controller-only nodes are not yet")
 		}
+	}
+	handled["controlled.shutdown.enable"] = true
+	if b, ok := boolean("controlled.shutdown.enable"); ok {
+		cfg.ControlledShutdownEnable = b
 	}
 	if _, ok := props["controller.listener.names"]; ok && cfg.ControllerQuorumVoters != "" {
 		if addr, found, err := controllerListener(props); err != nil {
 			bad("listeners", err.Error())
 		} else if found {
 			cfg.ControllerListen = addr
+		}
+	}
+
+	// KIP-392: broker.rack, and replica.selector.class, of which Kafka
+	// ships one implementation.
+	handled["broker.rack"], handled["replica.selector.class"] = true, true
+	if v, ok := value("broker.rack"); ok {
+		cfg.BrokerRack = v
+	}
+	if v, ok := value("replica.selector.class"); ok {
+		switch v {
+		case "", broker.RackAwareReplicaSelector:
+			cfg.ReplicaSelectorClass = v
+		default:
+			bad("replica.selector.class", "the only replica selector is "+broker.RackAwareReplicaSelector)
 		}
 	}
 

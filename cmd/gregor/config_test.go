@@ -156,6 +156,8 @@ func TestApplyPropertiesSetsTheBrokerConfig(t *testing.T) {
 		"log.segment.delete.delay.ms", "0",
 		"quota.window.num", "5",
 		"quota.window.size.seconds", "2",
+		"broker.rack", "eu-west-1a",
+		"replica.selector.class", "org.apache.kafka.common.replica.RackAwareReplicaSelector",
 	), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
@@ -172,6 +174,7 @@ func TestApplyPropertiesSetsTheBrokerConfig(t *testing.T) {
 		LogRetentionCheckIntervalMs: 1000, LogCleanerEnable: &no, LogCleanerThreads: 2, LogCleanerBackoffMs: 500,
 		QuotaWindowNum: 5, QuotaWindowSizeSeconds: 2,
 		LogCleanerDedupeBufferSize: 1048576,
+		BrokerRack:                 "eu-west-1a", ReplicaSelectorClass: broker.RackAwareReplicaSelector,
 		TopicDefaults: map[string]string{
 			"file.delete.delay.ms": "0",
 			"segment.bytes":        "2097152", "max.message.bytes": "100000",
@@ -248,10 +251,12 @@ func TestApplyPropertiesRefusesInvalidValuesAndAppliesNothing(t *testing.T) {
 		{[]string{"advertised.listeners", "SSL://h:1"}, "advertised.listeners"},
 		{[]string{"listeners", "PLAINTEXT://:1", "advertised.listeners", "nope"}, "advertised.listeners"},
 		{[]string{"controller.quorum.voters", "1@h"}, "controller.quorum.voters"},
-		{[]string{"controller.quorum.voters", "1@h:1", "process.roles", "broker"}, "only combined mode"},
-		{[]string{"controller.quorum.voters", "1@h:1", "process.roles", "controller"}, "only combined mode"},
+		{[]string{"controller.quorum.voters", "1@h:1", "process.roles", "controller"}, "controller-only nodes are not"},
+		{[]string{"controller.quorum.voters", "1@h:1", "process.roles", "broker,fishmonger"}, "process.roles"},
+		{[]string{"controlled.shutdown.enable", "perhaps"}, "controlled.shutdown.enable"},
 		{[]string{"broker.session.timeout.ms", "0"}, "broker.session.timeout.ms"},
 		{[]string{"broker.heartbeat.interval.ms", "x"}, "broker.heartbeat.interval.ms"},
+		{[]string{"replica.selector.class", "com.example.MySelector"}, "the only replica selector is org.apache.kafka.common.replica.RackAwareReplicaSelector"},
 	} {
 		// Valid settings alongside must not be applied either.
 		kv := append([]string{"log.segment.bytes", "2097152", "log.dirs", "/x"}, tc.kv...)
@@ -556,22 +561,26 @@ func TestApplyPropertiesClusterMode(t *testing.T) {
 		kv           []string
 		voters, ctrl string
 		session      int64
+		roles        string
 	}{
 		{"no voters: a single node, process.roles ignored", []string{"process.roles", "broker,controller",
-			"listeners", "PLAINTEXT://:9092,CONTROLLER://:9093", "controller.listener.names", "CONTROLLER"}, "", "", 0},
+			"listeners", "PLAINTEXT://:9092,CONTROLLER://:9093", "controller.listener.names", "CONTROLLER"}, "", "", 0, ""},
 		{"voters and the controller listener", []string{"process.roles", "controller, broker",
 			"controller.quorum.voters", "1@a:9093,2@b:9093", "listeners", "PLAINTEXT://:9092,CONTROLLER://a:9093",
-			"controller.listener.names", "CONTROLLER", "broker.session.timeout.ms", "4000"}, "1@a:9093,2@b:9093", "a:9093", 4000},
-		{"voters without process.roles", []string{"controller.quorum.voters", "1@a:9093"}, "1@a:9093", "", 0},
+			"controller.listener.names", "CONTROLLER", "broker.session.timeout.ms", "4000"}, "1@a:9093,2@b:9093", "a:9093", 4000, "broker,controller"},
+		{"voters without process.roles", []string{"controller.quorum.voters", "1@a:9093"}, "1@a:9093", "", 0, ""},
+		{"a broker-only node", []string{"process.roles", "broker", "node.id", "4", "controller.quorum.voters", "1@a:9093",
+			"listeners", "PLAINTEXT://:9092,CONTROLLER://d:9093", "controller.listener.names", "CONTROLLER"}, "1@a:9093", "d:9093", 0, "broker"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var cfg broker.Config
 			if err := applyProperties(&cfg, props(tc.kv...), slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
 				t.Fatal(err)
 			}
-			if cfg.ControllerQuorumVoters != tc.voters || cfg.ControllerListen != tc.ctrl || cfg.BrokerSessionTimeoutMs != tc.session {
-				t.Fatalf("voters %q, controller listen %q, session %d; want %q, %q, %d",
-					cfg.ControllerQuorumVoters, cfg.ControllerListen, cfg.BrokerSessionTimeoutMs, tc.voters, tc.ctrl, tc.session)
+			if cfg.ControllerQuorumVoters != tc.voters || cfg.ControllerListen != tc.ctrl || cfg.BrokerSessionTimeoutMs != tc.session ||
+				cfg.ProcessRoles != tc.roles {
+				t.Fatalf("voters %q, controller listen %q, session %d, roles %q; want %q, %q, %d, %q",
+					cfg.ControllerQuorumVoters, cfg.ControllerListen, cfg.BrokerSessionTimeoutMs, cfg.ProcessRoles, tc.voters, tc.ctrl, tc.session, tc.roles)
 			}
 		})
 	}
@@ -585,6 +594,14 @@ func TestControllerQuorumFlagsWinOverTheKeys(t *testing.T) {
 	}
 	if cfg.ControllerQuorumVoters != "1@127.0.0.1:9192,2@127.0.0.1:9193" || cfg.ControllerListen != "0.0.0.0:9192" {
 		t.Fatalf("voters %q, controller listen %q", cfg.ControllerQuorumVoters, cfg.ControllerListen)
+	}
+	cfg, err = runServeConfig(t, nil, "--controller-quorum", "1@127.0.0.1:9192", "--process-roles", "broker",
+		"--node-id", "4", "--controller-listen", "127.0.0.1:9195")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.ProcessRoles != "broker" || cfg.NodeID != 4 {
+		t.Fatalf("--process-roles broker: roles %q, node %d", cfg.ProcessRoles, cfg.NodeID)
 	}
 }
 

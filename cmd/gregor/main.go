@@ -48,7 +48,8 @@ func newApp() *cli.App {
 			&cli.StringFlag{Name: "data-dir", Value: "./data", Usage: "`DIR` for partition logs and topic metadata"},
 			&cli.IntFlag{Name: "node-id", Value: 1, Usage: "this broker's node.id"},
 			&cli.StringFlag{Name: "controller-quorum", Usage: "`ID@HOST:PORT,...` controller.quorum.voters: run as one node of a cluster (combined broker and controller); empty runs a single node"},
-			&cli.StringFlag{Name: "controller-listen", Usage: "`HOST:PORT` the controller listener binds (default: this node's address in --controller-quorum)"},
+			&cli.StringFlag{Name: "controller-listen", Usage: "`HOST:PORT` the controller listener binds (default: this node's address in --controller-quorum; required with --process-roles broker)"},
+			&cli.StringFlag{Name: "process-roles", Usage: "`ROLES` process.roles with --controller-quorum: broker,controller (a voter, the default) or broker (a broker-only node that joins the cluster)"},
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error"},
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text (logfmt-style key=value) or json, one object per line"},
 			&cli.StringFlag{Name: "http-listen", Value: "127.0.0.1:9644", Usage: "`HOST:PORT` serving /metrics, /healthz and /readyz; empty disables it"},
@@ -174,6 +175,9 @@ func serveConfig(c *cli.Context, environ []string, logger *slog.Logger) (broker.
 	}
 	if fc := flags("controller-listen"); fc.IsSet("controller-listen") {
 		cfg.ControllerListen = fc.String("controller-listen")
+	}
+	if fc := flags("process-roles"); fc.IsSet("process-roles") {
+		cfg.ProcessRoles = fc.String("process-roles")
 	}
 	if cfg.ControllerQuorumVoters != "" {
 		if _, err := controller.ParseVoters(cfg.ControllerQuorumVoters); err != nil {

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 
@@ -17,6 +18,12 @@ type BrokerRegistration struct {
 	IncarnationID metadata.UUID
 	Endpoints     []metadata.Endpoint
 	Rack          string
+	// RaftAddr is the raft address of a broker-only node (an observer of
+	// the quorum), "" for a voter's broker. The active controller adds the
+	// node as a raft learner at that address (raftnode.Node.AddLearner),
+	// or records its new address. It is not part of the broker's
+	// registration record: the conf change carries it.
+	RaftAddr string
 }
 
 // RegisterBroker registers a broker, as Kafka's ClusterControlManager
@@ -24,10 +31,24 @@ type BrokerRegistration struct {
 // an id held by another incarnation whose session is alive is
 // DUPLICATE_BROKER_REGISTRATION. The broker starts fenced, and a
 // re-registration moves leadership off it. It returns the broker epoch,
-// the raft index of the registration.
+// the raft index of the registration. A registration with a raft address
+// (an observer's) makes the node a learner of the quorum, after the
+// registration is written; a voter's id with one is INVALID_REGISTRATION.
 func (c *Controller) RegisterBroker(ctx context.Context, req BrokerRegistration) (int64, error) {
 	if req.BrokerID < 0 {
 		return 0, fmt.Errorf("controller: broker id %d: %w", req.BrokerID, kerr.InvalidRequest)
+	}
+	if _, voter := c.cfg.Voters[req.BrokerID]; voter && req.RaftAddr != "" {
+		return 0, fmt.Errorf("controller: broker %d registers as a broker-only node (an observer), but it is one of the controller quorum's voters: %w",
+			req.BrokerID, kerr.InvalidRegistration)
+	}
+	if !c.validRaftAddr(req.RaftAddr) {
+		return 0, fmt.Errorf("controller: broker %d: raft address %q is not host:port: %w", req.BrokerID, req.RaftAddr, kerr.InvalidRegistration)
+	}
+	if _, voter := c.cfg.Voters[req.BrokerID]; !voter && req.RaftAddr == "" {
+		// An observer of an older release, or a misconfigured node: it can
+		// register, but it receives no metadata from this quorum.
+		c.log.Warn("a broker that is not a voter registered without a raft address; it will not receive the metadata log", "broker", req.BrokerID)
 	}
 	im, err := c.write(ctx, func(im *metadata.Image) ([]metadata.Record, error) {
 		if req.ClusterID != im.ClusterID {
@@ -42,10 +63,16 @@ func (c *Controller) RegisterBroker(ctx context.Context, req BrokerRegistration)
 			BrokerEpoch: -1, Endpoints: slices.Clone(req.Endpoints), Rack: req.Rack, Fenced: true}}
 		recs = append(recs, c.moveOff(im, req.BrokerID)...)
 		c.contact[req.BrokerID] = c.cfg.Now()
+		delete(c.controlledShutdown, req.BrokerID)
 		return recs, nil
 	})
 	if err != nil {
 		return 0, err
+	}
+	if req.RaftAddr != "" {
+		if err := c.addObserver(ctx, req.BrokerID, req.RaftAddr); err != nil {
+			return 0, err
+		}
 	}
 	return im.Brokers[req.BrokerID].Epoch, nil
 }
@@ -76,16 +103,25 @@ type HeartbeatResult struct {
 }
 
 // Heartbeat records a broker's heartbeat, as Kafka's
-// BrokerHeartbeatManager and ClusterControlManager do: an unknown broker is
-// BROKER_ID_NOT_REGISTERED, another epoch STALE_BROKER_EPOCH. A fenced
-// broker that has caught up to its registration and does not want to be
-// fenced is unfenced (and leads the leaderless partitions it is in the ISR
-// of); a broker that asks to be fenced, or to shut down, is fenced and its
-// leaderships move. (Kafka's controlled shutdown keeps the broker
-// unfenced until its leaderships have moved; here they move in the same
-// write that fences it.)
+// BrokerHeartbeatManager and ReplicationControlManager do: an unknown
+// broker is BROKER_ID_NOT_REGISTERED, another epoch STALE_BROKER_EPOCH. A
+// fenced broker that has caught up to its registration and does not want
+// to be fenced is unfenced (and leads the leaderless partitions it is in
+// the ISR of); a broker that asks to be fenced is fenced and its
+// leaderships move.
+//
+// WantShutDown is KIP-631's controlled shutdown: a fenced broker, or one
+// that leads nothing, may shut down at once (it is fenced). Otherwise the
+// broker enters controlled shutdown: its leaderships move to other ISR
+// members (no leader when there is none, as Kafka does), it leaves every
+// ISR it is not alone in, and it is chosen for no leadership while in it;
+// it stays unfenced, still serving, until it leads nothing and every
+// other active broker has reported a metadata offset past that move, so
+// the new leaders know they lead before it stops. Then ShouldShutDown is
+// answered and the broker is fenced.
 func (c *Controller) Heartbeat(ctx context.Context, req BrokerHeartbeat) (HeartbeatResult, error) {
 	var res HeartbeatResult
+	entering := false
 	im, err := c.write(ctx, func(im *metadata.Image) ([]metadata.Record, error) {
 		b := im.Brokers[req.BrokerID]
 		if b == nil {
@@ -95,24 +131,104 @@ func (c *Controller) Heartbeat(ctx context.Context, req BrokerHeartbeat) (Heartb
 			return nil, fmt.Errorf("controller: broker %d is at epoch %d, not %d: %w", req.BrokerID, b.Epoch, req.BrokerEpoch, kerr.StaleBrokerEpoch)
 		}
 		c.contact[req.BrokerID] = c.cfg.Now()
+		c.metadataOffsets[req.BrokerID] = req.CurrentMetadataOffset
 		res.IsCaughtUp = req.CurrentMetadataOffset >= b.Epoch
+		_, inShutdown := c.controlledShutdown[req.BrokerID]
 		switch {
-		case req.WantShutDown || (req.WantFence && !b.Fenced):
-			res.ShouldShutDown = req.WantShutDown
-			if b.Fenced {
+		case b.Fenced:
+			if req.WantShutDown {
+				res.ShouldShutDown = true
+				delete(c.controlledShutdown, req.BrokerID)
 				return nil, nil
 			}
+			if !req.WantFence && res.IsCaughtUp {
+				return c.unfenceRecords(im, b), nil
+			}
+			return nil, nil
+		case req.WantFence:
+			res.ShouldShutDown = req.WantShutDown
+			delete(c.controlledShutdown, req.BrokerID)
 			return c.fenceRecords(im, b), nil
-		case b.Fenced && !req.WantFence && res.IsCaughtUp:
-			return c.unfenceRecords(im, b), nil
+		case req.WantShutDown || inShutdown:
+			switch {
+			case !inShutdown && !leads(im, b.ID):
+				c.log.Info("broker leads no partition and is granted an immediate shutdown", "broker", b.ID)
+				res.ShouldShutDown = true
+				return c.fenceRecords(im, b), nil
+			case !inShutdown:
+				c.log.Info("broker entered controlled shutdown; moving its leaderships", "broker", b.ID)
+				c.controlledShutdown[b.ID] = pendingShutdownOffset
+				entering = true
+				return c.moveOff(im, b.ID), nil
+			case leads(im, b.ID):
+				return c.moveOff(im, b.ID), nil
+			}
+			if off := c.controlledShutdown[b.ID]; off <= c.lowestActiveOffset(im) {
+				c.log.Info("controlled shutdown granted: the broker leads nothing and every active broker has applied the move",
+					"broker", b.ID, "shutdown_offset", off)
+				res.ShouldShutDown = true
+				return c.fenceRecords(im, b), nil
+			}
 		}
 		return nil, nil
 	})
 	if err != nil {
 		return HeartbeatResult{}, err
 	}
+	if entering {
+		c.writeMu.Lock()
+		if off, ok := c.controlledShutdown[req.BrokerID]; ok && off == pendingShutdownOffset {
+			c.controlledShutdown[req.BrokerID] = int64(im.Offset)
+		}
+		c.writeMu.Unlock()
+	}
 	res.IsFenced = im.Brokers[req.BrokerID].Fenced
 	return res, nil
+}
+
+// pendingShutdownOffset marks a controlled shutdown whose move is not
+// written yet; no broker's offset reaches it.
+const pendingShutdownOffset = math.MaxInt64
+
+// leads reports whether broker leads a partition of im.
+func leads(im *metadata.Image, broker int32) bool {
+	for _, t := range im.Topics {
+		for _, p := range t.Partitions {
+			if p.Leader == broker {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// lowestActiveOffset is the lowest metadata offset that the active brokers
+// (unfenced, not in controlled shutdown) have reported, as Kafka's
+// BrokerHeartbeatManager.lowestActiveOffset; MaxInt64 when there is none.
+// A broker that has not heartbeated this controller yet counts as -1.
+// c.writeMu is held.
+func (c *Controller) lowestActiveOffset(im *metadata.Image) int64 {
+	lowest := int64(math.MaxInt64)
+	for id, b := range im.Brokers {
+		if _, shutting := c.controlledShutdown[id]; b.Fenced || shutting {
+			continue
+		}
+		off, ok := c.metadataOffsets[id]
+		if !ok {
+			off = -1
+		}
+		lowest = min(lowest, off)
+	}
+	return lowest
+}
+
+// InControlledShutdown reports whether broker is in controlled shutdown on
+// this (active) controller.
+func (c *Controller) InControlledShutdown(broker int32) bool {
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	_, ok := c.controlledShutdown[broker]
+	return ok
 }
 
 // fenceExpired fences every unfenced broker whose session has expired,
@@ -147,7 +263,9 @@ func sortedBrokerIDs(im *metadata.Image) []int32 {
 }
 
 // fenceRecords fences b and moves its leaderships and ISR memberships.
+// c.writeMu is held.
 func (c *Controller) fenceRecords(im *metadata.Image, b *metadata.Broker) []metadata.Record {
+	delete(c.controlledShutdown, b.ID)
 	recs := []metadata.Record{&metadata.FenceBrokerRecord{ID: b.ID, Epoch: b.Epoch}}
 	return append(recs, c.moveOff(im, b.ID)...)
 }
@@ -157,7 +275,8 @@ func (c *Controller) fenceRecords(im *metadata.Image, b *metadata.Broker) []meta
 // led: the first replica in replica order that is in the new ISR and
 // unfenced; without one, with unclean leader election enabled for the
 // topic, the first unfenced replica, which becomes the ISR alone; else no
-// leader (-1).
+// leader (-1). The changes go through partitionChange, so a shrunk ISR
+// may complete a reassignment that was waiting for the broker's removal.
 func (c *Controller) moveOff(im *metadata.Image, broker int32) []metadata.Record {
 	var recs []metadata.Record
 	forEachPartition(im, func(t *metadata.Topic, pid int32, p *metadata.Partition) {
@@ -165,37 +284,23 @@ func (c *Controller) moveOff(im *metadata.Image, broker int32) []metadata.Record
 		if !inISR && p.Leader != broker {
 			return
 		}
-		ch := &metadata.PartitionChangeRecord{TopicID: t.ID, PartitionID: pid, Leader: metadata.NoLeaderChange}
-		isr := p.ISR
+		pc := newPartitionChange(im, t.ID, pid, p)
+		pc.excluded = broker
 		if inISR && len(p.ISR) > 1 {
-			isr = without(p.ISR, broker)
-			ch.ISR = isr
+			pc.isr = without(p.ISR, broker)
 		}
-		if p.Leader == broker {
-			usable := func(id int32) bool {
-				nb := im.Brokers[id]
-				return id != broker && nb != nil && !nb.Fenced
-			}
-			ch.Leader = metadata.NoLeader
-			for _, r := range p.Replicas {
-				if slices.Contains(isr, r) && usable(r) {
-					ch.Leader = r
-					break
-				}
-			}
-			if ch.Leader == metadata.NoLeader && c.unclean(im, t.Name) {
-				for _, r := range p.Replicas {
-					if usable(r) {
-						ch.Leader, ch.ISR = r, []int32{r}
-						c.log.Warn("unclean leader election", "topic", t.Name, "partition", pid, "leader", r)
-						break
-					}
-				}
-			}
+		pc.inControlledShutdown = c.controlledShutdown
+		if c.unclean(im, t.Name) {
+			pc.election = electUncleanReplica
 		}
-		if ch.ISR != nil || ch.Leader != metadata.NoLeaderChange {
-			recs = append(recs, ch)
+		rec := pc.build()
+		if rec == nil {
+			return
 		}
+		if rec.Leader >= 0 && !slices.Contains(pc.isr, rec.Leader) {
+			c.log.Warn("unclean leader election", "topic", t.Name, "partition", pid, "leader", rec.Leader)
+		}
+		recs = append(recs, rec)
 	})
 	return recs
 }
@@ -250,4 +355,20 @@ func without(s []int32, x int32) []int32 {
 		}
 	}
 	return out
+}
+
+// refuseInControlledShutdown is INELIGIBLE_REPLICA for an AlterPartition
+// whose new ISR holds a broker in controlled shutdown, as Kafka's
+// ineligibleReplicasForIsr refuses brokers that are not active: its
+// leaderships have moved and it has left the ISRs, and a leader that still
+// sees it caught up must not take it back. c.writeMu is held.
+func (c *Controller) refuseInControlledShutdown(im *metadata.Image, item AlterPartitionItem) error {
+	for _, r := range item.NewISR {
+		if _, shutting := c.controlledShutdown[r]; shutting {
+			t := im.Topics[item.TopicID]
+			return fmt.Errorf("controller: ISR %v of %s-%d holds broker %d, which is in controlled shutdown: %w",
+				item.NewISR, t.Name, item.Partition, r, kerr.IneligibleReplica)
+		}
+	}
+	return nil
 }

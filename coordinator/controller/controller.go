@@ -25,11 +25,24 @@ const MetadataDir = "__cluster_metadata"
 
 // Config configures a Controller.
 type Config struct {
-	// NodeID is this controller's node id, one of Voters.
+	// NodeID is this controller's node id, one of Voters (or, for an
+	// observer, not).
 	NodeID int32
 	// Voters are the static voters (raftnode.ParseVoters parses Kafka's
 	// controller.quorum.voters syntax).
 	Voters map[int32]string
+	// Observer runs this node as a raft learner of the quorum (a
+	// process.roles=broker node): it replicates and applies the metadata
+	// log and publishes images, but never votes or becomes the active
+	// controller, so every operation answers NOT_CONTROLLER naming the
+	// leader. The active controller adds it when its broker registers with
+	// a raft address (BrokerRegistration.RaftAddr), or when the observer,
+	// knowing no leader yet, asks the voters to join (raftnode's join
+	// request). Listener is required.
+	Observer bool
+	// ObserverAddr is an observer's raft address as the voters reach it
+	// (default: the Listener's address); its broker registers the same.
+	ObserverAddr string
 	// DataDir holds MetadataDir.
 	DataDir string
 	// FS is the file system; nil is the operating system's, or an
@@ -117,6 +130,13 @@ type Controller struct {
 	// Broker sessions, on the active controller only; guarded by writeMu.
 	contact     map[int32]time.Time
 	contactTerm uint64
+	// metadataOffsets is each broker's CurrentMetadataOffset from its last
+	// heartbeat; controlledShutdown the brokers in controlled shutdown,
+	// with the offset of the write that moved their leaderships
+	// (pendingShutdownOffset until it is known), as Kafka's
+	// BrokerHeartbeatManager keeps them. Guarded by writeMu.
+	metadataOffsets    map[int32]int64
+	controlledShutdown map[int32]int64
 
 	stop chan struct{}
 	done chan struct{}
@@ -160,7 +180,7 @@ func Start(cfg Config) (*Controller, error) {
 	c.seq.Store(rand.Uint64() >> 1)
 	c.published.Store(c.image.Clone())
 	node, err := raftnode.Start(raftnode.Config{
-		NodeID: cfg.NodeID, Voters: cfg.Voters, Dir: filepath.Join(cfg.DataDir, MetadataDir), FS: cfg.FS,
+		NodeID: cfg.NodeID, Voters: cfg.Voters, Learner: cfg.Observer, AdvertisedAddr: cfg.ObserverAddr, Dir: filepath.Join(cfg.DataDir, MetadataDir), FS: cfg.FS,
 		Listener: cfg.Listener, TickInterval: cfg.TickInterval, ElectionTicks: cfg.ElectionTicks,
 		SnapshotEntries: cfg.SnapshotEntries, CatchUpEntries: cfg.CatchUpEntries,
 		StateMachine: (*stateMachine)(c), Logger: cfg.Logger,
@@ -329,6 +349,8 @@ func (c *Controller) active(ctx context.Context) (*metadata.Image, error) {
 				// A new active controller gives every broker a full session
 				// from now, as Kafka's BrokerHeartbeatManager starts afresh.
 				c.contact = map[int32]time.Time{}
+				c.metadataOffsets = map[int32]int64{}
+				c.controlledShutdown = map[int32]int64{}
 				now := c.cfg.Now()
 				for id := range im.Brokers {
 					c.contact[id] = now

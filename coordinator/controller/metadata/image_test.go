@@ -59,6 +59,28 @@ func TestApplyBuildsTheImage(t *testing.T) {
 					t.Fatalf("%+v", p)
 				}
 			}},
+		{"a reassignment starts", 14, &PartitionChangeRecord{TopicID: topicA, Leader: NoLeaderChange, Replicas: []int32{3, 1, 2},
+			Adding: []int32{3}, Removing: []int32{1}}, nil,
+			func(t *testing.T, im *Image) {
+				p := im.Topics[topicA].Partitions[0]
+				if !p.Reassigning() || !reflect.DeepEqual(p.Adding, []int32{3}) || !reflect.DeepEqual(p.Removing, []int32{1}) || p.LeaderEpoch != 1 {
+					t.Fatalf("%+v", p)
+				}
+			}},
+		{"nil adding and removing leave them", 14, &PartitionChangeRecord{TopicID: topicA, Leader: NoLeaderChange, ISR: []int32{2, 3}}, nil,
+			func(t *testing.T, im *Image) {
+				if p := im.Topics[topicA].Partitions[0]; !p.Reassigning() {
+					t.Fatalf("%+v", p)
+				}
+			}},
+		{"empty adding and removing end it", 14, &PartitionChangeRecord{TopicID: topicA, Leader: 3, Replicas: []int32{3, 2},
+			Adding: []int32{}, Removing: []int32{}}, nil,
+			func(t *testing.T, im *Image) {
+				p := im.Topics[topicA].Partitions[0]
+				if p.Reassigning() || p.Adding != nil || p.Removing != nil || p.Leader != 3 {
+					t.Fatalf("%+v", p)
+				}
+			}},
 		{"change to unknown partition", 15, &PartitionChangeRecord{TopicID: topicA, PartitionID: 5, Leader: NoLeaderChange}, ErrInconsistent, nil},
 		{"topic config", 16, &ConfigRecord{ResourceType: ResourceTopic, ResourceName: "a", Name: "retention.ms", Value: str("1")}, nil, nil},
 		{"remove topic drops its configs", 17, &RemoveTopicRecord{TopicID: topicA}, nil, func(t *testing.T, im *Image) {
@@ -73,6 +95,13 @@ func TestApplyBuildsTheImage(t *testing.T) {
 			}
 		}},
 		{"delete a config that is not set", 20, &ConfigRecord{ResourceType: ResourceBroker, ResourceName: "1", Name: "x"}, nil, nil},
+		{"unregister at another epoch", 21, &UnregisterBrokerRecord{ID: 1, Epoch: 8}, ErrInconsistent, nil},
+		{"unregister", 22, &UnregisterBrokerRecord{ID: 1, Epoch: 7}, nil, func(t *testing.T, im *Image) {
+			if im.Brokers[1] != nil {
+				t.Fatal("still registered")
+			}
+		}},
+		{"unregister an unknown broker", 23, &UnregisterBrokerRecord{ID: 1, Epoch: 7}, ErrInconsistent, nil},
 	}
 	for _, s := range steps {
 		before := im.Clone()
@@ -113,12 +142,19 @@ func genRecords(t *rapid.T) []Record {
 		case 4:
 			r = &TopicRecord{Name: rapid.SampledFrom([]string{"a", "b", "c"}).Draw(t, "name"), TopicID: id}
 		case 5:
-			r = &PartitionRecord{TopicID: id, PartitionID: rapid.Int32Range(0, 3).Draw(t, "p"), Replicas: isr.Draw(t, "replicas"),
+			pr := &PartitionRecord{TopicID: id, PartitionID: rapid.Int32Range(0, 3).Draw(t, "p"), Replicas: isr.Draw(t, "replicas"),
 				ISR: isr.Draw(t, "isr"), Leader: rapid.Int32Range(-1, 4).Draw(t, "leader"), LeaderEpoch: rapid.Int32Range(0, 9).Draw(t, "le")}
+			if rapid.Bool().Draw(t, "reassigning?") {
+				pr.Adding, pr.Removing = isr.Draw(t, "adding"), isr.Draw(t, "removing")
+			}
+			r = pr
 		case 6:
 			c := &PartitionChangeRecord{TopicID: id, PartitionID: rapid.Int32Range(0, 3).Draw(t, "p"), Leader: rapid.Int32Range(-2, 4).Draw(t, "leader")}
 			if rapid.Bool().Draw(t, "isr?") {
 				c.ISR = isr.Draw(t, "isr")
+			}
+			if rapid.Bool().Draw(t, "reassignment?") {
+				c.Adding, c.Removing = isr.Draw(t, "adding"), isr.Draw(t, "removing")
 			}
 			r = c
 		case 7:
@@ -208,6 +244,12 @@ func normalize(r Record) Record {
 		}
 		if len(c.ISR) == 0 {
 			c.ISR = nil
+		}
+		if len(c.Adding) == 0 {
+			c.Adding = nil
+		}
+		if len(c.Removing) == 0 {
+			c.Removing = nil
 		}
 		return &c
 	}

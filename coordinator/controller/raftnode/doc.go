@@ -1,4 +1,5 @@
-// Package raftnode is one voter of Gregor's controller quorum: the part of
+// Package raftnode is one member of Gregor's controller quorum, a voter or a
+// learner (Kafka's observer, learners.go): the part of
 // a Raft replica that go.etcd.io/raft/v3 leaves to the application. Raft
 // itself (elections, log agreement, commitment) is etcd's; this package
 // drives it and gives it a disk and a network.
@@ -37,8 +38,11 @@
 // A snapshot file is an 8-byte magic ("GRGRSNP" and version 1), the CRC-32C
 // (uint32 LE) and length (uint64 LE) of the payload, and the payload: a
 // marshalled raftpb.Snapshot, the state machine's bytes with the raft
-// metadata (index, term, voters). It is written as a temporary file,
-// fsynced, renamed and the directory fsynced.
+// metadata (index, term, voters, learners). Format version 2 (the magic's
+// last byte) prefixes the state machine's bytes in the snapshot's data with
+// the learners' raft addresses (encodeSnapshotData), which raft's ConfState
+// does not keep; version 1 files are read as naming no learner. It is
+// written as a temporary file, fsynced, renamed and the directory fsynced.
 //
 // The transport (transport.go) listens on the node's voter address: each
 // raft message is a frame of a 4-byte big-endian length and a marshalled
@@ -51,7 +55,14 @@
 // the Ready goroutine, as raft requires.
 //
 // The voters are static (Kafka's controller.quorum.voters syntax,
-// ParseVoters); a single voter needs no peers. Raft ids are Kafka node ids
+// ParseVoters); a single voter needs no peers. Learners are added and
+// removed at run time by the leader (AddLearner, RemoveLearner) with conf
+// changes whose context is the learner's raft address; every member that
+// applies one adds the learner to its transport's peers (the peer set is
+// copy-on-write), and a snapshot is taken right after a learner is added,
+// because etcd raft ignores a snapshot whose configuration does not hold
+// the receiving node. A new learner starts with no configuration and
+// waits for the leader's first message. Raft ids are Kafka node ids
 // plus one, since raft reserves 0. The controller listener is trusted, as
 // Kafka's is: etcd raft panics on messages that contradict its invariants,
 // which only a broken or malicious peer sends.

@@ -33,15 +33,26 @@ type StateMachine interface {
 
 // Config configures a Node.
 type Config struct {
-	// NodeID is this node's Kafka node id; it must be among Voters.
+	// NodeID is this node's Kafka node id; it must be among Voters, or,
+	// for a learner, must not be.
 	NodeID int32
 	// Voters are the static voters by node id (ParseVoters).
 	Voters map[int32]string
+	// Learner starts the node as a learner (Kafka's observer, a
+	// process.roles=broker node): not a voter, it asks the voters to add
+	// it (a join request, learners.go) until it knows a leader, then
+	// receives the log or a snapshot and applies it like a voter, but
+	// never votes or campaigns. Listener is required.
+	Learner bool
+	// AdvertisedAddr is a learner's raft address as the voters reach it
+	// (default: the Listener's address).
+	AdvertisedAddr string
 	// Dir holds the WAL and snapshots (e.g. <data>/__cluster_metadata).
 	Dir string
 	// FS is the file system; nil is the operating system's.
 	FS storage.FS
-	// Listener receives raft traffic; nil listens on Voters[NodeID].
+	// Listener receives raft traffic; nil listens on Voters[NodeID] (a
+	// learner must give one).
 	Listener net.Listener
 	// TickInterval is raft's clock (default 100ms); ElectionTicks (10)
 	// and HeartbeatTicks (1) count in it.
@@ -85,8 +96,12 @@ type Node struct {
 	applied atomic.Uint64
 
 	// Owned by the Ready goroutine.
-	confState *pb.ConfState
-	snapIndex uint64
+	confState    *pb.ConfState
+	snapIndex    uint64
+	learnerAddrs map[uint64]string // raft id -> address, of the learners of confState
+
+	members atomic.Pointer[Membership] // the applied configuration
+	joining sync.Map                   // learner ids being added after a join request
 
 	stop     chan struct{}
 	done     chan struct{}
@@ -109,8 +124,16 @@ func leaderOf(lead uint64) int32 {
 // restores the state machine, and starts raft, the transport and the Ready
 // loop. A node with no state bootstraps the static voters.
 func Start(cfg Config) (*Node, error) {
-	if _, ok := cfg.Voters[cfg.NodeID]; !ok {
+	_, voter := cfg.Voters[cfg.NodeID]
+	switch {
+	case cfg.Learner && voter:
+		return nil, fmt.Errorf("raftnode: node %d is one of the voters, so it cannot start as a learner", cfg.NodeID)
+	case !cfg.Learner && !voter:
 		return nil, fmt.Errorf("raftnode: node %d is not among the voters", cfg.NodeID)
+	case cfg.Learner && cfg.Listener == nil:
+		return nil, fmt.Errorf("raftnode: learner %d has no listener", cfg.NodeID)
+	case cfg.NodeID < 0:
+		return nil, fmt.Errorf("raftnode: node id %d is negative", cfg.NodeID)
 	}
 	if cfg.StateMachine == nil {
 		return nil, errors.New("raftnode: no state machine")
@@ -140,8 +163,9 @@ func Start(cfg Config) (*Node, error) {
 		cfg.Logger = slog.Default()
 	}
 	n := &Node{cfg: cfg, log: cfg.Logger.With("raft_node", cfg.NodeID), fs: cfg.FS,
-		stop: make(chan struct{}), done: make(chan struct{})}
+		stop: make(chan struct{}), done: make(chan struct{}), learnerAddrs: map[uint64]string{}}
 	n.leader.Store(-1)
+	n.members.Store(&Membership{Learners: map[int32]string{}})
 
 	if err := cfg.FS.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("raftnode: create %s: %w", cfg.Dir, err)
@@ -174,12 +198,19 @@ func Start(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("%w: the WAL's entries start at %d, after snapshot %d", ErrCorrupt, ents[0].GetIndex(), snapIndex)
 	}
 	n.confState = &pb.ConfState{}
+	var learners map[uint64]string
 	if snap != nil {
+		var smData []byte
+		learners, smData, err = decodeSnapshotData(snap.GetData())
+		if err != nil {
+			w.close()
+			return nil, fmt.Errorf("raftnode: snapshot %d: %w", snapIndex, err)
+		}
 		if err := ms.ApplySnapshot(snap); err != nil {
 			w.close()
 			return nil, fmt.Errorf("raftnode: load snapshot: %w", err)
 		}
-		if err := cfg.StateMachine.Restore(snapIndex, snap.GetMetadata().GetTerm(), snap.GetData()); err != nil {
+		if err := cfg.StateMachine.Restore(snapIndex, snap.GetMetadata().GetTerm(), smData); err != nil {
 			w.close()
 			return nil, fmt.Errorf("raftnode: restore snapshot %d: %w", snapIndex, err)
 		}
@@ -222,20 +253,28 @@ func Start(cfg Config) (*Node, error) {
 		Logger:                    raftLogger{n.log},
 	}
 	fresh := snap == nil && rec.hardState == nil && len(ents) == 0
-	if fresh {
+	if fresh && !cfg.Learner {
 		peers := make([]raft.Peer, 0, len(cfg.Voters))
 		for id := range cfg.Voters {
 			peers = append(peers, raft.Peer{ID: raftID(id)})
 		}
 		n.raft = raft.StartNode(rc, peers)
 	} else {
+		// A new learner starts with an empty log and no configuration: the
+		// leader that adds it sends it the log (or a snapshot) from the
+		// start, configuration included.
 		n.raft = raft.RestartNode(rc)
 	}
 	voters := make(map[uint64]string, len(cfg.Voters))
 	for id, addr := range cfg.Voters {
 		voters[raftID(id)] = addr
 	}
+	if cfg.Learner && cfg.AdvertisedAddr == "" {
+		n.cfg.AdvertisedAddr = ln.Addr().String()
+	}
 	n.tr = newTransport(raftID(cfg.NodeID), ln, voters, n.raft, cfg.MaxFrameBytes, n.log)
+	n.tr.onJoin = n.joinRequested
+	n.restoreLearners(learners)
 	n.tr.start()
 	go n.run()
 	return n, nil
@@ -312,12 +351,16 @@ func (n *Node) run() {
 	ticker := time.NewTicker(n.cfg.TickInterval)
 	defer ticker.Stop()
 	var lastLead uint64 = raft.None
+	ticks := 0
 	for {
 		select {
 		case <-n.stop:
 			return
 		case <-ticker.C:
 			n.raft.Tick()
+			if ticks++; n.cfg.Learner && lastLead == raft.None && ticks%n.cfg.ElectionTicks == 1 {
+				n.askToJoin()
+			}
 		case <-n.tr.notify:
 			unreachable, snaps := n.tr.takeReports()
 			for _, id := range unreachable {
@@ -381,13 +424,19 @@ func (n *Node) handleReady(rd raft.Ready, lastLead *uint64) error {
 	// 4. Apply.
 	if !raft.IsEmptySnap(rd.Snapshot) {
 		meta := rd.Snapshot.GetMetadata()
-		if err := n.cfg.StateMachine.Restore(meta.GetIndex(), meta.GetTerm(), rd.Snapshot.GetData()); err != nil {
+		learners, smData, err := decodeSnapshotData(rd.Snapshot.GetData())
+		if err != nil {
+			return fmt.Errorf("raftnode: snapshot %d: %w", meta.GetIndex(), err)
+		}
+		if err := n.cfg.StateMachine.Restore(meta.GetIndex(), meta.GetTerm(), smData); err != nil {
 			return fmt.Errorf("raftnode: restore snapshot %d: %w", meta.GetIndex(), err)
 		}
 		n.confState = proto.Clone(meta.GetConfState()).(*pb.ConfState)
+		n.restoreLearners(learners)
 		n.snapIndex = meta.GetIndex()
 		n.applied.Store(meta.GetIndex())
 	}
+	learnerAdded := false
 	for _, e := range rd.CommittedEntries {
 		switch e.GetType() {
 		case pb.EntryNormal:
@@ -397,18 +446,20 @@ func (n *Node) handleReady(rd raft.Ready, lastLead *uint64) error {
 			if err := proto.Unmarshal(e.GetData(), cc); err != nil {
 				return fmt.Errorf("%w: conf change at %d: %v", ErrCorrupt, e.GetIndex(), err)
 			}
-			n.confState = n.raft.ApplyConfChange(cc)
+			learnerAdded = n.applyConfChange(cc) || learnerAdded
 		case pb.EntryConfChangeV2:
 			cc := &pb.ConfChangeV2{}
 			if err := proto.Unmarshal(e.GetData(), cc); err != nil {
 				return fmt.Errorf("%w: conf change at %d: %v", ErrCorrupt, e.GetIndex(), err)
 			}
-			n.confState = n.raft.ApplyConfChange(cc)
+			learnerAdded = n.applyConfChange(cc) || learnerAdded
 		}
 		n.applied.Store(e.GetIndex())
 	}
-	// 5. Snapshot and compact.
-	if applied := n.applied.Load(); applied-n.snapIndex >= n.cfg.SnapshotEntries {
+	// 5. Snapshot and compact. A learner is added with a snapshot at once:
+	// etcd raft ignores a snapshot whose configuration does not hold the
+	// receiving node, and the leader sends a new learner its newest one.
+	if applied := n.applied.Load(); applied-n.snapIndex >= n.cfg.SnapshotEntries || (learnerAdded && applied > n.snapIndex) {
 		return n.snapshot(applied)
 	}
 	return nil
@@ -421,7 +472,7 @@ func (n *Node) snapshot(applied uint64) error {
 	if err != nil {
 		return fmt.Errorf("raftnode: state machine snapshot: %w", err)
 	}
-	snap, err := n.ms.CreateSnapshot(applied, n.confState, data)
+	snap, err := n.ms.CreateSnapshot(applied, n.confState, encodeSnapshotData(n.learnerAddrs, data))
 	if err != nil {
 		return fmt.Errorf("raftnode: create snapshot: %w", err)
 	}
@@ -467,12 +518,13 @@ type VoterState struct {
 
 // QuorumState is what DescribeQuorum reports: the leader, its term (the
 // leader epoch), the commit index (the high watermark) and, on the leader,
-// each voter's progress.
+// each voter's and each learner's (observer's) progress.
 type QuorumState struct {
-	Leader int32
-	Term   uint64
-	Commit uint64
-	Voters []VoterState // only on the leader; empty elsewhere
+	Leader    int32
+	Term      uint64
+	Commit    uint64
+	Voters    []VoterState // only on the leader; empty elsewhere
+	Observers []VoterState // the learners, only on the leader
 }
 
 // Quorum returns the quorum's state as this node knows it.
@@ -485,8 +537,14 @@ func (n *Node) Quorum() QuorumState {
 	st := n.raft.Status()
 	q := QuorumState{Leader: leaderOf(st.Lead), Term: st.HardState.GetTerm(), Commit: st.HardState.GetCommit()}
 	for id, pr := range st.Progress {
-		q.Voters = append(q.Voters, VoterState{NodeID: nodeID(id), LogEnd: pr.Match, RecentActive: pr.RecentActive || id == st.ID})
+		vs := VoterState{NodeID: nodeID(id), LogEnd: pr.Match, RecentActive: pr.RecentActive || id == st.ID}
+		if pr.IsLearner {
+			q.Observers = append(q.Observers, vs)
+		} else {
+			q.Voters = append(q.Voters, vs)
+		}
 	}
 	slices.SortFunc(q.Voters, func(a, b VoterState) int { return int(a.NodeID) - int(b.NodeID) })
+	slices.SortFunc(q.Observers, func(a, b VoterState) int { return int(a.NodeID) - int(b.NodeID) })
 	return q
 }

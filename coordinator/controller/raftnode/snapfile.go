@@ -17,8 +17,14 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// snapMagic opens a snapshot file; its last byte is the format version.
-var snapMagic = []byte("GRGRSNP\x01")
+// snapMagic opens a snapshot file; its last byte is the format version:
+// 2, whose snapshot data starts with the learners' addresses
+// (encodeSnapshotData). Version 1 files, written before learners existed,
+// hold the state machine's bytes alone and are read as having no learners.
+var (
+	snapMagic   = []byte("GRGRSNP\x02")
+	snapMagicV1 = []byte("GRGRSNP\x01")
+)
 
 const (
 	snapHeaderSize = 8 + 4 + 8 // magic, CRC-32C of the payload, payload length
@@ -56,7 +62,7 @@ func encodeSnapshotFile(s *pb.Snapshot) ([]byte, error) {
 // decodeSnapshotFile decodes encodeSnapshotFile's bytes. Any damage is
 // ErrCorrupt; it never panics.
 func decodeSnapshotFile(b []byte) (*pb.Snapshot, error) {
-	if len(b) < snapHeaderSize || string(b[:8]) != string(snapMagic) {
+	if len(b) < snapHeaderSize || (string(b[:8]) != string(snapMagic) && string(b[:8]) != string(snapMagicV1)) {
 		return nil, fmt.Errorf("%w: not a snapshot file", ErrCorrupt)
 	}
 	n := binary.LittleEndian.Uint64(b[12:])
@@ -73,6 +79,9 @@ func decodeSnapshotFile(b []byte) (*pb.Snapshot, error) {
 	}
 	if s.GetMetadata().GetIndex() == 0 {
 		return nil, fmt.Errorf("%w: snapshot at index 0", ErrCorrupt)
+	}
+	if string(b[:8]) == string(snapMagicV1) {
+		s.Data = encodeSnapshotData(nil, s.GetData())
 	}
 	return s, nil
 }

@@ -46,9 +46,12 @@ type transport struct {
 	id       uint64
 	ln       net.Listener
 	raft     stepper
+	onJoin   func(from uint64, addr string) // a learner's join request; must not block
 	maxFrame int
 	log      *slog.Logger
-	peers    map[uint64]*peer
+	// peers is replaced whole (copy on write) under mu by setPeer and
+	// removePeer, so send and the read loops look peers up without a lock.
+	peers atomic.Pointer[map[uint64]*peer]
 
 	blocked atomic.Pointer[map[uint64]bool]
 
@@ -60,6 +63,7 @@ type transport struct {
 	in          map[net.Conn]struct{}          // guarded by mu
 	unreachable map[uint64]bool                // guarded by mu
 	snapStatus  map[uint64]raft.SnapshotStatus // guarded by mu
+	started     bool                           // guarded by mu
 	notify      chan struct{}                  // cap 1: reports are waiting
 }
 
@@ -67,6 +71,7 @@ type peer struct {
 	id   uint64
 	addr string
 	q    chan outFrame
+	gone chan struct{} // closed when the peer is removed or replaced
 }
 
 // outFrame is a message marshalled on the Ready goroutine, as etcd raft
@@ -78,35 +83,84 @@ type outFrame struct {
 
 func newTransport(id uint64, ln net.Listener, voters map[uint64]string, r stepper, maxFrame int, log *slog.Logger) *transport {
 	ctx, cancel := context.WithCancel(context.Background())
-	t := &transport{id: id, ln: ln, raft: r, maxFrame: maxFrame, log: log, peers: map[uint64]*peer{},
+	t := &transport{id: id, ln: ln, raft: r, maxFrame: maxFrame, log: log,
 		ctx: ctx, cancel: cancel, in: map[net.Conn]struct{}{},
 		unreachable: map[uint64]bool{}, snapStatus: map[uint64]raft.SnapshotStatus{}, notify: make(chan struct{}, 1)}
 	empty := map[uint64]bool{}
 	t.blocked.Store(&empty)
+	peers := map[uint64]*peer{}
+	t.peers.Store(&peers)
 	for pid, addr := range voters {
-		if pid == id {
-			continue
+		if pid != id {
+			t.setPeer(pid, addr)
 		}
-		t.peers[pid] = &peer{id: pid, addr: addr, q: make(chan outFrame, peerQueueLen)}
 	}
 	return t
 }
 
 func (t *transport) start() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.started = true
 	t.wg.Add(1)
 	go t.acceptLoop()
-	for _, p := range t.peers {
+	for _, p := range *t.peers.Load() {
 		t.wg.Add(1)
 		go t.sendLoop(p)
 	}
+}
+
+// setPeer adds a peer at addr, or moves it there: a learner the quorum
+// added, or one that came back on another address.
+func (t *transport) setPeer(id uint64, addr string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	old := *t.peers.Load()
+	if p := old[id]; p != nil && p.addr == addr {
+		return
+	}
+	peers := make(map[uint64]*peer, len(old)+1)
+	for k, v := range old {
+		peers[k] = v
+	}
+	if p := old[id]; p != nil {
+		close(p.gone)
+	}
+	p := &peer{id: id, addr: addr, q: make(chan outFrame, peerQueueLen), gone: make(chan struct{})}
+	peers[id] = p
+	t.peers.Store(&peers)
+	if t.started && t.ctx.Err() == nil {
+		t.wg.Add(1)
+		go t.sendLoop(p)
+	}
+}
+
+// removePeer stops sending to id: a learner the quorum removed.
+func (t *transport) removePeer(id uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	old := *t.peers.Load()
+	p := old[id]
+	if p == nil {
+		return
+	}
+	close(p.gone)
+	peers := make(map[uint64]*peer, len(old))
+	for k, v := range old {
+		if k != id {
+			peers[k] = v
+		}
+	}
+	t.peers.Store(&peers)
 }
 
 // send marshals messages and queues them for their peers without
 // blocking. It is called on the Ready goroutine.
 func (t *transport) send(msgs []*pb.Message) {
 	blocked := *t.blocked.Load()
+	peers := *t.peers.Load()
 	for _, m := range msgs {
-		p := t.peers[m.GetTo()]
+		p := peers[m.GetTo()]
 		if p == nil {
 			continue
 		}
@@ -184,6 +238,8 @@ func (t *transport) sendLoop(p *peer) {
 			select {
 			case <-t.ctx.Done():
 				return
+			case <-p.gone:
+				return
 			case <-time.After(backoff):
 			}
 			backoff = min(2*backoff, backoffMax)
@@ -192,8 +248,12 @@ func (t *transport) sendLoop(p *peer) {
 		backoff = backoffMin
 		t.writeLoop(p, conn)
 		conn.Close()
-		if t.ctx.Err() != nil {
+		select {
+		case <-t.ctx.Done():
 			return
+		case <-p.gone:
+			return
+		default:
 		}
 	}
 }
@@ -218,6 +278,8 @@ func (t *transport) writeLoop(p *peer, conn net.Conn) {
 		var f outFrame
 		select {
 		case <-t.ctx.Done():
+			return
+		case <-p.gone:
 			return
 		case f = <-p.q:
 		}
@@ -327,7 +389,13 @@ func (t *transport) readLoop(conn net.Conn) {
 			}
 			return
 		}
-		if m.GetTo() != t.id || t.peers[m.GetFrom()] == nil {
+		if m.GetType() == msgJoin && m.GetTo() == t.id {
+			if t.onJoin != nil {
+				t.onJoin(m.GetFrom(), string(m.GetContext()))
+			}
+			continue
+		}
+		if m.GetTo() != t.id || (*t.peers.Load())[m.GetFrom()] == nil {
 			t.log.Warn("raft message for another node or from a stranger dropped", "to", m.GetTo(), "from", m.GetFrom())
 			return
 		}
