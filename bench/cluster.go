@@ -147,8 +147,7 @@ func awaitClusterAck(ctx context.Context, nodes []*clusterNode, bootstrap string
 		go func(n *clusterNode) {
 			select {
 			case <-n.exited:
-				logged, _ := os.ReadFile(n.logFile.Name())
-				cancel(fmt.Errorf("node %d exited during start-up:\n%s", n.id, tail(string(logged), 20)))
+				cancel(fmt.Errorf("node %d exited during start-up (%v):\n%s", n.id, n.cmd.ProcessState, nodeLogTail(n)))
 			case <-ackCtx.Done():
 			}
 		}(n)
@@ -195,6 +194,18 @@ func stopNodes(nodes []*clusterNode, dir string) error {
 		return errors.Join(fmt.Errorf("nodes %s did not stop within 60 s of SIGTERM and were killed", strings.Join(stuck, ",")), err)
 	}
 	return err
+}
+
+// nodeLogTail is the end of what node n logged: its stdout and stderr and,
+// for Kafka, the server.log its log4j configuration writes next to them.
+func nodeLogTail(n *clusterNode) string {
+	var b strings.Builder
+	for _, name := range []string{n.logFile.Name(), filepath.Join(n.dir, "server.log")} {
+		if logged, err := os.ReadFile(name); err == nil && len(logged) > 0 {
+			fmt.Fprintf(&b, "%s:\n%s", name, tail(string(logged), 20))
+		}
+	}
+	return b.String()
 }
 
 func nodePIDs(nodes []*clusterNode) []int {
@@ -385,6 +396,18 @@ func firstClusterAck(ctx context.Context, bootstrap string) (time.Time, error) {
 	}
 }
 
+// startCluster starts cl, giving it at most four minutes.
+func startCluster(ctx context.Context, cl clusterServer) (time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, 4*time.Minute)
+	defer cancel()
+	return cl.start(ctx)
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
 // runClusterInstance starts cl, runs the cluster workloads against it and
 // stops it. As runInstance, a failed workload is logged and leaves its rows
 // without that sample.
@@ -392,9 +415,17 @@ func runClusterInstance(ctx context.Context, s settings, tool javaTool, cl clust
 	note func(string), log *slog.Logger) {
 	const mode = "cluster"
 	b := cl.name()
-	startCtx, cancel := context.WithTimeout(ctx, 4*time.Minute)
-	startup, err := cl.start(startCtx)
-	cancel()
+	startup, err := startCluster(ctx, cl)
+	if err != nil && ctx.Err() == nil {
+		// A node can lose its port to another process between freePorts and
+		// its bind (the machine is shared); once, start afresh on new ports.
+		log.Error("start failed; retrying once on new ports", "broker", b, "err", err)
+		note(fmt.Sprintf("%s cluster: a start-up failed and was retried on new ports: %s", b, firstLine(err.Error())))
+		if err := cl.stop(); err != nil {
+			log.Error("stop", "broker", b, "err", err)
+		}
+		startup, err = startCluster(ctx, cl)
+	}
 	defer func() {
 		// The nodes are fresh processes: their CPU time is the whole
 		// instance's, start-up and every workload.
