@@ -128,3 +128,20 @@ func TestClusterModeHasNoSingleNodeTargets(t *testing.T) {
 		}
 	}
 }
+
+func TestClusterOnlyTablesHaveNoTargetTable(t *testing.T) {
+	rs := newResults()
+	rs.add("start-up", "cluster", "to first RF=3 ack", "ms", false, "gregor", 4000)
+	rs.add("start-up", "cluster", "to first RF=3 ack", "ms", false, "kafka", 16000)
+	var text, md strings.Builder
+	writeTable(&text, rs, nil, nil)
+	writeMarkdown(&md, rs, nil, nil, nil)
+	for name, out := range map[string]string{"text": text.String(), "markdown": md.String()} {
+		if strings.Contains(out, "target") {
+			t.Errorf("%s output has a target table with no targets:\n%s", name, out)
+		}
+		if !strings.Contains(out, "0.25x") {
+			t.Errorf("%s output lacks the ratio 0.25x:\n%s", name, out)
+		}
+	}
+}

@@ -200,13 +200,15 @@ func writeTable(w io.Writer, rs *results, trs []targetResult, notes []string) {
 		fmt.Fprintf(tw, "%s\t%d/%d\t\n", strings.Join(r.cells(), "\t"), len(r.Values["gregor"]), len(r.Values["kafka"]))
 	}
 	tw.Flush()
-	fmt.Fprintln(w)
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "target\tmeasured on\tvalue\tstatus")
-	for _, t := range trs {
-		fmt.Fprintln(tw, strings.Join(t.cells(), "\t"))
+	if len(trs) > 0 {
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "target\tmeasured on\tvalue\tstatus")
+		for _, t := range trs {
+			fmt.Fprintln(tw, strings.Join(t.cells(), "\t"))
+		}
+		tw.Flush()
 	}
-	tw.Flush()
 	for _, n := range notes {
 		fmt.Fprintln(w, "note:", n)
 	}
@@ -219,11 +221,13 @@ func writeMarkdown(w io.Writer, rs *results, trs []targetResult, notes []string,
 	for _, r := range rs.rows {
 		fmt.Fprintf(w, "| %s |\n", strings.Join(r.cells(), " | "))
 	}
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| target | measured on | value | status |")
-	fmt.Fprintln(w, "| --- | --- | ---: | --- |")
-	for _, t := range trs {
-		fmt.Fprintf(w, "| %s |\n", strings.Join(t.cells(), " | "))
+	if len(trs) > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "| target | measured on | value | status |")
+		fmt.Fprintln(w, "| --- | --- | ---: | --- |")
+		for _, t := range trs {
+			fmt.Fprintf(w, "| %s |\n", strings.Join(t.cells(), " | "))
+		}
 	}
 	if len(notes) > 0 {
 		fmt.Fprintln(w)
