@@ -6,7 +6,8 @@
 //
 // Settings come from the environment: BENCH_ROUNDS (default 3), BENCH_QUICK=1
 // (small sizes, one round), BENCH_CONSUME_BYTES (size of the consume test's
-// topic, default 1 GiB), BENCH_MODES (default "default,flush"), BENCH_OUT
+// topic, default 1 GiB), BENCH_MODES (default "default,flush"; "cluster" adds
+// the three-node replicated comparison), BENCH_OUT
 // (where results go, default bench/results), BENCH_DIR (where the brokers'
 // data directories go, default bench/.work), KAFKA_HEAP_OPTS (Kafka broker
 // heap, default "-Xms1G -Xmx1G"), GREGOR_CACHE (where kafka.sh keeps Kafka).
@@ -50,6 +51,10 @@ type settings struct {
 	flushDivisor  int // the flush-every-message mode sends this many times fewer records
 	idleSettle    time.Duration
 	workloadLimit time.Duration
+
+	clusterPerfCount  int // 1 KB records per perf-test run in the cluster mode
+	clusterFranzCount int // 1 KB records for the franz-go producer in the cluster mode
+	clusterE2ERate    int // records/s of the cluster mode's end-to-end latency run
 }
 
 func loadSettings() (settings, error) {
@@ -59,6 +64,7 @@ func loadSettings() (settings, error) {
 		perf100Count: 1_000_000, perf1KCount: 250_000, franzCount: 2_000_000,
 		e2eDuration: 15 * time.Second, e2eWarmup: 2 * time.Second, flushDivisor: 4,
 		idleSettle: 2 * time.Second, workloadLimit: 15 * time.Minute,
+		clusterPerfCount: 250_000, clusterFranzCount: 500_000, clusterE2ERate: 5_000,
 	}
 	flag.StringVar(&s.gregorBin, "gregor", "bin/gregor", "the Gregor binary")
 	flag.StringVar(&s.kafkaScript, "kafka-sh", "compat-tests/kafka/kafka.sh", "the script that fetches, starts and stops Apache Kafka")
@@ -68,6 +74,7 @@ func loadSettings() (settings, error) {
 		s.rounds = 1
 		s.consumeBytes = 64 << 20
 		s.perf100Count, s.perf1KCount, s.franzCount = 100_000, 25_000, 200_000
+		s.clusterPerfCount, s.clusterFranzCount = 25_000, 50_000
 		s.e2eDuration, s.e2eWarmup = 4*time.Second, time.Second
 	}
 	if v := os.Getenv("BENCH_ROUNDS"); v != "" {
@@ -87,8 +94,8 @@ func loadSettings() (settings, error) {
 	if v := os.Getenv("BENCH_MODES"); v != "" {
 		s.modes = nil
 		for m := range strings.SplitSeq(v, ",") {
-			if m = strings.TrimSpace(m); m != "default" && m != "flush" {
-				return s, fmt.Errorf("BENCH_MODES: unknown mode %q (default, flush)", m)
+			if m = strings.TrimSpace(m); m != "default" && m != "flush" && m != "cluster" {
+				return s, fmt.Errorf("BENCH_MODES: unknown mode %q (default, flush, cluster)", m)
 			}
 			s.modes = append(s.modes, strings.TrimSpace(m))
 		}
@@ -144,14 +151,41 @@ func run(ctx context.Context, s settings, log *slog.Logger) error {
 			notes = append(notes, n)
 		}
 	}
-	note(fmt.Sprintf("Kafka broker JVM: %s -XX:+UseG1GC -XX:MaxGCPauseMillis=20 (kafka.sh); perf-test clients: -Xmx512M G1, full JIT", s.kafkaHeap))
-	note("Kafka start-up is measured from the broker JVM's start (after kafka.sh formats the log dir), to 10 ms; Gregor's from exec")
+	if slices.ContainsFunc(s.modes, func(m string) bool { return m != "cluster" }) {
+		note(fmt.Sprintf("Kafka broker JVM: %s -XX:+UseG1GC -XX:MaxGCPauseMillis=20 (kafka.sh); perf-test clients: -Xmx512M G1, full JIT", s.kafkaHeap))
+		note("Kafka start-up is measured from the broker JVM's start (after kafka.sh formats the log dir), to 10 ms; Gregor's from exec")
+	}
+	if slices.Contains(s.modes, "cluster") {
+		note(fmt.Sprintf("cluster mode: 3 combined broker+controller nodes each, RF=3 topics with min.insync.replicas=2, acks=all; "+
+			"each Kafka JVM gets %s -XX:+UseG1GC -XX:MaxGCPauseMillis=20; perf-test clients: -Xmx512M G1, full JIT; start-up counts from the first node's exec for both (Kafka's log-dir format is not counted)", s.kafkaHeap))
+	}
 	note(fmt.Sprintf("load average at start: %s", machine["load average at start"]))
 
 	for round := 1; round <= s.rounds; round++ {
 		for _, mode := range s.modes {
 			// Alternate which broker goes first, so neither always runs on the
 			// page cache and CPU state the other left behind.
+			if mode == "cluster" {
+				clusters := []clusterServer{
+					&gregorCluster{bin: s.gregorBin, workDir: s.workDir},
+					&kafkaCluster{script: s.kafkaScript, classpath: tool.classpath, heap: s.kafkaHeap, workDir: s.workDir},
+				}
+				if round%2 == 0 {
+					clusters[0], clusters[1] = clusters[1], clusters[0]
+				}
+				for _, cl := range clusters {
+					if err := ctx.Err(); err != nil {
+						return err
+					}
+					log.Info("bench", "round", round, "mode", mode, "broker", cl.name())
+					runClusterInstance(ctx, s, tool, cl, rs, note, log)
+					status := fmt.Sprintf("partial results: the run has done round %d of %d up to %s in mode %s", round, s.rounds, cl.name(), mode)
+					if _, err := save(s, started, rs, notes, machine, status); err != nil {
+						return err
+					}
+				}
+				continue
+			}
 			servers := []server{
 				&gregorServer{bin: s.gregorBin, workDir: s.workDir},
 				&kafkaServer{script: s.kafkaScript, heap: s.kafkaHeap, workDir: s.workDir},
@@ -205,6 +239,11 @@ func save(s settings, started time.Time, rs *results, notes []string, machine ma
 		"perf_100B_records": strconv.Itoa(s.perf100Count), "perf_1KB_records": strconv.Itoa(s.perf1KCount),
 		"franz_go_records": strconv.Itoa(s.franzCount), "e2e_duration": s.e2eDuration.String(),
 		"flush_mode_divisor": strconv.Itoa(s.flushDivisor),
+	}
+	if slices.Contains(s.modes, "cluster") {
+		settingsMap["cluster_perf_1KB_records"] = strconv.Itoa(s.clusterPerfCount)
+		settingsMap["cluster_franz_go_1KB_records"] = strconv.Itoa(s.clusterFranzCount)
+		settingsMap["cluster_e2e_rate"] = strconv.Itoa(s.clusterE2ERate)
 	}
 	var js, md bytes.Buffer
 	if err := writeJSON(&js, report{Started: started.UTC().Format(time.RFC3339), Finished: time.Now().UTC().Format(time.RFC3339),

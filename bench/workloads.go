@@ -80,17 +80,23 @@ func (j javaTool) consumerPerfRun(ctx context.Context, bootstrap, topic, group s
 // createTopic creates topic with the bench's partition count; flushEvery sets
 // the topic config flush.messages=1 (an fsync after every append).
 func createTopic(ctx context.Context, bootstrap, topic string, flushEvery bool) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap))
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
 	configs := map[string]*string{}
 	if flushEvery {
 		one := "1"
 		configs["flush.messages"] = &one
 	}
-	resp, err := kadm.NewClient(cl).CreateTopic(ctx, partitions, 1, configs, topic)
+	return createTopicWith(ctx, bootstrap, topic, 1, configs)
+}
+
+// createTopicWith creates topic with the bench's partition count, the
+// replication factor rf and the topic configs.
+func createTopicWith(ctx context.Context, bootstrap, topic string, rf int16, configs map[string]*string) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds(bootstrap)...))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	resp, err := kadm.NewClient(cl).CreateTopic(ctx, partitions, rf, configs, topic)
 	if err != nil {
 		return fmt.Errorf("create topic %s: %w", topic, err)
 	}
@@ -101,7 +107,7 @@ func createTopic(ctx context.Context, bootstrap, topic string, flushEvery bool) 
 // config it stores without acting on, which Gregor's DescribeConfigs does
 // until its fsync policy lands.
 func flushStoredOnly(ctx context.Context, bootstrap, topic string) (bool, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds(bootstrap)...))
 	if err != nil {
 		return false, err
 	}
@@ -135,7 +141,7 @@ type produceResult struct {
 // (acks=all, idempotent, linger 5 ms, its sticky partitioner) and waits until
 // all are acknowledged.
 func franzProduce(ctx context.Context, bootstrap, topic string, size, count int) (produceResult, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap), kgo.DefaultProduceTopic(topic),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds(bootstrap)...), kgo.DefaultProduceTopic(topic),
 		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(5*time.Millisecond), kgo.MaxBufferedRecords(100_000),
 		kgo.ProducerBatchCompression(kgo.NoCompression()))
 	if err != nil {
@@ -185,13 +191,13 @@ type latencyResult struct {
 func e2eLatency(ctx context.Context, bootstrap, topic string, rate, size int, duration, warmup time.Duration) (latencyResult, error) {
 	total := int(float64(rate) * duration.Seconds())
 	interval := time.Second / time.Duration(rate)
-	prod, err := kgo.NewClient(kgo.SeedBrokers(bootstrap), kgo.DefaultProduceTopic(topic),
+	prod, err := kgo.NewClient(kgo.SeedBrokers(seeds(bootstrap)...), kgo.DefaultProduceTopic(topic),
 		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0))
 	if err != nil {
 		return latencyResult{}, err
 	}
 	defer prod.Close()
-	cons, err := kgo.NewClient(kgo.SeedBrokers(bootstrap), kgo.ConsumeTopics(topic),
+	cons, err := kgo.NewClient(kgo.SeedBrokers(seeds(bootstrap)...), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
 		return latencyResult{}, err
@@ -277,29 +283,35 @@ func e2eLatency(ctx context.Context, bootstrap, topic string, rate, size int, du
 	}, nil
 }
 
-// loadSampler records the broker process's CPU seconds and peak RSS over a
-// workload, sampling RSS every 50 ms.
+// seeds splits a comma-separated bootstrap list (a cluster's) for franz-go.
+func seeds(bootstrap string) []string { return strings.Split(bootstrap, ",") }
+
+// loadSampler records the CPU seconds of one or more broker processes (their
+// sum) and the peak RSS of the largest of them over a workload, sampling RSS
+// every 50 ms.
 type loadSampler struct {
-	pid      int
+	pids     []int
 	cpuStart float64
 	peakRSS  atomic.Int64
 	stop     chan struct{}
 	done     chan struct{}
 }
 
-func startSampler(pid int) (*loadSampler, error) {
-	cpu, err := cpuSeconds(pid)
+func startSampler(pids ...int) (*loadSampler, error) {
+	cpu, err := cpuSecondsAll(pids)
 	if err != nil {
 		return nil, err
 	}
-	s := &loadSampler{pid: pid, cpuStart: cpu, stop: make(chan struct{}), done: make(chan struct{})}
+	s := &loadSampler{pids: pids, cpuStart: cpu, stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
 		t := time.NewTicker(50 * time.Millisecond)
 		defer t.Stop()
 		for {
-			if rss, err := rssBytes(pid); err == nil && rss > s.peakRSS.Load() {
-				s.peakRSS.Store(rss)
+			for _, pid := range pids {
+				if rss, err := rssBytes(pid); err == nil && rss > s.peakRSS.Load() {
+					s.peakRSS.Store(rss)
+				}
 			}
 			select {
 			case <-s.stop:
@@ -311,13 +323,27 @@ func startSampler(pid int) (*loadSampler, error) {
 	return s, nil
 }
 
-// finish returns the CPU seconds used since start and the peak RSS in bytes.
+// finish returns the CPU seconds all the processes used since start and the
+// peak RSS of the largest one, in bytes.
 func (s *loadSampler) finish() (float64, int64, error) {
 	close(s.stop)
 	<-s.done
-	cpu, err := cpuSeconds(s.pid)
+	cpu, err := cpuSecondsAll(s.pids)
 	if err != nil {
 		return 0, 0, err
 	}
 	return cpu - s.cpuStart, s.peakRSS.Load(), nil
+}
+
+// cpuSecondsAll is the user plus system CPU time of all pids together.
+func cpuSecondsAll(pids []int) (float64, error) {
+	var sum float64
+	for _, pid := range pids {
+		c, err := cpuSeconds(pid)
+		if err != nil {
+			return 0, err
+		}
+		sum += c
+	}
+	return sum, nil
 }
