@@ -60,8 +60,13 @@ func verify(t *testing.T, c *cluster, w *workload, extra ...Send) Summary {
 	final, hw := c.finalLogs()
 	h.Final = final
 	sum := checkHistory(t, h)
+	replicas := map[int32][]int32{}
+	for p := range int32(partitions) {
+		st, _ := c.partition(topic, p)
+		replicas[p] = st.replicas
+	}
 	c.stopAll()
-	c.compareReplicas(hw, final)
+	c.compareReplicas(replicas, hw, final)
 	t.Logf("replicas byte-identical below the high watermarks %v", hw)
 	return sum
 }

@@ -24,6 +24,9 @@ import (
 const (
 	topic      = "faults"
 	partitions = 3
+	// replicationFactor and minInsync are the topic's.
+	replicationFactor = 3
+	minInsync         = "2"
 	producers  = 3
 	consumers  = 2
 )
@@ -38,8 +41,8 @@ func (c *cluster) createTopic() {
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	minISR := "2"
-	resp, err := kadm.NewClient(cl).CreateTopic(ctx, partitions, 3, map[string]*string{"min.insync.replicas": &minISR}, topic)
+	minISR := minInsync
+	resp, err := kadm.NewClient(cl).CreateTopic(ctx, partitions, replicationFactor, map[string]*string{"min.insync.replicas": &minISR}, topic)
 	if err == nil {
 		err = resp.Err
 	}
@@ -321,14 +324,22 @@ func checkHistory(t *testing.T, h History) Summary {
 	return sum
 }
 
-// compareReplicas opens every replica of every partition from the stopped
-// nodes' data dirs and checks that they hold the same bytes below hw (the
-// final high watermark), and the records of final.
-func (c *cluster) compareReplicas(hw map[int32]int64, final map[int32][]Entry) {
+// compareReplicas opens every replica of every partition (replicas names
+// their nodes) from the stopped nodes' data dirs and checks that they hold
+// the same bytes below hw (the final high watermark), and the records of
+// final.
+func (c *cluster) compareReplicas(replicas map[int32][]int32, hw map[int32]int64, final map[int32][]Entry) {
 	c.t.Helper()
 	for p := range int32(partitions) {
-		var first []byte
-		for _, n := range c.nodes {
+		var (
+			first     []byte
+			firstNode int32
+		)
+		if len(replicas[p]) != replicationFactor {
+			c.t.Fatalf("partition %d has replicas %v", p, replicas[p])
+		}
+		for _, id := range replicas[p] {
+			n := c.node(id)
 			dir := filepath.Join(n.dataDir, fmt.Sprintf("%s-%d", topic, p))
 			l, err := storage.Open(storage.OSFS{}, dir, storage.DefaultConfig())
 			if err != nil {
@@ -360,7 +371,7 @@ func (c *cluster) compareReplicas(hw map[int32]int64, final map[int32][]Entry) {
 			}
 			l.Close()
 			if first == nil {
-				first = b
+				first, firstNode = b, n.id
 				c.checkReplicaRecords(n, p, b, final[p])
 				continue
 			}
@@ -370,7 +381,7 @@ func (c *cluster) compareReplicas(hw map[int32]int64, final map[int32][]Entry) {
 					at++
 				}
 				c.t.Fatalf("partition %d: node %d's replica differs from node %d's below the high watermark %d (%d and %d bytes, first difference at byte %d)",
-					p, n.id, c.nodes[0].id, hw[p], len(b), len(first), at)
+					p, n.id, firstNode, hw[p], len(b), len(first), at)
 			}
 		}
 	}
