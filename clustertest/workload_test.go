@@ -27,8 +27,8 @@ const (
 	// replicationFactor and minInsync are the topic's.
 	replicationFactor = 3
 	minInsync         = "2"
-	producers  = 3
-	consumers  = 2
+	producers         = 3
+	consumers         = 2
 )
 
 // createTopic creates the test topic: RF=3, min.insync.replicas=2.
