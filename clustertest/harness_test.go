@@ -137,6 +137,15 @@ var clusterOverrides = []string{
 	"offsets.topic.num.partitions=3",
 }
 
+// logLevel is the nodes' --log-level: GREGOR_CLUSTER_LOG_LEVEL, or info
+// (debug logs every request).
+func logLevel() string {
+	if l := os.Getenv("GREGOR_CLUSTER_LOG_LEVEL"); l != "" {
+		return l
+	}
+	return "info"
+}
+
 // startCluster starts the nodes of cfg and waits until each of them lists
 // every broker and names an active controller.
 func startCluster(t *testing.T, cfg clusterConfig) *cluster {
@@ -202,7 +211,7 @@ func (c *cluster) start(n *node) {
 	n.starts++
 	args := []string{"serve", "--node-id", strconv.Itoa(int(n.id)), "--listen", n.addr,
 		"--controller-listen", n.controllerAddr, "--controller-quorum", c.quorum,
-		"--data-dir", n.dataDir, "--http-listen", "", "--log-level", "debug"}
+		"--data-dir", n.dataDir, "--http-listen", "", "--log-level", logLevel()}
 	for _, o := range c.overrides {
 		args = append(args, "--override", o)
 	}
