@@ -95,6 +95,9 @@ type clusterConfig struct {
 	hosts []string   // one per node: the address its listeners bind
 	wraps [][]string // one per node: a command prefix (nil: none)
 	ports func(i int) (kafka, controller int)
+	// dataDirs, if set, are the nodes' data dirs (default: new temporary
+	// directories).
+	dataDirs []string
 }
 
 // loopbackConfig runs n nodes on 127.0.0.1 with free ports.
@@ -166,6 +169,9 @@ func startCluster(t *testing.T, cfg clusterConfig) *cluster {
 			dataDir:        filepath.Join(t.TempDir(), "data"),
 			logPath:        filepath.Join(logDir, fmt.Sprintf("node-%d.log", i+1)),
 			wrap:           cfg.wraps[i],
+		}
+		if cfg.dataDirs != nil {
+			n.dataDir = cfg.dataDirs[i]
 		}
 		c.nodes = append(c.nodes, n)
 		voters = append(voters, fmt.Sprintf("%d@%s", n.id, n.controllerAddr))

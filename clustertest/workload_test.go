@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gregor-broker/gregor/protocol/batch"
 	"github.com/gregor-broker/gregor/storage"
@@ -31,8 +33,14 @@ const (
 	consumers         = 2
 )
 
-// createTopic creates the test topic: RF=3, min.insync.replicas=2.
-func (c *cluster) createTopic() {
+// createTopic creates the test topic: RF=3, min.insync.replicas=2,
+// placed by the controller.
+func (c *cluster) createTopic() { c.createTopicAssigned(nil) }
+
+// createTopicAssigned creates the test topic with the replicas of assign
+// (partition: its replicas, the first the preferred leader), or placed by
+// the controller if assign is nil.
+func (c *cluster) createTopicAssigned(assign [][]int32) {
 	c.t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.seeds()...))
 	if err != nil {
@@ -41,13 +49,29 @@ func (c *cluster) createTopic() {
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = 30000
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, partitions, replicationFactor
+	if assign != nil {
+		rt.NumPartitions, rt.ReplicationFactor = -1, -1
+		for p, replicas := range assign {
+			ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+			ra.Partition, ra.Replicas = int32(p), replicas
+			rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
+		}
+	}
 	minISR := minInsync
-	resp, err := kadm.NewClient(cl).CreateTopic(ctx, partitions, replicationFactor, map[string]*string{"min.insync.replicas": &minISR}, topic)
+	cfg := kmsg.NewCreateTopicsRequestTopicConfig()
+	cfg.Name, cfg.Value = "min.insync.replicas", &minISR
+	rt.Configs = append(rt.Configs, cfg)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
 	if err == nil {
-		err = resp.Err
+		err = kerr.ErrorForCode(resp.Topics[0].ErrorCode)
 	}
 	if err != nil {
-		c.t.Fatalf("creating %s (RF=3, min.insync.replicas=2): %v", topic, err)
+		c.t.Fatalf("creating %s (RF=%d, min.insync.replicas=%s, assignment %v): %v", topic, replicationFactor, minInsync, assign, err)
 	}
 	c.waitFullISR(topic, partitions)
 }
