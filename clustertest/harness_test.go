@@ -181,6 +181,9 @@ func startCluster(t *testing.T, cfg clusterConfig) *cluster {
 		for _, n := range c.nodes {
 			n.kill()
 		}
+		if os.Getenv("GREGOR_CLUSTER_KEEP_LOGS") != "" {
+			t.Logf("the nodes' logs are kept in %s", logDir)
+		}
 		if t.Failed() {
 			t.Logf("the nodes' logs are kept in %s", logDir)
 			for _, n := range c.nodes {
@@ -188,7 +191,9 @@ func startCluster(t *testing.T, cfg clusterConfig) *cluster {
 			}
 			return
 		}
-		os.RemoveAll(logDir)
+		if os.Getenv("GREGOR_CLUSTER_KEEP_LOGS") == "" {
+			os.RemoveAll(logDir)
+		}
 	})
 	for _, n := range c.nodes {
 		c.start(n)
@@ -443,6 +448,25 @@ func (c *cluster) metadata(n *node) (*kmsg.MetadataResponse, error) {
 		return nil, err
 	}
 	return resp.(*kmsg.MetadataResponse), nil
+}
+
+// topicID is the test topic's id, as any node knows it.
+func (c *cluster) topicID() [16]byte {
+	c.t.Helper()
+	for _, n := range c.nodes {
+		if !n.answering() {
+			continue
+		}
+		if m, err := c.metadata(n); err == nil {
+			for _, mt := range m.Topics {
+				if mt.Topic != nil && *mt.Topic == topic && mt.TopicID != [16]byte{} {
+					return mt.TopicID
+				}
+			}
+		}
+	}
+	c.t.Fatalf("no node knows %s's topic id", topic)
+	return [16]byte{}
 }
 
 // partitionState is a partition as one node's metadata shows it.

@@ -94,14 +94,20 @@ func TestKillLeaderUnderAcksAll(t *testing.T) {
 		victim := c.node(st.leader)
 		t.Logf("kill %d of %d: partition %d's leader is node %d (epoch %d), %d records acknowledged so far",
 			i+1, kills, p, victim.id, st.epoch, w.ackedCount())
+		killed := time.Now()
 		c.kill9(victim)
 		next := c.waitLeader(topic, p, victim.id)
 		if next.epoch <= st.epoch {
 			t.Fatalf("partition %d's new leader %d has epoch %d, not above the old %d", p, next.leader, next.epoch, st.epoch)
 		}
-		w.waitAcks(c, 200, fmt.Sprintf("node %d down", victim.id))
+		elected := time.Now()
+		w.waitAcksOn(c, p, 100, fmt.Sprintf("node %d down, node %d leads", victim.id, next.leader))
+		writing := time.Now()
 		c.restart(victim)
 		c.waitFullISR(topic, partitions)
+		t.Logf("new leader %d (epoch %d, ISR %v) after %v, writes after %v more; node %d restarted and back in every ISR after %v more",
+			next.leader, next.epoch, next.isr, elected.Sub(killed).Round(time.Millisecond), writing.Sub(elected).Round(time.Millisecond),
+			victim.id, time.Since(writing).Round(time.Millisecond))
 		w.waitAcks(c, 200, fmt.Sprintf("node %d back", victim.id))
 	}
 	t.Logf("%d kills in %v", kills, time.Since(started).Round(time.Millisecond))
@@ -132,8 +138,8 @@ func TestPausedLeaderIsFencedAndTruncates(t *testing.T) {
 	}
 	t.Logf("node %d paused: partition %d moved from node %d (epoch %d) to node %d (epoch %d)",
 		old.id, p, st.leader, st.epoch, next.leader, next.epoch)
-	w.waitAcks(c, 300, "the new leader takes writes")
-	fenced := produceDirect(t, direct, p, Value("pause-direct", 0))
+	w.waitAcksOn(c, p, 100, "the new leader takes writes")
+	fenced := produceDirect(t, direct, c.topicID(), p, Value("pause-direct", 0))
 	c.resume(old)
 	sent := <-fenced
 	t.Logf("the produce sent to the paused old leader: %v", sent.outcome)
@@ -184,10 +190,10 @@ type directSend struct {
 	outcome string
 }
 
-// produceDirect sends one acks=all produce of value to partition p
-// through b, from a goroutine, and delivers what came of it: acknowledged
+// produceDirect sends one acks=all produce of value to partition p of the
+// topic (its name and id) through b, from a goroutine, and delivers what came of it: acknowledged
 // (with its offset) or not.
-func produceDirect(t *testing.T, b *kgo.Broker, p int32, value string) <-chan directSend {
+func produceDirect(t *testing.T, b *kgo.Broker, topicID [16]byte, p int32, value string) <-chan directSend {
 	t.Helper()
 	rec, err := batch.AppendBatch(nil, batch.BuildOptions{BaseTimestamp: time.Now().UnixMilli(),
 		ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, PartitionLeaderEpoch: -1},
@@ -198,7 +204,7 @@ func produceDirect(t *testing.T, b *kgo.Broker, p int32, value string) <-chan di
 	req := kmsg.NewPtrProduceRequest()
 	req.Acks, req.TimeoutMillis = -1, 10000
 	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = topic
+	rt.Topic, rt.TopicID = topic, topicID // v13 names topics by id
 	rp := kmsg.NewProduceRequestTopicPartition()
 	rp.Partition, rp.Records = p, rec
 	rt.Partitions = append(rt.Partitions, rp)
@@ -253,8 +259,8 @@ func TestIsolatedLeaderCannotAcknowledge(t *testing.T) {
 	}
 	t.Logf("node %d isolated: partition %d moved from node %d (epoch %d) to node %d (epoch %d)",
 		old.id, p, st.leader, st.epoch, next.leader, next.epoch)
-	w.waitAcks(c, 300, "the majority side takes writes")
-	sent := <-produceDirect(t, direct, p, Value("isolate-direct", 0))
+	w.waitAcksOn(c, p, 100, "the majority side takes writes")
+	sent := <-produceDirect(t, direct, c.topicID(), p, Value("isolate-direct", 0))
 	t.Logf("the produce sent to the isolated old leader: %v", sent.outcome)
 	if sent.Acked {
 		t.Errorf("split brain: the isolated old leader acknowledged an acks=all produce (%s)", sent.outcome)

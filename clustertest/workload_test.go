@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -88,6 +89,8 @@ type workload struct {
 	sends []*Send
 	reads []Read
 	acked int
+	// ackedOn counts acknowledgements per partition.
+	ackedOn map[int32]int
 	// consumed is each consumer's next offset per partition.
 	consumed map[string]map[int32]int64
 }
@@ -96,7 +99,7 @@ type workload struct {
 func startWorkload(t *testing.T, c *cluster, run string) *workload {
 	ctx, cancel := context.WithCancel(context.Background())
 	sending, stop := context.WithCancel(ctx)
-	w := &workload{t: t, cancel: cancel, stop: stop, consumed: map[string]map[int32]int64{}}
+	w := &workload{t: t, cancel: cancel, stop: stop, consumed: map[string]map[int32]int64{}, ackedOn: map[int32]int{}}
 	t.Cleanup(func() { cancel(); w.producers.Wait(); w.consumers.Wait() })
 	for i := range producers {
 		name := fmt.Sprintf("%s-p%d", run, i)
@@ -104,10 +107,11 @@ func startWorkload(t *testing.T, c *cluster, run string) *workload {
 			kgo.RequiredAcks(kgo.AllISRAcks()), // idempotent: franz-go's default with acks=all
 			kgo.RecordPartitioner(kgo.ManualPartitioner()),
 			kgo.ProducerLinger(2*time.Millisecond),
-			kgo.MaxBufferedRecords(200),
+			kgo.MaxBufferedRecords(5000), // a stalled partition does not stop the others
 			kgo.RequestTimeoutOverhead(5*time.Second),
 			kgo.ProduceRequestTimeout(10*time.Second),
-			kgo.MetadataMinAge(250*time.Millisecond))
+			kgo.MetadataMinAge(250*time.Millisecond),
+			kgo.WithLogger(clientLogger(t, c, name)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -134,6 +138,22 @@ func startWorkload(t *testing.T, c *cluster, run string) *workload {
 		w.consumers.Go(func() { w.consume(ctx, cl, name) })
 	}
 	return w
+}
+
+// clientLogger logs a client's warnings and errors (and with
+// GREGOR_CLUSTER_LOG_LEVEL=debug everything) to name.log next to the
+// nodes' logs.
+func clientLogger(t *testing.T, c *cluster, name string) kgo.Logger {
+	level := kgo.LogLevelWarn
+	if logLevel() == "debug" {
+		level = kgo.LogLevelDebug
+	}
+	f, err := os.Create(filepath.Join(c.logDir, name+".log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return kgo.BasicLogger(f, level, func() string { return time.Now().Format("15:04:05.000 ") })
 }
 
 // produce sends name's records, seq 0, 1, ..., seq to partition
@@ -166,6 +186,7 @@ loop:
 					if err == nil {
 						s.Acked, s.Offset = true, r.Offset
 						w.acked++
+						w.ackedOn[r.Partition]++
 					}
 				})
 		}
@@ -210,6 +231,21 @@ func (w *workload) waitAcks(c *cluster, n int, why string) {
 	from := w.ackedCount()
 	c.waitFor(fmt.Sprintf("%d more acknowledged records (%s)", n, why), 120*time.Second, func() bool {
 		return w.ackedCount() >= from+n
+	})
+}
+
+// waitAcksOn waits until n more records of partition p than now are
+// acknowledged: its leader takes writes.
+func (w *workload) waitAcksOn(c *cluster, p int32, n int, why string) {
+	c.t.Helper()
+	count := func() int {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.ackedOn[p]
+	}
+	from := count()
+	c.waitFor(fmt.Sprintf("%d more acknowledged records on partition %d (%s)", n, p, why), 120*time.Second, func() bool {
+		return count() >= from+n
 	})
 }
 
