@@ -100,7 +100,7 @@ func handleDescribeTopicPartitions(b *Broker, r *request, req *kmsg.DescribeTopi
 			sp := kmsg.NewDescribeTopicPartitionsResponseTopicPartition()
 			sp.Partition = p.index
 			sp.LeaderID = b.cfg.NodeID
-			sp.LeaderEpoch = p.leaderEpoch
+			sp.LeaderEpoch = p.leaderEpoch.Load()
 			sp.Replicas = []int32{b.cfg.NodeID}
 			sp.ISR = []int32{b.cfg.NodeID}
 			sp.EligibleLeaderReplicas = []int32{}

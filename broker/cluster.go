@@ -54,6 +54,10 @@ type cluster struct {
 
 	rpc controllerRPC
 
+	// fetchers copy the partitions this broker follows from their leaders
+	// (replica_fetcher.go).
+	fetchers fetcherManager
+
 	// voterRank is this node's place among the voters by id, which picks
 	// its range of producer ids (producerIDRange).
 	voterRank int
@@ -69,11 +73,12 @@ type cluster struct {
 // partitionState is a partition's replica set and leadership from the
 // image, as this broker serves it.
 type partitionState struct {
-	leader      int32
-	leaderEpoch int32
-	replicas    []int32
-	isr         []int32
-	local       bool // this broker leads the partition
+	leader         int32
+	leaderEpoch    int32
+	partitionEpoch int32
+	replicas       []int32
+	isr            []int32
+	local          bool // this broker leads the partition
 }
 
 // isCluster reports whether the broker runs in cluster mode.
@@ -95,6 +100,7 @@ func (b *Broker) startController(dir string) error {
 		return fmt.Errorf("broker: the data dir %s holds %d topics of a single-node broker and no cluster metadata; turning a single node into a cluster node is not supported yet (start cluster nodes on new data dirs)", dir, len(b.catalog.byName))
 	}
 	c := &cluster{b: b, synced: make(chan struct{}), stop: make(chan struct{})}
+	c.fetchers.c = c
 	c.epoch.Store(-1)
 	for id := range voters {
 		if id < b.cfg.NodeID {
@@ -110,9 +116,10 @@ func (b *Broker) startController(dir string) error {
 		DataDir:                  dir,
 		FS:                       b.catalog.fs,
 		ClusterID:                b.catalog.clusterID,
+		UncleanLeaderElection:    b.cfg.TopicDefaults["unclean.leader.election.enable"] == "true",
 		SessionTimeout:           time.Duration(b.cfg.BrokerSessionTimeoutMs) * time.Millisecond,
 		DefaultPartitions:        b.cfg.NumPartitions,
-		DefaultReplicationFactor: 1,
+		DefaultReplicationFactor: b.cfg.DefaultReplicationFactor,
 		Logger:                   b.log,
 	}
 	switch {
@@ -143,7 +150,11 @@ func (c *cluster) run() {
 	images, unsubscribe := c.ctrl.Subscribe()
 	c.unsubscribe = unsubscribe
 	c.syncImage(c.ctrl.Image())
-	c.wg.Add(2)
+	c.wg.Add(3)
+	go func() {
+		defer c.wg.Done()
+		c.replicationLoop()
+	}()
 	go func() {
 		defer c.wg.Done()
 		for {
@@ -169,6 +180,7 @@ func (c *cluster) close() error {
 		c.unsubscribe()
 	}
 	c.wg.Wait()
+	c.checkpointHighWatermarks()
 	c.rpc.close()
 	return c.ctrl.Close()
 }
@@ -334,6 +346,7 @@ func (c *cluster) syncImage(im *metadata.Image) {
 	}
 	b := c.b
 	self := b.cfg.NodeID
+	var roles []roleChange
 	b.mu.Lock()
 	if im.ClusterID != "" && len(b.catalog.byName) == 0 && b.catalog.clusterID != im.ClusterID {
 		b.catalog.clusterID = im.ClusterID
@@ -391,13 +404,15 @@ func (c *cluster) syncImage(im *metadata.Image) {
 			if mp == nil {
 				continue
 			}
-			p.cluster.Store(&partitionState{
-				leader: mp.Leader, leaderEpoch: mp.LeaderEpoch,
+			st := &partitionState{
+				leader: mp.Leader, leaderEpoch: mp.LeaderEpoch, partitionEpoch: mp.PartitionEpoch,
 				replicas: mp.Replicas, isr: mp.ISR, local: mp.Leader == self,
-			})
+			}
+			roles = append(roles, roleChange{p: p, topicID: t.id, st: st})
 		}
 	}
 	b.mu.Unlock()
+	c.applyRoles(roles)
 
 	c.mu.Lock()
 	c.image = im

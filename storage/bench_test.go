@@ -34,7 +34,7 @@ func BenchmarkAppend(b *testing.B) {
 					}
 					if written += len(batch); env.name == "mem" && written > 256<<20 {
 						b.StopTimer()
-						if err := l.TruncateFully(l.EndOffset()); err != nil {
+						if err := l.TruncateFullyAndStartAt(l.EndOffset()); err != nil {
 							b.Fatal(err)
 						}
 						written = 0

@@ -94,7 +94,7 @@
 // each position ends at the entry's offset) holds.
 //
 // As in Kafka, the active segment's index files are preallocated: created
-// (or, when a segment becomes active by Open or Truncate, extended) to
+// (or, when a segment becomes active by Open or TruncateTo, extended) to
 // SegmentIndexBytes rounded down to whole entries, zeros after the entries
 // written so far (AbstractIndex does the same). When a segment stops being
 // active (roll, Close) its files are trimmed to their entries, so the length

@@ -153,12 +153,20 @@ func epochsFrom(entries []EpochEntry, start int64) ([]EpochEntry, bool) {
 	return append([]EpochEntry{{entries[k-1].Epoch, start}}, entries[k:]...), true
 }
 
-// clear removes every entry, as a log truncated fully loses every epoch.
-func (c *epochCache) clear() error {
-	if len(c.entries) == 0 {
-		return nil
+// remove deletes the checkpoint file, durably, and every entry, for a log
+// about to lose all its batches (TruncateFullyAndStartAt). Until the next
+// assign writes the file again a crash leaves none, and Open rebuilds the
+// entries from whatever batches the crash left, so they always agree with
+// the log. appendMu held.
+func (c *epochCache) remove() error {
+	if err := c.fsys.Remove(filepath.Join(c.dir, leaderEpochCheckpointName)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("storage: remove leader-epoch checkpoint: %w", err)
 	}
-	return c.replace(nil)
+	if err := c.fsys.SyncDir(c.dir); err != nil {
+		return fmt.Errorf("storage: sync %s: %w", c.dir, err)
+	}
+	c.set(nil)
+	return nil
 }
 
 // replace persists entries and then publishes them. A failed write leaves

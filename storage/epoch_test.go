@@ -104,7 +104,7 @@ func TestEpochCacheTruncation(t *testing.T) {
 		{"start inside the first", func(c *epochCache) error { return c.truncateFromStart(20) }, []EpochEntry{{2, 20}, {4, 30}, {7, 50}}},
 		{"start at the second", func(c *epochCache) error { return c.truncateFromStart(30) }, []EpochEntry{{4, 30}, {7, 50}}},
 		{"start past all", func(c *epochCache) error { return c.truncateFromStart(70) }, []EpochEntry{{7, 70}}},
-		{"clear", func(c *epochCache) error { return c.clear() }, nil},
+		{"remove", func(c *epochCache) error { return c.remove() }, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := memCache(slices.Clone(base)...)
@@ -192,7 +192,7 @@ func TestLogTracksLeaderEpochs(t *testing.T) {
 		if e, off := l.EndOffsetForEpoch(4); e != 3 || off != 10 {
 			t.Fatalf("EndOffsetForEpoch(4) = %d, %d", e, off)
 		}
-		if err := l.Truncate(10); err != nil {
+		if err := l.TruncateTo(10); err != nil {
 			t.Fatal(err)
 		}
 		check(EpochEntry{0, 0}, EpochEntry{3, 4})
@@ -220,7 +220,7 @@ func TestLogTracksLeaderEpochs(t *testing.T) {
 		if e, ok := l.LatestEpoch(); !ok || e != 3 {
 			t.Fatalf("LatestEpoch = %d, %v", e, ok)
 		}
-		if err := l.TruncateFully(100); err != nil {
+		if err := l.TruncateFullyAndStartAt(100); err != nil {
 			t.Fatal(err)
 		}
 		check()

@@ -106,7 +106,7 @@ func TestFailedRollbackFailsLogButKeepsAcknowledgedData(t *testing.T) {
 		if _, _, err := l.Append(makeBatch(batchSpec{records: 1})); !errors.Is(err, ErrFailed) {
 			t.Fatalf("Append on a failed log = %v", err)
 		}
-		for _, op := range []func() error{l.Sync, func() error { return l.Truncate(1) }, func() error { return l.SetStartOffset(1) }} {
+		for _, op := range []func() error{l.Sync, func() error { return l.TruncateTo(1) }, func() error { return l.SetStartOffset(1) }} {
 			if err := op(); !errors.Is(err, ErrFailed) {
 				t.Fatalf("mutation on a failed log = %v", err)
 			}
@@ -156,7 +156,7 @@ func TestTruncateFailureFailsLogAndReopenRecovers(t *testing.T) {
 		fillLog(t, l, &m, 40)
 		off := m.batches[len(m.batches)/2].first
 		ffs.Arm(FailAfter(0, ErrInjected, OpTruncate))
-		if err := l.Truncate(off); !errors.Is(err, ErrFailed) {
+		if err := l.TruncateTo(off); !errors.Is(err, ErrFailed) {
 			t.Fatalf("Truncate = %v", err)
 		}
 		ffs.Arm(nil)

@@ -75,7 +75,7 @@ func appendLoop(b *testing.B, l *Log, batch []byte) {
 		}
 		if written += len(batch); written > benchDiskCap {
 			b.StopTimer()
-			if err := l.TruncateFully(l.EndOffset()); err != nil {
+			if err := l.TruncateFullyAndStartAt(l.EndOffset()); err != nil {
 				b.Fatal(err)
 			}
 			written = 0
@@ -120,7 +120,7 @@ func appendParallel(b *testing.B, l *Log, batch []byte, n int) {
 		done += round
 		if done < b.N {
 			b.StopTimer()
-			if err := l.TruncateFully(l.EndOffset()); err != nil {
+			if err := l.TruncateFullyAndStartAt(l.EndOffset()); err != nil {
 				b.Fatal(err)
 			}
 			b.StartTimer()

@@ -257,3 +257,46 @@ func FuzzSwapRecovery(f *testing.F) {
 		}
 	})
 }
+
+// FuzzHighWatermarkCheckpoint feeds arbitrary bytes to the
+// high-watermark checkpoint decoder and to Open, and checks:
+//   - neither panics, and Open never fails because of the file: a damaged
+//     one is ignored (HighWatermarkCheckpoint ok=false);
+//   - a decoded value is non-negative and formats back to the input (with
+//     its final newline), so the decoder accepts only what the writer
+//     writes;
+//   - Open's value is the decoded one clamped to the (empty) log.
+func FuzzHighWatermarkCheckpoint(f *testing.F) {
+	f.Add(formatHighWatermark(0))
+	f.Add(formatHighWatermark(1234))
+	f.Add(formatHighWatermark(math.MaxInt64))
+	f.Add([]byte("0\nhigh-watermark 12"))
+	f.Add([]byte("0\nhigh-watermark -1\n"))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		hw, err := parseHighWatermark(data)
+		if err == nil {
+			if hw < 0 {
+				t.Fatalf("decoded a negative high watermark %d", hw)
+			}
+			want := formatHighWatermark(hw)
+			if !bytes.Equal(data, want) && !bytes.Equal(append(bytes.Clone(data), '\n'), want) {
+				t.Fatalf("%q decodes to %d, which formats as %q", data, hw, want)
+			}
+		}
+		fsys := NewMemFS()
+		if err := fsys.MkdirAll("/p-0", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, fsys, "/p-0/"+highWatermarkName, data)
+		l, oerr := Open(fsys, "/p-0", testConfig())
+		if oerr != nil {
+			t.Fatalf("Open: %v", oerr)
+		}
+		defer l.Close()
+		got, ok := l.HighWatermarkCheckpoint()
+		if ok != (err == nil && len(data) <= maxHighWatermarkFileBytes) || ok && got != 0 {
+			t.Fatalf("HighWatermarkCheckpoint = %d, %v; decoder said %d, %v", got, ok, hw, err)
+		}
+	})
+}

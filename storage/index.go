@@ -14,7 +14,7 @@ const offsetEntrySize = 8
 // entries, and kafka-dump-log checks that the batch at each position ends
 // at the entry's offset.
 //
-// Entries only grow at the end (by the appender) or shrink (Truncate); both
+// Entries only grow at the end (by the appender) or shrink (TruncateTo); both
 // happen under Log.mu held for writing, and lookups hold it for reading.
 // Lookups need a loaded index (indexFile.ensure).
 type offsetIndex struct {

@@ -65,7 +65,7 @@ func TestIndexFilesPreallocatedWhileActiveAndTrimmedWhenClosed(t *testing.T) {
 		// Truncating into a closed segment makes it active again,
 		// preallocated again, as Kafka's LogSegment.truncateTo.
 		target := l.segments[1].base + 1
-		if err := l.Truncate(target); err != nil {
+		if err := l.TruncateTo(target); err != nil {
 			t.Fatal(err)
 		}
 		m.truncate(target)

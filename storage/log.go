@@ -139,10 +139,10 @@ func (c Config) validate() error {
 
 // Log is one partition's log in one directory.
 //
-// It is safe for concurrent use: mutating calls (Append, Truncate,
-// TruncateFully, SetStartOffset, Close, Delete) are serialized, and any
-// number of reads run alongside them and each other. Sync runs alongside
-// Append.
+// It is safe for concurrent use: mutating calls (Append, AppendReplicated,
+// TruncateTo, TruncateFullyAndStartAt, SetStartOffset, Close, Delete) are
+// serialized, and any number of reads run alongside them and each other.
+// Sync runs alongside Append and AppendReplicated.
 //
 // Lock order (take left before right, never the reverse):
 //
@@ -150,8 +150,10 @@ func (c Config) validate() error {
 //
 // cleanMu is held by the cleaner for a whole cleaning and by every call
 // that removes segments or closes their files (retention, SetStartOffset,
-// Truncate, Close, Delete), so the cleaner reads closed segments without
-// blocking appends.
+// TruncateTo, TruncateFullyAndStartAt, Close, Delete), so the cleaner
+// reads closed segments without blocking appends, and a truncation waits
+// for a cleaning round rather than have it swap in cleaned copies of
+// segments it removed.
 // syncMu is held by Sync and by every call that removes or closes segment
 // files or writes the checkpoint, so Sync can fsync files without holding
 // appendMu. appendMu serializes mutators. mu guards the segment list and
@@ -169,6 +171,9 @@ type Log struct {
 	appendMu sync.Mutex
 	mu       sync.RWMutex
 	deleteMu sync.Mutex // a leaf: guards pendingDeletes and deletesDone
+	hwMu     sync.Mutex // serializes WriteHighWatermark; taken before mu, with no other lock
+
+	hw atomic.Int64 // the high-watermark checkpoint (highwatermark.go), -1 when none
 
 	segments []*segment // ascending base offsets, contiguous; guarded by mu
 	closed   bool       // guarded by mu; set holding appendMu too
@@ -272,12 +277,105 @@ func (l *Log) fail(cause error) error {
 // ErrFailed). Nothing is fsynced; see Sync. Append does not allocate per
 // record or per batch.
 func (l *Log) Append(batches []byte) (first, last int64, err error) {
+	return l.append(batches, false)
+}
+
+// AppendReplicated appends batches copied from the partition leader, as
+// Kafka's UnifiedLog.appendAsFollower: their base offsets are kept, not
+// assigned, and the bytes are stored exactly as given (batches is only
+// read, never modified, and not retained). The first batch must start at
+// or after EndOffset() and each next one after the previous batch's last
+// offset; a batch must hold a matching CRC-32C, as Kafka checks every
+// batch it appends. Anything else (an overlap, offsets going backwards, a
+// malformed header or a CRC mismatch) is ErrInvalidBatch, and nothing is
+// appended.
+//
+// Offsets may skip, as Kafka allows: a compacted leader's log has gaps
+// between batches (and its fetch answer may begin after the offset asked
+// for), and the follower's copy keeps them. EndOffset() afterwards is the
+// last batch's last offset + 1.
+//
+// Empty input appends nothing and returns (EndOffset(), EndOffset()-1,
+// nil), as Kafka's append of no valid bytes is a no-op; last+1 is the log
+// end offset in both cases.
+//
+// Everything else is Append's: the unit goes to one segment (rolled first
+// when the unit would not fit), the offset and time indexes and the
+// segment's max timestamp are maintained as for Append, the leader-epoch
+// checkpoint gets an entry for each batch with a newer partition leader
+// epoch than LatestEpoch() (starting at that batch's base offset), nothing
+// is fsynced (FlushAfterAppend applies the flush policy after it), and no
+// allocation is made per batch. Aborted transactions are indexed by
+// AppendAbortedTxn, as after Append.
+func (l *Log) AppendReplicated(batches []byte) (first, last int64, err error) {
+	return l.append(batches, true)
+}
+
+// unitShape is what the header walk learns about a unit before anything is
+// written: its first and next offsets, its batch count and largest
+// timestamp.
+type unitShape struct {
+	first, next int64
+	count       int
+	maxTs       int64
+}
+
+// walkUnit checks the headers of the unit about to be appended at the log
+// end offset end and returns its shape. With keepOffsets the batches carry
+// their own offsets, which must continue the log (see AppendReplicated),
+// and their CRCs are checked; otherwise offsets are counted from end.
+func walkUnit(batches []byte, end int64, keepOffsets bool) (unitShape, error) {
+	u := unitShape{first: end, next: end, maxTs: noTimestamp}
+	for p := 0; p < len(batches); u.count++ {
+		h, reason := parseHeader(batches[p:])
+		if reason != "" {
+			return u, fmt.Errorf("%w: batch %d at byte %d: %s", ErrInvalidBatch, u.count, p, reason)
+		}
+		if h.size > int64(len(batches)-p) {
+			return u, fmt.Errorf("%w: batch %d at byte %d: length %d runs past the input", ErrInvalidBatch, u.count, p, h.size)
+		}
+		if keepOffsets {
+			if h.baseOffset < u.next {
+				return u, fmt.Errorf("%w: batch %d at byte %d has base offset %d, below the expected %d",
+					ErrInvalidBatch, u.count, p, h.baseOffset, u.next)
+			}
+			if !crcValid(batches[p : p+int(h.size)]) {
+				return u, fmt.Errorf("%w: batch %d at byte %d (offset %d): CRC-32C mismatch", ErrInvalidBatch, u.count, p, h.baseOffset)
+			}
+			if u.count == 0 {
+				u.first = h.baseOffset
+			}
+			u.next = h.nextOffset() // parseHeader rules out overflow
+		} else {
+			if u.next > math.MaxInt64-int64(h.lastOffsetDelta)-1 {
+				return u, fmt.Errorf("%w: offsets overflow", ErrInvalidBatch)
+			}
+			u.next += int64(h.lastOffsetDelta) + 1
+		}
+		u.maxTs = max(u.maxTs, h.maxTimestamp)
+		p += int(h.size)
+	}
+	if u.next-1-end > math.MaxInt32 {
+		// Even an empty segment, based at end, could not index it with
+		// 32-bit relative offsets.
+		return u, fmt.Errorf("%w: the unit spans %d offsets from the log end %d", ErrInvalidBatch, u.next-end, end)
+	}
+	return u, nil
+}
+
+// append is Append (keepOffsets false) and AppendReplicated (true): one
+// header walk, roll check, index maintenance and write for both.
+func (l *Log) append(batches []byte, keepOffsets bool) (first, last int64, err error) {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	if err := l.writable(); err != nil {
 		return -1, -1, err
 	}
 	if len(batches) == 0 {
+		if keepOffsets {
+			end := l.end.Load()
+			return end, end - 1, nil
+		}
 		return -1, -1, fmt.Errorf("%w: no batches", ErrInvalidBatch)
 	}
 	if len(batches) > math.MaxInt32 {
@@ -285,47 +383,31 @@ func (l *Log) Append(batches []byte) (first, last int64, err error) {
 	}
 
 	// Walk the headers once to check them and learn the unit's shape.
-	first = l.end.Load()
-	next, count := first, 0
-	unitMaxTs := int64(noTimestamp)
-	for p := 0; p < len(batches); count++ {
-		h, reason := parseHeader(batches[p:])
-		if reason != "" {
-			return -1, -1, fmt.Errorf("%w: batch %d at byte %d: %s", ErrInvalidBatch, count, p, reason)
-		}
-		if h.size > int64(len(batches)-p) {
-			return -1, -1, fmt.Errorf("%w: batch %d at byte %d: length %d runs past the input", ErrInvalidBatch, count, p, h.size)
-		}
-		if next > math.MaxInt64-int64(h.lastOffsetDelta)-1 {
-			return -1, -1, fmt.Errorf("%w: offsets overflow", ErrInvalidBatch)
-		}
-		next += int64(h.lastOffsetDelta) + 1
-		unitMaxTs = max(unitMaxTs, h.maxTimestamp)
-		p += int(h.size)
-	}
-	if next-1-first > math.MaxInt32 {
-		// Even an empty segment could not index it with 32-bit relative offsets.
-		return -1, -1, fmt.Errorf("%w: the unit spans %d offsets", ErrInvalidBatch, next-first)
+	u, err := walkUnit(batches, l.end.Load(), keepOffsets)
+	if err != nil {
+		return -1, -1, err
 	}
 
 	seg := l.active()
-	if l.shouldRoll(seg, int64(len(batches)), count, next-1, unitMaxTs) {
+	if l.shouldRoll(seg, int64(len(batches)), u.count, u.next-1, u.maxTs) {
 		if err := l.roll(); err != nil {
 			return -1, -1, err
 		}
 		seg = l.active()
 	}
 
-	// Assign offsets and work out the index entries, exactly as recovery
-	// would rebuild them (see scanSegment).
+	// Assign offsets (unless kept) and work out the index entries, exactly
+	// as recovery would rebuild them (see scanSegment).
 	idx, tim := l.idxScratch[:0], l.timScratch[:0]
 	maxTs, maxTsOffset := seg.maxTs, seg.maxTsOffset
 	_, lastIdxPos := seg.offsets.last()
 	lastTimeTs, _ := seg.times.last()
-	pos, off := seg.size, first
+	pos, off := seg.size, u.first
 	for p := 0; p < len(batches); {
 		b := batches[p:]
-		binary.BigEndian.PutUint64(b[offBaseOffset:], uint64(off))
+		if !keepOffsets {
+			binary.BigEndian.PutUint64(b[offBaseOffset:], uint64(off))
+		}
 		h, _ := parseHeader(b)
 		if h.maxTimestamp > maxTs {
 			maxTs, maxTsOffset = h.maxTimestamp, h.lastOffset()
@@ -368,7 +450,7 @@ func (l *Log) Append(batches []byte) (first, last int64, err error) {
 
 	l.mu.Lock()
 	if seg.size == 0 {
-		seg.rollTs = unitMaxTs // Kafka's rollingBasedTimestamp
+		seg.rollTs = u.maxTs // Kafka's rollingBasedTimestamp
 	}
 	seg.size = pos
 	seg.end = off
@@ -377,7 +459,7 @@ func (l *Log) Append(batches []byte) (first, last int64, err error) {
 	seg.maxTs, seg.maxTsOffset = maxTs, maxTsOffset
 	l.end.Store(off)
 	l.mu.Unlock()
-	return first, off - 1, nil
+	return u.first, off - 1, nil
 }
 
 // makeRoom grows the active segment's mapped index files when an append

@@ -257,7 +257,7 @@ func (l *Log) ProducerSnapshotAtOrBelow(limit int64) (offset int64, entries []Pr
 	for i := len(offsets) - 1; i >= 0; i-- {
 		off := offsets[i]
 		if off > end {
-			continue // Open removes these; a concurrent Truncate may have made more
+			continue // Open removes these; a concurrent TruncateTo may have made more
 		}
 		path := snapshotPath(l.dir, off)
 		b, err := readSmallFile(l.fsys, path, math.MaxInt32)

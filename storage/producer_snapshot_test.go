@@ -116,13 +116,13 @@ func TestProducerSnapshotsLifecycle(t *testing.T) {
 		if err := l.WriteProducerSnapshot(50, entries); err != nil {
 			t.Fatal(err)
 		}
-		if err := l.Truncate(44); err != nil {
+		if err := l.TruncateTo(44); err != nil {
 			t.Fatal(err)
 		}
 		if offs, _ := l.listSnapshots(); !reflect.DeepEqual(offs, []int64{40}) {
 			t.Fatalf("snapshots after truncation %v", offs)
 		}
-		if err := l.TruncateFully(100); err != nil {
+		if err := l.TruncateFullyAndStartAt(100); err != nil {
 			t.Fatal(err)
 		}
 		if offs, _ := l.listSnapshots(); len(offs) != 0 {

@@ -54,7 +54,7 @@ func TestRandomOperationsKeepInvariants(t *testing.T) {
 					} else {
 						m.truncate(off)
 					}
-					if err := l.Truncate(off); err != nil {
+					if err := l.TruncateTo(off); err != nil {
 						t.Fatalf("seed %d step %d: Truncate(%d): %v", seed, step, off, err)
 					}
 				case op < 19:
@@ -67,7 +67,7 @@ func TestRandomOperationsKeepInvariants(t *testing.T) {
 					if rng.Intn(4) == 0 {
 						off := rng.Int63n(m.end + 10)
 						m = model{start: off, end: off}
-						if err := l.TruncateFully(off); err != nil {
+						if err := l.TruncateFullyAndStartAt(off); err != nil {
 							t.Fatal(err)
 						}
 					}

@@ -193,7 +193,7 @@ func (l *Log) open() error {
 	if len(l.segments) > 0 {
 		start = max(start, l.segments[0].base)
 		if end := l.active().end; start > end {
-			// Files were deleted, or a TruncateFully crashed part way.
+			// Files were deleted, or a TruncateFullyAndStartAt crashed part way.
 			l.logger.Warn("storage: log start offset is past the log end, deleting all segments",
 				"dir", dir, "start", start, "end", end)
 			for _, seg := range l.segments {
@@ -230,6 +230,9 @@ func (l *Log) open() error {
 	l.start.Store(start)
 	l.end.Store(end)
 	if err := l.openSidecars(); err != nil {
+		return err
+	}
+	if err := l.loadHighWatermark(); err != nil {
 		return err
 	}
 

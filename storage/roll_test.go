@@ -142,7 +142,7 @@ func TestRollTimestampSurvivesReopenAndResetsOnTruncation(t *testing.T) {
 
 		// Truncate into the first segment, leaving it with one batch: it
 		// measures from that batch again.
-		if err := l.Truncate(1); err != nil {
+		if err := l.TruncateTo(1); err != nil {
 			t.Fatal(err)
 		}
 		m.truncate(1)
@@ -153,7 +153,7 @@ func TestRollTimestampSurvivesReopenAndResetsOnTruncation(t *testing.T) {
 		// Truncate the active segment empty, long after it was created: it
 		// counts as created now.
 		clock.ms += 1000
-		if err := l.Truncate(l.active().base); err != nil {
+		if err := l.TruncateTo(l.active().base); err != nil {
 			t.Fatal(err)
 		}
 		m.truncate(l.active().base)

@@ -17,7 +17,7 @@ import (
 //
 // The bytes a Slice names are the batches as they were when ReadSlice
 // returned. Appends never change them. A truncation of the log below the
-// slice (replication's Truncate, recovery) can shorten the file under it;
+// slice (replication's TruncateTo, recovery) can shorten the file under it;
 // reading such a range then comes up short, which the reader must treat as
 // an error (Kafka closes the connection in that case too).
 type Slice struct {

@@ -134,7 +134,7 @@ func TestSliceOfTruncatedFileReadsShort(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer s.Release()
-		if err := l.Truncate(4); err != nil {
+		if err := l.TruncateTo(4); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := s.AppendTo(nil); !errors.Is(err, io.ErrUnexpectedEOF) {

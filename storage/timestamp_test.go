@@ -126,7 +126,7 @@ func TestMaxTimestampBatchTiesAndRestarts(t *testing.T) {
 		// Truncating the max away brings back the earlier one.
 		last := m.batches[len(m.batches)-1].first
 		m.truncate(last)
-		if err := l.Truncate(last); err != nil {
+		if err := l.TruncateTo(last); err != nil {
 			t.Fatal(err)
 		}
 		checkTimestamps(t, l, &m, []int64{0, 420, 500, 501})

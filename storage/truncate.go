@@ -62,17 +62,37 @@ func (l *Log) SetStartOffset(offset int64) error {
 	return l.retire(dead)
 }
 
-// Truncate removes every batch holding an offset at or above offset, for
-// replicas that diverged from the leader. A batch that straddles offset is
-// removed whole, so EndOffset afterwards is that batch's base offset (<=
-// offset); callers truncate at batch boundaries. offset >= EndOffset is a
-// no-op. offset below the first segment's base is TruncateFully(offset),
-// as in Kafka; otherwise, if the log start is above the new end it moves
-// down to it.
+// TruncateTo removes every batch whose last offset is >= offset, for a
+// replica whose log diverged from the leader's (Kafka's
+// UnifiedLog.truncateTo). A batch straddling offset goes whole, as in
+// Kafka's LogSegment.truncateTo, so EndOffset afterwards is that batch's
+// base offset (<= offset); followers truncate at batch boundaries. The
+// segments above the new end are deleted and the one holding it is cut:
+// its log file at the batch boundary, its offset and time index entries
+// past it, its transaction index entries of transactions ending past it;
+// it becomes the active segment (indexes preallocated again) with its max
+// timestamp recomputed. Leader-epoch entries starting at or past the new
+// end and producer snapshots past it are removed; the recovery point (the
+// DurableOffset) and the cleaner's first dirty offset are clamped to it.
 //
-// The lowered recovery point is checkpointed first, so a crash part way
-// leaves a state the next Open recovers by scanning.
-func (l *Log) Truncate(offset int64) error {
+// offset >= EndOffset() removes no data, but, as Kafka does, still drops
+// leader-epoch entries starting at or past EndOffset (an epoch a leader
+// assigned at its log end and never wrote in). offset < StartOffset() is
+// TruncateFullyAndStartAt(offset). When the cut leaves nothing at or above
+// the start offset (offset fell in the batch the start offset is in), the
+// start moves down to the new end, the log being empty there. A negative
+// offset is ErrOffsetOutOfRange.
+//
+// It waits for a cleaning round in progress, as retention does (the lock
+// order is in the package doc). Everything it changes is durable when it
+// returns, and a crash at any point leaves files that Open recovers as a
+// prefix of the log before the call: the recovery point is lowered in the
+// checkpoint first (so Open scans the cut segment), segments are deleted
+// last first and the directory synced before the cut, the cut segment is
+// fsynced before the leader-epoch checkpoint shrinks, and Open drops the
+// epoch entries and snapshots past whatever end it finds. An I/O error
+// after the first deletion fails the Log (ErrFailed); reopening recovers.
+func (l *Log) TruncateTo(offset int64) error {
 	defer l.lockSegments()()
 	if err := l.writable(); err != nil {
 		return err
@@ -80,12 +100,18 @@ func (l *Log) Truncate(offset int64) error {
 	if offset < 0 {
 		return fmt.Errorf("%w: truncate to negative offset %d", ErrOffsetOutOfRange, offset)
 	}
-	if offset >= l.end.Load() {
-		return nil
+	if end := l.end.Load(); offset >= end {
+		return l.epochs.truncateFromEnd(end)
 	}
-	if offset < l.segments[0].base {
+	if offset < l.start.Load() {
 		return l.truncateFully(offset)
 	}
+	return l.truncateTo(offset)
+}
+
+// truncateTo is TruncateTo for StartOffset <= offset < EndOffset;
+// lockSegments held.
+func (l *Log) truncateTo(offset int64) error {
 	k := l.segmentFor(offset)
 	seg := l.segments[k]
 	wasActive := k == len(l.segments)-1
@@ -103,32 +129,71 @@ func (l *Log) Truncate(offset int64) error {
 	} else {
 		pos = seg.size
 	}
-	newStart := min(l.start.Load(), newEnd)
-	if rp := min(l.recoveryPoint, newEnd); rp < l.checkpointedRP || newStart != l.start.Load() {
-		if err := writeCheckpoint(l.fsys, l.dir, checkpoint{logStart: newStart, recoveryPoint: rp}); err != nil {
+	start := l.start.Load()
+	newStart := min(start, newEnd)
+
+	// 1. What describes the log is lowered first, durably: the cleaner's
+	// first dirty offset, and the recovery point, so that from here on a
+	// crash makes Open CRC-scan the segment being cut (and cut whatever
+	// torn state it finds). The start offset stays until the data is gone:
+	// lowering it first would show deleted records again after a crash.
+	if err := l.clampFirstDirty(newEnd); err != nil {
+		return err
+	}
+	if rp := min(l.recoveryPoint, newEnd); rp < l.checkpointedRP {
+		if err := writeCheckpoint(l.fsys, l.dir, checkpoint{logStart: start, recoveryPoint: rp}); err != nil {
 			return err
 		}
 		l.checkpointedRP = rp
 	}
 	l.setRecoveryPoint(min(l.recoveryPoint, newEnd))
-	if err := l.epochs.truncateFromEnd(newEnd); err != nil {
+
+	// 2. The data, under mu: from here on memory says the log ends at
+	// newEnd; if the files cannot be made to agree the log is failed, and
+	// reopening recovers. Later segments go first, last first, and their
+	// removal is made durable before the cut, so that no crash leaves a
+	// cut segment followed by a later one (Open refuses that gap).
+	if err := l.cutSegments(k, seg, pos, newEnd, newStart, wasActive); err != nil {
 		return err
 	}
-	if err := l.removeSnapshotsAbove(newEnd); err != nil {
-		return err
+	if err := seg.sync(); err != nil {
+		return l.fail(err)
 	}
 
+	// 3. The sidecars that Open trims to the log anyway.
+	if err := l.epochs.truncateFromEnd(newEnd); err != nil {
+		return l.fail(err)
+	}
+	if err := l.removeSnapshotsAbove(newEnd); err != nil {
+		return l.fail(err)
+	}
+	if newStart != start {
+		// Before this a crash leaves a checkpointed start past the end, and
+		// Open empties the log there.
+		if err := writeCheckpoint(l.fsys, l.dir, checkpoint{logStart: newStart, recoveryPoint: l.checkpointedRP}); err != nil {
+			return l.fail(err)
+		}
+	}
+	return nil
+}
+
+// cutSegments publishes the truncated log (segments after k gone, seg cut
+// at pos, ending at newEnd) and makes the files agree; lockSegments held.
+func (l *Log) cutSegments(k int, seg *segment, pos, newEnd, newStart int64, wasActive bool) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	dead := l.segments[k+1:]
 	l.segments = l.segments[: k+1 : k+1]
 	l.end.Store(newEnd)
 	l.start.Store(newStart)
-	// From here on memory says the log ends at newEnd; if the files cannot
-	// be made to agree the log is failed, and reopening recovers.
 	for i := len(dead) - 1; i >= 0; i-- {
 		if err := dead[i].remove(l.fsys, l.dir); err != nil {
 			return l.fail(err)
+		}
+	}
+	if len(dead) > 0 {
+		if err := l.fsys.SyncDir(l.dir); err != nil {
+			return l.fail(fmt.Errorf("storage: sync %s: %w", l.dir, err))
 		}
 	}
 	idxN, timN := seg.offsets.truncatedEntries(newEnd), seg.times.truncatedEntries(newEnd)
@@ -155,6 +220,20 @@ func (l *Log) Truncate(offset int64) error {
 	return nil
 }
 
+// clampFirstDirty lowers the cleaner checkpoint to off when it lies past
+// it (Kafka's LogCleaner.maybeTruncateCheckpoint): offsets that are
+// appended again after a truncation have not been cleaned. A log without a
+// cleaner checkpoint gets none. cleanMu held.
+func (l *Log) clampFirstDirty(off int64) error {
+	if err := l.loadFirstDirty(); err != nil {
+		return err
+	}
+	if l.firstDirty <= off {
+		return nil
+	}
+	return l.writeFirstDirty(off)
+}
+
 // resetRoll sets the time-based roll state of a segment that becomes (or
 // stays) active after a truncation or an Open, as Kafka's LogSegment does:
 // an empty segment counts as created now, with no first timestamp; one
@@ -177,11 +256,21 @@ func (s *segment) resetRoll(cfg Config, reload bool) error {
 	return nil
 }
 
-// TruncateFully removes all data and restarts the log empty at offset:
-// StartOffset and EndOffset both become offset. It is Kafka's
-// truncateFullyAndStartAt, for a follower whose fetch offset fell below the
-// leader's log start. Durable when it returns.
-func (l *Log) TruncateFully(offset int64) error {
+// TruncateFullyAndStartAt removes every segment and leaves an empty log
+// whose start and end offsets are both offset (Kafka's
+// truncateFullyAndStartAt), for a follower whose fetch offset fell below
+// the leader's log start or a replica that must start over. Producer
+// snapshots and leader-epoch entries all go; the recovery point and the
+// cleaner's first dirty offset become (at most) offset. It waits for a
+// cleaning round in progress. Durable when it returns.
+//
+// A crash part way leaves a prefix of the old log, possibly empty: the
+// snapshots and the leader-epoch checkpoint are removed first (Open
+// rebuilds the epochs from the batches left, the broker replays producer
+// state from the log), then the segments, last first, and only then is
+// the new start checkpointed; an Open that finds no segment starts an
+// empty log at the checkpointed start, the old one or offset.
+func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 	defer l.lockSegments()()
 	if err := l.writable(); err != nil {
 		return err
@@ -192,21 +281,21 @@ func (l *Log) TruncateFully(offset int64) error {
 	return l.truncateFully(offset)
 }
 
-// truncateFully: syncMu and appendMu held.
+// truncateFully is TruncateFullyAndStartAt; lockSegments held.
 func (l *Log) truncateFully(offset int64) error {
-	if err := writeCheckpoint(l.fsys, l.dir, checkpoint{logStart: offset, recoveryPoint: offset}); err != nil {
-		return err
-	}
-	l.setRecoveryPoint(offset)
-	l.checkpointedRP = offset
-	if err := l.epochs.clear(); err != nil {
+	if err := l.clampFirstDirty(offset); err != nil {
 		return err
 	}
 	if err := l.removeSnapshots(func(int64) bool { return true }); err != nil {
 		return err
 	}
+	if err := l.epochs.remove(); err != nil {
+		return err
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	// From here on a failure fails the log; the segments left stay
+	// readable until it is reopened.
 	dead := l.segments
 	for i := len(dead) - 1; i >= 0; i-- {
 		if err := dead[i].remove(l.fsys, l.dir); err != nil {
@@ -214,24 +303,34 @@ func (l *Log) truncateFully(offset int64) error {
 			return l.fail(err)
 		}
 	}
-	ns := newSegment(l.dir, offset, l.cfg)
-	if _, err := ns.openFiles(l.fsys, l.dir, true); err != nil {
-		ns.remove(l.fsys, l.dir)
-		l.segments = nil
-		return l.fail(err)
-	}
-	if err := ns.activate(l.cfg); err != nil {
-		ns.remove(l.fsys, l.dir)
-		l.segments = nil
-		return l.fail(err)
-	}
 	if err := l.fsys.SyncDir(l.dir); err != nil {
-		l.segments = []*segment{ns}
 		return l.fail(fmt.Errorf("storage: sync %s: %w", l.dir, err))
 	}
+	if err := writeCheckpoint(l.fsys, l.dir, checkpoint{logStart: offset, recoveryPoint: offset}); err != nil {
+		return l.fail(err)
+	}
+	l.setRecoveryPoint(offset)
+	l.checkpointedRP = offset
+	ns := newSegment(l.dir, offset, l.cfg)
+	_, err := ns.openFiles(l.fsys, l.dir, true)
+	if err == nil {
+		err = ns.activate(l.cfg)
+	}
+	if err == nil {
+		err = l.fsys.SyncDir(l.dir)
+	}
+	// The new segment is published even on failure, so that reads find a
+	// log (an empty one) until the failed Log is reopened.
 	l.segments = []*segment{ns}
 	l.start.Store(offset)
 	l.end.Store(offset)
+	if err != nil {
+		return l.fail(fmt.Errorf("storage: create segment %d: %w", offset, err))
+	}
+	// The empty leader-epoch checkpoint, now that no batch is left.
+	if err := l.epochs.flush(); err != nil {
+		return l.fail(err)
+	}
 	return nil
 }
 

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-func TestTruncate(t *testing.T) {
+func TestTruncateTo(t *testing.T) {
 	cases := []struct {
 		name   string
 		offset func(m *model, l *Log) int64
@@ -30,7 +30,7 @@ func TestTruncate(t *testing.T) {
 					}
 					off := tc.offset(&m, l)
 					m.truncate(off)
-					if err := l.Truncate(off); err != nil {
+					if err := l.TruncateTo(off); err != nil {
 						t.Fatalf("Truncate(%d): %v", off, err)
 					}
 					m.check(t, l)
@@ -59,13 +59,13 @@ func TestTruncate(t *testing.T) {
 	}
 }
 
-func TestTruncateFullyRestartsAtOffset(t *testing.T) {
+func TestTruncateFullyAndStartAtRestartsAtOffset(t *testing.T) {
 	forEachFS(t, func(t *testing.T, env testEnv) {
 		for _, newStart := range []int64{0, 5, 1000} {
 			l := mustOpen(t, env.fs, env.dir, testConfig())
 			var m model
 			fillLog(t, l, &m, 30)
-			if err := l.TruncateFully(newStart); err != nil {
+			if err := l.TruncateFullyAndStartAt(newStart); err != nil {
 				t.Fatal(err)
 			}
 			m = model{start: newStart, end: newStart}
@@ -85,7 +85,7 @@ func TestTruncateFullyRestartsAtOffset(t *testing.T) {
 	})
 }
 
-func TestTruncateBelowFirstSegmentTruncatesFully(t *testing.T) {
+func TestTruncateToBelowStartTruncatesFully(t *testing.T) {
 	forEachFS(t, func(t *testing.T, env testEnv) {
 		l := mustOpen(t, env.fs, env.dir, testConfig())
 		defer l.Close()
@@ -94,7 +94,7 @@ func TestTruncateBelowFirstSegmentTruncatesFully(t *testing.T) {
 		if err := l.SetStartOffset(l.segments[2].base); err != nil {
 			t.Fatal(err)
 		}
-		if err := l.Truncate(3); err != nil {
+		if err := l.TruncateTo(3); err != nil {
 			t.Fatal(err)
 		}
 		m = model{start: 3, end: 3}

@@ -212,7 +212,7 @@ func TestTxnIndexFollowsTruncationAndRetention(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if err := l.Truncate(4); err != nil {
+		if err := l.TruncateTo(4); err != nil {
 			t.Fatal(err)
 		}
 		if got := l.AbortedTxns(0, 10); !slices.Equal(got, a[:1]) {
