@@ -469,6 +469,21 @@ func (c *cluster) topicID() [16]byte {
 	return [16]byte{}
 }
 
+// describe says who leads each partition of the test topic, under which
+// epoch, with which ISR, as the newest metadata says.
+func (c *cluster) describe() string {
+	var b strings.Builder
+	for p := range int32(partitions) {
+		st, ok := c.partition(topic, p)
+		if !ok {
+			fmt.Fprintf(&b, "[%d: unknown] ", p)
+			continue
+		}
+		fmt.Fprintf(&b, "[%d: leader %d epoch %d isr %v] ", p, st.leader, st.epoch, st.isr)
+	}
+	return strings.TrimSpace(b.String())
+}
+
 // partitionState is a partition as one node's metadata shows it.
 type partitionState struct {
 	leader, epoch int32
