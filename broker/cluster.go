@@ -9,7 +9,9 @@ import (
 	"net"
 	"os"
 	"path"
+	"slices"
 	"sort"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -116,7 +118,7 @@ func (b *Broker) startController(dir string) error {
 		DataDir:                  dir,
 		FS:                       b.catalog.fs,
 		ClusterID:                b.catalog.clusterID,
-		UncleanLeaderElection:    b.cfg.TopicDefaults["unclean.leader.election.enable"] == "true",
+		UncleanLeaderElection:    uncleanDefault(b.cfg.TopicDefaults),
 		SessionTimeout:           time.Duration(b.cfg.BrokerSessionTimeoutMs) * time.Millisecond,
 		DefaultPartitions:        b.cfg.NumPartitions,
 		DefaultReplicationFactor: b.cfg.DefaultReplicationFactor,
@@ -143,6 +145,13 @@ func (b *Broker) startController(dir string) error {
 	c.ctrl = ctrl
 	b.cluster = c
 	return nil
+}
+
+// uncleanDefault is the broker's unclean.leader.election.enable, the
+// default of topics that do not set it.
+func uncleanDefault(defaults map[string]string) bool {
+	on, err := strconv.ParseBool(defaults["unclean.leader.election.enable"])
+	return err == nil && on
 }
 
 // run starts following the image and registering, once the broker listens.
@@ -408,11 +417,15 @@ func (c *cluster) syncImage(im *metadata.Image) {
 				leader: mp.Leader, leaderEpoch: mp.LeaderEpoch, partitionEpoch: mp.PartitionEpoch,
 				replicas: mp.Replicas, isr: mp.ISR, local: mp.Leader == self,
 			}
+			// Published at once, under Broker.mu with the topic, so that no
+			// request sees the partition without its leadership; appends
+			// wait for the role itself (applyRoles, appendGuarded).
+			p.cluster.Store(st)
 			roles = append(roles, roleChange{p: p, topicID: t.id, st: st})
 		}
 	}
 	b.mu.Unlock()
-	c.applyRoles(roles)
+	c.applyRoles(im, roles)
 
 	c.mu.Lock()
 	c.image = im
@@ -514,55 +527,61 @@ func (c *cluster) leaderEndpoint(p *partition) (st *partitionState, br *metadata
 	return st, im.Brokers[st.leader], true
 }
 
+// currentLeader fills KIP-951's current leader of a partition led
+// elsewhere into a Produce v10+ or Fetch v12+ answer (setLeader), and
+// returns the leader's broker when its endpoint belongs in the response's
+// node endpoints: not already listed (listed), and withEndpoints.
+func (c *cluster) currentLeader(p *partition, setLeader func(id, epoch int32), listed func(id int32) bool, withEndpoints bool) (*metadata.Broker, bool) {
+	st, br, ok := c.leaderEndpoint(p)
+	if st != nil {
+		setLeader(st.leader, st.leaderEpoch)
+	}
+	if !ok || !withEndpoints || listed(br.ID) {
+		return nil, false
+	}
+	return br, true
+}
+
+// rackOf is a broker's rack as the node endpoints carry it (null for none).
+func rackOf(br *metadata.Broker) *string {
+	if br.Rack == "" {
+		return nil
+	}
+	rack := br.Rack
+	return &rack
+}
+
 // produceCurrentLeader fills KIP-951's current leader of a partition led
 // elsewhere into a Produce v10+ answer, and the leader's endpoint into the
 // response's node endpoints, so the client re-routes at once.
 func (c *cluster) produceCurrentLeader(p *partition, sp *kmsg.ProduceResponseTopicPartition, resp *kmsg.ProduceResponse) {
-	st, br, ok := c.leaderEndpoint(p)
-	if st != nil {
-		sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = st.leader, st.leaderEpoch
+	br, ok := c.currentLeader(p,
+		func(id, epoch int32) { sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = id, epoch },
+		func(id int32) bool {
+			return slices.ContainsFunc(resp.Brokers, func(b kmsg.ProduceResponseBroker) bool { return b.NodeID == id })
+		}, true)
+	if ok {
+		nb := kmsg.NewProduceResponseBroker()
+		nb.NodeID, nb.Rack = br.ID, rackOf(br)
+		nb.Host, nb.Port = brokerEndpoint(br)
+		resp.Brokers = append(resp.Brokers, nb)
 	}
-	if !ok {
-		return
-	}
-	for _, known := range resp.Brokers {
-		if known.NodeID == br.ID {
-			return
-		}
-	}
-	nb := kmsg.NewProduceResponseBroker()
-	nb.NodeID = br.ID
-	nb.Host, nb.Port = brokerEndpoint(br)
-	if br.Rack != "" {
-		rack := br.Rack
-		nb.Rack = &rack
-	}
-	resp.Brokers = append(resp.Brokers, nb)
 }
 
 // fetchCurrentLeader is produceCurrentLeader for Fetch v12+ (node
 // endpoints from v16).
 func (c *cluster) fetchCurrentLeader(p *partition, sp *kmsg.FetchResponseTopicPartition, resp *kmsg.FetchResponse) {
-	st, br, ok := c.leaderEndpoint(p)
-	if st != nil {
-		sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = st.leader, st.leaderEpoch
+	br, ok := c.currentLeader(p,
+		func(id, epoch int32) { sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = id, epoch },
+		func(id int32) bool {
+			return slices.ContainsFunc(resp.Brokers, func(b kmsg.FetchResponseBroker) bool { return b.NodeID == id })
+		}, resp.Version >= 16)
+	if ok {
+		nb := kmsg.NewFetchResponseBroker()
+		nb.NodeID, nb.Rack = br.ID, rackOf(br)
+		nb.Host, nb.Port = brokerEndpoint(br)
+		resp.Brokers = append(resp.Brokers, nb)
 	}
-	if !ok || resp.Version < 16 {
-		return
-	}
-	for _, known := range resp.Brokers {
-		if known.NodeID == br.ID {
-			return
-		}
-	}
-	nb := kmsg.NewFetchResponseBroker()
-	nb.NodeID = br.ID
-	nb.Host, nb.Port = brokerEndpoint(br)
-	if br.Rack != "" {
-		rack := br.Rack
-		nb.Rack = &rack
-	}
-	resp.Brokers = append(resp.Brokers, nb)
 }
 
 // errNotLocalLeader is a coordinator's append to a partition of its topic

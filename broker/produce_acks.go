@@ -28,9 +28,11 @@ import (
 // enoughISR checks min.insync.replicas before an acks=all append, filling
 // sp with NOT_ENOUGH_REPLICAS when the ISR is too small.
 func enoughISR(t *topic, p *partition, sp *kmsg.ProduceResponseTopicPartition, version int16) bool {
-	isr := p.isrSnapshot()
-	st := p.cluster.Load()
-	minISR := effectiveMinISR(t.effective.Load().minInsyncReplicas, len(st.replicas))
+	isr, replicas, leading := p.leaderISR()
+	if !leading {
+		return true // the append refuses it: NOT_LEADER_OR_FOLLOWER
+	}
+	minISR := effectiveMinISR(t.effective.Load().minInsyncReplicas, replicas)
 	if len(isr) >= minISR {
 		return true
 	}

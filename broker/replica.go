@@ -78,6 +78,12 @@ type followerState struct {
 	lastFetchLeaderLEO int64
 	lastCaughtUpMs     int64
 	brokerEpoch        int64
+	// eligible: the image has the follower's broker registered and
+	// unfenced (Kafka's isReplicaIsrEligible), updated on each image and
+	// fetch. Only an eligible follower joins the ISR, and the high
+	// watermark waits for a caught-up follower outside the ISR only while
+	// it is eligible.
+	eligible bool
 }
 
 // caughtUp is Kafka's Replica.isCaughtUp.
@@ -105,7 +111,9 @@ func (rs *replicaState) maximalISR() []int32 {
 // states are reset, those in the ISR counted as caught up now so that they
 // are not shrunk out at once (Kafka's makeLeader). The append lock is held
 // so that no batch is stamped with the old epoch after the new one begins.
-func (p *partition) becomeLeader(st *partitionState, now, lagMaxMs int64) error {
+//
+// eligible tells, from the image, whether a broker may be in an ISR.
+func (p *partition) becomeLeader(st *partitionState, now, lagMaxMs int64, eligible func(int32) bool) error {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	rs := &p.repl
@@ -146,10 +154,12 @@ func (p *partition) becomeLeader(st *partitionState, now, lagMaxMs int64) error 
 		}
 		rs.followers[id] = f
 	}
-	for id := range rs.followers {
+	for id, f := range rs.followers {
 		if !slices.Contains(st.replicas, id) {
 			delete(rs.followers, id)
+			continue
 		}
+		f.eligible = eligible(id)
 	}
 	return nil
 }
@@ -191,7 +201,7 @@ func (p *partition) becomeNone(st *partitionState) error {
 		return nil
 	}
 	p.logger.Info("no longer a replica; removing the local data", "topic", p.topic, "partition", p.index)
-	if err := truncateFullyAndStartAt(p.log, 0); err != nil {
+	if err := p.log.TruncateFullyAndStartAt(0); err != nil {
 		return err
 	}
 	p.hw.Store(0)
@@ -250,7 +260,7 @@ func (p *partition) maybeIncrementHW(now int64) bool {
 	newHW := leo
 	isr := rs.maximalISR()
 	for id, f := range rs.followers {
-		if f.leo < newHW && (slices.Contains(isr, id) || f.caughtUp(p.log.EndOffset(), now, rs.lagMaxMs)) {
+		if f.leo < newHW && (slices.Contains(isr, id) || f.eligible && f.caughtUp(p.log.EndOffset(), now, rs.lagMaxMs)) {
 			newHW = f.leo // -1 while unknown: the high watermark waits
 		}
 	}
@@ -288,7 +298,7 @@ func (p *partition) followerFetch(replica int32, brokerEpoch, fetchOffset, leade
 	case fetchOffset >= f.lastFetchLeaderLEO:
 		f.lastCaughtUpMs = max(f.lastCaughtUpMs, f.lastFetchMs)
 	}
-	f.leo, f.lastFetchMs, f.lastFetchLeaderLEO, f.brokerEpoch = fetchOffset, now, leaderEnd, brokerEpoch
+	f.leo, f.lastFetchMs, f.lastFetchLeaderLEO, f.brokerEpoch, f.eligible = fetchOffset, now, leaderEnd, brokerEpoch, eligible
 	// Kafka's maybeExpandIsr: not in the ISR, no change in flight, caught
 	// up to the high watermark and to the start of this leader epoch,
 	// fetching at the current epoch.
@@ -395,13 +405,13 @@ func (p *partition) alterDone(gen uint64, leaderEpoch int32, isr []int32, partit
 	return p.maybeIncrementHW(now)
 }
 
-// isrSize is the size of the committed ISR, which min.insync.replicas is
-// checked against (Kafka's partitionState.isr).
-func (p *partition) isrSize() int {
+// leaderISR returns the committed ISR and the number of replicas, and
+// whether this broker leads the partition.
+func (p *partition) leaderISR() (isr []int32, replicas int, leading bool) {
 	rs := &p.repl
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	return len(rs.isr)
+	return slices.Clone(rs.isr), len(rs.replicas), rs.role == roleLeader
 }
 
 // isrSnapshot returns the committed ISR.
@@ -428,4 +438,19 @@ func (p *partition) followerHW(leaderHW int64) bool {
 		return true
 	}
 	return false
+}
+
+// followerView is the leader's view of follower id (Kafka's
+// Replica.stateSnapshot): its log end offset (-1 while unknown) and when
+// it was last caught up with the leader's log end (Unix ms). ok is false
+// when this broker does not lead the partition or id is not a follower.
+func (p *partition) followerView(id int32) (leo, lastCaughtUpMs int64, ok bool) {
+	rs := &p.repl
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	f := rs.followers[id]
+	if rs.role != roleLeader || f == nil {
+		return -1, 0, false
+	}
+	return f.leo, f.lastCaughtUpMs, true
 }

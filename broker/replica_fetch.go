@@ -23,6 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-broker/gregor/coordinator/controller/metadata"
 	"github.com/gregor-broker/gregor/storage"
 )
 
@@ -69,7 +70,7 @@ func (b *Broker) readReplica(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopicPa
 			records = storage.Slice{}
 		}
 	}
-	eligible := b.cluster.isrEligible(replica, req.ReplicaState.Epoch)
+	eligible := isrEligible(b.cluster.currentImage(), replica, req.ReplicaState.Epoch)
 	ok, moved, expand := p.followerFetch(replica, req.ReplicaState.Epoch, rp.FetchOffset, leo, rp.CurrentLeaderEpoch, eligible, time.Now().UnixMilli())
 	if !ok {
 		records.Release()
@@ -92,8 +93,7 @@ func (b *Broker) readReplica(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopicPa
 // isrEligible reports whether broker may join an ISR: registered in the
 // image, unfenced, and at the broker epoch it fetched with (-1: not given,
 // below Fetch v15).
-func (c *cluster) isrEligible(broker int32, epoch int64) bool {
-	im := c.currentImage()
+func isrEligible(im *metadata.Image, broker int32, epoch int64) bool {
 	if im == nil {
 		return false
 	}

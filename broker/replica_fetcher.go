@@ -365,7 +365,11 @@ func (f *replicaFetcher) processResponse(resp *kmsg.FetchResponse, sent map[*par
 			p := s.fp.p
 			switch err := kerr.ErrorForCode(rp.ErrorCode); {
 			case err == nil:
-				if err := f.processPartition(s, rp); err != nil {
+				err := f.processPartition(s, rp)
+				if errors.Is(err, errInvalidFromLeader) {
+					f.c.b.log.Warn("invalid records from the leader; fetching again", "topic", p.topic, "partition", p.index, "leader", f.leader, "err", err)
+					f.mark(s.fp, func(fp *fetchPartition) { fp.delayUntil = time.Now().Add(backoff) })
+				} else if err != nil {
 					f.c.b.log.Error("replicating from the leader failed; this replica stops fetching the partition",
 						"topic", p.topic, "partition", p.index, "leader", f.leader, "err", err)
 					f.mark(s.fp, func(fp *fetchPartition) { fp.failed = true })
@@ -431,6 +435,12 @@ func (f *replicaFetcher) processPartition(s sentPartition, rp *kmsg.FetchRespons
 	return nil
 }
 
+// errInvalidFromLeader is records from the leader that fail their checks
+// (a bad CRC, a gap in the offsets): the fetch is retried after a backoff,
+// as Kafka's fetcher retries a CorruptRecordException, while a failing
+// local log stops the partition.
+var errInvalidFromLeader = errors.New("broker: invalid records from the leader")
+
 // appendFromLeader appends the whole batches of records, fetched at
 // fetchOffset at leaderEpoch, keeping their offsets, and updates the
 // producer state from them as recovery does. It returns the new log end,
@@ -448,10 +458,10 @@ func (p *partition) appendFromLeader(leaderEpoch int32, fetchOffset int64, recor
 		return nil
 	})
 	if err != nil {
-		return 0, fmt.Errorf("broker: a batch from the leader: %w", err)
+		return 0, fmt.Errorf("%w: %w", errInvalidFromLeader, err)
 	}
 	if splitErr != nil && !errors.Is(splitErr, batch.ErrTruncated) {
-		return 0, fmt.Errorf("broker: the records from the leader: %w", splitErr)
+		return 0, fmt.Errorf("%w: %w", errInvalidFromLeader, splitErr)
 	}
 	whole := records[:n]
 	if n == 0 {
@@ -466,7 +476,10 @@ func (p *partition) appendFromLeader(leaderEpoch int32, fetchOffset int64, recor
 	if !following || p.log.EndOffset() != fetchOffset {
 		return 0, nil
 	}
-	first, last, err := appendReplicated(p.log, whole)
+	first, last, err := p.log.AppendReplicated(whole)
+	if errors.Is(err, storage.ErrInvalidBatch) {
+		return 0, fmt.Errorf("%w: %w", errInvalidFromLeader, err)
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -522,25 +535,40 @@ func (p *partition) truncateDiverging(leaderEpoch, divEpoch int32, divEnd int64)
 		return nil
 	}
 	end := p.log.EndOffset()
-	to := min(divEnd, end)
-	if divEpoch >= 0 {
-		if e, off := p.log.EndOffsetForEpoch(divEpoch); e != storage.UndefinedEpoch {
-			if e != divEpoch {
-				to = min(off, end) // an epoch the follower does not know: its own end below it
-			} else {
-				to = min(off, divEnd, end)
-			}
-		}
-	}
+	to := truncationOffset(divEpoch, divEnd, end, p.log.EndOffsetForEpoch)
 	if to >= end {
 		return nil
 	}
 	p.logger.Info("truncating a diverged replica", "topic", p.topic, "partition", p.index, "from", end, "to", to,
 		"leader_epoch", divEpoch, "leader_end", divEnd)
-	if err := truncateTo(p.log, to); err != nil {
+	if err := p.log.TruncateTo(to); err != nil {
 		return err
 	}
 	return p.reloadProducers()
+}
+
+// truncationOffset is where a follower whose log ends at logEnd truncates
+// when the leader answers that its epoch divEpoch ends at divEnd (Kafka's
+// AbstractFetcherThread.getOffsetTruncationState). localEndFor is the
+// follower's own epoch cache (Log.EndOffsetForEpoch). An epoch the follower
+// does not know takes it to the end of its largest epoch below it, from
+// where its next fetch (at that epoch) finds the rest.
+func truncationOffset(divEpoch int32, divEnd, logEnd int64, localEndFor func(int32) (int32, int64)) int64 {
+	switch {
+	case divEnd < 0:
+		return logEnd // the leader knows no offset: nothing to truncate
+	case divEpoch < 0:
+		return min(divEnd, logEnd)
+	}
+	e, off := localEndFor(divEpoch)
+	switch {
+	case e == storage.UndefinedEpoch:
+		return min(divEnd, logEnd) // below every epoch the follower has
+	case e != divEpoch:
+		return min(off, logEnd)
+	default:
+		return min(off, divEnd, logEnd)
+	}
 }
 
 // reloadProducers rebuilds the producer state after a truncation, from the
@@ -598,7 +626,7 @@ func (p *partition) startOverAt(leaderEpoch int32, fetchOffset, leaderStart int6
 	}
 	p.logger.Info("the leader's log starts past this replica's end; starting over", "topic", p.topic, "partition", p.index,
 		"end", fetchOffset, "leader_start", leaderStart)
-	if err := truncateFullyAndStartAt(p.log, leaderStart); err != nil {
+	if err := p.log.TruncateFullyAndStartAt(leaderStart); err != nil {
 		return err
 	}
 	p.hw.Store(leaderStart)

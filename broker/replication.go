@@ -8,7 +8,6 @@ package broker
 import (
 	"context"
 	"errors"
-	"net"
 	"slices"
 	"time"
 
@@ -29,7 +28,7 @@ type roleChange struct {
 // ReplicaManager.applyDelta): leader, follower or none, and hands the
 // followed partitions to the fetcher of their leader. Called on the image
 // goroutine, holding no lock.
-func (c *cluster) applyRoles(roles []roleChange) {
+func (c *cluster) applyRoles(im *metadata.Image, roles []roleChange) {
 	b := c.b
 	self := b.cfg.NodeID
 	now := time.Now().UnixMilli()
@@ -38,24 +37,21 @@ func (c *cluster) applyRoles(roles []roleChange) {
 		p, st := rc.p, rc.st
 		switch {
 		case st.leader == self:
-			if err := p.becomeLeader(st, now, b.cfg.ReplicaLagTimeMaxMs); err != nil {
+			if err := p.becomeLeader(st, now, b.cfg.ReplicaLagTimeMaxMs, func(id int32) bool { return isrEligible(im, id, -1) }); err != nil {
 				b.log.Error("taking the lead failed", "topic", p.topic, "partition", p.index, "err", err)
 				// Refuse produce rather than append at a wrong epoch.
 				p.cluster.Store(&partitionState{leader: st.leader, leaderEpoch: st.leaderEpoch, partitionEpoch: st.partitionEpoch,
 					replicas: st.replicas, isr: st.isr, local: false})
 				continue
 			}
-			p.cluster.Store(st)
 			p.appended() // the high watermark may move (a lone ISR), waiters re-check
 		case slices.Contains(st.replicas, self):
-			p.cluster.Store(st)
 			p.becomeFollower(st)
 			p.wake() // acks=all produces waiting here fail over
 			if st.leader >= 0 {
 				follow[st.leader] = append(follow[st.leader], fetchTarget{p: p, topicID: rc.topicID, leaderEpoch: st.leaderEpoch})
 			}
 		default:
-			p.cluster.Store(st)
 			if err := p.becomeNone(st); err != nil {
 				b.log.Error("removing the data of a replica no longer hosted failed", "topic", p.topic, "partition", p.index, "err", err)
 			}
@@ -124,7 +120,7 @@ func (c *cluster) checkpointHighWatermarks() {
 		if p.hwCheckpointed.Load() == hw {
 			continue
 		}
-		if err := writeHighWatermark(p.log, hw); err != nil {
+		if err := p.log.WriteHighWatermark(hw); err != nil {
 			c.b.log.Warn("checkpointing the high watermark failed", "topic", p.topic, "partition", p.index, "err", err)
 			continue
 		}
@@ -152,6 +148,11 @@ func (c *cluster) alterISR(p *partition, topicID [16]byte) {
 			ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
 			res, err := c.alterPartition(ctx, req, p.followerEpochs())
 			cancel()
+			if err == nil && errors.Is(res.Err, kerr.NotController) {
+				// The controller's metadata is behind this request's epochs:
+				// retriable, as Kafka's AlterPartitionManager treats it.
+				err = res.Err
+			}
 			if err == nil {
 				if p.alterDone(gen, leaderEpoch, res.ISR, res.PartitionEpoch, res.Err, time.Now().UnixMilli()) {
 					p.wake()
@@ -193,11 +194,4 @@ func (c *cluster) alterPartition(ctx context.Context, req controller.AlterPartit
 		return controller.AlterPartitionResult{}, errors.New("broker: the controller answered no partition")
 	}
 	return results[0], nil
-}
-
-// isTransient reports whether err from a replication call is worth a
-// retry: the peer went away or is not ready.
-func isTransient(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) || errors.Is(err, kerr.NotController) || errors.Is(err, context.DeadlineExceeded)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gregor-broker/gregor/protocol/batch"
+	"github.com/gregor-broker/gregor/storage"
 )
 
 // createReplicated creates topic with the given partitions and
@@ -36,8 +38,12 @@ func (tc *testCluster) createReplicated(topic string, partitions int32, rf int16
 				return false
 			}
 			for _, p := range t.partitions {
-				if st := p.cluster.Load(); st == nil || st.leader < 0 {
+				st := p.cluster.Load()
+				if st == nil || st.leader < 0 {
 					return false
+				}
+				if _, leading := p.leaderEpochIfLeading(); st.leader == id && !leading {
+					return false // the image's leader has not taken the role yet
 				}
 			}
 			return true
@@ -225,7 +231,7 @@ func TestReplicationMinInsyncReplicas(t *testing.T) {
 }
 
 // testBatch is one uncompressed batch of n records without a producer id.
-func testBatch(t *testing.T, n int) []byte {
+func testBatch(t testing.TB, n int) []byte {
 	t.Helper()
 	recs := make([]batch.Record, n)
 	for i := range recs {
@@ -377,10 +383,8 @@ func TestReplicationAcksAllWaitsForASlowFollower(t *testing.T) {
 	go func() { answered <- rawProduceAcks(t, addr, "slow", 0, -1, 60000, 5) }()
 	end := int64(10)
 	waitLong(t, "the append and the other follower to catch up", func() bool {
-		lp.repl.mu.Lock()
-		defer lp.repl.mu.Unlock()
-		f := lp.repl.followers[other]
-		return lp.log.EndOffset() == end && f != nil && f.leo == end
+		leo, _, ok := lp.followerView(other)
+		return lp.log.EndOffset() == end && ok && leo == end
 	})
 	select {
 	case sp := <-answered:
@@ -523,4 +527,50 @@ func TestReplicationFailover(t *testing.T) {
 	})
 	end := lp.log.EndOffset()
 	tc.waitReplicated("failover", 0, end)
+}
+
+func TestReplicationSurvivesAFullRestart(t *testing.T) {
+	tc := startCluster(t, 3)
+	tc.createReplicated("restart", 1, 3, nil)
+	cl := tc.client(1, kgo.RequiredAcks(kgo.AllISRAcks()))
+	produceSync(t, cl, "restart", 0, 50)
+	leader := tc.leaderOf(1, "restart", 0)
+	end := tc.part(leader, "restart", 0).log.EndOffset()
+	tc.waitReplicated("restart", 0, end)
+	cl.Close()
+
+	// Every node checkpoints its high watermark when it closes.
+	for _, id := range tc.live() {
+		tc.close(id)
+		dir := filepath.Join(tc.cfgs[id].DataDir, partitionDir("restart", 0))
+		l, err := storage.Open(storage.OSFS{}, dir, storage.DefaultConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		hw, ok := l.HighWatermarkCheckpoint()
+		l.Close()
+		if !ok || hw != end {
+			t.Fatalf("node %d checkpointed high watermark %d (%v), want %d", id, hw, ok, end)
+		}
+	}
+	for id := int32(1); id <= 3; id++ {
+		tc.restart(id)
+	}
+	tc.waitForBrokers(tc.live(), 3)
+	waitLong(t, "a leader with all three replicas in its ISR", func() bool {
+		l := tc.leaderOf(1, "restart", 0)
+		if l < 0 {
+			return false
+		}
+		_, leading := tc.part(l, "restart", 0).leaderEpochIfLeading()
+		return leading && len(tc.part(l, "restart", 0).isrSnapshot()) == 3
+	})
+	cl = tc.client(2, kgo.RequiredAcks(kgo.AllISRAcks()))
+	produceSync(t, cl, "restart", 50, 50)
+	leader = tc.leaderOf(1, "restart", 0)
+	end = tc.part(leader, "restart", 0).log.EndOffset()
+	if end != 100 {
+		t.Fatalf("log end %d after 100 records", end)
+	}
+	tc.waitReplicated("restart", 0, end)
 }

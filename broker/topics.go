@@ -216,7 +216,7 @@ func (c *catalog) openPartition(t *topic, p int32) (*partition, error) {
 	if c.clusterMode {
 		// The image gives the partition its role and leader epoch; until
 		// then its high watermark is the checkpointed one.
-		hw, _ := highWatermarkCheckpoint(l)
+		hw, _ := l.HighWatermarkCheckpoint()
 		part.hw.Store(min(max(hw, l.StartOffset()), l.EndOffset()))
 		part.hwCheckpointed.Store(part.hw.Load())
 	} else if err := l.AssignEpoch(part.leaderEpoch.Load(), l.EndOffset()); err != nil {

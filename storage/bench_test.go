@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"encoding/binary"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -30,6 +31,42 @@ func BenchmarkAppend(b *testing.B) {
 				written := 0
 				for b.Loop() {
 					if _, _, err := l.Append(batch); err != nil {
+						b.Fatal(err)
+					}
+					if written += len(batch); env.name == "mem" && written > 256<<20 {
+						b.StopTimer()
+						if err := l.TruncateFullyAndStartAt(l.EndOffset()); err != nil {
+							b.Fatal(err)
+						}
+						written = 0
+						b.StartTimer()
+					}
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkAppendReplicated is BenchmarkAppend for a follower: the same
+// batches, each carrying the offset the leader gave it, appended with
+// AppendReplicated, which also checks their CRC-32C. The batch's base
+// offset is set before each call, outside the timer's interest (it is
+// outside the CRC, as the leader's fetch response carries it).
+func BenchmarkAppendReplicated(b *testing.B) {
+	for _, size := range []int{1 << 10, 64 << 10} {
+		for _, env := range benchFS(b) {
+			b.Run(fmt.Sprintf("%dKiB/%s", size>>10, env.name), func(b *testing.B) {
+				cfg := DefaultConfig()
+				cfg.Logger = quietLogger
+				l := mustOpen(b, env.fs, env.dir, cfg)
+				defer l.Delete()
+				batch := makeBatch(batchSpec{records: 10, maxTs: 1, valueSize: size/10 - 8})
+				b.SetBytes(int64(len(batch)))
+				b.ReportAllocs()
+				written := 0
+				for b.Loop() {
+					binary.BigEndian.PutUint64(batch, uint64(l.EndOffset()))
+					if _, _, err := l.AppendReplicated(batch); err != nil {
 						b.Fatal(err)
 					}
 					if written += len(batch); env.name == "mem" && written > 256<<20 {

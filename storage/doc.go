@@ -25,6 +25,8 @@
 //	  leader-epoch-checkpoint         leader epochs and their start offsets
 //	  00000000000000001200.snapshot   producer state of offsets [0, 1200)
 //	  gregor.cleaner-checkpoint       first dirty offset (compacted logs)
+//	  high-watermark.checkpoint       the high watermark the broker last
+//	                                  checkpointed (replicas)
 //	  .gregor_cleanshutdown           present only while closed cleanly
 //
 // Transient names: <segment file>.deleted (a segment retention or the
@@ -182,6 +184,61 @@
 //
 // The latest two are kept; those past the log end after a truncation or a
 // torn tail are deleted, and a corrupt one is deleted when read.
+//
+// high-watermark.checkpoint is text, replaced atomically
+// (highwatermark.go), read at Open and clamped to the recovered log; a
+// damaged one is ignored with a warning:
+//
+//	0                       version
+//	high-watermark 1234
+//
+// # Replicas: AppendReplicated and truncation
+//
+// A follower appends the leader's batches with AppendReplicated, which is
+// Append with the batches' own offsets kept (and their CRCs checked): the
+// same roll, index and epoch maintenance, so a follower's files are what
+// the leader's would be for the same appends. Offsets may skip where the
+// leader's log was compacted; segments stay contiguous (a new segment
+// starts at the log end, its first batch possibly after its base).
+//
+// TruncateTo and TruncateFullyAndStartAt write in an order that leaves,
+// after a crash at any step, a log Open recovers as a prefix of the old
+// one:
+//
+//	TruncateTo(offset), new end E:
+//	  1. cleaner checkpoint and recovery point lowered to E (durable):
+//	     from now on Open CRC-scans the segment being cut
+//	  2. segments after the one holding E deleted, last first; directory
+//	     fsynced (a cut segment followed by a later one would be a hole)
+//	  3. that segment's .log cut at the batch boundary, its index, time
+//	     index and .txnindex entries past E removed; fsynced
+//	  4. leader-epoch entries from E on and snapshots past E removed
+//	     (Open also drops those past whatever end it finds)
+//	  5. only if the start offset comes down to E: the checkpoint (a
+//	     crash before it leaves the start past the end: Open empties the
+//	     log there rather than show deleted records again)
+//
+//	TruncateFullyAndStartAt(offset):
+//	  1. cleaner checkpoint clamped; every producer snapshot and the
+//	     leader-epoch checkpoint removed (Open rebuilds epochs from the
+//	     batches a crash leaves)
+//	  2. segments deleted, last first; directory fsynced
+//	  3. checkpoint: start and recovery point = offset
+//	  4. the new empty segment; the empty leader-epoch checkpoint
+//
+// Lock order (Log's doc comment has the details; take left before right):
+//
+//	cleanMu -> syncMu -> appendMu -> mu -> deleteMu
+//	hwMu -> mu
+//
+// Append and AppendReplicated take appendMu, and mu only to publish.
+// Truncations, retention, SetStartOffset, Close and Delete take cleanMu,
+// syncMu and appendMu (lockSegments), then mu to change the segment list,
+// so a truncation waits for a cleaning round in progress, which holds
+// cleanMu throughout, and the round, starting afterwards, sees only the
+// truncated log; the cleaner checkpoint is clamped under cleanMu.
+// WriteHighWatermark takes only hwMu (and mu briefly, to see Close). The
+// leader-epoch cache's lock is a leaf after all of these.
 //
 // # Reading without copying
 //

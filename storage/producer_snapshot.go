@@ -287,7 +287,10 @@ func (l *Log) removeSnapshotsAbove(end int64) error {
 // ActiveSegmentBase returns the base offset of the active segment. Right
 // after an Append, it equals the append's first offset exactly when the
 // append rolled a new segment (or went into an empty log), which is when
-// the broker snapshots its producer state.
+// the broker snapshots its producer state. After an AppendReplicated it
+// equals the EndOffset from before the call in that case: a segment
+// starts at the log end, and the first batch may start after it when the
+// leader's offsets skip.
 func (l *Log) ActiveSegmentBase() int64 {
 	l.mu.RLock()
 	defer l.mu.RUnlock()

@@ -314,3 +314,40 @@ func TestAppendReplicatedFlushPolicy(t *testing.T) {
 		t.Fatalf("after a power loss EndOffset = %d, want 4", lost.EndOffset())
 	}
 }
+
+// TestTruncateToWhereOffsetsSkip: in a log with gaps (a compacted leader's
+// batches), a truncation ends the log after the last batch kept, which is
+// also where Open finds it ends.
+func TestTruncateToWhereOffsetsSkip(t *testing.T) {
+	at := func(off int64, records int) []byte {
+		return withOffset(makeBatch(batchSpec{records: records, maxTs: off, valueSize: 5}), off)
+	}
+	for _, tc := range []struct {
+		offset, wantEnd int64
+	}{
+		{0, 0}, {2, 0}, {3, 3}, {4, 3}, {5, 3}, {6, 3}, {7, 7}, {9, 7}, {10, 7}, {11, 11}, {12, 12},
+	} {
+		forEachFS(t, func(t *testing.T, env testEnv) {
+			l := mustOpen(t, env.fs, env.dir, testConfig())
+			// Offsets 0-2, 5-6, 10, 11: gaps 3-4 and 7-9.
+			if _, _, err := l.AppendReplicated(bytes.Join([][]byte{at(0, 3), at(5, 2), at(10, 1), at(11, 1)}, nil)); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.TruncateTo(tc.offset); err != nil {
+				t.Fatal(err)
+			}
+			if got := l.EndOffset(); got != tc.wantEnd {
+				t.Fatalf("TruncateTo(%d): EndOffset %d, want %d", tc.offset, got, tc.wantEnd)
+			}
+			crash(l)
+			l = mustOpen(t, env.fs, env.dir, testConfig())
+			defer l.Close()
+			if got := l.EndOffset(); got != tc.wantEnd {
+				t.Fatalf("TruncateTo(%d), reopened: EndOffset %d, want %d", tc.offset, got, tc.wantEnd)
+			}
+			if _, _, err := l.AppendReplicated(at(tc.wantEnd, 1)); err != nil {
+				t.Fatalf("AppendReplicated at the new end: %v", err)
+			}
+		})
+	}
+}

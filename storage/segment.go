@@ -205,12 +205,19 @@ func (s *segment) closeFiles() error {
 	return nil
 }
 
-// remove closes and deletes the segment's files.
+// remove closes and deletes the segment's files, the .log first and the
+// others only once it is gone: a crash or an error part way leaves either
+// the whole segment or index files without a .log, which Open removes,
+// never a .log without its .txnindex, whose aborted transactions Open
+// could not rebuild.
 func (s *segment) remove(fsys FS, dir string) error {
 	errs := []error{s.closeFiles()}
-	for _, suffix := range []string{txnIndexSuffix, timeIndexSuffix, indexSuffix, logSuffix} {
+	for _, suffix := range []string{logSuffix, txnIndexSuffix, timeIndexSuffix, indexSuffix} {
 		if err := fsys.Remove(segmentPath(dir, s.base, suffix)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
+			if suffix == logSuffix {
+				break
+			}
 		}
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -66,7 +66,10 @@ func (l *Log) SetStartOffset(offset int64) error {
 // replica whose log diverged from the leader's (Kafka's
 // UnifiedLog.truncateTo). A batch straddling offset goes whole, as in
 // Kafka's LogSegment.truncateTo, so EndOffset afterwards is that batch's
-// base offset (<= offset); followers truncate at batch boundaries. The
+// base offset (<= offset); followers truncate at batch boundaries. Where
+// offsets skip (a compacted leader's batches, kept by AppendReplicated) it
+// is the offset after the last batch kept, which Open derives too (Kafka
+// sets the end to offset itself, and its recovery then to what ours is). The
 // segments above the new end are deleted and the one holding it is cut:
 // its log file at the batch boundary, its offset and time index entries
 // past it, its transaction index entries of transactions ending past it;
@@ -125,7 +128,12 @@ func (l *Log) truncateTo(offset int64) error {
 	}
 	newEnd := seg.end
 	if found {
-		newEnd = h.baseOffset
+		// h.baseOffset, unless a gap precedes the batch (AppendReplicated
+		// of a compacted leader's batches): the end is where the batches
+		// kept end, as Open will find it.
+		if newEnd, err = seg.endBefore(pos, h.baseOffset); err != nil {
+			return err
+		}
 	} else {
 		pos = seg.size
 	}
@@ -175,6 +183,26 @@ func (l *Log) truncateTo(offset int64) error {
 		}
 	}
 	return nil
+}
+
+// endBefore returns the offset after the last batch before pos, the
+// segment's base when there is none: where the segment ends when cut at
+// pos. It is next, the base offset of the batch at pos, unless offsets
+// skip before that batch. It walks headers from the index entry below
+// next.
+func (s *segment) endBefore(pos, next int64) (int64, error) {
+	_, p := s.offsets.lookup(next - 1)
+	end := s.base
+	var scratch [batchHeaderSize]byte
+	for p < pos {
+		h, err := s.readHeader(p, scratch[:])
+		if err != nil {
+			return 0, err
+		}
+		end = h.nextOffset()
+		p += h.size
+	}
+	return end, nil
 }
 
 // cutSegments publishes the truncated log (segments after k gone, seg cut

@@ -126,8 +126,9 @@ func TestTruncateToInsideTheStartBatch(t *testing.T) {
 // the reopened log is always a prefix of the log before the truncation
 // (at least the part the truncation keeps, for TruncateTo), byte for byte,
 // with no deleted record shown again, leader epochs that agree with its
-// batches, no producer snapshot past its end, a cleaner checkpoint inside
-// it, and lookups that work; and it takes appends. Once the truncation
+// batches, the aborted transactions of its batches and no others, no
+// producer snapshot past its end, a cleaner checkpoint inside it, and
+// lookups that work; and it takes appends. Once the truncation
 // succeeds, both reopen to exactly the truncated log.
 func TestTruncateCrashAtEveryStepLeavesAPrefix(t *testing.T) {
 	type op struct {
@@ -161,78 +162,124 @@ func TestTruncateCrashAtEveryStepLeavesAPrefix(t *testing.T) {
 			return -1, end, end, l.TruncateFullyAndStartAt(end)
 		}},
 	}
+	// failOnly fails the n-th operation alone: a transient error, after
+	// which the truncation's own later steps (inside one, such as removing
+	// a segment's files) would go on if the code let them.
+	failOnly := func(n int) Injector {
+		seen := 0
+		return func(Op, string, int) Fault {
+			seen++
+			if seen == n+1 {
+				return Fault{Err: ErrInjected}
+			}
+			return Fault{}
+		}
+	}
+	faults := []struct {
+		name string
+		inj  func(n int) Injector
+	}{
+		{"every operation from the n-th fails", func(n int) Injector { return FailAfter(n, ErrInjected) }},
+		{"only the n-th operation fails", failOnly},
+	}
 	cfg := testConfig()
 	for _, o := range ops {
-		t.Run(o.name, func(t *testing.T) {
-			for n := 0; ; n++ {
-				mem := NewMemFS()
-				ffs := NewFaultFS(mem, nil)
-				const dir = "/p-0"
-				l := mustOpen(t, ffs, dir, cfg)
-				var m model
-				fillEpochs(t, l, &m, 50, rand.New(rand.NewSource(3)))
-				// A start at a segment base: BatchAtTimestamp, as Kafka's,
-				// searches only the first segment reaching a timestamp,
-				// whose batches below the start checkLookups does not model.
-				if err := l.SetStartOffset(l.segments[1].base); err != nil {
-					t.Fatal(err)
-				}
-				for _, seg := range l.segments[1:] {
-					if err := l.WriteProducerSnapshot(seg.base, sampleSnapshot()); err != nil {
-						t.Fatal(err)
-					}
-				}
-				l.cleanMu.Lock()
-				err := l.writeFirstDirty(l.EndOffset() - 1)
-				l.cleanMu.Unlock()
-				if err == nil {
-					err = l.Sync()
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				if len(l.segments) < 4 {
-					t.Fatalf("only %d segments", len(l.segments))
-				}
-				old, oldStart, oldEpochs := walkLog(t, l), l.StartOffset(), l.Epochs()
+		for _, f := range faults {
+			t.Run(o.name+"/"+f.name, func(t *testing.T) { sweepTruncation(t, cfg, o.do, f.inj) })
+		}
+	}
+}
 
-				ffs.Arm(FailAfter(n, ErrInjected))
-				keep, wantEnd, wantStart, err := o.do(l)
-				ffs.Arm(nil)
-				crash(l)
-				lost := mem.CrashClone() // before the reopen below writes to mem
-				for _, kind := range []string{"process crash", "power loss"} {
-					fsys := FS(mem)
-					if kind == "power loss" {
-						fsys = lost
-					}
-					where := fmt.Sprintf("n=%d (err %v), %s", n, err, kind)
-					r, oerr := Open(fsys, dir, cfg)
-					if oerr != nil {
-						t.Fatalf("%s: Open: %v", where, oerr)
-					}
-					checkPrefixOf(t, where, r, old, oldStart, oldEpochs, keep)
-					if err == nil && (r.EndOffset() != wantEnd || r.StartOffset() != wantStart) {
-						t.Fatalf("%s: a completed truncation reopens as [%d, %d), want [%d, %d)",
-							where, r.StartOffset(), r.EndOffset(), wantStart, wantEnd)
-					}
-					end := r.EndOffset()
-					if _, _, aerr := r.Append(epochBatch(90, 2)); aerr != nil {
-						t.Fatalf("%s: Append after reopen: %v", where, aerr)
-					}
-					if got := r.Epochs(); len(got) == 0 || got[len(got)-1] != (EpochEntry{90, end}) {
-						t.Fatalf("%s: epochs after an append at %d: %v", where, end, got)
-					}
-					crash(r)
+// sweepTruncation is TestTruncateCrashAtEveryStepLeavesAPrefix for one
+// truncation and one kind of fault.
+func sweepTruncation(t *testing.T, cfg Config, do func(l *Log) (keep, end, start int64, err error), inj func(n int) Injector) {
+	for n := 0; ; n++ {
+		mem := NewMemFS()
+		ffs := NewFaultFS(mem, nil)
+		const dir = "/p-0"
+		l := mustOpen(t, ffs, dir, cfg)
+		var m model
+		fillEpochs(t, l, &m, 50, rand.New(rand.NewSource(3)))
+		// A start at a segment base: BatchAtTimestamp, as Kafka's,
+		// searches only the first segment reaching a timestamp,
+		// whose batches below the start checkLookups does not model.
+		if err := l.SetStartOffset(l.segments[1].base); err != nil {
+			t.Fatal(err)
+		}
+		for _, seg := range l.segments[1:] {
+			if err := l.WriteProducerSnapshot(seg.base, sampleSnapshot()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// An aborted transaction ending at every fifth batch.
+		var aborted []AbortedTxn
+		for i, b := range walkLog(t, l) {
+			if i%5 == 4 {
+				a := AbortedTxn{ProducerID: int64(i), FirstOffset: b.base, LastOffset: b.last, LastStableOffset: b.last}
+				if err := l.AppendAbortedTxn(a); err != nil {
+					t.Fatal(err)
 				}
-				if err == nil {
-					if n == 0 {
-						t.Fatal("no operation was failed")
-					}
-					return
+				aborted = append(aborted, a)
+			}
+		}
+		l.cleanMu.Lock()
+		err := l.writeFirstDirty(l.EndOffset() - 1)
+		l.cleanMu.Unlock()
+		if err == nil {
+			err = l.Sync()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(l.segments) < 4 {
+			t.Fatalf("only %d segments", len(l.segments))
+		}
+		old, oldStart, oldEpochs := walkLog(t, l), l.StartOffset(), l.Epochs()
+
+		ffs.Arm(inj(n))
+		keep, wantEnd, wantStart, err := do(l)
+		ffs.Arm(nil)
+		crash(l)
+		lost := mem.CrashClone() // before the reopen below writes to mem
+		for _, kind := range []string{"process crash", "power loss"} {
+			fsys := FS(mem)
+			if kind == "power loss" {
+				fsys = lost
+			}
+			where := fmt.Sprintf("n=%d (err %v), %s", n, err, kind)
+			r, oerr := Open(fsys, dir, cfg)
+			if oerr != nil {
+				t.Fatalf("%s: Open: %v", where, oerr)
+			}
+			checkPrefixOf(t, where, r, old, oldStart, oldEpochs, keep)
+			var wantAborted []AbortedTxn
+			for _, a := range aborted {
+				if a.LastOffset >= r.StartOffset() && a.LastOffset < r.EndOffset() {
+					wantAborted = append(wantAborted, a)
 				}
 			}
-		})
+			if got := r.AbortedTxns(r.StartOffset(), r.EndOffset()); !slices.Equal(got, wantAborted) {
+				t.Fatalf("%s: aborted transactions %v, want %v", where, got, wantAborted)
+			}
+			if err == nil && (r.EndOffset() != wantEnd || r.StartOffset() != wantStart) {
+				t.Fatalf("%s: a completed truncation reopens as [%d, %d), want [%d, %d)",
+					where, r.StartOffset(), r.EndOffset(), wantStart, wantEnd)
+			}
+			end := r.EndOffset()
+			if _, _, aerr := r.Append(epochBatch(90, 2)); aerr != nil {
+				t.Fatalf("%s: Append after reopen: %v", where, aerr)
+			}
+			if got := r.Epochs(); len(got) == 0 || got[len(got)-1] != (EpochEntry{90, end}) {
+				t.Fatalf("%s: epochs after an append at %d: %v", where, end, got)
+			}
+			crash(r)
+		}
+		if err == nil {
+			if n == 0 {
+				t.Fatal("no operation was failed")
+			}
+			return
+		}
 	}
 }
 
