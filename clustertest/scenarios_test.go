@@ -17,11 +17,11 @@ import (
 )
 
 // The scenarios. make test runs the short version: three kills in
-// TestKillLeaderUnderAcksAll and TestPausedLeaderIsFencedAndTruncates;
-// make cluster-test sets GREGOR_CLUSTER_KILLS=20 and also runs
-// TestIsolatedLeaderCannotAcknowledge and TestFollowerWithFullDisk (as
-// root; they skip, saying why, otherwise). Plain `go test ./clustertest`
-// runs all four with three kills.
+// TestKillLeaderUnderAcksAll, TestPausedLeaderIsFencedAndTruncates and, as
+// root, TestIsolatedLeaderCannotAcknowledge; make cluster-test sets
+// GREGOR_CLUSTER_KILLS=20 and also runs TestFollowerWithFullDisk (as root).
+// Tests that need root skip, saying why, without it. Plain
+// `go test ./clustertest` runs all four with three kills.
 
 // envInt reads a positive count from the environment, def if unset.
 func envInt(t *testing.T, key string, def int) int {
