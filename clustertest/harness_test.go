@@ -275,6 +275,16 @@ func (c *cluster) waitReady(n *node) {
 	}
 }
 
+// logCount counts the lines of n's log since its last start that hold
+// substr.
+func (c *cluster) logCount(n *node, substr string) int {
+	n.mu.Lock()
+	marker := fmt.Sprintf("=== clustertest: start %d of node %d ", n.starts, n.id)
+	n.mu.Unlock()
+	since, _ := logSince(n.logPath, marker)
+	return strings.Count(since, substr)
+}
+
 // logSince returns what n's log holds after the last occurrence of marker.
 func logSince(path, marker string) (string, bool) {
 	b, err := os.ReadFile(path)

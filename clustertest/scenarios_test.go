@@ -122,9 +122,10 @@ func TestKillLeaderUnderAcksAll(t *testing.T) {
 // longer than broker.session.timeout.ms: the controller fences it and
 // another replica leads, under a newer epoch, taking writes. A produce
 // (acks=all) sent straight to the paused node waits in its socket; the node
-// is resumed: it must not acknowledge that write unless the record
-// survives, it rejoins as a follower (truncating what it alone had) and its
-// replica ends byte-identical to the others'.
+// is resumed: it must not acknowledge that write (its followers fetch from
+// the new leader, so its high watermark cannot pass the record), it rejoins
+// as a follower (truncating what it alone had; the test logs how often) and
+// its replica ends byte-identical to the others'.
 func TestPausedLeaderIsFencedAndTruncates(t *testing.T) {
 	c := startCluster(t, loopbackConfig(t, 3))
 	c.createTopic()
@@ -146,6 +147,9 @@ func TestPausedLeaderIsFencedAndTruncates(t *testing.T) {
 	c.resume(old)
 	sent := <-fenced
 	t.Logf("the produce sent to the paused old leader: %v", sent.outcome)
+	if sent.Acked {
+		t.Errorf("the deposed leader acknowledged an acks=all produce after its partition moved (%s)", sent.outcome)
+	}
 	c.waitFullISR(topic, partitions)
 	c.waitFor(fmt.Sprintf("node %d to know it no longer leads partition %d", old.id, p), 60*time.Second, func() bool {
 		m, err := c.metadata(old)
@@ -163,6 +167,8 @@ func TestPausedLeaderIsFencedAndTruncates(t *testing.T) {
 	})
 	w.waitAcks(c, 200, "after the resume")
 	sum := verify(t, c, w, sent.Send)
+	t.Logf("node %d's log after the resume: %d truncations of a diverged replica (records only it had)",
+		old.id, c.logCount(old, `msg="truncating a diverged replica" topic=`+topic))
 	t.Logf("SIGSTOP past the session timeout: %v; no anomaly", sum)
 }
 
@@ -272,5 +278,7 @@ func TestIsolatedLeaderCannotAcknowledge(t *testing.T) {
 	c.waitFullISR(topic, partitions)
 	w.waitAcks(c, 200, "after the heal")
 	sum := verify(t, c, w, sent.Send)
+	t.Logf("node %d's log after the heal: %d truncations of a diverged replica (records only it had)",
+		old.id, c.logCount(old, `msg="truncating a diverged replica" topic=`+topic))
 	t.Logf("leader isolated past the session timeout: %v; no anomaly", sum)
 }
