@@ -130,8 +130,8 @@ func TestPausedLeaderIsFencedAndTruncates(t *testing.T) {
 	c := startCluster(t, loopbackConfig(t, 3))
 	c.createTopic()
 	w := startWorkload(t, c, "pause")
-	w.waitAcks(c, 300, "before the pause")
 	const p = 0
+	w.waitAcksOn(c, p, 100, "before the pause")
 	st := c.waitLeader(topic, p, 0)
 	old := c.node(st.leader)
 	direct := dialNode(t, old)
@@ -256,8 +256,8 @@ func TestIsolatedLeaderCannotAcknowledge(t *testing.T) {
 	c := startCluster(t, lab.config())
 	c.createTopic()
 	w := startWorkload(t, c, "isolate")
-	w.waitAcks(c, 300, "before the isolation")
 	const p = 0
+	w.waitAcksOn(c, p, 100, "before the isolation")
 	st := c.waitLeader(topic, p, 0)
 	old := c.node(st.leader)
 	direct := dialNode(t, old)
