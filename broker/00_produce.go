@@ -20,11 +20,13 @@ package broker
 // stored batch is byte-identical to what the client sent otherwise — and
 // appended. With message.timestamp.type=LogAppendTime the broker sets the
 // batch timestamp and recomputes the CRC. acks=0 gets no response at all;
-// acks=1 and acks=-1 are answered after the append, since this broker is the
-// whole ISR. min.insync.replicas above 1 is not NOT_ENOUGH_REPLICAS: Kafka 4
-// caps the required ISR at the replication factor (effectiveMinIsr), and
-// every Gregor partition has one replica, so Kafka 4.2 accepts such an
-// append too (observed by compat-tests/rawdiff). A compacted topic
+// acks=1 is answered after the append. On a single node acks=-1 is too,
+// since this broker is the whole ISR, and min.insync.replicas above 1 is
+// not NOT_ENOUGH_REPLICAS: Kafka 4 caps the required ISR at the replication
+// factor (effectiveMinIsr), one here, so Kafka 4.2 accepts such an append
+// too (observed by compat-tests/rawdiff). In cluster mode acks=-1 checks
+// min.insync.replicas against the ISR before the append and waits for the
+// ISR after it (produce_acks.go). A compacted topic
 // (cleanup.policy with compact) refuses records without a key:
 // INVALID_RECORD naming each (v8+), as Kafka's LogValidator.
 //

@@ -30,6 +30,12 @@ package broker
 // one of its partitions. While it waits, the connection's later requests
 // wait too, as in Kafka.
 //
+// In cluster mode a fetch naming a replica (ReplicaState from v15,
+// ReplicaID below) is a follower's: read to the log end, with diverging
+// epochs, recording the follower's progress (replica_fetch.go); client
+// quotas do not apply to it. A single node serves every fetch as a
+// consumer's.
+//
 // Consumer quotas (throttle.go), as Kafka: a client with a consumer_byte_rate
 // has its max bytes capped at its quota times quota.window.num - 1 windows,
 // and min bytes at that. The response's size is recorded once the fetch is
@@ -177,7 +183,7 @@ func (b *Broker) readFetch(req *kmsg.FetchRequest, reply *fetchReply, replica in
 				parts = append(parts, p)
 				limit := min(int(rp.PartitionMaxBytes), responseBudget)
 				if replica >= 0 {
-					records = b.readReplica(req, rp, t.id, p, replica, limit, minOneBatch, &sp)
+					records = b.readReplica(req, rp, t.id, p, replica, limit, minOneBatch, &sp, &anyError)
 				} else {
 					records = b.readPartition(req, rp, p, limit, minOneBatch, &sp)
 				}
@@ -188,8 +194,8 @@ func (b *Broker) readFetch(req *kmsg.FetchRequest, reply *fetchReply, replica in
 					minOneBatch = false
 				}
 			}
-			if sp.ErrorCode != 0 {
-				anyError = true
+			if sp.ErrorCode != 0 || replica >= 0 && sp.DivergingEpoch.EndOffset >= 0 {
+				anyError = true // answered at once, as a diverging epoch is (Kafka's DelayedFetch)
 			}
 			st.Partitions = append(st.Partitions, sp)
 			reply.records = append(reply.records, records)

@@ -22,6 +22,9 @@ var (
 	descHighWatermark    = prometheus.NewDesc("gregor_partition_high_watermark", "Offset below which records are committed and visible to consumers.", partitionLabels, nil)
 	descPartitionSize    = prometheus.NewDesc("gregor_partition_size_bytes", "Bytes of record batches the partition's segments hold.", partitionLabels, nil)
 	descPartitionSegment = prometheus.NewDesc("gregor_partition_segments", "Segments of the partition's log, the active one included.", partitionLabels, nil)
+	descReplicas         = prometheus.NewDesc("gregor_partition_replicas", "Replicas of a partition this broker leads (cluster mode).", partitionLabels, nil)
+	descInSyncReplicas   = prometheus.NewDesc("gregor_partition_in_sync_replicas", "In-sync replicas of a partition this broker leads, the leader included (cluster mode).", partitionLabels, nil)
+	descUnderMinISR      = prometheus.NewDesc("gregor_partition_under_min_isr", "1 when a partition this broker leads has fewer in-sync replicas than min.insync.replicas, so acks=all produces are refused (cluster mode).", partitionLabels, nil)
 
 	groupOffsetLabels  = []string{"group", "topic", "partition"}
 	descGroupMembers   = prometheus.NewDesc("gregor_group_members", "Members of the group.", []string{"group"}, nil)
@@ -39,6 +42,9 @@ func (pc partitionCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descHighWatermark
 	ch <- descPartitionSize
 	ch <- descPartitionSegment
+	ch <- descReplicas
+	ch <- descInSyncReplicas
+	ch <- descUnderMinISR
 }
 
 func (pc partitionCollector) Collect(ch chan<- prometheus.Metric) {
@@ -53,6 +59,15 @@ func (pc partitionCollector) Collect(ch chan<- prometheus.Metric) {
 			gauge(descHighWatermark, p.highWatermark())
 			gauge(descPartitionSize, p.log.Size())
 			gauge(descPartitionSegment, int64(p.log.SegmentCount()))
+			if isr, replicas, leading := p.leaderISR(); leading {
+				gauge(descReplicas, int64(replicas))
+				gauge(descInSyncReplicas, int64(len(isr)))
+				under := int64(0)
+				if len(isr) < effectiveMinISR(t.minISR, replicas) {
+					under = 1
+				}
+				gauge(descUnderMinISR, under)
+			}
 		}
 	}
 }
@@ -61,6 +76,7 @@ func (pc partitionCollector) Collect(ch chan<- prometheus.Metric) {
 type metricsTopic struct {
 	name       string
 	partitions []*partition
+	minISR     int // min.insync.replicas
 }
 
 // metricsTopics returns the topics and their partitions, or nothing before
@@ -73,7 +89,7 @@ func (b *Broker) metricsTopics() []metricsTopic {
 	defer b.mu.RUnlock()
 	out := make([]metricsTopic, 0, len(b.catalog.byName))
 	for _, t := range b.catalog.sortedTopics() {
-		out = append(out, metricsTopic{name: t.name, partitions: t.partitions})
+		out = append(out, metricsTopic{name: t.name, partitions: t.partitions, minISR: t.effective.Load().minInsyncReplicas})
 	}
 	return out
 }

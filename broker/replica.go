@@ -25,8 +25,8 @@ package broker
 // A follower copies the leader's log (replica_fetcher.go); its high
 // watermark is the leader's, capped at its own log end.
 //
-// Locks: replicaState.mu is a leaf taken after partition.appendMu when
-// both are held; it is released before waking waiters (partition.mu).
+// Locks: replicaState.mu comes after partition.appendMu and before
+// storage.Log's locks; it is released before waking waiters (partition.mu).
 
 import (
 	"errors"
@@ -78,6 +78,8 @@ type followerState struct {
 	lastFetchLeaderLEO int64
 	lastCaughtUpMs     int64
 	brokerEpoch        int64
+	lastSentHW         int64 // the high watermark last sent to it
+	logStart           int64 // its log start offset, from its fetches; -1 while unknown
 	// eligible: the image has the follower's broker registered and
 	// unfenced (Kafka's isReplicaIsrEligible), updated on each image and
 	// fetch. Only an eligible follower joins the ISR, and the high
@@ -148,7 +150,7 @@ func (p *partition) becomeLeader(st *partitionState, now, lagMaxMs int64, eligib
 		if id == st.leader || rs.followers[id] != nil {
 			continue
 		}
-		f := &followerState{leo: -1, lastFetchLeaderLEO: -1}
+		f := &followerState{leo: -1, lastFetchLeaderLEO: -1, logStart: -1}
 		if slices.Contains(rs.isr, id) {
 			f.lastCaughtUpMs = now
 		}
@@ -284,13 +286,16 @@ func (p *partition) maybeIncrementHW(now int64) bool {
 // eligible says whether the image lets the follower join the ISR: its
 // broker registered at the fetch's broker epoch and not fenced (Kafka's
 // isReplicaIsrEligible).
-func (p *partition) followerFetch(replica int32, brokerEpoch, fetchOffset, leaderEnd int64, fetchEpoch int32, eligible bool, now int64) (ok, hwMoved bool, expand []int32) {
+//
+// staleHW reports that the high watermark (after this fetch) is newer than
+// the one last sent to the follower, which the caller sends now.
+func (p *partition) followerFetch(replica int32, brokerEpoch, fetchOffset, leaderEnd int64, fetchEpoch int32, eligible bool, now int64) (ok, hwMoved bool, expand []int32, staleHW bool) {
 	rs := &p.repl
 	rs.mu.Lock()
 	f := rs.followers[replica]
 	if rs.role != roleLeader || f == nil {
 		rs.mu.Unlock()
-		return false, false, nil
+		return false, false, nil, false
 	}
 	switch {
 	case fetchOffset >= leaderEnd:
@@ -311,7 +316,45 @@ func (p *partition) followerFetch(replica int32, brokerEpoch, fetchOffset, leade
 	}
 	rs.mu.Unlock()
 	hwMoved = p.maybeIncrementHW(now)
-	return true, hwMoved, expand
+	rs.mu.Lock()
+	if hw := p.hw.Load(); hw > f.lastSentHW {
+		f.lastSentHW, staleHW = hw, true
+	}
+	rs.mu.Unlock()
+	return true, hwMoved, expand, staleHW
+}
+
+// followerLogStart records a follower's log start offset, from its fetch;
+// it reports whether it changed, which may complete a DeleteRecords.
+func (p *partition) followerLogStart(replica int32, logStart int64) bool {
+	rs := &p.repl
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	f := rs.followers[replica]
+	if rs.role != roleLeader || f == nil || f.logStart == logStart {
+		return false
+	}
+	f.logStart = logStart
+	return true
+}
+
+// lowWatermark is the smallest log start offset over the leader and the
+// followers on live brokers (Kafka's lowWatermarkIfLeader), which a
+// DeleteRecords waits for; ok is false when this broker does not lead.
+func (p *partition) lowWatermark() (low int64, ok bool) {
+	rs := &p.repl
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.role != roleLeader {
+		return -1, false
+	}
+	low = p.log.StartOffset()
+	for _, f := range rs.followers {
+		if f.eligible {
+			low = min(low, f.logStart)
+		}
+	}
+	return low, true
 }
 
 // shrinkISR returns the ISR without the followers not caught up for

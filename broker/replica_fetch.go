@@ -28,7 +28,12 @@ import (
 )
 
 // readReplica is readPartition for a fetch from replica.
-func (b *Broker) readReplica(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopicPartition, topicID [16]byte, p *partition, replica int32, limit int, minOneBatch bool, sp *kmsg.FetchResponseTopicPartition) storage.Slice {
+//
+// urgent is set when the follower has not been sent the current high
+// watermark yet: the fetch is answered without waiting for data, so that
+// followers learn a new high watermark at once (Kafka's DelayedFetch
+// completes a follower's fetch whose high watermark is behind).
+func (b *Broker) readReplica(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopicPartition, topicID [16]byte, p *partition, replica int32, limit int, minOneBatch bool, sp *kmsg.FetchResponseTopicPartition, urgent *bool) storage.Slice {
 	st := p.cluster.Load()
 	if st == nil || !slices.Contains(st.replicas, replica) || replica == b.cfg.NodeID {
 		sp.ErrorCode = kerr.NotLeaderForPartition.Code
@@ -71,11 +76,14 @@ func (b *Broker) readReplica(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopicPa
 		}
 	}
 	eligible := isrEligible(b.cluster.currentImage(), replica, req.ReplicaState.Epoch)
-	ok, moved, expand := p.followerFetch(replica, req.ReplicaState.Epoch, rp.FetchOffset, leo, rp.CurrentLeaderEpoch, eligible, time.Now().UnixMilli())
+	ok, moved, expand, staleHW := p.followerFetch(replica, req.ReplicaState.Epoch, rp.FetchOffset, leo, rp.CurrentLeaderEpoch, eligible, time.Now().UnixMilli())
 	if !ok {
 		records.Release()
 		sp.ErrorCode = kerr.NotLeaderForPartition.Code
 		return storage.Slice{}
+	}
+	if p.followerLogStart(replica, rp.LogStartOffset) {
+		moved = true // a DeleteRecords may be waiting for it
 	}
 	if moved {
 		p.wake()
@@ -87,6 +95,9 @@ func (b *Broker) readReplica(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopicPa
 		b.cluster.alterISR(p, topicID)
 	}
 	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = hw, lso, start
+	if staleHW {
+		*urgent = true
+	}
 	return records
 }
 

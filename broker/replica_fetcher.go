@@ -30,7 +30,8 @@ package broker
 // NOT_LEADER_OR_FOLLOWER (the leader is behind) and the others retry after
 // replica.fetch.backoff.ms. OFFSET_OUT_OF_RANGE, for a follower below the
 // leader's log start, starts the log over at the leader's log start offset
-// (ListOffsets earliest, as Kafka's fetchOffsetAndTruncate).
+// (ListOffsets earliest, as Kafka's fetchOffsetAndTruncate); past the
+// leader's end it truncates to the leader's high watermark.
 
 import (
 	"context"
@@ -126,9 +127,11 @@ type replicaFetcher struct {
 	stop    chan struct{}
 	stopped bool // guarded by mu
 
-	// The connection, used only by run; ncDone is closed with it.
+	// The connection, used only by run; ncDone is closed with it, and
+	// ncAddr is the leader's endpoint it was dialled at.
 	nc     net.Conn
 	ncDone chan struct{}
+	ncAddr string
 	corr   int32
 }
 
@@ -289,18 +292,21 @@ func (f *replicaFetcher) leaderAddr() (string, error) {
 // roundTrip sends req on the fetcher's connection, dialling it first if
 // needed, and decodes the answer.
 func (f *replicaFetcher) roundTrip(req kmsg.Request) (kmsg.Response, error) {
+	addr, err := f.leaderAddr()
+	if err != nil {
+		return nil, err
+	}
+	if f.nc != nil && f.ncAddr != addr {
+		f.closeConn() // the leader registered again, on another endpoint
+	}
 	if f.nc == nil {
-		addr, err := f.leaderAddr()
-		if err != nil {
-			return nil, err
-		}
 		ctx, cancel := context.WithTimeout(f.c.ctx, 10*time.Second)
 		nc, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
 		cancel()
 		if err != nil {
 			return nil, err
 		}
-		f.nc, f.ncDone = nc, make(chan struct{})
+		f.nc, f.ncDone, f.ncAddr = nc, make(chan struct{}), addr
 		// The connection is closed when the fetcher stops, so that a fetch
 		// in flight ends with it.
 		go func(done chan struct{}) {
@@ -366,10 +372,14 @@ func (f *replicaFetcher) processResponse(resp *kmsg.FetchResponse, sent map[*par
 			switch err := kerr.ErrorForCode(rp.ErrorCode); {
 			case err == nil:
 				err := f.processPartition(s, rp)
-				if errors.Is(err, errInvalidFromLeader) {
-					f.c.b.log.Warn("invalid records from the leader; fetching again", "topic", p.topic, "partition", p.index, "leader", f.leader, "err", err)
+				switch {
+				case err == nil, errors.Is(err, storage.ErrClosed):
+					// ErrClosed: the topic was deleted meanwhile; the next
+					// image drops the partition.
+				case errors.Is(err, errInvalidFromLeader), errors.Is(err, errNoProgress):
+					f.c.b.log.Warn("fetching again after a backoff", "topic", p.topic, "partition", p.index, "leader", f.leader, "err", err)
 					f.mark(s.fp, func(fp *fetchPartition) { fp.delayUntil = time.Now().Add(backoff) })
-				} else if err != nil {
+				default:
 					f.c.b.log.Error("replicating from the leader failed; this replica stops fetching the partition",
 						"topic", p.topic, "partition", p.index, "leader", f.leader, "err", err)
 					f.mark(s.fp, func(fp *fetchPartition) { fp.failed = true })
@@ -434,6 +444,11 @@ func (f *replicaFetcher) processPartition(s sentPartition, rp *kmsg.FetchRespons
 	}
 	return nil
 }
+
+// errNoProgress is a diverging epoch that truncates nothing: fetching
+// again at once would get the same answer, so the partition waits
+// replica.fetch.backoff.ms.
+var errNoProgress = errors.New("broker: a diverging epoch without progress")
 
 // errInvalidFromLeader is records from the leader that fail their checks
 // (a bad CRC, a gap in the offsets): the fetch is retried after a backoff,
@@ -537,6 +552,18 @@ func (p *partition) truncateDiverging(leaderEpoch, divEpoch int32, divEnd int64)
 	end := p.log.EndOffset()
 	to := truncationOffset(divEpoch, divEnd, end, p.log.EndOffsetForEpoch)
 	if to >= end {
+		// Nothing to cut, but a leader epoch this broker started at its log
+		// end while it led, with no batch after it, goes: the leader never
+		// had it (Kafka's truncateTo at the log end). Without that the
+		// next fetch would diverge at the same epoch again.
+		latest, _ := p.log.LatestEpoch()
+		if err := p.log.TruncateTo(end); err != nil {
+			return err
+		}
+		if now, _ := p.log.LatestEpoch(); now == latest {
+			return fmt.Errorf("%w: the leader's epoch %d ending at %d changes nothing here (log end %d, latest epoch %d)",
+				errNoProgress, divEpoch, divEnd, end, latest)
+		}
 		return nil
 	}
 	p.logger.Info("truncating a diverged replica", "topic", p.topic, "partition", p.index, "from", end, "to", to,
@@ -582,34 +609,72 @@ func (p *partition) reloadProducers() error {
 	return p.producers.load(p.log, time.Now().UnixMilli(), p.replayMarker)
 }
 
-// outOfRange handles OFFSET_OUT_OF_RANGE: a follower whose log end is
-// below the leader's log start starts over there (Kafka's
-// fetchOffsetAndTruncate). Past the leader's end the diverging-epoch
-// answer truncates instead, so only the earliest offset is asked.
+// outOfRange handles OFFSET_OUT_OF_RANGE (Kafka's fetchOffsetAndTruncate):
+// a follower whose log end is below the leader's log start starts over
+// there; one past the leader's end (a log without leader epochs, which the
+// diverging-epoch check cannot place) truncates to the leader's high
+// watermark, below which every replica holds the same records.
 func (f *replicaFetcher) outOfRange(s sentPartition) error {
+	start, err := f.listOffset(s, -2)
+	if err != nil {
+		return err
+	}
+	if s.fetchOffset < start {
+		return s.fp.p.startOverAt(s.fp.leaderEpoch, s.fetchOffset, start)
+	}
+	hw, err := f.listOffset(s, -1)
+	if err != nil {
+		return err
+	}
+	return s.fp.p.truncateAbove(s.fp.leaderEpoch, s.fetchOffset, hw)
+}
+
+// listOffset asks the leader for the partition's earliest (-2) or latest
+// (-1: its high watermark, as a consumer's ListOffsets) offset.
+func (f *replicaFetcher) listOffset(s sentPartition, timestamp int64) (int64, error) {
 	req := kmsg.NewPtrListOffsetsRequest()
-	req.ReplicaID = f.c.b.cfg.NodeID
+	req.ReplicaID = -1
 	rt := kmsg.NewListOffsetsRequestTopic()
 	rt.Topic = s.fp.p.topic
 	rp := kmsg.NewListOffsetsRequestTopicPartition()
-	rp.Partition, rp.CurrentLeaderEpoch, rp.Timestamp = s.fp.p.index, s.fp.leaderEpoch, -2
+	rp.Partition, rp.CurrentLeaderEpoch, rp.Timestamp = s.fp.p.index, s.fp.leaderEpoch, timestamp
 	rt.Partitions = []kmsg.ListOffsetsRequestTopicPartition{rp}
 	req.Topics = []kmsg.ListOffsetsRequestTopic{rt}
 	req.SetVersion(handlers[2].max)
 	raw, err := f.roundTrip(req)
 	if err != nil {
 		f.closeConn()
-		return err
+		return 0, err
 	}
 	resp := raw.(*kmsg.ListOffsetsResponse)
 	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
-		return errors.New("broker: a ListOffsets answer without the partition")
+		return 0, errors.New("broker: a ListOffsets answer without the partition")
 	}
 	lp := resp.Topics[0].Partitions[0]
 	if err := kerr.ErrorForCode(lp.ErrorCode); err != nil {
+		return 0, err
+	}
+	return lp.Offset, nil
+}
+
+// truncateAbove truncates a follower whose log end (fetchOffset) lies past
+// the leader's to the leader's high watermark.
+func (p *partition) truncateAbove(leaderEpoch int32, fetchOffset, leaderHW int64) error {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	rs := &p.repl
+	rs.mu.Lock()
+	following := rs.role == roleFollower && rs.leaderEpoch == leaderEpoch
+	rs.mu.Unlock()
+	if !following || p.log.EndOffset() != fetchOffset || fetchOffset <= leaderHW {
+		return nil
+	}
+	p.logger.Info("this replica's log ends past the leader's; truncating to its high watermark", "topic", p.topic, "partition", p.index,
+		"end", fetchOffset, "leader_high_watermark", leaderHW)
+	if err := p.log.TruncateTo(leaderHW); err != nil {
 		return err
 	}
-	return s.fp.p.startOverAt(s.fp.leaderEpoch, s.fetchOffset, lp.Offset)
+	return p.reloadProducers()
 }
 
 // startOverAt empties a follower's log to start at the leader's log start

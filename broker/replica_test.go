@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"errors"
 	"slices"
 	"testing"
 
@@ -97,7 +98,7 @@ func TestLeaderHighWatermarkFollowsTheISR(t *testing.T) {
 		{2, 4, 10},  // never back
 	}
 	for i, s := range steps {
-		ok, _, _ := p.followerFetch(s.replica, 1, s.offset, 10, 1, true, t0+100)
+		ok, _, _, _ := p.followerFetch(s.replica, 1, s.offset, 10, 1, true, t0+100)
 		if !ok {
 			t.Fatalf("step %d: fetch refused", i)
 		}
@@ -105,7 +106,7 @@ func TestLeaderHighWatermarkFollowsTheISR(t *testing.T) {
 			t.Fatalf("step %d: high watermark %d, want %d", i, hw, s.wantHW)
 		}
 	}
-	if ok, _, _ := p.followerFetch(4, 1, 10, 10, 1, true, t0+100); ok {
+	if ok, _, _, _ := p.followerFetch(4, 1, 10, 10, 1, true, t0+100); ok {
 		t.Fatal("a fetch from a broker outside the replicas was recorded")
 	}
 }
@@ -120,16 +121,16 @@ func TestLeaderISRChanges(t *testing.T) {
 	if hw := p.highWatermark(); hw != 10 {
 		t.Fatalf("high watermark %d", hw)
 	}
-	if _, _, expand := p.followerFetch(3, 1, 5, 10, 1, true, t0+20); expand != nil {
+	if _, _, expand, _ := p.followerFetch(3, 1, 5, 10, 1, true, t0+20); expand != nil {
 		t.Fatalf("a follower below the high watermark joins: %v", expand)
 	}
-	if _, _, expand := p.followerFetch(3, 1, 10, 10, 0, true, t0+30); expand != nil {
+	if _, _, expand, _ := p.followerFetch(3, 1, 10, 10, 0, true, t0+30); expand != nil {
 		t.Fatalf("a follower at an old epoch joins: %v", expand)
 	}
-	if _, _, expand := p.followerFetch(3, 1, 10, 10, 1, false, t0+40); expand != nil {
+	if _, _, expand, _ := p.followerFetch(3, 1, 10, 10, 1, false, t0+40); expand != nil {
 		t.Fatalf("an ineligible follower joins: %v", expand)
 	}
-	_, _, expand := p.followerFetch(3, 1, 10, 10, 1, true, t0+50)
+	_, _, expand, _ := p.followerFetch(3, 1, 10, 10, 1, true, t0+50)
 	if !slices.Equal(expand, []int32{1, 2, 3}) {
 		t.Fatalf("expand %v, want [1 2 3]", expand)
 	}
@@ -262,4 +263,31 @@ func FuzzAppendFromLeader(f *testing.F) {
 			t.Fatalf("the follower stored an invalid batch: %v", err)
 		}
 	})
+}
+
+// TestFollowerDropsAnEpochItStartedWithoutData: a broker that led at epoch
+// 2 without appending anything, then follows a leader that never had epoch
+// 2, drops that epoch when the leader's answer diverges there; otherwise
+// every fetch would diverge at epoch 2 again.
+func TestFollowerDropsAnEpochItStartedWithoutData(t *testing.T) {
+	p := testReplica(t, 10)
+	lead(t, p, 2, []int32{1, 2, 3}, t0)
+	if e, _ := p.log.LatestEpoch(); e != 2 {
+		t.Fatalf("latest epoch %d after leading at 2", e)
+	}
+	p.becomeFollower(&partitionState{leader: 2, leaderEpoch: 3, replicas: []int32{1, 2, 3}, isr: []int32{2, 3}})
+	// The leader's epoch 0 ends at 15: nothing here to cut below 10.
+	if err := p.truncateDiverging(3, 0, 15); err != nil {
+		t.Fatal(err)
+	}
+	if e, _ := p.log.LatestEpoch(); e != 0 || p.log.EndOffset() != 10 {
+		t.Fatalf("latest epoch %d, log end %d; want 0 and 10", e, p.log.EndOffset())
+	}
+	if err := p.truncateDiverging(3, 0, 15); !errors.Is(err, errNoProgress) {
+		t.Fatalf("the same answer again: %v, want errNoProgress", err)
+	}
+	// A real divergence cuts the log and rebuilds the producer state.
+	if err := p.truncateDiverging(3, 0, 7); err != nil || p.log.EndOffset() != 7 {
+		t.Fatalf("truncating to 7: %v, log end %d", err, p.log.EndOffset())
+	}
 }

@@ -7,8 +7,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -105,9 +107,10 @@ func (tc *testCluster) waitReplicated(topic string, idx int32, end int64) {
 			return p.highWatermark() >= end
 		})
 	}
-	want := readLog(tc.t, tc.part(leader, topic, idx), 0, end)
+	from := tc.part(leader, topic, idx).log.StartOffset()
+	want := readLog(tc.t, tc.part(leader, topic, idx), from, end)
 	for _, id := range live {
-		if got := readLog(tc.t, tc.part(id, topic, idx), 0, end); !bytes.Equal(got, want) {
+		if got := readLog(tc.t, tc.part(id, topic, idx), from, end); !bytes.Equal(got, want) {
 			tc.t.Fatalf("node %d's log of %s-%d below %d differs from the leader %d's (%d bytes, leader %d)", id, topic, idx, end, leader, len(got), len(want))
 		}
 	}
@@ -184,7 +187,7 @@ func rawProduceAcks(t *testing.T, addr, topic string, idx int32, acks int16, tim
 
 func TestReplicationMinInsyncReplicas(t *testing.T) {
 	// Five nodes, so that the controller quorum outlives two of them.
-	tc := startClusterWith(t, 5, func(c *Config) { c.ReplicaLagTimeMaxMs = 1500 })
+	tc := startClusterWith(t, 5, func(c *Config) { c.ReplicaLagTimeMaxMs = 1500; c.HTTPListen = "127.0.0.1:0" })
 	two := "2"
 	tc.createReplicated("minisr", 1, 3, map[string]*string{"min.insync.replicas": &two})
 	leader := tc.leaderOf(1, "minisr", 0)
@@ -218,6 +221,12 @@ func TestReplicationMinInsyncReplicas(t *testing.T) {
 	}
 	if sp := rawProduceAcks(t, addr, "minisr", 0, 1, 30000, 3); sp.ErrorCode != 0 {
 		t.Fatalf("acks=1 with the leader alone in sync: %v", kerr.ErrorForCode(sp.ErrorCode))
+	}
+	m := scrapeMetrics(t, tc.nodes[leader].HTTPAddr())
+	for name, want := range map[string]float64{"gregor_partition_replicas": 3, "gregor_partition_in_sync_replicas": 1, "gregor_partition_under_min_isr": 1} {
+		if got := m.must(t, name, "topic", "minisr", "partition", "0"); got != want {
+			t.Errorf("%s = %v, want %v", name, got, want)
+		}
 	}
 
 	// A follower back: it catches up and rejoins the ISR.
@@ -573,4 +582,293 @@ func TestReplicationSurvivesAFullRestart(t *testing.T) {
 		t.Fatalf("log end %d after 100 records", end)
 	}
 	tc.waitReplicated("restart", 0, end)
+}
+
+func TestReplicationFollowsTheLeadersLogStart(t *testing.T) {
+	tc := startClusterWith(t, 3, func(c *Config) { c.ReplicaLagTimeMaxMs = 1500 })
+	tc.createReplicated("start", 1, 3, nil)
+	cl := tc.client(1, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+	produceSync(t, cl, "start", 0, 20)
+	leader := tc.leaderOf(1, "start", 0)
+	tc.waitReplicated("start", 0, 20)
+	adm := kadm.NewClient(tc.client(1))
+	deleteTo := func(offset int64) {
+		t.Helper()
+		os := kadm.Offsets{}
+		os.Add(kadm.Offset{Topic: "start", Partition: 0, At: offset})
+		res, err := adm.DeleteRecords(testCtx(t), os)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := res.Error(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// DeleteRecords answers once every live replica's log start followed
+	// (Kafka's low watermark).
+	deleteTo(10)
+	for _, id := range tc.live() {
+		if start := tc.part(id, "start", 0).log.StartOffset(); start != 10 {
+			t.Fatalf("node %d's log starts at %d once DeleteRecords answered, want 10", id, start)
+		}
+	}
+
+	// A follower that is down while the leader's log start passes its end
+	// starts over at the leader's log start when it comes back.
+	var follower int32
+	for _, id := range tc.part(leader, "start", 0).cluster.Load().replicas {
+		if id != leader {
+			follower = id
+		}
+	}
+	tc.close(follower)
+	waitLong(t, "the ISR to shrink", func() bool { return len(tc.part(leader, "start", 0).isrSnapshot()) == 2 })
+	produceSync(t, cl, "start", 20, 20)
+	waitLong(t, "the high watermark to reach 40", func() bool { return tc.part(leader, "start", 0).highWatermark() == 40 })
+	deleteTo(35)
+	tc.restart(follower)
+	waitLong(t, "the follower to rejoin the ISR", func() bool {
+		return slices.Contains(tc.part(leader, "start", 0).isrSnapshot(), follower)
+	})
+	if start := tc.part(follower, "start", 0).log.StartOffset(); start != 35 {
+		t.Fatalf("the restarted follower's log starts at %d, want 35", start)
+	}
+	tc.waitReplicated("start", 0, 40)
+}
+
+// pidBatch is one batch of n records of producer pid at epoch 0
+// from sequence seq.
+func pidBatch(t *testing.T, pid int64, seq int32, n int) []byte {
+	t.Helper()
+	recs := make([]batch.Record, n)
+	for i := range recs {
+		recs[i] = batch.Record{OffsetDelta: int32(i), Value: []byte(fmt.Sprintf("%d-%d", seq, i))}
+	}
+	b, err := batch.AppendBatch(nil, batch.BuildOptions{BaseTimestamp: time.Now().UnixMilli(), ProducerID: pid, ProducerEpoch: 0, BaseSequence: seq}, recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestReplicationIdempotentProducerAcrossFailover(t *testing.T) {
+	tc := startCluster(t, 3)
+	tc.createReplicated("idem", 1, 3, nil)
+	leader := tc.leaderOf(1, "idem", 0)
+	ip := kmsg.NewPtrInitProducerIDRequest()
+	ip.SetVersion(4)
+	ip.ProducerID, ip.ProducerEpoch = -1, -1
+	ipr := dialRaw(t, tc.nodes[leader].Addr()).do(ip).(*kmsg.InitProducerIDResponse)
+	if ipr.ErrorCode != 0 {
+		t.Fatal(kerr.ErrorForCode(ipr.ErrorCode))
+	}
+	pid := ipr.ProducerID
+	produce := func(node int32, seq int32) kmsg.ProduceResponseTopicPartition {
+		req := kmsg.NewPtrProduceRequest()
+		req.SetVersion(9)
+		req.Acks, req.TimeoutMillis = -1, 30000
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = "idem"
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Records = pidBatch(t, pid, seq, 2)
+		rt.Partitions = []kmsg.ProduceRequestTopicPartition{rp}
+		req.Topics = []kmsg.ProduceRequestTopic{rt}
+		return dialRaw(t, tc.nodes[node].Addr()).do(req).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+	}
+	for seq := int32(0); seq < 10; seq += 2 {
+		if sp := produce(leader, seq); sp.ErrorCode != 0 || sp.BaseOffset != int64(seq) {
+			t.Fatalf("sequence %d: %v at %d", seq, kerr.ErrorForCode(sp.ErrorCode), sp.BaseOffset)
+		}
+	}
+	tc.close(leader)
+	survivor := tc.live()[0]
+	var newLeader int32
+	waitLong(t, "a new leader that has taken the lead", func() bool {
+		newLeader = tc.leaderOf(survivor, "idem", 0)
+		if newLeader < 0 || newLeader == leader {
+			return false
+		}
+		_, leading := tc.part(newLeader, "idem", 0).leaderEpochIfLeading()
+		return leading
+	})
+	// The retry of the last acknowledged batch is recognised, not stored
+	// again; the next sequence follows; a gap is refused.
+	if sp := produce(newLeader, 8); sp.ErrorCode != 0 || sp.BaseOffset != 8 {
+		t.Fatalf("retry of sequence 8 on the new leader: %v at %d, want success at 8", kerr.ErrorForCode(sp.ErrorCode), sp.BaseOffset)
+	}
+	if sp := produce(newLeader, 10); sp.ErrorCode != 0 || sp.BaseOffset != 10 {
+		t.Fatalf("sequence 10 on the new leader: %v at %d", kerr.ErrorForCode(sp.ErrorCode), sp.BaseOffset)
+	}
+	if sp := produce(newLeader, 20); sp.ErrorCode != kerr.OutOfOrderSequenceNumber.Code {
+		t.Fatalf("sequence 20 after 11: %v, want OUT_OF_ORDER_SEQUENCE_NUMBER", kerr.ErrorForCode(sp.ErrorCode))
+	}
+	if end := tc.part(newLeader, "idem", 0).log.EndOffset(); end != 12 {
+		t.Fatalf("log end %d, want 12 (no duplicate)", end)
+	}
+}
+
+// fetchGate pauses the replica fetchers of chosen nodes (Config.testHooks).
+type fetchGate struct {
+	mu      sync.Mutex
+	paused  map[int32]bool
+	release chan struct{}
+	entered chan int32
+}
+
+func newFetchGate() *fetchGate {
+	return &fetchGate{paused: map[int32]bool{}, release: make(chan struct{}), entered: make(chan int32, 64)}
+}
+
+// hook is the replicaFetch test hook of node self.
+func (g *fetchGate) hook(self int32) func(int32) {
+	return func(int32) {
+		for {
+			g.mu.Lock()
+			if !g.paused[self] {
+				g.mu.Unlock()
+				return
+			}
+			ch := g.release
+			g.mu.Unlock()
+			select {
+			case g.entered <- self:
+			default:
+			}
+			<-ch
+		}
+	}
+}
+
+// pause stops the fetchers of nodes before their next round and waits
+// until each has reached it.
+func (g *fetchGate) pause(t *testing.T, nodes ...int32) {
+	t.Helper()
+	g.mu.Lock()
+	for _, id := range nodes {
+		g.paused[id] = true
+	}
+	g.mu.Unlock()
+	waiting := map[int32]bool{}
+	for _, id := range nodes {
+		waiting[id] = true
+	}
+	timeout := time.After(60 * time.Second)
+	for len(waiting) > 0 {
+		select {
+		case id := <-g.entered:
+			delete(waiting, id)
+		case <-timeout:
+			t.Fatalf("fetchers %v did not pause", waiting)
+		}
+	}
+}
+
+// resume lets every paused fetcher go on.
+func (g *fetchGate) resume() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.paused = map[int32]bool{}
+	close(g.release)
+	g.release = make(chan struct{})
+}
+
+func TestReplicationOldLeaderTruncatesWhatOnlyItHad(t *testing.T) {
+	gate := newFetchGate()
+	tc := startClusterWith(t, 3, func(c *Config) { c.testHooks.replicaFetch = gate.hook(c.NodeID) })
+	t.Cleanup(gate.resume)
+	tc.createReplicated("diverge", 1, 3, nil)
+	oldLeader := tc.leaderOf(1, "diverge", 0)
+	addr := tc.nodes[oldLeader].Addr()
+	if sp := rawProduceAcks(t, addr, "diverge", 0, -1, 30000, 10); sp.ErrorCode != 0 {
+		t.Fatal(kerr.ErrorForCode(sp.ErrorCode))
+	}
+	tc.waitReplicated("diverge", 0, 10)
+	var followers []int32
+	for _, id := range tc.live() {
+		if id != oldLeader {
+			followers = append(followers, id)
+		}
+	}
+	// Five records only the leader gets (acks=1), then it goes away.
+	gate.pause(t, followers...)
+	if sp := rawProduceAcks(t, addr, "diverge", 0, 1, 30000, 5); sp.ErrorCode != 0 {
+		t.Fatal(kerr.ErrorForCode(sp.ErrorCode))
+	}
+	if end := tc.part(oldLeader, "diverge", 0).log.EndOffset(); end != 15 {
+		t.Fatalf("old leader's log end %d, want 15", end)
+	}
+	tc.close(oldLeader)
+	var newLeader int32
+	waitLong(t, "a new leader that has taken the lead", func() bool {
+		newLeader = tc.leaderOf(followers[0], "diverge", 0)
+		if newLeader < 0 || newLeader == oldLeader {
+			return false
+		}
+		_, leading := tc.part(newLeader, "diverge", 0).leaderEpochIfLeading()
+		return leading
+	})
+	gate.resume()
+	if sp := rawProduceAcks(t, tc.nodes[newLeader].Addr(), "diverge", 0, -1, 30000, 3); sp.ErrorCode != 0 || sp.BaseOffset != 10 {
+		t.Fatalf("produce to the new leader: %v at %d", kerr.ErrorForCode(sp.ErrorCode), sp.BaseOffset)
+	}
+
+	// The old leader comes back as a follower: it drops offsets 10-14,
+	// which only it had, and copies the new leader's 10-12.
+	tc.restart(oldLeader)
+	waitLong(t, "the old leader to rejoin the ISR", func() bool {
+		return slices.Contains(tc.part(newLeader, "diverge", 0).isrSnapshot(), oldLeader)
+	})
+	tc.waitReplicated("diverge", 0, 13)
+	if end := tc.part(oldLeader, "diverge", 0).log.EndOffset(); end != 13 {
+		t.Fatalf("old leader's log end %d after truncation, want 13", end)
+	}
+	epochs := tc.part(oldLeader, "diverge", 0).log.Epochs()
+	want := tc.part(newLeader, "diverge", 0).log.Epochs()
+	if !slices.Equal(epochs, want) {
+		t.Fatalf("old leader's leader epochs %v, the new leader's %v", epochs, want)
+	}
+}
+
+func TestReplicationFollowerWithAFailedDiskLeavesTheISR(t *testing.T) {
+	faults := map[int32]*storage.FaultFS{}
+	tc := startClusterWith(t, 3, func(c *Config) {
+		c.ReplicaLagTimeMaxMs = 1500
+		faults[c.NodeID] = storage.NewFaultFS(storage.OSFS{}, nil)
+		c.FS = faults[c.NodeID]
+	})
+	tc.createReplicated("disk", 1, 3, nil)
+	leader := tc.leaderOf(1, "disk", 0)
+	var follower int32
+	for _, id := range tc.part(leader, "disk", 0).cluster.Load().replicas {
+		if id != leader {
+			follower = id
+		}
+	}
+	addr := tc.nodes[leader].Addr()
+	if sp := rawProduceAcks(t, addr, "disk", 0, -1, 30000, 5); sp.ErrorCode != 0 {
+		t.Fatal(kerr.ErrorForCode(sp.ErrorCode))
+	}
+	// The follower's disk fills up: its appends to the partition fail.
+	dir := partitionDir("disk", 0)
+	faults[follower].Arm(func(op storage.Op, name string, n int) storage.Fault {
+		if op == storage.OpWrite && strings.Contains(name, dir) {
+			return storage.Fault{Err: syscall.ENOSPC}
+		}
+		return storage.Fault{}
+	})
+	end := tc.part(follower, "disk", 0).log.EndOffset()
+	answered := make(chan kmsg.ProduceResponseTopicPartition, 1)
+	go func() { answered <- rawProduceAcks(t, addr, "disk", 0, -1, 60000, 5) }()
+	waitLong(t, "the leader to drop the failed follower from the ISR", func() bool {
+		return !slices.Contains(tc.part(leader, "disk", 0).isrSnapshot(), follower)
+	})
+	if sp := <-answered; sp.ErrorCode != 0 {
+		t.Fatalf("acks=all once the failed follower left the ISR: %v", kerr.ErrorForCode(sp.ErrorCode))
+	}
+	if got := tc.part(follower, "disk", 0).log.EndOffset(); got != end {
+		t.Fatalf("the failed follower's log end moved from %d to %d", end, got)
+	}
+	// Its log failed; closing it reports that.
+	tc.nodes[follower].Close()
+	tc.closed[follower] = true
 }
