@@ -209,8 +209,8 @@ func TestClusterSpreadsPartitionsAndServesClients(t *testing.T) {
 	for _, k := range dialRaw(t, tc.nodes[1].Addr()).do(av).(*kmsg.ApiVersionsResponse).ApiKeys {
 		advertised[k.ApiKey] = true
 	}
-	if !advertised[55] || advertised[62] || advertised[63] {
-		t.Fatalf("cluster node advertises DescribeQuorum %v, BrokerRegistration %v, BrokerHeartbeat %v", advertised[55], advertised[62], advertised[63])
+	if !advertised[55] || advertised[56] || advertised[62] || advertised[63] {
+		t.Fatalf("cluster node advertises DescribeQuorum %v, AlterPartition %v, BrokerRegistration %v, BrokerHeartbeat %v", advertised[55], advertised[56], advertised[62], advertised[63])
 	}
 	// Transactions are not served across brokers yet: their keys are not
 	// advertised, and a transactional InitProducerId says so.

@@ -53,6 +53,9 @@ func appendCoordinatorBatch(p *partition, pid int64, epoch int16, recs []batch.R
 	if err != nil {
 		return err
 	}
+	if out.refused == kerr.NotLeaderForPartition { // the role moved since notLeader looked
+		return fmt.Errorf("%w: %s-%d", errNotLocalLeader, p.topic, p.index)
+	}
 	if out.refused != nil {
 		return fmt.Errorf("broker: %s-%d refused the coordinator's batch: %s", p.topic, p.index, out.message)
 	}

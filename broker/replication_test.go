@@ -127,6 +127,7 @@ func produceSync(t *testing.T, cl *kgo.Client, topic string, from, n int) {
 }
 
 func TestReplicationCopiesEveryRecordToEveryReplica(t *testing.T) {
+	t.Parallel() // a cluster test waits mostly on timers; two at a time (-parallel, GOMAXPROCS)
 	tc := startCluster(t, 3)
 	tc.createReplicated("repl", 2, 3, nil)
 	for _, id := range tc.live() {
@@ -186,6 +187,7 @@ func rawProduceAcks(t *testing.T, addr, topic string, idx int32, acks int16, tim
 }
 
 func TestReplicationMinInsyncReplicas(t *testing.T) {
+	t.Parallel() // a cluster test waits mostly on timers; two at a time (-parallel, GOMAXPROCS)
 	// Five nodes, so that the controller quorum outlives two of them.
 	tc := startClusterWith(t, 5, func(c *Config) { c.ReplicaLagTimeMaxMs = 1500; c.HTTPListen = "127.0.0.1:0" })
 	two := "2"
@@ -298,6 +300,7 @@ func values(t *testing.T, raw []byte) []string {
 }
 
 func TestReplicationFetchErrors(t *testing.T) {
+	t.Parallel() // a cluster test waits mostly on timers; two at a time (-parallel, GOMAXPROCS)
 	tc := startCluster(t, 3)
 	tc.createReplicated("pair", 1, 2, nil)
 	st := tc.part(1, "pair", 0).cluster.Load()
@@ -347,6 +350,7 @@ func TestReplicationFetchErrors(t *testing.T) {
 }
 
 func TestReplicationAcksAllWaitsForASlowFollower(t *testing.T) {
+	t.Parallel() // a cluster test waits mostly on timers; two at a time (-parallel, GOMAXPROCS)
 	var slow atomic.Int32
 	slow.Store(-1)
 	release := make(chan struct{})
@@ -415,6 +419,13 @@ func TestReplicationAcksAllWaitsForASlowFollower(t *testing.T) {
 		t.Fatalf("consumer read %d records with the high watermark at %d", got, hw)
 	}
 
+	// An acks=all produce whose timeout passes first is REQUEST_TIMED_OUT
+	// (its batch stays in the log, as Kafka's).
+	if sp := rawProduceAcks(t, addr, "slow", 0, -1, 200, 1); sp.ErrorCode != kerr.RequestTimedOut.Code {
+		t.Fatalf("acks=all past its timeout: %v, want REQUEST_TIMED_OUT", kerr.ErrorForCode(sp.ErrorCode))
+	}
+	end++
+
 	releaseOnce()
 	select {
 	case sp := <-answered:
@@ -431,6 +442,7 @@ func TestReplicationAcksAllWaitsForASlowFollower(t *testing.T) {
 }
 
 func TestReplicationFailover(t *testing.T) {
+	t.Parallel() // a cluster test waits mostly on timers; two at a time (-parallel, GOMAXPROCS)
 	tc := startCluster(t, 3)
 	two := "2"
 	tc.createReplicated("failover", 1, 3, map[string]*string{"min.insync.replicas": &two})
@@ -539,6 +551,7 @@ func TestReplicationFailover(t *testing.T) {
 }
 
 func TestReplicationSurvivesAFullRestart(t *testing.T) {
+	t.Parallel() // a cluster test waits mostly on timers; two at a time (-parallel, GOMAXPROCS)
 	tc := startCluster(t, 3)
 	tc.createReplicated("restart", 1, 3, nil)
 	cl := tc.client(1, kgo.RequiredAcks(kgo.AllISRAcks()))
@@ -585,6 +598,7 @@ func TestReplicationSurvivesAFullRestart(t *testing.T) {
 }
 
 func TestReplicationFollowsTheLeadersLogStart(t *testing.T) {
+	t.Parallel() // a cluster test waits mostly on timers; two at a time (-parallel, GOMAXPROCS)
 	tc := startClusterWith(t, 3, func(c *Config) { c.ReplicaLagTimeMaxMs = 1500 })
 	tc.createReplicated("start", 1, 3, nil)
 	cl := tc.client(1, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
@@ -652,6 +666,7 @@ func pidBatch(t *testing.T, pid int64, seq int32, n int) []byte {
 }
 
 func TestReplicationIdempotentProducerAcrossFailover(t *testing.T) {
+	t.Parallel() // a cluster test waits mostly on timers; two at a time (-parallel, GOMAXPROCS)
 	tc := startCluster(t, 3)
 	tc.createReplicated("idem", 1, 3, nil)
 	leader := tc.leaderOf(1, "idem", 0)
@@ -773,6 +788,7 @@ func (g *fetchGate) resume() {
 }
 
 func TestReplicationOldLeaderTruncatesWhatOnlyItHad(t *testing.T) {
+	t.Parallel() // a cluster test waits mostly on timers; two at a time (-parallel, GOMAXPROCS)
 	gate := newFetchGate()
 	tc := startClusterWith(t, 3, func(c *Config) { c.testHooks.replicaFetch = gate.hook(c.NodeID) })
 	t.Cleanup(gate.resume)
@@ -830,6 +846,7 @@ func TestReplicationOldLeaderTruncatesWhatOnlyItHad(t *testing.T) {
 }
 
 func TestReplicationFollowerWithAFailedDiskLeavesTheISR(t *testing.T) {
+	t.Parallel() // a cluster test waits mostly on timers; two at a time (-parallel, GOMAXPROCS)
 	faults := map[int32]*storage.FaultFS{}
 	tc := startClusterWith(t, 3, func(c *Config) {
 		c.ReplicaLagTimeMaxMs = 1500

@@ -110,6 +110,14 @@ func (p *partition) appendTxnMarker(m txnMarker, now int64) (markerOutcome, erro
 	}
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
+	if p.cluster.Load() != nil {
+		// Only the leader writes markers, at its current epoch.
+		leaderEpoch, leading := p.leaderEpochIfLeading()
+		if !leading {
+			return markerOutcome{refused: kerr.NotLeaderForPartition, message: fmt.Sprintf("This broker does not lead partition %s-%d", p.topic, p.index)}, nil
+		}
+		batch.SetPartitionLeaderEpoch(one, leaderEpoch)
+	}
 	p.producers.maybeRemoveExpired(now)
 	if e := p.producers.byID[pid]; e != nil {
 		tv2 := m.transactionVersion >= 2

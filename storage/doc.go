@@ -228,8 +228,7 @@
 //
 // Lock order (Log's doc comment has the details; take left before right):
 //
-//	cleanMu -> syncMu -> appendMu -> mu -> deleteMu
-//	hwMu -> mu
+//	hwMu -> cleanMu -> syncMu -> appendMu -> mu -> deleteMu
 //
 // Append and AppendReplicated take appendMu, and mu only to publish.
 // Truncations, retention, SetStartOffset, Close and Delete take cleanMu,
@@ -237,8 +236,9 @@
 // so a truncation waits for a cleaning round in progress, which holds
 // cleanMu throughout, and the round, starting afterwards, sees only the
 // truncated log; the cleaner checkpoint is clamped under cleanMu.
-// WriteHighWatermark takes only hwMu (and mu briefly, to see Close). The
-// leader-epoch cache's lock is a leaf after all of these.
+// WriteHighWatermark takes only hwMu (and mu briefly, to see Close), so
+// it never waits for appends, reads or truncations; Close and Delete take
+// hwMu first. The leader-epoch cache's lock is a leaf after all of these.
 //
 // # Reading without copying
 //

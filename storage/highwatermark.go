@@ -69,8 +69,10 @@ func parseHighWatermark(b []byte) (int64, error) {
 // returns it from then on. hw must not be negative (ErrOffsetOutOfRange);
 // it is not checked against the log, whose end may move meanwhile (the
 // value read back at Open is clamped to the log). Concurrent calls are
-// serialized; it takes none of the locks appends and reads take, so it
-// never blocks them. A failed write leaves the previous checkpoint, and
+// serialized; it holds none of the locks appends, reads and truncations
+// take while it writes and fsyncs, so it never makes them wait for the
+// disk. Close and Delete wait for a write in progress; after them it
+// returns ErrClosed. A failed write leaves the previous checkpoint, and
 // does not fail the Log.
 func (l *Log) WriteHighWatermark(hw int64) error {
 	if hw < 0 {

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -222,6 +223,64 @@ func TestWriteHighWatermarkConcurrently(t *testing.T) {
 		}
 		if err := l.Close(); err != nil {
 			t.Fatal(err)
+		}
+	})
+}
+
+// TestCloseWaitsForAHighWatermarkWrite closes and deletes logs while
+// writers checkpoint: a write either completes before Close (the file
+// holds a whole value, no temporary file is left) or returns ErrClosed,
+// and nothing is written into a deleted directory.
+func TestCloseWaitsForAHighWatermarkWrite(t *testing.T) {
+	forEachFS(t, func(t *testing.T, env testEnv) {
+		for _, del := range []bool{false, true} {
+			l := mustOpen(t, env.fs, env.dir, testConfig())
+			var wg sync.WaitGroup
+			for w := int64(1); w <= 3; w++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := int64(0); ; i++ {
+						if err := l.WriteHighWatermark(w*1000 + i); err != nil {
+							if !errors.Is(err, ErrClosed) {
+								t.Error(err)
+							}
+							return
+						}
+					}
+				}()
+			}
+			for i := 0; i < 50; i++ {
+				runtime.Gosched()
+			}
+			var err error
+			if del {
+				err = l.Delete()
+			} else {
+				err = l.Close()
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := env.fs.Stat(filepath.Join(env.dir, highWatermarkTempName)); err == nil {
+				t.Fatal("a temporary checkpoint file is left after Close")
+			}
+			wg.Wait()
+			if del {
+				if _, err := env.fs.Stat(env.dir); err == nil {
+					t.Fatal("the deleted log's directory exists again")
+				}
+				continue
+			}
+			hw, ok := l.HighWatermarkCheckpoint()
+			l = mustOpen(t, env.fs, env.dir, testConfig())
+			if got, gotOK := l.HighWatermarkCheckpoint(); gotOK != ok || ok && got != 0 {
+				// The log is empty: a checkpoint reads back clamped to 0.
+				t.Fatalf("after reopen HighWatermarkCheckpoint = %d, %v; before Close %d, %v", got, gotOK, hw, ok)
+			}
+			if err := l.Delete(); err != nil {
+				t.Fatal(err)
+			}
 		}
 	})
 }

@@ -146,8 +146,11 @@ func (c Config) validate() error {
 //
 // Lock order (take left before right, never the reverse):
 //
-//	cleanMu -> syncMu -> appendMu -> mu -> deleteMu
+//	hwMu -> cleanMu -> syncMu -> appendMu -> mu -> deleteMu
 //
+// hwMu serializes WriteHighWatermark (which takes mu after it, briefly,
+// and nothing else); Close and Delete take it first, so a checkpoint being
+// written completes before the files close or the directory goes.
 // cleanMu is held by the cleaner for a whole cleaning and by every call
 // that removes segments or closes their files (retention, SetStartOffset,
 // TruncateTo, TruncateFullyAndStartAt, Close, Delete), so the cleaner
@@ -171,7 +174,7 @@ type Log struct {
 	appendMu sync.Mutex
 	mu       sync.RWMutex
 	deleteMu sync.Mutex // a leaf: guards pendingDeletes and deletesDone
-	hwMu     sync.Mutex // serializes WriteHighWatermark; taken before mu, with no other lock
+	hwMu     sync.Mutex // serializes WriteHighWatermark; first in the lock order
 
 	hw atomic.Int64 // the high-watermark checkpoint (highwatermark.go), -1 when none
 
@@ -845,6 +848,8 @@ func (l *Log) syncLocked() error {
 func (l *Log) Close() error {
 	l.stopFlushes()
 	l.cleanAbort.Store(true)
+	l.hwMu.Lock() // a high-watermark checkpoint being written completes first
+	defer l.hwMu.Unlock()
 	l.cleanMu.Lock()
 	defer l.cleanMu.Unlock()
 	l.syncMu.Lock()
@@ -902,6 +907,8 @@ func (l *Log) shutdownCleanly() error {
 func (l *Log) Delete() error {
 	l.stopFlushes()
 	l.cleanAbort.Store(true)
+	l.hwMu.Lock() // no high-watermark checkpoint is written into the removed directory
+	defer l.hwMu.Unlock()
 	l.cleanMu.Lock()
 	defer l.cleanMu.Unlock()
 	l.syncMu.Lock()

@@ -178,9 +178,11 @@ func (l *Log) truncateTo(offset int64) error {
 	if newStart != start {
 		// Before this a crash leaves a checkpointed start past the end, and
 		// Open empties the log there.
-		if err := writeCheckpoint(l.fsys, l.dir, checkpoint{logStart: newStart, recoveryPoint: l.checkpointedRP}); err != nil {
+		rp := max(l.checkpointedRP, 0) // -1 (no checkpoint yet) means "scan everything", as 0 does
+		if err := writeCheckpoint(l.fsys, l.dir, checkpoint{logStart: newStart, recoveryPoint: rp}); err != nil {
 			return l.fail(err)
 		}
+		l.checkpointedRP = rp
 	}
 	return nil
 }
