@@ -134,8 +134,8 @@ func freePort(t *testing.T) int {
 // heartbeat sent to an active controller that is then paused or cut off
 // waits that long, and a shorter session has the new controller fence live
 // brokers, all of them at worst, leaving partitions without a leader until
-// the old controller's node returns (reported to repl-core, 02:16 and
-// 02:53 in /work/briefs/bugs-for-repl-core.md).
+// the old controller's node returns (a broker bug: registerAndHeartbeat in
+// broker/cluster.go does not follow the controller's change).
 var clusterOverrides = []string{
 	"broker.session.timeout.ms=6000",
 	"broker.heartbeat.interval.ms=400",
