@@ -217,8 +217,12 @@ func (c *cluster) registerAndHeartbeat() {
 			return true
 		}
 	}
+	// A call to the controller must end well within the session, or a
+	// broker whose controller went away is fenced by the next one while it
+	// still waits on the old.
+	callTimeout := min(5*time.Second, time.Duration(c.b.cfg.BrokerSessionTimeoutMs)*time.Millisecond/2)
 	for {
-		ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
+		ctx, cancel := context.WithTimeout(c.ctx, callTimeout)
 		if c.epoch.Load() < 0 {
 			epoch, err := c.register(ctx)
 			cancel()
@@ -425,7 +429,7 @@ func (c *cluster) syncImage(im *metadata.Image) {
 		}
 	}
 	b.mu.Unlock()
-	c.applyRoles(im, roles)
+	c.applyRoles(im, roles, current)
 
 	c.mu.Lock()
 	c.image = im

@@ -188,8 +188,11 @@ func (p *partition) becomeFollower(st *partitionState) bool {
 // becomeNone drops any role: this broker is not a replica. A broker that
 // was one (a reassignment removed it) empties its log, as Kafka deletes a
 // replica it no longer hosts, so that its disk is freed and a later
-// reassignment back starts from an empty log the fetcher fills.
-func (p *partition) becomeNone(st *partitionState) error {
+// reassignment back starts from an empty log the fetcher fills. So does a
+// restarted broker whose log holds data of a partition that an image
+// holding its own registration (current: at least as new as everything
+// before it started) no longer places here (Kafka's stray replicas).
+func (p *partition) becomeNone(st *partitionState, current bool) error {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	rs := &p.repl
@@ -199,7 +202,7 @@ func (p *partition) becomeNone(st *partitionState) error {
 	rs.replicas, rs.isr, rs.pendingISR, rs.followers = st.replicas, st.isr, nil, nil
 	p.leaderEpoch.Store(st.leaderEpoch)
 	rs.mu.Unlock()
-	if was == roleNone || p.log.EndOffset() == 0 && p.log.StartOffset() == 0 {
+	if was == roleNone && !current || p.log.EndOffset() == 0 && p.log.StartOffset() == 0 {
 		return nil
 	}
 	p.logger.Info("no longer a replica; removing the local data", "topic", p.topic, "partition", p.index)

@@ -491,15 +491,18 @@ func (p *partition) appendFromLeader(leaderEpoch int32, fetchOffset int64, recor
 	if !following || p.log.EndOffset() != fetchOffset {
 		return 0, nil
 	}
-	first, last, err := p.log.AppendReplicated(whole)
+	_, last, err := p.log.AppendReplicated(whole)
 	if errors.Is(err, storage.ErrInvalidBatch) {
 		return 0, fmt.Errorf("%w: %w", errInvalidFromLeader, err)
 	}
 	if err != nil {
 		return 0, err
 	}
-	if first > p.producers.snapshotAt && p.log.ActiveSegmentBase() == first {
-		p.takeSnapshot(first)
+	// The append rolled a segment when the active one now starts at the old
+	// log end (not necessarily first: a compacted leader's offsets skip):
+	// snapshot the state of every batch before it, as a leader's roll does.
+	if base := p.log.ActiveSegmentBase(); base == fetchOffset && base > p.producers.snapshotAt {
+		p.takeSnapshot(base)
 	}
 	if err := p.replayReplicated(whole); err != nil {
 		return 0, err

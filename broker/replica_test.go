@@ -291,3 +291,40 @@ func TestFollowerDropsAnEpochItStartedWithoutData(t *testing.T) {
 		t.Fatalf("truncating to 7: %v, log end %d", err, p.log.EndOffset())
 	}
 }
+
+func TestUncleanDefault(t *testing.T) {
+	for _, c := range []struct {
+		v    string
+		want bool
+	}{{"", false}, {"false", false}, {"true", true}, {"TRUE", true}} {
+		defaults := map[string]string{}
+		if c.v != "" {
+			defaults["unclean.leader.election.enable"] = c.v
+		}
+		if got := uncleanDefault(defaults); got != c.want {
+			t.Errorf("unclean.leader.election.enable=%q: %v, want %v", c.v, got, c.want)
+		}
+	}
+}
+
+func TestBecomeNoneEmptiesAReplicaNoLongerHosted(t *testing.T) {
+	notHere := &partitionState{leader: 2, leaderEpoch: 5, replicas: []int32{2, 3}, isr: []int32{2, 3}}
+	// Data of a partition this broker never had a role for since it started
+	// stays until an image holding its registration says so.
+	p := testReplica(t, 10)
+	if err := p.becomeNone(notHere, false); err != nil || p.log.EndOffset() != 10 {
+		t.Fatalf("an older image emptied the log: %v, end %d", err, p.log.EndOffset())
+	}
+	if err := p.becomeNone(notHere, true); err != nil || p.log.EndOffset() != 0 || p.highWatermark() != 0 {
+		t.Fatalf("a stray replica kept its data: %v, end %d", err, p.log.EndOffset())
+	}
+	// A follower removed by a reassignment empties its log at once.
+	p = testReplica(t, 10)
+	p.becomeFollower(&partitionState{leader: 2, leaderEpoch: 4, replicas: []int32{1, 2}, isr: []int32{1, 2}})
+	if err := p.becomeNone(notHere, false); err != nil || p.log.EndOffset() != 0 {
+		t.Fatalf("a removed follower kept its data: %v, end %d", err, p.log.EndOffset())
+	}
+	if e := p.leaderEpoch.Load(); e != 5 {
+		t.Fatalf("leader epoch %d, want the image's 5", e)
+	}
+}

@@ -28,7 +28,10 @@ type roleChange struct {
 // ReplicaManager.applyDelta): leader, follower or none, and hands the
 // followed partitions to the fetcher of their leader. Called on the image
 // goroutine, holding no lock.
-func (c *cluster) applyRoles(im *metadata.Image, roles []roleChange) {
+//
+// current says that im holds this broker's own registration, so that its
+// placement is as new as anything this broker's data dir holds.
+func (c *cluster) applyRoles(im *metadata.Image, roles []roleChange, current bool) {
 	b := c.b
 	self := b.cfg.NodeID
 	now := time.Now().UnixMilli()
@@ -52,7 +55,7 @@ func (c *cluster) applyRoles(im *metadata.Image, roles []roleChange) {
 				follow[st.leader] = append(follow[st.leader], fetchTarget{p: p, topicID: rc.topicID, leaderEpoch: st.leaderEpoch})
 			}
 		default:
-			if err := p.becomeNone(st); err != nil {
+			if err := p.becomeNone(st, current); err != nil {
 				b.log.Error("removing the data of a replica no longer hosted failed", "topic", p.topic, "partition", p.index, "err", err)
 			}
 			p.wake()

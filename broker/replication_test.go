@@ -343,10 +343,6 @@ func TestReplicationFetchErrors(t *testing.T) {
 			t.Errorf("%s: %v, want %v", c.name, kerr.ErrorForCode(got.ErrorCode), kerr.ErrorForCode(c.want))
 		}
 	}
-	// The follower itself answers consumers NOT_LEADER_OR_FOLLOWER.
-	if got := rawFetch(t, tc.nodes[follower].Addr(), topicID, 0, 0, epoch, -1); got.ErrorCode != kerr.NotLeaderForPartition.Code {
-		t.Errorf("consumer fetch from the follower: %v", kerr.ErrorForCode(got.ErrorCode))
-	}
 }
 
 func TestReplicationAcksAllWaitsForASlowFollower(t *testing.T) {

@@ -587,3 +587,26 @@ func TestControllerQuorumFlagsWinOverTheKeys(t *testing.T) {
 		t.Fatalf("voters %q, controller listen %q", cfg.ControllerQuorumVoters, cfg.ControllerListen)
 	}
 }
+
+func TestApplyPropertiesReplicationKeys(t *testing.T) {
+	var cfg broker.Config
+	kv := props("replica.lag.time.max.ms", "10000", "replica.fetch.wait.max.ms", "250", "replica.fetch.min.bytes", "10",
+		"replica.fetch.max.bytes", "2097152", "replica.fetch.response.max.bytes", "20971520", "replica.fetch.backoff.ms", "500",
+		"replica.high.watermark.checkpoint.interval.ms", "1000", "unclean.leader.election.enable", "true")
+	if err := applyProperties(&cfg, kv, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
+		t.Fatal(err)
+	}
+	want := broker.Config{ReplicaLagTimeMaxMs: 10000, ReplicaFetchWaitMaxMs: 250, ReplicaFetchMinBytes: 10,
+		ReplicaFetchMaxBytes: 2 << 20, ReplicaFetchResponseMaxBytes: 20 << 20, ReplicaFetchBackoffMs: 500,
+		ReplicaHighWatermarkCheckpointIntervalMs: 1000}
+	got := broker.Config{ReplicaLagTimeMaxMs: cfg.ReplicaLagTimeMaxMs, ReplicaFetchWaitMaxMs: cfg.ReplicaFetchWaitMaxMs,
+		ReplicaFetchMinBytes: cfg.ReplicaFetchMinBytes, ReplicaFetchMaxBytes: cfg.ReplicaFetchMaxBytes,
+		ReplicaFetchResponseMaxBytes: cfg.ReplicaFetchResponseMaxBytes, ReplicaFetchBackoffMs: cfg.ReplicaFetchBackoffMs,
+		ReplicaHighWatermarkCheckpointIntervalMs: cfg.ReplicaHighWatermarkCheckpointIntervalMs}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("replication keys: %+v, want %+v", got, want)
+	}
+	if cfg.TopicDefaults["unclean.leader.election.enable"] != "true" {
+		t.Fatalf("unclean.leader.election.enable: topic defaults %v", cfg.TopicDefaults)
+	}
+}
