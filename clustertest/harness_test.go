@@ -130,14 +130,8 @@ func freePort(t *testing.T) int {
 // clusterOverrides are the settings every node runs with: a short broker
 // session so that a dead or paused node is fenced and its partitions move
 // within seconds, and short replica lag and fetch waits for the same reason.
-// The session stays above 5 s, the timeout of one broker heartbeat: a
-// heartbeat sent to an active controller that is then paused or cut off
-// waits that long, and a shorter session has the new controller fence live
-// brokers, all of them at worst, leaving partitions without a leader until
-// the old controller's node returns (a broker bug: registerAndHeartbeat in
-// broker/cluster.go does not follow the controller's change).
 var clusterOverrides = []string{
-	"broker.session.timeout.ms=6000",
+	"broker.session.timeout.ms=4000",
 	"broker.heartbeat.interval.ms=400",
 	"replica.lag.time.max.ms=6000",
 	"replica.fetch.wait.max.ms=200",
