@@ -100,11 +100,22 @@ type clusterConfig struct {
 	dataDirs []string
 }
 
-// loopbackConfig runs n nodes on 127.0.0.1 with free ports.
+// loopbackConfig runs n nodes on 127.0.0.1 with free ports, all distinct:
+// every port is held open until all are chosen. Another process may still
+// take one before its node binds it; startCluster then fails with the
+// node's log, which says so.
 func loopbackConfig(t *testing.T, n int) clusterConfig {
+	t.Helper()
 	ports := make([][2]int, n)
 	for i := range ports {
-		ports[i] = [2]int{freePort(t), freePort(t)}
+		for j := range ports[i] {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			ports[i][j] = ln.Addr().(*net.TCPAddr).Port
+		}
 	}
 	hosts := make([]string, n)
 	for i := range hosts {
@@ -112,19 +123,6 @@ func loopbackConfig(t *testing.T, n int) clusterConfig {
 	}
 	return clusterConfig{hosts: hosts, wraps: make([][]string, n),
 		ports: func(i int) (int, int) { return ports[i][0], ports[i][1] }}
-}
-
-// freePort returns a port that was free a moment ago. Another process may
-// take it before the node binds it; startCluster then fails with the
-// node's log, which says so.
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // clusterOverrides are the settings every node runs with: a short broker
