@@ -20,11 +20,13 @@ package broker
 // stored batch is byte-identical to what the client sent otherwise — and
 // appended. With message.timestamp.type=LogAppendTime the broker sets the
 // batch timestamp and recomputes the CRC. acks=0 gets no response at all;
-// acks=1 and acks=-1 are answered after the append, since this broker is the
-// whole ISR. min.insync.replicas above 1 is not NOT_ENOUGH_REPLICAS: Kafka 4
-// caps the required ISR at the replication factor (effectiveMinIsr), and
-// every Gregor partition has one replica, so Kafka 4.2 accepts such an
-// append too (observed by compat-tests/rawdiff). A compacted topic
+// acks=1 is answered after the append. On a single node acks=-1 is too,
+// since this broker is the whole ISR, and min.insync.replicas above 1 is
+// not NOT_ENOUGH_REPLICAS: Kafka 4 caps the required ISR at the replication
+// factor (effectiveMinIsr), one here, so Kafka 4.2 accepts such an append
+// too (observed by compat-tests/rawdiff). In cluster mode acks=-1 checks
+// min.insync.replicas against the ISR before the append and waits for the
+// ISR after it (produce_acks.go). A compacted topic
 // (cleanup.policy with compact) refuses records without a key:
 // INVALID_RECORD naming each (v8+), as Kafka's LogValidator.
 //
@@ -112,9 +114,11 @@ func handleProduce(b *Broker, r *request, req *kmsg.ProduceRequest) (kmsg.Respon
 					msg := "Cannot append to internal topic " + t.name
 					sp.ErrorMessage = &msg
 				}
+			case req.Acks == -1 && p.cluster.Load() != nil && !enoughISR(t, p, &sp, req.Version):
+				// NOT_ENOUGH_REPLICAS, nothing appended.
 			default:
-				if end := b.produceTo(r, req, t, p, rp.Records, &sp); end >= 0 {
-					flushes = append(flushes, pendingFlush{p: p, end: end, topic: ti, partition: len(st.Partitions)})
+				if end, epoch := b.produceTo(r, req, t, p, rp.Records, &sp); end >= 0 {
+					flushes = append(flushes, pendingFlush{p: p, t: t, end: end, epoch: epoch, topic: ti, partition: len(st.Partitions)})
 				}
 			}
 			st.Partitions = append(st.Partitions, sp)
@@ -129,6 +133,11 @@ func handleProduce(b *Broker, r *request, req *kmsg.ProduceRequest) (kmsg.Respon
 		return nil, nil
 	}
 	b.awaitFlushes(resp, flushes)
+	if req.Acks == -1 && b.isCluster() {
+		if err := b.awaitReplication(r, req, resp, flushes); err != nil {
+			return nil, err // the connection or the broker is going away
+		}
+	}
 	resp.ThrottleMillis = b.throttleProduce(r)
 	return resp, nil
 }
@@ -138,7 +147,9 @@ func handleProduce(b *Broker, r *request, req *kmsg.ProduceRequest) (kmsg.Respon
 // response.
 type pendingFlush struct {
 	p                *partition
+	t                *topic
 	end              int64
+	epoch            int32 // the leader epoch of the append (cluster mode)
 	topic, partition int
 }
 
@@ -173,8 +184,9 @@ func (b *Broker) awaitFlushes(resp *kmsg.ProduceResponse, flushes []pendingFlush
 
 // produceTo validates one partition's records and appends them, filling sp.
 // It returns the offset after the batch when one was appended (or found to
-// be a duplicate) and the flush policy must be applied to it, else -1.
-func (b *Broker) produceTo(r *request, req *kmsg.ProduceRequest, t *topic, p *partition, records []byte, sp *kmsg.ProduceResponseTopicPartition) int64 {
+// be a duplicate) and the flush policy must be applied to it, else -1, and
+// the leader epoch it was appended at.
+func (b *Broker) produceTo(r *request, req *kmsg.ProduceRequest, t *topic, p *partition, records []byte, sp *kmsg.ProduceResponseTopicPartition) (int64, int32) {
 	fail := func(e *kerr.Error, msg string) {
 		sp.ErrorCode = e.Code
 		if msg != "" && req.Version >= 8 {
@@ -196,29 +208,29 @@ func (b *Broker) produceTo(r *request, req *kmsg.ProduceRequest, t *topic, p *pa
 		} else {
 			fail(kerr.InvalidRecord, err.Error())
 		}
-		return -1
+		return -1, 0
 	}
 	if magic, _ := batch.Magic(one); magic != 2 {
 		fail(kerr.InvalidRecord, fmt.Sprintf("Produce requests with version %d are only allowed to contain record batches with magic version 2", req.Version))
-		return -1
+		return -1, 0
 	}
 	cfg := *t.effective.Load()
 	if len(one) > int(cfg.maxMessageBytes) {
 		fail(kerr.MessageTooLarge, fmt.Sprintf("The batch size of %d bytes exceeds max.message.bytes %d", len(one), cfg.maxMessageBytes))
-		return -1
+		return -1, 0
 	}
 	if int64(len(one)) > cfg.segmentBytes {
 		fail(kerr.RecordListTooLarge, fmt.Sprintf("The batch size of %d bytes exceeds segment.bytes %d", len(one), cfg.segmentBytes))
-		return -1
+		return -1, 0
 	}
 	if hdr, err := batch.ParseHeader(one); err == nil && hdr.Compression() == batch.Zstd && req.Version < 7 {
 		fail(kerr.UnsupportedCompressionType, fmt.Sprintf("Produce requests with version %d are not allowed to use ZStandard compression", req.Version))
-		return -1
+		return -1, 0
 	}
 	info, err := batch.Validate(one, &r.conn.scratch)
 	if err != nil {
 		fail(batchErrorCode(err), err.Error())
-		return -1
+		return -1, 0
 	}
 	guard := unguarded
 	if info.Transactional() {
@@ -226,11 +238,11 @@ func (b *Broker) produceTo(r *request, req *kmsg.ProduceRequest, t *topic, p *pa
 		if err != nil {
 			// The connection or the broker is going away: no answer.
 			fail(kerr.RequestTimedOut, "")
-			return -1
+			return -1, 0
 		}
 		if e != nil {
 			fail(e, msg)
-			return -1
+			return -1, 0
 		}
 		guard = g
 	}
@@ -246,7 +258,7 @@ func (b *Broker) produceTo(r *request, req *kmsg.ProduceRequest, t *topic, p *pa
 					sp.ErrorRecords = append(sp.ErrorRecords, rec)
 				}
 			}
-			return -1
+			return -1, 0
 		}
 	}
 	now := time.Now().UnixMilli()
@@ -259,7 +271,7 @@ func (b *Broker) produceTo(r *request, req *kmsg.ProduceRequest, t *topic, p *pa
 				rec.ErrorMessage = &msg
 				sp.ErrorRecords = []kmsg.ProduceResponseTopicPartitionErrorRecord{rec}
 			}
-			return -1
+			return -1, 0
 		}
 	}
 	if cfg.logAppendTime {
@@ -269,16 +281,16 @@ func (b *Broker) produceTo(r *request, req *kmsg.ProduceRequest, t *topic, p *pa
 		// Kafka corrects a batch whose header disagrees with its records.
 		batch.SetMaxTimestamp(one, false, info.MaxTimestamp)
 	}
-	batch.SetPartitionLeaderEpoch(one, p.leaderEpoch)
+	batch.SetPartitionLeaderEpoch(one, p.leaderEpoch.Load())
 	out, err := p.appendGuarded(originClient, one, now, guard)
 	switch {
 	case err != nil:
 		b.log.Error("append failed", "topic", p.topic, "partition", p.index, "err", err)
 		fail(kerr.KafkaStorageError, "")
-		return -1
+		return -1, 0
 	case out.refused != nil:
 		fail(out.refused, out.message)
-		return -1
+		return -1, 0
 	case out.duplicate:
 		sp.LogAppendTime = out.timestamp
 	default:
@@ -287,7 +299,7 @@ func (b *Broker) produceTo(r *request, req *kmsg.ProduceRequest, t *topic, p *pa
 	}
 	sp.BaseOffset = out.baseOffset
 	sp.LogStartOffset = p.log.StartOffset()
-	return out.end
+	return out.end, out.leaderEpoch
 }
 
 // singleBatch returns the one batch a v3+ partition entry must hold. As in

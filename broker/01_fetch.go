@@ -30,6 +30,12 @@ package broker
 // one of its partitions. While it waits, the connection's later requests
 // wait too, as in Kafka.
 //
+// In cluster mode a fetch naming a replica (ReplicaState from v15,
+// ReplicaID below) is a follower's: read to the log end, with diverging
+// epochs, recording the follower's progress (replica_fetch.go); client
+// quotas do not apply to it. A single node serves every fetch as a
+// consumer's.
+//
 // Consumer quotas (throttle.go), as Kafka: a client with a consumer_byte_rate
 // has its max bytes capped at its quota times quota.window.num - 1 windows,
 // and min bytes at that. The response's size is recorded once the fetch is
@@ -50,12 +56,25 @@ import (
 func init() { register(1, 4, 18, handleFetch) }
 
 func handleFetch(b *Broker, r *request, req *kmsg.FetchRequest) (kmsg.Response, error) {
+	if b.isCluster() && fetchReplicaID(req) >= 0 {
+		// Replication is not subject to client quotas.
+		return fetch(b, r, req)
+	}
 	b.capFetch(r, req)
 	resp, err := fetch(b, r, req)
 	if err != nil {
 		return nil, err
 	}
 	return b.throttleFetch(r, resp), nil
+}
+
+// fetchReplicaID is the broker a fetch comes from (ReplicaState from v15,
+// ReplicaID below), or -1 for a consumer.
+func fetchReplicaID(req *kmsg.FetchRequest) int32 {
+	if req.Version >= 15 {
+		return req.ReplicaState.ID
+	}
+	return req.ReplicaID
 }
 
 // fetch answers a fetch, waiting for data as the request allows.
@@ -68,11 +87,15 @@ func fetch(b *Broker, r *request, req *kmsg.FetchRequest) (kmsg.Response, error)
 		}
 	}
 	reply := &fetchReply{FetchResponse: resp}
+	replica := int32(-1) // a single node serves every fetch as a consumer's, as before replication
+	if b.isCluster() {
+		replica = fetchReplicaID(req)
+	}
 
 	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 	var wake chan struct{}
 	for {
-		total, anyError, parts := b.readFetch(req, reply)
+		total, anyError, parts := b.readFetch(req, reply, replica)
 		if total >= int(req.MinBytes) || anyError || req.MaxWaitMillis <= 0 || total >= int(req.MaxBytes) {
 			return reply, nil
 		}
@@ -87,7 +110,7 @@ func fetch(b *Broker, r *request, req *kmsg.FetchRequest) (kmsg.Response, error)
 			p.watch(wake)
 		}
 		// Re-check once registered: an append may have landed in between.
-		if t2, _, _ := b.readFetch(req, reply); t2 >= int(req.MinBytes) {
+		if t2, _, _ := b.readFetch(req, reply, replica); t2 >= int(req.MinBytes) {
 			for _, p := range parts {
 				p.unwatch(wake)
 			}
@@ -113,7 +136,7 @@ func fetch(b *Broker, r *request, req *kmsg.FetchRequest) (kmsg.Response, error)
 // readFetch fills reply from the logs, replacing what an earlier call put
 // there, and returns the record bytes gathered, whether any partition
 // failed, and the partitions read.
-func (b *Broker) readFetch(req *kmsg.FetchRequest, reply *fetchReply) (total int, anyError bool, parts []*partition) {
+func (b *Broker) readFetch(req *kmsg.FetchRequest, reply *fetchReply, replica int32) (total int, anyError bool, parts []*partition) {
 	resp := reply.FetchResponse
 	reply.release()
 	resp.Topics = resp.Topics[:0]
@@ -159,7 +182,11 @@ func (b *Broker) readFetch(req *kmsg.FetchRequest, reply *fetchReply) (total int
 			default:
 				parts = append(parts, p)
 				limit := min(int(rp.PartitionMaxBytes), responseBudget)
-				records = b.readPartition(req, rp, p, limit, minOneBatch, &sp)
+				if replica >= 0 {
+					records = b.readReplica(req, rp, t.id, p, replica, limit, minOneBatch, &sp, &anyError)
+				} else {
+					records = b.readPartition(req, rp, p, limit, minOneBatch, &sp)
+				}
 				n := int(records.Len())
 				total += n
 				responseBudget -= n
@@ -167,8 +194,8 @@ func (b *Broker) readFetch(req *kmsg.FetchRequest, reply *fetchReply) (total int
 					minOneBatch = false
 				}
 			}
-			if sp.ErrorCode != 0 {
-				anyError = true
+			if sp.ErrorCode != 0 || replica >= 0 && sp.DivergingEpoch.EndOffset >= 0 {
+				anyError = true // answered at once, as a diverging epoch is (Kafka's DelayedFetch)
 			}
 			st.Partitions = append(st.Partitions, sp)
 			reply.records = append(reply.records, records)
@@ -181,7 +208,7 @@ func (b *Broker) readFetch(req *kmsg.FetchRequest, reply *fetchReply) (total int
 // readPartition fills sp's fields but the records, and returns the records
 // as a slice of the log, which the caller must release.
 func (b *Broker) readPartition(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopicPartition, p *partition, limit int, minOneBatch bool, sp *kmsg.FetchResponseTopicPartition) storage.Slice {
-	if e := checkLeaderEpoch(rp.CurrentLeaderEpoch, p.leaderEpoch); e != nil {
+	if e := checkLeaderEpoch(rp.CurrentLeaderEpoch, p.leaderEpoch.Load()); e != nil {
 		sp.ErrorCode = e.Code
 		return storage.Slice{}
 	}

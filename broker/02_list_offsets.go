@@ -69,7 +69,7 @@ func handleListOffsets(b *Broker, r *request, req *kmsg.ListOffsetsRequest) (kms
 			case p.notLeader():
 				sp.ErrorCode = kerr.NotLeaderForPartition.Code
 			default:
-				if e := checkLeaderEpoch(rp.CurrentLeaderEpoch, p.leaderEpoch); e != nil && req.Version >= 4 {
+				if e := checkLeaderEpoch(rp.CurrentLeaderEpoch, p.leaderEpoch.Load()); e != nil && req.Version >= 4 {
 					sp.ErrorCode = e.Code
 					break
 				}
@@ -94,10 +94,10 @@ func (b *Broker) listOffset(req *kmsg.ListOffsetsRequest, r *request, p *partiti
 	v := req.Version
 	switch {
 	case ts == latestTimestamp:
-		sp.Offset, sp.LeaderEpoch = fetchable, p.leaderEpoch
+		sp.Offset, sp.LeaderEpoch = fetchable, p.leaderEpoch.Load()
 		return nil
 	case ts == earliestTimestamp, ts == earliestLocalTimestamp && v >= 8:
-		sp.Offset, sp.LeaderEpoch = p.log.StartOffset(), p.leaderEpoch
+		sp.Offset, sp.LeaderEpoch = p.log.StartOffset(), p.leaderEpoch.Load()
 		return nil
 	case ts == latestTieredTimestamp && v >= 9, ts == earliestPendingUploadTimestamp && v >= 11:
 		return nil // no tiered storage: none

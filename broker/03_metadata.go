@@ -156,7 +156,7 @@ func (b *Broker) topicMetadata(req *kmsg.MetadataRequest, t *topic) kmsg.Metadat
 			continue
 		}
 		mp.Leader = b.cfg.NodeID
-		mp.LeaderEpoch = p.leaderEpoch
+		mp.LeaderEpoch = p.leaderEpoch.Load()
 		mp.Replicas = []int32{b.cfg.NodeID}
 		mp.ISR = []int32{b.cfg.NodeID}
 		mp.OfflineReplicas = []int32{}

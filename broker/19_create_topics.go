@@ -7,7 +7,8 @@ package broker
 // INVALID_REQUEST, answered once for all its copies (as Kafka); an invalid name INVALID_TOPIC_EXCEPTION;
 // an existing name TOPIC_ALREADY_EXISTS; partitions and replication factor
 // must be positive or -1 for the broker default (v4+); a replication factor
-// above the number of brokers (one) is INVALID_REPLICATION_FACTOR; a manual
+// above the number of brokers (one on a single node, the unfenced ones in
+// cluster mode) is INVALID_REPLICATION_FACTOR; a manual
 // assignment must be consecutive partitions from 0, each on this broker
 // alone (INVALID_REPLICA_ASSIGNMENT); unknown or invalid configs are
 // INVALID_CONFIG. ValidateOnly (v1+) checks without creating.
@@ -130,9 +131,6 @@ func (b *Broker) createFromRequest(r *request, req *kmsg.CreateTopicsRequest, rt
 		}
 		if req.Version >= 4 && rf == -1 {
 			rf = b.cfg.DefaultReplicationFactor
-			if b.isCluster() {
-				rf = 1 // until replication is served (cluster.go)
-			}
 		}
 		if partitions <= 0 {
 			return nil, kerr.InvalidPartitions, "Number of partitions was set to an invalid non-positive value."

@@ -47,7 +47,7 @@ func handleOffsetForLeaderEpoch(b *Broker, r *request, req *kmsg.OffsetForLeader
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			} else if p.notLeader() {
 				sp.ErrorCode = kerr.NotLeaderForPartition.Code
-			} else if e := checkLeaderEpoch(rp.CurrentLeaderEpoch, p.leaderEpoch); e != nil {
+			} else if e := checkLeaderEpoch(rp.CurrentLeaderEpoch, p.leaderEpoch.Load()); e != nil {
 				sp.ErrorCode = e.Code
 			} else {
 				sp.LeaderEpoch, sp.EndOffset = p.log.EndOffsetForEpoch(rp.LeaderEpoch)

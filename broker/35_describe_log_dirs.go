@@ -5,13 +5,17 @@ package broker
 // There is one log dir: the data directory, or "memory" for an in-memory
 // broker. It lists every partition (a null topic list) or the requested
 // ones that exist, silently leaving out the rest, as Kafka does. A
-// partition's size is the bytes of its record batches; its offset lag is 0
-// and it is never a future replica (no log-dir moves).
+// partition's size is the bytes of its record batches; it is never a future
+// replica (no log-dir moves). In cluster mode the partitions are those this
+// broker is a replica of, leader or follower, and the offset lag is the
+// high watermark minus the log end offset, at least 0 (Kafka's
+// getLogEndOffsetLag: a follower behind the leader's high watermark lags).
 // v3: top-level ErrorCode (only authorization fails it in Kafka: always 0).
 // v4: TotalBytes and UsableBytes of the directory's file system, or -1
 // (Kafka's "unknown") in memory or where the platform cannot tell.
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -69,12 +73,16 @@ func handleDescribeLogDirs(b *Broker, r *request, req *kmsg.DescribeLogDirsReque
 			}
 		}
 		for _, p := range parts {
-			if p.notLeader() { // RF=1 in cluster mode: not a replica here
-				continue
+			st := p.cluster.Load()
+			if st != nil && !slices.Contains(st.replicas, b.cfg.NodeID) {
+				continue // not a replica here
 			}
 			dp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
 			dp.Partition = p.index
 			dp.Size = p.log.Size()
+			if st != nil {
+				dp.OffsetLag = max(p.highWatermark()-p.log.EndOffset(), 0)
+			}
 			dt.Partitions = append(dt.Partitions, dp)
 		}
 		if len(dt.Partitions) > 0 {

@@ -12,7 +12,9 @@ package broker
 // with an empty list only existing topics appear. A cursor whose topic is
 // not in a non-empty list, or whose partition is negative, is
 // INVALID_REQUEST for every requested topic, as Kafka's handler throws.
-// Authorized operations are every topic operation (no authorizer).
+// Authorized operations are every topic operation (no authorizer). In
+// cluster mode each partition shows the image's leader, replicas and ISR
+// (LEADER_NOT_AVAILABLE without a leader), as Metadata does.
 
 import (
 	"sort"
@@ -100,12 +102,21 @@ func handleDescribeTopicPartitions(b *Broker, r *request, req *kmsg.DescribeTopi
 			sp := kmsg.NewDescribeTopicPartitionsResponseTopicPartition()
 			sp.Partition = p.index
 			sp.LeaderID = b.cfg.NodeID
-			sp.LeaderEpoch = p.leaderEpoch
+			sp.LeaderEpoch = p.leaderEpoch.Load()
 			sp.Replicas = []int32{b.cfg.NodeID}
 			sp.ISR = []int32{b.cfg.NodeID}
 			sp.EligibleLeaderReplicas = []int32{}
 			sp.LastKnownELR = []int32{}
 			sp.OfflineReplicas = []int32{}
+			if st := p.cluster.Load(); st != nil {
+				// The image's leadership, replicas and ISR.
+				sp.LeaderID, sp.LeaderEpoch = st.leader, st.leaderEpoch
+				sp.Replicas, sp.ISR = st.replicas, st.isr
+				sp.OfflineReplicas = b.cluster.offline(st.replicas)
+				if st.leader < 0 {
+					sp.ErrorCode = kerr.LeaderNotAvailable.Code
+				}
+			}
 			st.Partitions = append(st.Partitions, sp)
 		}
 		if st.Partitions == nil {

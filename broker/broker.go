@@ -118,7 +118,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	if err := fsys.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("broker: creating data dir: %w", err)
 	}
-	b.catalog = catalog{fs: fsys, dir: dir, defaults: cfg.TopicDefaults, log: b.log, metrics: b.metrics}
+	b.catalog = catalog{fs: fsys, dir: dir, defaults: cfg.TopicDefaults, clusterMode: cfg.ControllerQuorumVoters != "", log: b.log, metrics: b.metrics}
 	if err := b.catalog.load(); err != nil {
 		return nil, err
 	}

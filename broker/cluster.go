@@ -9,7 +9,9 @@ import (
 	"net"
 	"os"
 	"path"
+	"slices"
 	"sort"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -54,6 +56,10 @@ type cluster struct {
 
 	rpc controllerRPC
 
+	// fetchers copy the partitions this broker follows from their leaders
+	// (replica_fetcher.go).
+	fetchers fetcherManager
+
 	// voterRank is this node's place among the voters by id, which picks
 	// its range of producer ids (producerIDRange).
 	voterRank int
@@ -69,11 +75,12 @@ type cluster struct {
 // partitionState is a partition's replica set and leadership from the
 // image, as this broker serves it.
 type partitionState struct {
-	leader      int32
-	leaderEpoch int32
-	replicas    []int32
-	isr         []int32
-	local       bool // this broker leads the partition
+	leader         int32
+	leaderEpoch    int32
+	partitionEpoch int32
+	replicas       []int32
+	isr            []int32
+	local          bool // this broker leads the partition
 }
 
 // isCluster reports whether the broker runs in cluster mode.
@@ -95,6 +102,7 @@ func (b *Broker) startController(dir string) error {
 		return fmt.Errorf("broker: the data dir %s holds %d topics of a single-node broker and no cluster metadata; turning a single node into a cluster node is not supported yet (start cluster nodes on new data dirs)", dir, len(b.catalog.byName))
 	}
 	c := &cluster{b: b, synced: make(chan struct{}), stop: make(chan struct{})}
+	c.fetchers.c = c
 	c.epoch.Store(-1)
 	for id := range voters {
 		if id < b.cfg.NodeID {
@@ -110,9 +118,10 @@ func (b *Broker) startController(dir string) error {
 		DataDir:                  dir,
 		FS:                       b.catalog.fs,
 		ClusterID:                b.catalog.clusterID,
+		UncleanLeaderElection:    uncleanDefault(b.cfg.TopicDefaults),
 		SessionTimeout:           time.Duration(b.cfg.BrokerSessionTimeoutMs) * time.Millisecond,
 		DefaultPartitions:        b.cfg.NumPartitions,
-		DefaultReplicationFactor: 1,
+		DefaultReplicationFactor: b.cfg.DefaultReplicationFactor,
 		Logger:                   b.log,
 	}
 	switch {
@@ -138,12 +147,23 @@ func (b *Broker) startController(dir string) error {
 	return nil
 }
 
+// uncleanDefault is the broker's unclean.leader.election.enable, the
+// default of topics that do not set it.
+func uncleanDefault(defaults map[string]string) bool {
+	on, err := strconv.ParseBool(defaults["unclean.leader.election.enable"])
+	return err == nil && on
+}
+
 // run starts following the image and registering, once the broker listens.
 func (c *cluster) run() {
 	images, unsubscribe := c.ctrl.Subscribe()
 	c.unsubscribe = unsubscribe
 	c.syncImage(c.ctrl.Image())
-	c.wg.Add(2)
+	c.wg.Add(3)
+	go func() {
+		defer c.wg.Done()
+		c.replicationLoop()
+	}()
 	go func() {
 		defer c.wg.Done()
 		for {
@@ -169,6 +189,7 @@ func (c *cluster) close() error {
 		c.unsubscribe()
 	}
 	c.wg.Wait()
+	c.checkpointHighWatermarks()
 	c.rpc.close()
 	return c.ctrl.Close()
 }
@@ -334,6 +355,7 @@ func (c *cluster) syncImage(im *metadata.Image) {
 	}
 	b := c.b
 	self := b.cfg.NodeID
+	var roles []roleChange
 	b.mu.Lock()
 	if im.ClusterID != "" && len(b.catalog.byName) == 0 && b.catalog.clusterID != im.ClusterID {
 		b.catalog.clusterID = im.ClusterID
@@ -391,13 +413,19 @@ func (c *cluster) syncImage(im *metadata.Image) {
 			if mp == nil {
 				continue
 			}
-			p.cluster.Store(&partitionState{
-				leader: mp.Leader, leaderEpoch: mp.LeaderEpoch,
+			st := &partitionState{
+				leader: mp.Leader, leaderEpoch: mp.LeaderEpoch, partitionEpoch: mp.PartitionEpoch,
 				replicas: mp.Replicas, isr: mp.ISR, local: mp.Leader == self,
-			})
+			}
+			// Published at once, under Broker.mu with the topic, so that no
+			// request sees the partition without its leadership; appends
+			// wait for the role itself (applyRoles, appendGuarded).
+			p.cluster.Store(st)
+			roles = append(roles, roleChange{p: p, topicID: t.id, st: st})
 		}
 	}
 	b.mu.Unlock()
+	c.applyRoles(im, roles)
 
 	c.mu.Lock()
 	c.image = im
@@ -499,55 +527,61 @@ func (c *cluster) leaderEndpoint(p *partition) (st *partitionState, br *metadata
 	return st, im.Brokers[st.leader], true
 }
 
+// currentLeader fills KIP-951's current leader of a partition led
+// elsewhere into a Produce v10+ or Fetch v12+ answer (setLeader), and
+// returns the leader's broker when its endpoint belongs in the response's
+// node endpoints: not already listed (listed), and withEndpoints.
+func (c *cluster) currentLeader(p *partition, setLeader func(id, epoch int32), listed func(id int32) bool, withEndpoints bool) (*metadata.Broker, bool) {
+	st, br, ok := c.leaderEndpoint(p)
+	if st != nil {
+		setLeader(st.leader, st.leaderEpoch)
+	}
+	if !ok || !withEndpoints || listed(br.ID) {
+		return nil, false
+	}
+	return br, true
+}
+
+// rackOf is a broker's rack as the node endpoints carry it (null for none).
+func rackOf(br *metadata.Broker) *string {
+	if br.Rack == "" {
+		return nil
+	}
+	rack := br.Rack
+	return &rack
+}
+
 // produceCurrentLeader fills KIP-951's current leader of a partition led
 // elsewhere into a Produce v10+ answer, and the leader's endpoint into the
 // response's node endpoints, so the client re-routes at once.
 func (c *cluster) produceCurrentLeader(p *partition, sp *kmsg.ProduceResponseTopicPartition, resp *kmsg.ProduceResponse) {
-	st, br, ok := c.leaderEndpoint(p)
-	if st != nil {
-		sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = st.leader, st.leaderEpoch
+	br, ok := c.currentLeader(p,
+		func(id, epoch int32) { sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = id, epoch },
+		func(id int32) bool {
+			return slices.ContainsFunc(resp.Brokers, func(b kmsg.ProduceResponseBroker) bool { return b.NodeID == id })
+		}, true)
+	if ok {
+		nb := kmsg.NewProduceResponseBroker()
+		nb.NodeID, nb.Rack = br.ID, rackOf(br)
+		nb.Host, nb.Port = brokerEndpoint(br)
+		resp.Brokers = append(resp.Brokers, nb)
 	}
-	if !ok {
-		return
-	}
-	for _, known := range resp.Brokers {
-		if known.NodeID == br.ID {
-			return
-		}
-	}
-	nb := kmsg.NewProduceResponseBroker()
-	nb.NodeID = br.ID
-	nb.Host, nb.Port = brokerEndpoint(br)
-	if br.Rack != "" {
-		rack := br.Rack
-		nb.Rack = &rack
-	}
-	resp.Brokers = append(resp.Brokers, nb)
 }
 
 // fetchCurrentLeader is produceCurrentLeader for Fetch v12+ (node
 // endpoints from v16).
 func (c *cluster) fetchCurrentLeader(p *partition, sp *kmsg.FetchResponseTopicPartition, resp *kmsg.FetchResponse) {
-	st, br, ok := c.leaderEndpoint(p)
-	if st != nil {
-		sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = st.leader, st.leaderEpoch
+	br, ok := c.currentLeader(p,
+		func(id, epoch int32) { sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = id, epoch },
+		func(id int32) bool {
+			return slices.ContainsFunc(resp.Brokers, func(b kmsg.FetchResponseBroker) bool { return b.NodeID == id })
+		}, resp.Version >= 16)
+	if ok {
+		nb := kmsg.NewFetchResponseBroker()
+		nb.NodeID, nb.Rack = br.ID, rackOf(br)
+		nb.Host, nb.Port = brokerEndpoint(br)
+		resp.Brokers = append(resp.Brokers, nb)
 	}
-	if !ok || resp.Version < 16 {
-		return
-	}
-	for _, known := range resp.Brokers {
-		if known.NodeID == br.ID {
-			return
-		}
-	}
-	nb := kmsg.NewFetchResponseBroker()
-	nb.NodeID = br.ID
-	nb.Host, nb.Port = brokerEndpoint(br)
-	if br.Rack != "" {
-		rack := br.Rack
-		nb.Rack = &rack
-	}
-	resp.Brokers = append(resp.Brokers, nb)
 }
 
 // errNotLocalLeader is a coordinator's append to a partition of its topic

@@ -41,15 +41,11 @@ func kerrOf(err error) (*kerr.Error, string) {
 
 // createTopic creates a topic through the active controller, in-process
 // or forwarded to its node, and returns the local topic once the
-// catalogue has applied it. Replication is not served yet: a factor above
-// 1 is INVALID_REPLICATION_FACTOR.
+// catalogue has applied it. A replication factor above the number of
+// unfenced brokers is INVALID_REPLICATION_FACTOR, from the controller's
+// placement, as Kafka.
 func (c *cluster) createTopic(tc topicCreation) (*topic, *kerr.Error, string) {
-	if tc.replicationFactor > 1 {
-		return nil, kerr.InvalidReplicationFactor, fmt.Sprintf(
-			"Replication factor %d is not served yet: Gregor clusters do not replicate partitions yet, so every topic has replication factor 1.",
-			tc.replicationFactor)
-	}
-	ct := controller.CreateTopic{Name: tc.name, NumPartitions: tc.partitions, ReplicationFactor: 1, Configs: map[string]*string{}}
+	ct := controller.CreateTopic{Name: tc.name, NumPartitions: tc.partitions, ReplicationFactor: tc.replicationFactor, Configs: map[string]*string{}}
 	for k, v := range tc.configs {
 		ct.Configs[k] = &v
 	}

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -33,6 +34,13 @@ type testCluster struct {
 // controller port bound before any node starts.
 func startCluster(t *testing.T, n int) *testCluster {
 	t.Helper()
+	return startClusterWith(t, n, nil)
+}
+
+// startClusterWith is startCluster with each node's config passed through
+// adjust first, when not nil.
+func startClusterWith(t *testing.T, n int, adjust func(*Config)) *testCluster {
+	t.Helper()
 	lns := map[int32]net.Listener{}
 	var voters []string
 	for id := int32(1); id <= int32(n); id++ {
@@ -60,6 +68,9 @@ func startCluster(t *testing.T, n int) *testCluster {
 			OffsetsTopicPartitions:       6,
 			Logger:                       logger,
 			DataDir:                      t.TempDir(),
+		}
+		if adjust != nil {
+			adjust(&cfg)
 		}
 		tc.cfgs[id] = cfg
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -248,19 +259,24 @@ func TestClusterSpreadsPartitionsAndServesClients(t *testing.T) {
 		t.Fatalf("leaders per broker: %v, want 2 each", leaders)
 	}
 
-	// Replication factor 2 is refused honestly; -1 is 1.
-	resp, err := adm.CreateTopic(ctx, 1, 2, nil, "replicated")
-	if err == nil || !strings.Contains(resp.ErrMessage, "not served yet") {
-		t.Fatalf("CreateTopic rf 2: %v %q, want INVALID_REPLICATION_FACTOR saying replication is not served", err, resp.ErrMessage)
+	// Replication factor 2 is served; 4, above the three brokers, is
+	// INVALID_REPLICATION_FACTOR as in Kafka.
+	if resp, err := adm.CreateTopic(ctx, 1, 2, nil, "replicated"); err != nil || resp.Err != nil {
+		t.Fatalf("CreateTopic rf 2: %v %v", err, resp.Err)
+	}
+	if resp, _ := adm.CreateTopic(ctx, 1, 4, nil, "overreplicated"); !errors.Is(resp.Err, kerr.InvalidReplicationFactor) {
+		t.Fatalf("CreateTopic rf 4 on three brokers: %v, want INVALID_REPLICATION_FACTOR", resp.Err)
 	}
 
 	// A node that does not lead a partition answers NOT_LEADER_OR_FOLLOWER
 	// with the leader (KIP-951).
 	md := tc.metadata(1)
 	var foreign kmsg.MetadataResponseTopicPartition
-	for _, p := range md.Topics[0].Partitions {
-		if p.Leader != 1 {
-			foreign = p
+	for _, mt := range md.Topics {
+		for _, p := range mt.Partitions {
+			if *mt.Topic == "spread" && p.Leader != 1 {
+				foreign = p
+			}
 		}
 	}
 	preq := kmsg.NewPtrProduceRequest()

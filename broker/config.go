@@ -151,6 +151,29 @@ type Config struct {
 	// 2000.
 	BrokerHeartbeatIntervalMs int64
 
+	// Replication (cluster mode, replica.go and replica_fetcher.go),
+	// Kafka's names and defaults.
+
+	// ReplicaLagTimeMaxMs is replica.lag.time.max.ms: a follower not caught
+	// up for that long leaves the ISR. Default 30000.
+	ReplicaLagTimeMaxMs int64
+	// ReplicaFetchWaitMaxMs is replica.fetch.wait.max.ms. Default 500.
+	ReplicaFetchWaitMaxMs int32
+	// ReplicaFetchMinBytes is replica.fetch.min.bytes. Default 1.
+	ReplicaFetchMinBytes int32
+	// ReplicaFetchMaxBytes is replica.fetch.max.bytes, per partition.
+	// Default 1 MiB.
+	ReplicaFetchMaxBytes int32
+	// ReplicaFetchResponseMaxBytes is replica.fetch.response.max.bytes.
+	// Default 10 MiB.
+	ReplicaFetchResponseMaxBytes int32
+	// ReplicaFetchBackoffMs is replica.fetch.backoff.ms: the pause after a
+	// failed replica fetch. Default 1000.
+	ReplicaFetchBackoffMs int64
+	// ReplicaHighWatermarkCheckpointIntervalMs is
+	// replica.high.watermark.checkpoint.interval.ms. Default 5000.
+	ReplicaHighWatermarkCheckpointIntervalMs int64
+
 	// controllerListener, if set, is the controller listener already bound
 	// (tests bind every voter's port before any node starts).
 	controllerListener net.Listener
@@ -158,7 +181,10 @@ type Config struct {
 	// testHooks lets tests act at points of the broker's life.
 	testHooks struct {
 		beforeLoad func(*Broker) // in Start, after the HTTP listener opens, before the logs load
-		closing    func(*Broker) // in Close, after readiness is withdrawn, before anything stops
+		// replicaFetch runs before each round of a replica fetcher, with
+		// the leader it fetches from; a test blocks it to slow a follower.
+		replicaFetch func(leader int32)
+		closing      func(*Broker) // in Close, after readiness is withdrawn, before anything stops
 	}
 }
 
@@ -231,6 +257,27 @@ func (c *Config) setDefaults() {
 	}
 	if c.BrokerHeartbeatIntervalMs <= 0 {
 		c.BrokerHeartbeatIntervalMs = 2000
+	}
+	if c.ReplicaLagTimeMaxMs <= 0 {
+		c.ReplicaLagTimeMaxMs = 30000
+	}
+	if c.ReplicaFetchWaitMaxMs <= 0 {
+		c.ReplicaFetchWaitMaxMs = 500
+	}
+	if c.ReplicaFetchMinBytes <= 0 {
+		c.ReplicaFetchMinBytes = 1
+	}
+	if c.ReplicaFetchMaxBytes <= 0 {
+		c.ReplicaFetchMaxBytes = 1 << 20
+	}
+	if c.ReplicaFetchResponseMaxBytes <= 0 {
+		c.ReplicaFetchResponseMaxBytes = 10 << 20
+	}
+	if c.ReplicaFetchBackoffMs <= 0 {
+		c.ReplicaFetchBackoffMs = 1000
+	}
+	if c.ReplicaHighWatermarkCheckpointIntervalMs <= 0 {
+		c.ReplicaHighWatermarkCheckpointIntervalMs = 5000
 	}
 	if c.LogCleanerDedupeBufferSize <= 0 {
 		c.LogCleanerDedupeBufferSize = 128 << 20

@@ -24,7 +24,12 @@
 //
 // Lock order: Broker.mu (topic map and producer ids) before
 // partition.appendMu (an append and its producer-state check) before
-// partition.mu (fetch waiters); storage.Log's own locks come last. No lock
+// partition.mu (fetch waiters); storage.Log's own locks come last.
+// replicaState.mu (a partition's replication state, replica.go) comes
+// after partition.appendMu and before storage.Log's locks, and is released
+// before waiters are woken (partition.mu); a replica fetcher (replica_fetcher.go) takes a
+// partition's appendMu to append, holding nothing else, and an acks=all
+// produce waits for the high watermark holding no lock. No lock
 // is taken while holding a later one. A produce waits for the fsync its
 // flush policy demands (storage.Log.FlushAfterAppend) holding none of
 // these, so that appends from other connections join the same fsync. The group coordinator's goroutine

@@ -41,7 +41,7 @@ func appendCoordinatorBatch(p *partition, pid int64, epoch int16, recs []batch.R
 	}
 	transactional := pid >= 0
 	one, err := batch.AppendBatch(nil, batch.BuildOptions{BaseTimestamp: now, ProducerID: pid, ProducerEpoch: epoch,
-		BaseSequence: -1, PartitionLeaderEpoch: p.leaderEpoch, Transactional: transactional}, recs)
+		BaseSequence: -1, PartitionLeaderEpoch: p.leaderEpoch.Load(), Transactional: transactional}, recs)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/gregor-broker/gregor/storage"
 )
@@ -17,11 +18,22 @@ type partition struct {
 	log    *storage.Log
 	logger *slog.Logger
 	// leaderEpoch is the partition's leader epoch. A single node leads every
-	// partition from epoch 0 for its whole life; replication will move it.
-	leaderEpoch int32
+	// partition from epoch 0 for its whole life; in cluster mode it is the
+	// image's, set when this broker becomes the partition's leader or
+	// follower (replica.go).
+	leaderEpoch atomic.Int32
 	// cluster is the partition's leadership from the metadata image in
 	// cluster mode (cluster.go); nil on a single node, which leads it.
 	cluster atomic.Pointer[partitionState]
+	// hw is the high watermark in cluster mode (replica.go): on the
+	// leader the smallest log end offset over the ISR, on a follower the
+	// leader's, capped at the local log end. Unused on a single node.
+	hw atomic.Int64
+	// hwCheckpointed is the high watermark last checkpointed.
+	hwCheckpointed atomic.Int64
+	// repl is the partition's replication state in cluster mode
+	// (replica.go).
+	repl replicaState
 
 	// appendMu is held around every append to log, so that a batch's
 	// producer-state check and its append are one step (producer_state.go).
@@ -49,7 +61,20 @@ func newPartition(topic string, index int32, l *storage.Log) *partition {
 // before its high watermark moves, so a consumer never sees a record that
 // a power loss could take back. The producer path wakes fetches again once
 // the fsync is done (awaitFlushes, or the log's background-flush hook).
+//
+// In cluster mode the high watermark is the replicated one (p.hw): the
+// offset every in-sync replica holds (replica.go).
 func (p *partition) highWatermark() int64 {
+	if p.cluster.Load() != nil {
+		return p.hw.Load()
+	}
+	return p.localEnd()
+}
+
+// localEnd is the end of what this replica holds durably enough to count
+// as held: the log end, or under flush.messages=1 the fsynced end (see
+// highWatermark).
+func (p *partition) localEnd() int64 {
 	end := p.log.EndOffset()
 	if p.log.FlushPolicy().PerAppend() {
 		return min(end, p.log.DurableOffset())
@@ -88,8 +113,18 @@ func (p *partition) unwatch(ch chan struct{}) {
 	p.mu.Unlock()
 }
 
-// appended wakes every waiting fetch.
+// appended wakes every waiting fetch, and in cluster mode first lets the
+// leader's high watermark follow its log end (replica.go).
 func (p *partition) appended() {
+	if p.cluster.Load() != nil {
+		p.maybeIncrementHW(time.Now().UnixMilli())
+	}
+	p.wake()
+}
+
+// wake wakes every waiter: fetches waiting for data and acks=all produces
+// waiting for the high watermark.
+func (p *partition) wake() {
 	p.mu.Lock()
 	for ch := range p.waiters {
 		notify(ch)

@@ -137,6 +137,13 @@ type producerStates struct {
 	unstable atomic.Int64
 }
 
+// reset empties the state, before load rebuilds it (a follower's
+// truncation).
+func (s *producerStates) reset() {
+	s.byID, s.ongoing, s.lastSweep, s.snapshotAt = nil, nil, 0, 0
+	s.unstable.Store(0)
+}
+
 // firstUnstable returns the first offset of the earliest ongoing
 // transaction; ok=false when there is none. Safe without appendMu.
 func (s *producerStates) firstUnstable() (offset int64, ok bool) {
@@ -482,6 +489,9 @@ type appendOutcome struct {
 	// message says why; nothing was appended.
 	refused *kerr.Error
 	message string
+	// leaderEpoch is the epoch the batch was appended at (cluster mode),
+	// which an acks=all produce waits under.
+	leaderEpoch int32
 }
 
 // appendBatch appends one validated batch, stamped and ready to store, to
@@ -531,6 +541,16 @@ func (p *partition) appendGuarded(origin appendOrigin, one []byte, now int64, gu
 	}
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
+	epoch := int32(0)
+	if p.cluster.Load() != nil {
+		// In cluster mode the role may have changed since the caller
+		// looked: only the leader appends, stamping its current epoch.
+		var leading bool
+		if epoch, leading = p.leaderEpochIfLeading(); !leading {
+			return appendOutcome{refused: kerr.NotLeaderForPartition, message: fmt.Sprintf("This broker does not lead partition %s-%d", p.topic, p.index)}, nil
+		}
+		batch.SetPartitionLeaderEpoch(one, epoch)
+	}
 	idempotent := h.ProducerID >= 0
 	if idempotent {
 		p.producers.maybeRemoveExpired(now)
@@ -539,7 +559,7 @@ func (p *partition) appendGuarded(origin appendOrigin, one []byte, now int64, gu
 				return appendOutcome{refused: e, message: fmt.Sprintf("%s in partition %s-%d", msg, p.topic, p.index)}, nil
 			}
 		} else if dup, ok := p.producers.duplicate(&h); ok {
-			return appendOutcome{baseOffset: dup.firstOffset(), end: dup.lastOffset + 1, duplicate: true, timestamp: dup.timestamp}, nil
+			return appendOutcome{baseOffset: dup.firstOffset(), end: dup.lastOffset + 1, duplicate: true, timestamp: dup.timestamp, leaderEpoch: epoch}, nil
 		} else if e, msg := p.producers.check(&h); e != nil {
 			return appendOutcome{refused: e, message: fmt.Sprintf("%s in partition %s-%d", msg, p.topic, p.index)}, nil
 		}
@@ -574,5 +594,5 @@ func (p *partition) appendGuarded(origin appendOrigin, one []byte, now int64, gu
 	if idempotent {
 		p.producers.update(&h, first)
 	}
-	return appendOutcome{baseOffset: first, end: last + 1}, nil
+	return appendOutcome{baseOffset: first, end: last + 1, leaderEpoch: epoch}, nil
 }

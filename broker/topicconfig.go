@@ -219,6 +219,7 @@ type effectiveTopicConfig struct {
 	minCompactionLagMs int64
 	maxCompactionLagMs int64
 	flush              storage.FlushPolicy // flush.messages and flush.ms
+	minInsyncReplicas  int                 // min.insync.replicas (cluster mode, acks=all)
 }
 
 func (c topicConfigs) effective(brokerDefaults map[string]string) effectiveTopicConfig {
@@ -256,6 +257,7 @@ func (c topicConfigs) effective(brokerDefaults map[string]string) effectiveTopic
 		minCompactionLagMs:   num("min.compaction.lag.ms"),
 		maxCompactionLagMs:   num("max.compaction.lag.ms"),
 		flush:                storage.FlushPolicy{Messages: num("flush.messages"), Ms: num("flush.ms")},
+		minInsyncReplicas:    int(num("min.insync.replicas")),
 	}
 }
 
@@ -352,7 +354,7 @@ var topicConfigDocs = map[string]string{
 	"segment.index.bytes":                     "Size of each new segment's offset and time indexes; a full index rolls the segment.",
 	"segment.jitter.ms":                       "Largest random jitter subtracted from segment.ms, drawn per segment.",
 	"segment.ms":                              "Age, from its first record's timestamp, at which the active segment is rolled on the next append.",
-	"unclean.leader.election.enable":          "Whether an out-of-sync replica may become leader (stored only).",
+	"unclean.leader.election.enable":          "Whether an out-of-sync replica may become leader when no in-sync replica is left (may lose acknowledged records).",
 }
 
 // clone returns a copy of c, for building a changed config set without

@@ -127,8 +127,11 @@ type catalog struct {
 	byName    map[string]*topic
 	byID      map[[16]byte]*topic
 	defaults  map[string]string
-	log       *slog.Logger // nil: slog.Default()
-	metrics   *brokerMetrics
+	// clusterMode: partitions take their leader epochs from the metadata
+	// image (replica.go), not epoch 0 at open.
+	clusterMode bool
+	log         *slog.Logger // nil: slog.Default()
+	metrics     *brokerMetrics
 
 	// nextProducerID is the next producer id to hand out, producerIDBlockEnd
 	// the end of the reserved block it is taken from (persisted).
@@ -210,10 +213,17 @@ func (c *catalog) openPartition(t *topic, p int32) (*partition, error) {
 	if c.log != nil {
 		part.logger = c.log
 	}
-	// Take the lead as Kafka's Partition.makeLeader does: the leader epoch
-	// starts at the log end, unless the log has reached it already. Append
-	// records it too, at the first batch stamped with it.
-	if err := l.AssignEpoch(part.leaderEpoch, l.EndOffset()); err != nil {
+	if c.clusterMode {
+		// The image gives the partition its role and leader epoch; until
+		// then its high watermark is the checkpointed one.
+		hw, _ := l.HighWatermarkCheckpoint()
+		part.hw.Store(min(max(hw, l.StartOffset()), l.EndOffset()))
+		part.hwCheckpointed.Store(part.hw.Load())
+	} else if err := l.AssignEpoch(part.leaderEpoch.Load(), l.EndOffset()); err != nil {
+		// A single node takes the lead as Kafka's Partition.makeLeader
+		// does: the leader epoch starts at the log end, unless the log has
+		// reached it already. Append records it too, at the first batch
+		// stamped with it.
 		l.Close()
 		return nil, fmt.Errorf("broker: opening partition %s-%d: %w", t.name, p, err)
 	}

@@ -104,7 +104,7 @@ func (p *partition) writeTxnMarker(m txnMarker, now int64) (markerOutcome, error
 
 func (p *partition) appendTxnMarker(m txnMarker, now int64) (markerOutcome, error) {
 	pid, epoch, coordinatorEpoch, commit := m.pid, m.epoch, m.coordinatorEpoch, m.commit
-	one, err := batch.AppendEndTxnMarker(nil, pid, epoch, p.leaderEpoch, now, batch.EndTxnMarker{Commit: commit, CoordinatorEpoch: coordinatorEpoch})
+	one, err := batch.AppendEndTxnMarker(nil, pid, epoch, p.leaderEpoch.Load(), now, batch.EndTxnMarker{Commit: commit, CoordinatorEpoch: coordinatorEpoch})
 	if err != nil {
 		return markerOutcome{}, err
 	}

@@ -38,7 +38,7 @@ func txnBatch(t testing.TB, pid int64, epoch int16, seq int32, n int, tag string
 // these tests exercise the partition side alone.
 func appendDirect(t testing.TB, p *partition, b []byte) appendOutcome {
 	t.Helper()
-	batch.SetPartitionLeaderEpoch(b, p.leaderEpoch)
+	batch.SetPartitionLeaderEpoch(b, p.leaderEpoch.Load())
 	out, err := p.appendBatch(b, time.Now().UnixMilli())
 	if err != nil {
 		t.Fatal(err)

@@ -266,7 +266,7 @@ func (tc *txnCoordinator) coordinatorEpoch(id string) int32 {
 	if len(tc.parts) == 0 {
 		return 0
 	}
-	return tc.parts[group.PartitionFor(id, int32(len(tc.parts)))].leaderEpoch
+	return tc.parts[group.PartitionFor(id, int32(len(tc.parts)))].leaderEpoch.Load()
 }
 
 // errTxnStateTopic marks a failure to create __transaction_state.

@@ -212,6 +212,13 @@ func applyPropertiesWithOrigins(dst *broker.Config, props map[string]setting, lo
 		{"quota.window.size.seconds", 1, math.MaxInt32, func(n int64) { cfg.QuotaWindowSizeSeconds = int(n) }},
 		{"broker.session.timeout.ms", 1, math.MaxInt32, func(n int64) { cfg.BrokerSessionTimeoutMs = n }},
 		{"broker.heartbeat.interval.ms", 1, math.MaxInt32, func(n int64) { cfg.BrokerHeartbeatIntervalMs = n }},
+		{"replica.lag.time.max.ms", 1, math.MaxInt32, func(n int64) { cfg.ReplicaLagTimeMaxMs = n }},
+		{"replica.fetch.wait.max.ms", 1, math.MaxInt32, func(n int64) { cfg.ReplicaFetchWaitMaxMs = int32(n) }},
+		{"replica.fetch.min.bytes", 1, math.MaxInt32, func(n int64) { cfg.ReplicaFetchMinBytes = int32(n) }},
+		{"replica.fetch.max.bytes", 1, math.MaxInt32, func(n int64) { cfg.ReplicaFetchMaxBytes = int32(n) }},
+		{"replica.fetch.response.max.bytes", 1, math.MaxInt32, func(n int64) { cfg.ReplicaFetchResponseMaxBytes = int32(n) }},
+		{"replica.fetch.backoff.ms", 1, math.MaxInt32, func(n int64) { cfg.ReplicaFetchBackoffMs = n }},
+		{"replica.high.watermark.checkpoint.interval.ms", 1, math.MaxInt32, func(n int64) { cfg.ReplicaHighWatermarkCheckpointIntervalMs = n }},
 	}
 	for _, s := range ints {
 		handled[s.key] = true

@@ -1,0 +1,465 @@
+package broker
+
+// A partition's replication in cluster mode: Kafka's Partition (makeLeader,
+// makeFollower, updateFollowerFetchState, maybeExpandIsr, maybeShrinkIsr,
+// maybeIncrementLeaderHW, checkEnoughReplicasReachOffset).
+//
+// Each applied metadata image gives every local partition a role
+// (cluster.applyRoles): leader when the image names this broker, follower
+// when this broker is another of its replicas, none otherwise.
+//
+// The leader assigns the image's leader epoch in the log's epoch cache at
+// its log end (so OffsetForLeaderEpoch and the followers' divergence checks
+// answer from it), keeps for each follower its log end offset (the offset
+// of its last fetch), the time of its last fetch and the last time it was
+// caught up, and moves the high watermark to the smallest log end offset
+// over the ISR (and over the followers that are caught up but not yet in
+// it, as Kafka waits for them too). The high watermark never moves back.
+// A follower fetching up to the high watermark (and up to the start of the
+// current leader epoch) within the leader epoch joins the ISR; one not
+// caught up for replica.lag.time.max.ms leaves it. Both go through the
+// active controller as AlterPartition (isr.go); while one is in flight the
+// high watermark counts the larger of the two ISRs (Kafka's maximal ISR),
+// and only one is in flight per partition.
+//
+// A follower copies the leader's log (replica_fetcher.go); its high
+// watermark is the leader's, capped at its own log end.
+//
+// Locks: replicaState.mu comes after partition.appendMu and before
+// storage.Log's locks; it is released before waking waiters (partition.mu).
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/gregor-broker/gregor/coordinator/controller"
+)
+
+// replicaRole is what this broker is for a partition.
+type replicaRole int8
+
+const (
+	roleNone     replicaRole = iota // not a replica, or not known yet
+	roleLeader                      // the image's leader
+	roleFollower                    // another replica of the image's
+)
+
+// replicaState is a partition's replication state on this broker.
+type replicaState struct {
+	mu             sync.Mutex
+	role           replicaRole
+	leader         int32
+	leaderEpoch    int32
+	partitionEpoch int32
+	// epochStart is, on the leader, the log end offset when it took the
+	// current leader epoch: a follower joins the ISR only once it has
+	// reached it (Kafka's leaderEpochStartOffsetOpt).
+	epochStart int64
+	replicas   []int32
+	isr        []int32 // the committed ISR
+	// pendingISR is the ISR an AlterPartition in flight asks for; nil when
+	// none is.
+	pendingISR []int32
+	// alterGen counts the ISR changes put in flight; the sender of one
+	// stops when it is no longer the current one.
+	alterGen  uint64
+	followers map[int32]*followerState
+	lagMaxMs  int64 // replica.lag.time.max.ms
+}
+
+// followerState is the leader's view of one follower (Kafka's Replica).
+type followerState struct {
+	leo                int64 // log end offset, -1 while unknown
+	lastFetchMs        int64
+	lastFetchLeaderLEO int64
+	lastCaughtUpMs     int64
+	brokerEpoch        int64
+	lastSentHW         int64 // the high watermark last sent to it
+	// eligible: the image has the follower's broker registered and
+	// unfenced (Kafka's isReplicaIsrEligible), updated on each image and
+	// fetch. Only an eligible follower joins the ISR, and the high
+	// watermark waits for a caught-up follower outside the ISR only while
+	// it is eligible.
+	eligible bool
+}
+
+// caughtUp is Kafka's Replica.isCaughtUp.
+func (f *followerState) caughtUp(leaderEnd, now, lagMaxMs int64) bool {
+	return f.leo == leaderEnd || now-f.lastCaughtUpMs <= lagMaxMs
+}
+
+// maximalISR is the committed ISR joined with the one in flight.
+func (rs *replicaState) maximalISR() []int32 {
+	if rs.pendingISR == nil {
+		return rs.isr
+	}
+	out := slices.Clone(rs.isr)
+	for _, id := range rs.pendingISR {
+		if !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// becomeLeader makes this broker the partition's leader at st's leader
+// epoch, or, at the same epoch, takes the image's replicas and ISR. A new
+// leader epoch starts at the log end in the epoch cache; the followers'
+// states are reset, those in the ISR counted as caught up now so that they
+// are not shrunk out at once (Kafka's makeLeader). The append lock is held
+// so that no batch is stamped with the old epoch after the new one begins.
+//
+// eligible tells, from the image, whether a broker may be in an ISR.
+func (p *partition) becomeLeader(st *partitionState, now, lagMaxMs int64, eligible func(int32) bool) error {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	rs := &p.repl
+	rs.mu.Lock()
+	newEpoch := rs.role != roleLeader || rs.leaderEpoch != st.leaderEpoch
+	rs.mu.Unlock()
+	if newEpoch {
+		if err := p.log.AssignEpoch(st.leaderEpoch, p.log.EndOffset()); err != nil {
+			return fmt.Errorf("broker: assigning leader epoch %d to %s-%d: %w", st.leaderEpoch, p.topic, p.index, err)
+		}
+	}
+	end := p.log.EndOffset()
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if newEpoch {
+		rs.role, rs.leader, rs.leaderEpoch = roleLeader, st.leader, st.leaderEpoch
+		rs.epochStart = end
+		rs.followers = map[int32]*followerState{}
+		rs.pendingISR = nil
+		rs.partitionEpoch = -1
+		p.leaderEpoch.Store(st.leaderEpoch)
+		// The high watermark carries over (the checkpoint, or what this
+		// broker had as follower), never above the log end.
+		p.hw.Store(max(min(p.hw.Load(), end), p.log.StartOffset()))
+	}
+	if st.partitionEpoch > rs.partitionEpoch {
+		// A newer ISR from the controller ends any change in flight.
+		rs.isr, rs.partitionEpoch, rs.pendingISR = st.isr, st.partitionEpoch, nil
+	}
+	rs.replicas, rs.lagMaxMs = st.replicas, lagMaxMs
+	for _, id := range st.replicas {
+		if id == st.leader || rs.followers[id] != nil {
+			continue
+		}
+		f := &followerState{leo: -1, lastFetchLeaderLEO: -1}
+		if slices.Contains(rs.isr, id) {
+			f.lastCaughtUpMs = now
+		}
+		rs.followers[id] = f
+	}
+	for id, f := range rs.followers {
+		if !slices.Contains(st.replicas, id) {
+			delete(rs.followers, id)
+			continue
+		}
+		f.eligible = eligible(id)
+	}
+	return nil
+}
+
+// becomeFollower makes this broker a follower of st's leader (or of no
+// leader, st.leader -1) at st's leader epoch. It reports whether the leader
+// or the epoch changed, which restarts the fetch from the new leader.
+func (p *partition) becomeFollower(st *partitionState) bool {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	rs := &p.repl
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	changed := rs.role != roleFollower || rs.leaderEpoch != st.leaderEpoch || rs.leader != st.leader
+	rs.role, rs.leader, rs.leaderEpoch, rs.partitionEpoch = roleFollower, st.leader, st.leaderEpoch, st.partitionEpoch
+	rs.replicas, rs.isr, rs.pendingISR, rs.followers = st.replicas, st.isr, nil, nil
+	p.leaderEpoch.Store(st.leaderEpoch)
+	if end := p.log.EndOffset(); p.hw.Load() > end {
+		p.hw.Store(end)
+	}
+	return changed
+}
+
+// becomeNone drops any role: this broker is not a replica. A broker that
+// was one (a reassignment removed it) empties its log, as Kafka deletes a
+// replica it no longer hosts, so that its disk is freed and a later
+// reassignment back starts from an empty log the fetcher fills.
+func (p *partition) becomeNone(st *partitionState) error {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	rs := &p.repl
+	rs.mu.Lock()
+	was := rs.role
+	rs.role, rs.leader, rs.leaderEpoch = roleNone, st.leader, st.leaderEpoch
+	rs.replicas, rs.isr, rs.pendingISR, rs.followers = st.replicas, st.isr, nil, nil
+	p.leaderEpoch.Store(st.leaderEpoch)
+	rs.mu.Unlock()
+	if was == roleNone || p.log.EndOffset() == 0 && p.log.StartOffset() == 0 {
+		return nil
+	}
+	p.logger.Info("no longer a replica; removing the local data", "topic", p.topic, "partition", p.index)
+	if err := p.log.TruncateFullyAndStartAt(0); err != nil {
+		return err
+	}
+	p.hw.Store(0)
+	return p.reloadProducers()
+}
+
+// leading reports whether this broker leads the partition at epoch.
+func (p *partition) leading(epoch int32) bool {
+	rs := &p.repl
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.role == roleLeader && rs.leaderEpoch == epoch
+}
+
+// leaderEpochIfLeading returns the leader epoch when this broker leads
+// the partition.
+func (p *partition) leaderEpochIfLeading() (int32, bool) {
+	rs := &p.repl
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.leaderEpoch, rs.role == roleLeader
+}
+
+// replicationDone reports whether an acks=all append ending at end,
+// appended at leaderEpoch, is answered (Kafka's
+// checkEnoughReplicasReachOffset): with NOT_LEADER_OR_FOLLOWER when this
+// broker no longer leads at that epoch; once the high watermark reached
+// end, with NOT_ENOUGH_REPLICAS_AFTER_APPEND when the maximal ISR is
+// smaller than minISR meanwhile, else success.
+func (p *partition) replicationDone(end int64, leaderEpoch int32, minISR int) (bool, *kerr.Error) {
+	rs := &p.repl
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	switch {
+	case rs.role != roleLeader || rs.leaderEpoch != leaderEpoch:
+		return true, kerr.NotLeaderForPartition
+	case p.hw.Load() < end:
+		return false, nil
+	case len(rs.maximalISR()) < effectiveMinISR(minISR, len(rs.replicas)):
+		return true, kerr.NotEnoughReplicasAfterAppend
+	}
+	return true, nil
+}
+
+// maybeIncrementHW moves the leader's high watermark to the smallest log
+// end offset over the maximal ISR and the caught-up followers (Kafka's
+// maybeIncrementLeaderHW), never back. It reports whether it moved.
+func (p *partition) maybeIncrementHW(now int64) bool {
+	rs := &p.repl
+	rs.mu.Lock()
+	if rs.role != roleLeader {
+		rs.mu.Unlock()
+		return false
+	}
+	leo := p.localEnd()
+	newHW := leo
+	isr := rs.maximalISR()
+	for id, f := range rs.followers {
+		if f.leo < newHW && (slices.Contains(isr, id) || f.eligible && f.caughtUp(p.log.EndOffset(), now, rs.lagMaxMs)) {
+			newHW = f.leo // -1 while unknown: the high watermark waits
+		}
+	}
+	moved := false
+	if old := p.hw.Load(); newHW > old {
+		p.hw.Store(newHW)
+		moved = true
+	}
+	rs.mu.Unlock()
+	return moved
+}
+
+// followerFetch records a follower's fetch at fetchOffset (Kafka's
+// updateFollowerFetchState): its log end offset and fetch time, and when it
+// was last caught up. leaderEnd is the leader's log end offset when the
+// fetch was read. It returns whether the high watermark moved and, when
+// the follower should join the ISR, the ISR to ask the controller for (nil
+// otherwise). ok is false when replica is not a replica of the partition
+// or this broker no longer leads it.
+//
+// eligible says whether the image lets the follower join the ISR: its
+// broker registered at the fetch's broker epoch and not fenced (Kafka's
+// isReplicaIsrEligible).
+//
+// staleHW reports that the high watermark (after this fetch) is newer than
+// the one last sent to the follower, which the caller sends now.
+func (p *partition) followerFetch(replica int32, brokerEpoch, fetchOffset, leaderEnd int64, fetchEpoch int32, eligible bool, now int64) (ok, hwMoved bool, expand []int32, staleHW bool) {
+	rs := &p.repl
+	rs.mu.Lock()
+	f := rs.followers[replica]
+	if rs.role != roleLeader || f == nil {
+		rs.mu.Unlock()
+		return false, false, nil, false
+	}
+	switch {
+	case fetchOffset >= leaderEnd:
+		f.lastCaughtUpMs = max(f.lastCaughtUpMs, now)
+	case fetchOffset >= f.lastFetchLeaderLEO:
+		f.lastCaughtUpMs = max(f.lastCaughtUpMs, f.lastFetchMs)
+	}
+	f.leo, f.lastFetchMs, f.lastFetchLeaderLEO, f.brokerEpoch, f.eligible = fetchOffset, now, leaderEnd, brokerEpoch, eligible
+	// Kafka's maybeExpandIsr: not in the ISR, no change in flight, caught
+	// up to the high watermark and to the start of this leader epoch,
+	// fetching at the current epoch.
+	if eligible && rs.pendingISR == nil && !slices.Contains(rs.isr, replica) && fetchEpoch == rs.leaderEpoch &&
+		fetchOffset >= p.hw.Load() && fetchOffset >= rs.epochStart {
+		expand = append(slices.Clone(rs.isr), replica)
+		slices.Sort(expand)
+		rs.pendingISR = expand
+		rs.alterGen++
+	}
+	rs.mu.Unlock()
+	hwMoved = p.maybeIncrementHW(now)
+	rs.mu.Lock()
+	if hw := p.hw.Load(); hw > f.lastSentHW {
+		f.lastSentHW, staleHW = hw, true
+	}
+	rs.mu.Unlock()
+	return true, hwMoved, expand, staleHW
+}
+
+// shrinkISR returns the ISR without the followers not caught up for
+// lagMaxMs (Kafka's maybeShrinkIsr), marked in flight, or nil when none is
+// out of sync or a change is already in flight.
+func (p *partition) shrinkISR(now, lagMaxMs int64) []int32 {
+	rs := &p.repl
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.role != roleLeader || rs.pendingISR != nil {
+		return nil
+	}
+	end := p.log.EndOffset()
+	var keep []int32
+	shrink := false
+	for _, id := range rs.isr {
+		f := rs.followers[id]
+		if id != rs.leader && f != nil && !f.caughtUp(end, now, lagMaxMs) {
+			shrink = true
+			continue
+		}
+		keep = append(keep, id)
+	}
+	if !shrink {
+		return nil
+	}
+	rs.pendingISR = keep
+	rs.alterGen++
+	return keep
+}
+
+// alterGeneration names the ISR change in flight.
+func (p *partition) alterGeneration() uint64 {
+	rs := &p.repl
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.alterGen
+}
+
+// alterRequest builds the AlterPartition of the change in flight gen (the
+// caller sets the broker and topic ids); ok is false when gen is no longer
+// in flight or this broker no longer leads.
+func (p *partition) alterRequest(gen uint64) (req controller.AlterPartitionRequest, leaderEpoch int32, ok bool) {
+	rs := &p.repl
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.role != roleLeader || rs.pendingISR == nil || rs.alterGen != gen {
+		return req, 0, false
+	}
+	req.Partitions = []controller.AlterPartitionItem{{Partition: p.index, LeaderEpoch: rs.leaderEpoch,
+		PartitionEpoch: rs.partitionEpoch, NewISR: slices.Clone(rs.pendingISR)}}
+	return req, rs.leaderEpoch, true
+}
+
+// followerEpochs returns the broker epoch each follower last fetched with.
+func (p *partition) followerEpochs() map[int32]int64 {
+	rs := &p.repl
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	out := make(map[int32]int64, len(rs.followers))
+	for id, f := range rs.followers {
+		out[id] = f.brokerEpoch
+	}
+	return out
+}
+
+// alterDone applies the controller's answer to the ISR change gen, sent at
+// leaderEpoch: on success the ISR and partition epoch it returns; on
+// OPERATION_NOT_ATTEMPTED or INELIGIBLE_REPLICA the change is dropped (the
+// committed ISR stands); on any other refusal (FENCED_LEADER_EPOCH,
+// INVALID_UPDATE_VERSION, ...) it stays in flight until the next image
+// resets it, as Kafka waits for the next leader and ISR update. It reports
+// whether the high watermark moved.
+func (p *partition) alterDone(gen uint64, leaderEpoch int32, isr []int32, partitionEpoch int32, err error, now int64) bool {
+	rs := &p.repl
+	rs.mu.Lock()
+	if rs.role != roleLeader || rs.leaderEpoch != leaderEpoch || rs.alterGen != gen {
+		rs.mu.Unlock()
+		return false
+	}
+	switch {
+	case err == nil:
+		if partitionEpoch >= rs.partitionEpoch {
+			rs.isr, rs.partitionEpoch = isr, partitionEpoch
+		}
+		rs.pendingISR = nil
+	case errors.Is(err, kerr.OperationNotAttempted), errors.Is(err, kerr.IneligibleReplica):
+		rs.pendingISR = nil
+	}
+	rs.mu.Unlock()
+	return p.maybeIncrementHW(now)
+}
+
+// leaderISR returns the committed ISR and the number of replicas, and
+// whether this broker leads the partition.
+func (p *partition) leaderISR() (isr []int32, replicas int, leading bool) {
+	rs := &p.repl
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return slices.Clone(rs.isr), len(rs.replicas), rs.role == roleLeader
+}
+
+// isrSnapshot returns the committed ISR.
+func (p *partition) isrSnapshot() []int32 {
+	rs := &p.repl
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return slices.Clone(rs.isr)
+}
+
+// effectiveMinISR is min.insync.replicas capped at the replication
+// factor, as Kafka 4's effectiveMinIsr.
+func effectiveMinISR(minISR int, replicas int) int {
+	return max(min(minISR, replicas), 1)
+}
+
+// followerHW sets a follower's high watermark from the leader's, capped at
+// the local log end; it never moves back but for a truncation below it.
+// It reports whether it moved.
+func (p *partition) followerHW(leaderHW int64) bool {
+	hw := min(leaderHW, p.log.EndOffset())
+	if hw > p.hw.Load() {
+		p.hw.Store(hw)
+		return true
+	}
+	return false
+}
+
+// followerView is the leader's view of follower id (Kafka's
+// Replica.stateSnapshot): its log end offset (-1 while unknown) and when
+// it was last caught up with the leader's log end (Unix ms). ok is false
+// when this broker does not lead the partition or id is not a follower.
+func (p *partition) followerView(id int32) (leo, lastCaughtUpMs int64, ok bool) {
+	rs := &p.repl
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	f := rs.followers[id]
+	if rs.role != roleLeader || f == nil {
+		return -1, 0, false
+	}
+	return f.leo, f.lastCaughtUpMs, true
+}

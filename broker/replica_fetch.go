@@ -1,0 +1,110 @@
+package broker
+
+// The leader's side of a replica fetch (Kafka's Partition.fetchRecords for
+// a follower): a Fetch whose replica id (ReplicaState from v15) names a
+// broker, in cluster mode.
+//
+// The broker must be a replica of the partition (NOT_LEADER_OR_FOLLOWER
+// otherwise) fetching at this leader's epoch (FENCED_LEADER_EPOCH when its
+// epoch is older, UNKNOWN_LEADER_EPOCH when newer). A follower whose last
+// fetched epoch ends here before its fetch offset, or is not an epoch of
+// this log, is answered with the diverging epoch and where it ends (v12+,
+// KIP-595), and no records, for it to truncate. Otherwise the read goes up
+// to the log end, not the high watermark, whatever the isolation level, and
+// the fetch offset is the follower's log end offset: the follower's state
+// is updated (replica.go), which may move the high watermark (waking
+// consumers and acks=all produces) or put the follower back in the ISR.
+
+import (
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-broker/gregor/coordinator/controller/metadata"
+	"github.com/gregor-broker/gregor/storage"
+)
+
+// readReplica is readPartition for a fetch from replica.
+//
+// urgent is set when the follower has not been sent the current high
+// watermark yet: the fetch is answered without waiting for data, so that
+// followers learn a new high watermark at once (Kafka's DelayedFetch
+// completes a follower's fetch whose high watermark is behind).
+func (b *Broker) readReplica(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopicPartition, topicID [16]byte, p *partition, replica int32, limit int, minOneBatch bool, sp *kmsg.FetchResponseTopicPartition, urgent *bool) storage.Slice {
+	st := p.cluster.Load()
+	if st == nil || !slices.Contains(st.replicas, replica) || replica == b.cfg.NodeID {
+		sp.ErrorCode = kerr.NotLeaderForPartition.Code
+		return storage.Slice{}
+	}
+	if e := checkLeaderEpoch(rp.CurrentLeaderEpoch, p.leaderEpoch.Load()); e != nil {
+		sp.ErrorCode = e.Code
+		return storage.Slice{}
+	}
+	hw, lso, start := p.highWatermark(), p.lastStableOffset(), p.log.StartOffset()
+	if req.Version >= 12 && rp.LastFetchedEpoch >= 0 {
+		epoch, end := p.log.EndOffsetForEpoch(rp.LastFetchedEpoch)
+		if epoch < rp.LastFetchedEpoch || end < rp.FetchOffset {
+			sp.DivergingEpoch.Epoch, sp.DivergingEpoch.EndOffset = epoch, end
+			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = hw, lso, start
+			return storage.Slice{}
+		}
+	}
+	leo := p.log.EndOffset()
+	if rp.FetchOffset < start || rp.FetchOffset > leo {
+		sp.ErrorCode = kerr.OffsetOutOfRange.Code
+		return storage.Slice{}
+	}
+	var records storage.Slice
+	if limit > 0 || minOneBatch {
+		var err error
+		records, err = p.log.ReadSlice(rp.FetchOffset, max(limit, 0), leo)
+		if err != nil {
+			if errors.Is(err, storage.ErrOffsetOutOfRange) {
+				sp.ErrorCode = kerr.OffsetOutOfRange.Code
+			} else {
+				b.log.Error("read failed", "topic", p.topic, "partition", p.index, "err", err)
+				sp.ErrorCode = kerr.KafkaStorageError.Code
+			}
+			return storage.Slice{}
+		}
+		if !minOneBatch && records.Len() > int64(limit) {
+			records.Release()
+			records = storage.Slice{}
+		}
+	}
+	eligible := isrEligible(b.cluster.currentImage(), replica, req.ReplicaState.Epoch)
+	ok, moved, expand, staleHW := p.followerFetch(replica, req.ReplicaState.Epoch, rp.FetchOffset, leo, rp.CurrentLeaderEpoch, eligible, time.Now().UnixMilli())
+	if !ok {
+		records.Release()
+		sp.ErrorCode = kerr.NotLeaderForPartition.Code
+		return storage.Slice{}
+	}
+	if moved {
+		p.wake()
+		hw = p.highWatermark()
+		lso = p.lastStableOffset()
+	}
+	if expand != nil {
+		b.log.Info("expanding the ISR", "topic", p.topic, "partition", p.index, "isr", expand)
+		b.cluster.alterISR(p, topicID)
+	}
+	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = hw, lso, start
+	if staleHW {
+		*urgent = true
+	}
+	return records
+}
+
+// isrEligible reports whether broker may join an ISR: registered in the
+// image, unfenced, and at the broker epoch it fetched with (-1: not given,
+// below Fetch v15).
+func isrEligible(im *metadata.Image, broker int32, epoch int64) bool {
+	if im == nil {
+		return false
+	}
+	br := im.Brokers[broker]
+	return br != nil && !br.Fenced && (epoch < 0 || br.Epoch == epoch)
+}
