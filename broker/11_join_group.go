@@ -17,6 +17,7 @@ package broker
 // members with SkipAssignment.
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gregor-broker/gregor/coordinator/group"
@@ -26,6 +27,10 @@ func init() { register(11, 0, 9, handleJoinGroup) }
 
 func handleJoinGroup(b *Broker, r *request, req *kmsg.JoinGroupRequest) (kmsg.Response, error) {
 	resp := newResponse[*kmsg.JoinGroupResponse](req)
+	if b.groupElsewhere(req.Group) {
+		resp.ErrorCode, resp.Generation = kerr.NotCoordinator.Code, -1
+		return resp, nil
+	}
 	jr := group.JoinRequest{
 		GroupID:                req.Group,
 		MemberID:               req.MemberID,

@@ -8,6 +8,7 @@ package broker
 // flexible.
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gregor-broker/gregor/coordinator/group"
@@ -17,6 +18,10 @@ func init() { register(12, 0, 4, handleHeartbeat) }
 
 func handleHeartbeat(b *Broker, r *request, req *kmsg.HeartbeatRequest) (kmsg.Response, error) {
 	resp := newResponse[*kmsg.HeartbeatResponse](req)
+	if b.groupElsewhere(req.Group) {
+		resp.ErrorCode = kerr.NotCoordinator.Code
+		return resp, nil
+	}
 	hr := group.HeartbeatRequest{GroupID: req.Group, Generation: req.Generation, MemberID: req.MemberID, InstanceID: req.InstanceID}
 	out, err := b.groups.call(r, func(c *group.Coordinator, now int64, id group.ReplyID) { c.Heartbeat(now, id, hr) })
 	if err != nil {

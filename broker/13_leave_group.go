@@ -8,6 +8,7 @@ package broker
 // rest (coordinator/group).
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gregor-broker/gregor/coordinator/group"
@@ -17,6 +18,10 @@ func init() { register(13, 0, 5, handleLeaveGroup) }
 
 func handleLeaveGroup(b *Broker, r *request, req *kmsg.LeaveGroupRequest) (kmsg.Response, error) {
 	resp := newResponse[*kmsg.LeaveGroupResponse](req)
+	if b.groupElsewhere(req.Group) {
+		resp.ErrorCode = kerr.NotCoordinator.Code
+		return resp, nil
+	}
 	lr := group.LeaveRequest{GroupID: req.Group}
 	if req.Version < 3 {
 		lr.Members = []group.LeaveMember{{MemberID: req.MemberID}}

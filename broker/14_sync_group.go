@@ -9,6 +9,7 @@ package broker
 // checked against the group's (INCONSISTENT_GROUP_PROTOCOL) and echoed.
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gregor-broker/gregor/coordinator/group"
@@ -18,6 +19,10 @@ func init() { register(14, 0, 5, handleSyncGroup) }
 
 func handleSyncGroup(b *Broker, r *request, req *kmsg.SyncGroupRequest) (kmsg.Response, error) {
 	resp := newResponse[*kmsg.SyncGroupResponse](req)
+	if b.groupElsewhere(req.Group) {
+		resp.ErrorCode = kerr.NotCoordinator.Code
+		return resp, nil
+	}
 	sr := group.SyncRequest{
 		GroupID:    req.Group,
 		Generation: req.Generation,

@@ -11,7 +11,8 @@ package broker
 // v3+ advertises one feature, transaction.version: supported 0-2 and
 // finalized at 2, as a Kafka 4.2 cluster does by default, since Gregor
 // serves transactions V2 (KIP-890 part 2: produce v12+ adds its partition to
-// the transaction, EndTxn v5 bumps the epoch). Clients that see it finalized
+// the transaction, EndTxn v5 bumps the epoch), on a single node and in
+// cluster mode alike. Clients that see it finalized
 // at 2 use V2 (the Java client, franz-go); others use V1, also served. The
 // finalized features epoch is 0: Gregor has no metadata log whose offset
 // Kafka uses there, and the features never change. KIP-848 groups are served
@@ -41,7 +42,7 @@ func handleAPIVersions(b *Broker, r *request, req *kmsg.ApiVersionsRequest) (kms
 		return resp, nil
 	}
 	resp.ApiKeys = apiVersionKeys(b)
-	if req.Version >= 3 && !b.isCluster() { // cluster mode serves no transactions yet
+	if req.Version >= 3 {
 		sf := kmsg.NewApiVersionsResponseSupportedFeature()
 		sf.Name, sf.MinVersion, sf.MaxVersion = transactionVersionFeature, 0, finalizedTransactionVersion
 		ff := kmsg.NewApiVersionsResponseFinalizedFeature()

@@ -33,7 +33,9 @@ package broker
 // producer's id is PRODUCER_FENCED, and a retry of the last bump gets the
 // same epoch again. An exhausted epoch gets a new producer id. The answer
 // is given once the new state is in __transaction_state. PRODUCER_FENCED
-// is INVALID_PRODUCER_EPOCH below v4, as in KafkaApis.
+// is INVALID_PRODUCER_EPOCH below v4, as in KafkaApis. In cluster mode a
+// broker that does not lead the id's partition of __transaction_state
+// answers NOT_COORDINATOR (after the id and timeout checks, as Kafka).
 
 import (
 	"errors"
@@ -65,12 +67,6 @@ func handleInitProducerID(b *Broker, r *request, req *kmsg.InitProducerIDRequest
 		return fail(kerr.InvalidRequest)
 	}
 	if id := req.TransactionalID; id != nil {
-		if b.isCluster() {
-			// Transactions across brokers (markers and verification
-			// between brokers) are not served yet: the transactional keys
-			// are not advertised in cluster mode, and this says so.
-			return fail(kerr.UnsupportedVersion)
-		}
 		var res txn.InitResult
 		code, err := b.txns.call(r, func(c *txn.Coordinator, now int64) {
 			res = c.InitProducerID(now, *id, req.TransactionTimeoutMillis, req.ProducerID, req.ProducerEpoch)

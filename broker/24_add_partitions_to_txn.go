@@ -30,7 +30,7 @@ import (
 	"github.com/gregor-broker/gregor/coordinator/txn"
 )
 
-func init() { registerScoped(singleNodeOnly, 24, 0, 5, handleAddPartitionsToTxn) }
+func init() { registerScoped(everywhere, 24, 0, 5, handleAddPartitionsToTxn) }
 
 // txnAddition is one transaction of an AddPartitionsToTxn request.
 type txnAddition struct {

@@ -20,7 +20,7 @@ import (
 	"github.com/gregor-broker/gregor/coordinator/txn"
 )
 
-func init() { registerScoped(singleNodeOnly, 25, 0, 4, handleAddOffsetsToTxn) }
+func init() { registerScoped(everywhere, 25, 0, 4, handleAddOffsetsToTxn) }
 
 func handleAddOffsetsToTxn(b *Broker, r *request, req *kmsg.AddOffsetsToTxnRequest) (kmsg.Response, error) {
 	resp := newResponse[*kmsg.AddOffsetsToTxnResponse](req)

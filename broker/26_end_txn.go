@@ -26,7 +26,7 @@ import (
 	"github.com/gregor-broker/gregor/coordinator/txn"
 )
 
-func init() { registerScoped(singleNodeOnly, 26, 0, 5, handleEndTxn) }
+func init() { registerScoped(everywhere, 26, 0, 5, handleEndTxn) }
 
 func handleEndTxn(b *Broker, r *request, req *kmsg.EndTxnRequest) (kmsg.Response, error) {
 	resp := newResponse[*kmsg.EndTxnResponse](req)

@@ -7,13 +7,21 @@ package broker
 // The request a transaction coordinator sends to partition leaders to
 // complete a transaction: for each marker, a commit or abort control batch
 // for the producer in each named partition (partition.writeTxnMarker, the
-// path Gregor's own coordinator will use in process). Per partition, as
+// path Gregor's own coordinator takes in process for the partitions its
+// broker leads; in cluster mode it sends this request to the leaders of
+// the others, txn_marker_channel.go). Advertised, as Kafka 4.2 brokers
+// advertise it on their client listener. Per partition, as
 // KafkaApis.handleWriteTxnMarkersRequest and the append with origin
 // COORDINATOR answer: an unknown topic or partition is
 // UNKNOWN_TOPIC_OR_PARTITION, a producer epoch older than the partition's
 // INVALID_PRODUCER_EPOCH, a coordinator epoch older than that of the
 // producer's last marker TRANSACTION_COORDINATOR_FENCED, a failed write
-// KAFKA_STORAGE_ERROR. Internal topics are written too: a marker in
+// KAFKA_STORAGE_ERROR; in cluster mode a partition another broker leads
+// is NOT_LEADER_OR_FOLLOWER, and a marker is answered once the in-sync
+// replicas have it (acks=all, as Kafka appends markers): NOT_ENOUGH_REPLICAS
+// before the append under min.insync.replicas,
+// NOT_ENOUGH_REPLICAS_AFTER_APPEND or REQUEST_TIMED_OUT after it, which the
+// coordinator retries. Internal topics are written too: a marker in
 // __consumer_offsets is what ends a transactional offset commit, so it is
 // written by the group coordinator's goroutine, which then commits or
 // drops the producer's pending offsets there (groups.go writeMarker; as
@@ -30,7 +38,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { registerScoped(singleNodeOnly, 27, 1, 2, handleWriteTxnMarkers) }
+func init() { registerScoped(everywhere, 27, 1, 2, handleWriteTxnMarkers) }
 
 func handleWriteTxnMarkers(b *Broker, _ *request, req *kmsg.WriteTxnMarkersRequest) (kmsg.Response, error) {
 	resp := newResponse[*kmsg.WriteTxnMarkersResponse](req)
@@ -71,6 +79,20 @@ func (b *Broker) writeMarker(t *topic, index int32, m kmsg.WriteTxnMarkersReques
 	if p == nil {
 		return kerr.UnknownTopicOrPartition.Code
 	}
+	if !b.leadsHere(p) {
+		// Cluster mode: another broker leads it; the coordinator sends
+		// the marker there once its image says so.
+		return kerr.NotLeaderForPartition.Code
+	}
+	st := p.cluster.Load()
+	minISR := 1
+	if st != nil {
+		minISR = t.effective.Load().minInsyncReplicas
+		if len(p.isrSnapshot()) < effectiveMinISR(minISR, len(st.replicas)) {
+			return kerr.NotEnoughReplicas.Code
+		}
+	}
+	leaderEpoch := p.leaderEpoch.Load()
 	tm := txnMarker{pid: m.ProducerID, epoch: m.ProducerEpoch, coordinatorEpoch: m.CoordinatorEpoch,
 		commit: m.Committed, transactionVersion: m.TransactionVersion}
 	var out markerOutcome
@@ -90,6 +112,19 @@ func (b *Broker) writeMarker(t *topic, index int32, m kmsg.WriteTxnMarkersReques
 	case out.refused != nil:
 		b.log.Debug("transaction marker refused", "topic", p.topic, "partition", p.index, "reason", out.message)
 		return out.refused.Code
+	}
+	if st != nil {
+		// Kafka appends markers with acks=all: the coordinator completes
+		// the transaction only once every marker is on the in-sync
+		// replicas, so no leader change can lose one.
+		p.appended()
+		if err := awaitCoordinatorReplication(p, out.offset+1, leaderEpoch, minISR, interBrokerRequestTimeout); err != nil {
+			var ce *coordinatorAppendError
+			if errors.As(err, &ce) {
+				return ce.err.Code
+			}
+			return kerr.RequestTimedOut.Code
+		}
 	}
 	return 0
 }

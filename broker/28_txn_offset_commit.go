@@ -48,7 +48,7 @@ import (
 	"github.com/gregor-broker/gregor/coordinator/group"
 )
 
-func init() { registerScoped(singleNodeOnly, 28, 0, 5, handleTxnOffsetCommit) }
+func init() { registerScoped(everywhere, 28, 0, 5, handleTxnOffsetCommit) }
 
 // txnOffsetCommitVerifier asks the transaction coordinator about a
 // TxnOffsetCommit before any group check, as Kafka 4 does (KIP-890):
@@ -153,6 +153,12 @@ func handleTxnOffsetCommit(b *Broker, r *request, req *kmsg.TxnOffsetCommitReque
 func (b *Broker) commitTxnOffsets(r *request, req *kmsg.TxnOffsetCommitRequest, tr group.TxnCommitRequest) (*group.CommitResult, error) {
 	if tr.GroupID == "" {
 		return failTxnCommit(tr, kerr.InvalidGroupID), nil
+	}
+	if b.isCluster() && !b.cluster.coordinates(tr.GroupID) {
+		// Another broker leads the group's partition: Kafka's runtime
+		// finds no leader here when it starts the verification, and
+		// answers NOT_COORDINATOR.
+		return failTxnCommit(tr, kerr.NotCoordinator), nil
 	}
 	if verify := b.verifyTxnOffsetCommit.Load(); verify != nil {
 		if e := (*verify)(r.ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group, req.Version >= 5); e != nil {

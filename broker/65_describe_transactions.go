@@ -15,7 +15,7 @@ import (
 	"github.com/gregor-broker/gregor/coordinator/txn"
 )
 
-func init() { registerScoped(singleNodeOnly, 65, 0, 0, handleDescribeTransactions) }
+func init() { registerScoped(everywhere, 65, 0, 0, handleDescribeTransactions) }
 
 func handleDescribeTransactions(b *Broker, r *request, req *kmsg.DescribeTransactionsRequest) (kmsg.Response, error) {
 	resp := newResponse[*kmsg.DescribeTransactionsResponse](req)

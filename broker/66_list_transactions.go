@@ -20,7 +20,7 @@ import (
 	"github.com/gregor-broker/gregor/coordinator/txn"
 )
 
-func init() { registerScoped(singleNodeOnly, 66, 0, 2, handleListTransactions) }
+func init() { registerScoped(everywhere, 66, 0, 2, handleListTransactions) }
 
 func handleListTransactions(b *Broker, r *request, req *kmsg.ListTransactionsRequest) (kmsg.Response, error) {
 	resp := newResponse[*kmsg.ListTransactionsResponse](req)

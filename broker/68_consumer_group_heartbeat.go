@@ -13,6 +13,7 @@ package broker
 // topics excluded.
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gregor-broker/gregor/coordinator/group"
@@ -22,6 +23,10 @@ func init() { register(68, 0, 1, handleConsumerGroupHeartbeat) }
 
 func handleConsumerGroupHeartbeat(b *Broker, r *request, req *kmsg.ConsumerGroupHeartbeatRequest) (kmsg.Response, error) {
 	resp := newResponse[*kmsg.ConsumerGroupHeartbeatResponse](req)
+	if b.groupElsewhere(req.Group) {
+		resp.ErrorCode = kerr.NotCoordinator.Code
+		return resp, nil
+	}
 	hr := group.ConsumerHeartbeatRequest{
 		Version: req.Version, GroupID: req.Group, MemberID: req.MemberID, MemberEpoch: req.MemberEpoch,
 		InstanceID: req.InstanceID, RackID: req.RackID, RebalanceTimeoutMs: req.RebalanceTimeoutMillis,

@@ -287,5 +287,5 @@ func (c *cluster) coordinates(groupID string) bool {
 	if len(parts) == 0 {
 		return true
 	}
-	return !parts[group.PartitionFor(groupID, int32(len(parts)))].notLeader()
+	return c.b.leadsHere(parts[group.PartitionFor(groupID, int32(len(parts)))])
 }

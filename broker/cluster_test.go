@@ -59,15 +59,16 @@ func startClusterWith(t *testing.T, n int, adjust func(*Config)) *testCluster {
 	delay := int64(0)
 	for id := int32(1); id <= int32(n); id++ {
 		cfg := Config{
-			NodeID:                       id,
-			ControllerQuorumVoters:       strings.Join(voters, ","),
-			controllerListener:           lns[id],
-			BrokerSessionTimeoutMs:       3000,
-			BrokerHeartbeatIntervalMs:    200,
-			GroupInitialRebalanceDelayMs: &delay,
-			OffsetsTopicPartitions:       6,
-			Logger:                       logger,
-			DataDir:                      t.TempDir(),
+			NodeID:                           id,
+			ControllerQuorumVoters:           strings.Join(voters, ","),
+			controllerListener:               lns[id],
+			BrokerSessionTimeoutMs:           3000,
+			BrokerHeartbeatIntervalMs:        200,
+			GroupInitialRebalanceDelayMs:     &delay,
+			OffsetsTopicPartitions:           6,
+			TransactionStateLogNumPartitions: 6,
+			Logger:                           logger,
+			DataDir:                          t.TempDir(),
 		}
 		if adjust != nil {
 			adjust(&cfg)
@@ -212,21 +213,12 @@ func TestClusterSpreadsPartitionsAndServesClients(t *testing.T) {
 	if !advertised[55] || advertised[62] || advertised[63] {
 		t.Fatalf("cluster node advertises DescribeQuorum %v, BrokerRegistration %v, BrokerHeartbeat %v", advertised[55], advertised[62], advertised[63])
 	}
-	// Transactions are not served across brokers yet: their keys are not
-	// advertised, and a transactional InitProducerId says so.
-	// Nor are ElectLeaders and the client quotas.
-	for _, key := range []int16{24, 25, 26, 27, 28, 65, 66, 43, 48, 49} {
+	// ElectLeaders and the client quotas are not served in cluster mode
+	// yet (the transactional keys are: cluster_txns_test.go).
+	for _, key := range []int16{43, 48, 49} {
 		if advertised[key] {
 			t.Fatalf("cluster node advertises key %d, which cluster mode does not serve yet", key)
 		}
-	}
-	ip := kmsg.NewPtrInitProducerIDRequest()
-	ip.SetVersion(4)
-	txnID := "tx"
-	ip.TransactionalID, ip.TransactionTimeoutMillis = &txnID, 10000
-	ip.ProducerID, ip.ProducerEpoch = -1, -1
-	if code := dialRaw(t, tc.nodes[1].Addr()).do(ip).(*kmsg.InitProducerIDResponse).ErrorCode; code != kerr.UnsupportedVersion.Code {
-		t.Fatalf("transactional InitProducerId: code %d, want UNSUPPORTED_VERSION", code)
 	}
 
 	// A topic created through a node that is not the active controller

@@ -47,6 +47,12 @@ type Config struct {
 	// OffsetsTopicPartitions is offsets.topic.num.partitions, used when
 	// __consumer_offsets is created. Default 50.
 	OffsetsTopicPartitions int32
+	// OffsetsTopicReplicationFactor is offsets.topic.replication.factor,
+	// the replication factor of __consumer_offsets in cluster mode (a
+	// single node always creates it with one replica). Until that many
+	// brokers are registered and unfenced the topic cannot be created and
+	// FindCoordinator answers COORDINATOR_NOT_AVAILABLE, as Kafka. Default 3.
+	OffsetsTopicReplicationFactor int16
 	// GroupInitialRebalanceDelayMs is group.initial.rebalance.delay.ms.
 	// Nil means Kafka's 3000; tests set 0.
 	GroupInitialRebalanceDelayMs *int64
@@ -76,6 +82,14 @@ type Config struct {
 	// transaction.state.log.num.partitions, used when __transaction_state
 	// is created. Default 50.
 	TransactionStateLogNumPartitions int32
+	// TransactionStateLogReplicationFactor is
+	// transaction.state.log.replication.factor, the replication factor of
+	// __transaction_state in cluster mode, as OffsetsTopicReplicationFactor
+	// for __consumer_offsets. Default 3.
+	TransactionStateLogReplicationFactor int16
+	// TransactionStateLogMinISR is transaction.state.log.min.isr, the
+	// min.insync.replicas of __transaction_state in cluster mode. Default 2.
+	TransactionStateLogMinISR int32
 	// TransactionMaxTimeoutMs is transaction.max.timeout.ms: a longer
 	// transaction timeout is INVALID_TRANSACTION_TIMEOUT. Default 900000.
 	TransactionMaxTimeoutMs int32
@@ -210,6 +224,15 @@ func (c *Config) setDefaults() {
 	}
 	if c.OffsetsTopicPartitions <= 0 {
 		c.OffsetsTopicPartitions = 50
+	}
+	if c.OffsetsTopicReplicationFactor <= 0 {
+		c.OffsetsTopicReplicationFactor = 3
+	}
+	if c.TransactionStateLogReplicationFactor <= 0 {
+		c.TransactionStateLogReplicationFactor = 3
+	}
+	if c.TransactionStateLogMinISR <= 0 {
+		c.TransactionStateLogMinISR = 2
 	}
 	if c.GroupInitialRebalanceDelayMs == nil {
 		d := int64(3000)

@@ -31,8 +31,13 @@ const maxControllerResponse = 16 << 20
 // node, when that is not this node: one connection, one request at a time
 // (the calls are rare: a heartbeat every broker.heartbeat.interval.ms and
 // the admin writes). It dials again after any error or when the active
-// controller moves.
+// controller moves. The transaction coordinator and the partition leaders
+// use one per peer node too (txn_peers.go), with their own client id.
 type controllerRPC struct {
+	// clientID names the sender in the requests' headers; empty is
+	// forwardClientID. Set before the first request.
+	clientID string
+
 	mu     sync.Mutex
 	addr   string   // guarded by mu
 	nc     net.Conn // guarded by mu
@@ -61,7 +66,7 @@ func (r *controllerRPC) do(ctx context.Context, addr string, req kmsg.Request) (
 	if r.nc == nil {
 		nc, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
 		if err != nil {
-			return nil, fmt.Errorf("broker: dialling the active controller at %s: %w", addr, err)
+			return nil, fmt.Errorf("broker: dialling %s: %w", addr, err)
 		}
 		r.nc, r.addr = nc, addr
 	}
@@ -69,7 +74,7 @@ func (r *controllerRPC) do(ctx context.Context, addr string, req kmsg.Request) (
 	if err != nil {
 		r.nc.Close()
 		r.nc = nil
-		return nil, fmt.Errorf("broker: request %d to the active controller at %s: %w", req.Key(), addr, err)
+		return nil, fmt.Errorf("broker: request %d to %s: %w", req.Key(), addr, err)
 	}
 	return resp, nil
 }
@@ -84,7 +89,11 @@ func (r *controllerRPC) roundTrip(ctx context.Context, req kmsg.Request) (kmsg.R
 	}
 	r.corr++
 	corr := r.corr
-	frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID(forwardClientID)).AppendRequest(nil, req, corr)
+	clientID := r.clientID
+	if clientID == "" {
+		clientID = forwardClientID
+	}
+	frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID(clientID)).AppendRequest(nil, req, corr)
 	if _, err := r.nc.Write(frame); err != nil {
 		return nil, err
 	}

@@ -32,6 +32,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -60,6 +61,7 @@ type groupCoordinator struct {
 	coordCfg group.Config
 	coord    *group.Coordinator
 	parts    []*partition
+	loaded   map[int32]int32 // cluster mode: the partitions loaded, with their leader epochs
 	nextID   group.ReplyID
 	waiting  map[group.ReplyID]chan any
 }
@@ -72,6 +74,15 @@ type groupEvent struct {
 }
 
 func nowMillis() int64 { return time.Now().UnixMilli() }
+
+// groupElsewhere reports whether, in cluster mode, another broker
+// coordinates groupID (leads its partition of __consumer_offsets): the
+// membership APIs answer NOT_COORDINATOR, as Kafka's runtime does for a
+// partition it does not own, so that the member looks the coordinator up
+// again instead of being told its membership is unknown here.
+func (b *Broker) groupElsewhere(groupID string) bool {
+	return b.isCluster() && !b.cluster.coordinates(groupID)
+}
 
 // startGroups replays __consumer_offsets, if it exists, and starts the
 // coordinator's goroutine. The topic itself is created on first use, when
@@ -125,9 +136,19 @@ func (gc *groupCoordinator) replay() error {
 	now := nowMillis()
 	var scratch batch.Scratch
 	loaded := 0
+	var led map[int32]int32
+	if gc.b.isCluster() {
+		led = ledPartitions(gc.parts)
+	}
 	for _, p := range gc.parts {
-		for off := p.log.StartOffset(); off < p.highWatermark(); {
-			data, err := p.log.Read(off, 1<<20, p.highWatermark())
+		if led != nil {
+			if _, ok := led[p.index]; !ok {
+				continue // another broker coordinates its groups
+			}
+		}
+		end := coordinatorLoadEnd(p)
+		for off := p.log.StartOffset(); off < end; {
+			data, err := p.log.Read(off, 1<<20, end)
 			if err != nil {
 				return fmt.Errorf("broker: replaying %s-%d: %w", offsetsTopic, p.index, err)
 			}
@@ -190,8 +211,46 @@ func (gc *groupCoordinator) replay() error {
 	}
 	gc.coord.LoadDone(now)
 	gc.coord.Ready() // loading has no effects to act on
-	gc.b.log.Info("group coordinator loaded", "records", loaded)
+	gc.loaded = led
+	gc.b.log.Info("group coordinator loaded", "records", loaded, "partitions", len(led))
 	return nil
+}
+
+// syncLeadership reloads the coordinator from the log when the partitions
+// of __consumer_offsets this broker leads, or their leader epochs, are not
+// the ones it loaded (Kafka's onElection and onResignation, cluster mode
+// only): every parked JoinGroup and SyncGroup is answered NOT_COORDINATOR,
+// and the groups and offsets of the partitions it leads now are replayed
+// from their logs (to the log end, as Kafka loads), those of partitions it
+// no longer leads dropped. It runs on the coordinator's goroutine before
+// each event and tick, so no request is served from a state that is not
+// loaded (requests wait while it loads, rather than being answered
+// COORDINATOR_LOAD_IN_PROGRESS). Unlike Kafka, which loads and unloads one
+// partition at a time, the whole coordinator is rebuilt: the groups of
+// partitions that did not move come back as after a restart (members keep
+// their ids, their sessions start again; their parked requests are
+// answered NOT_COORDINATOR and sent again after a coordinator lookup).
+func (gc *groupCoordinator) syncLeadership() {
+	if !gc.b.isCluster() {
+		return
+	}
+	if gc.parts == nil {
+		if t := gc.b.lookupTopic(offsetsTopic); t != nil {
+			gc.parts = gc.b.partitions(t)
+		}
+	}
+	led := ledPartitions(gc.parts)
+	if maps.Equal(led, gc.loaded) {
+		return
+	}
+	old := gc.coord
+	old.AbortParked(kerr.NotCoordinator.Code)
+	gc.deliver(old.Ready().Replies, 0)
+	gc.coord = group.New(gc.coordCfg)
+	if err := gc.replay(); err != nil {
+		gc.b.log.Error("loading "+offsetsTopic+" after a leadership change failed; retrying", "err", err)
+		gc.coord = old
+	}
 }
 
 func (gc *groupCoordinator) run(ctx context.Context) {
@@ -201,12 +260,14 @@ func (gc *groupCoordinator) run(ctx context.Context) {
 	for {
 		select {
 		case ev := <-gc.events:
+			gc.syncLeadership()
 			gc.nextID++
 			if ev.reply != nil {
 				gc.waiting[gc.nextID] = ev.reply
 			}
 			ev.fn(gc.coord, nowMillis(), gc.nextID)
 		case <-ticker.C:
+			gc.syncLeadership()
 			gc.coord.Tick(nowMillis())
 		case <-ctx.Done():
 			return
@@ -252,8 +313,18 @@ var errOffsetsTopic = errors.New("broker: " + offsetsTopic + " cannot be created
 // failed append: no offsets topic (UNKNOWN_TOPIC_OR_PARTITION there) is
 // COORDINATOR_NOT_AVAILABLE, a storage error (KAFKA_STORAGE_ERROR) is
 // NOT_COORDINATOR, so clients look the coordinator up again and retry.
+// In cluster mode, replicas that do not take the append
+// (NOT_ENOUGH_REPLICAS before it, NOT_ENOUGH_REPLICAS_AFTER_APPEND or
+// REQUEST_TIMED_OUT while waiting) are COORDINATOR_NOT_AVAILABLE, as
+// Kafka's CoordinatorOperationExceptionHelper and
+// TransactionStateManager.appendTransactionToLog map them; a leadership
+// lost meanwhile (NOT_LEADER_OR_FOLLOWER) is NOT_COORDINATOR.
 func appendErrorCode(err error) int16 {
-	if errors.Is(err, errOffsetsTopic) {
+	var ce *coordinatorAppendError
+	switch {
+	case errors.Is(err, errOffsetsTopic):
+		return kerr.CoordinatorNotAvailable.Code
+	case errors.As(err, &ce) && ce.err != kerr.NotLeaderForPartition:
 		return kerr.CoordinatorNotAvailable.Code
 	}
 	return kerr.NotCoordinator.Code
@@ -324,7 +395,7 @@ func (gc *groupCoordinator) appendRecords(recs []group.Record) error {
 	now := nowMillis()
 	var errs []error
 	for _, k := range order {
-		if err := appendCoordinatorBatch(gc.parts[k.partition], k.txn.ID, k.txn.Epoch, byBatch[k], now); err != nil {
+		if err := gc.b.appendCoordinatorBatch(gc.parts[k.partition], k.txn.ID, k.txn.Epoch, byBatch[k], now, offsetsCommitTimeout); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -357,6 +428,11 @@ func (gc *groupCoordinator) writeMarker(p *partition, m txnMarker) (markerOutcom
 	var out markerOutcome
 	var werr error
 	err := gc.do(func(c *group.Coordinator, now int64) {
+		if gc.parts == nil { // created by another broker (cluster mode)
+			if t := gc.b.lookupTopic(offsetsTopic); t != nil {
+				gc.parts = gc.b.partitions(t)
+			}
+		}
 		out, werr = p.writeTxnMarker(m, now)
 		if werr == nil && out.refused == nil && len(gc.parts) > 0 {
 			c.CompleteTransaction(now, m.pid, p.index, int32(len(gc.parts)), m.commit)
@@ -459,10 +535,14 @@ func lastColon(s string) int {
 
 // offsetsTopicCreation is how __consumer_offsets is created.
 func (b *Broker) offsetsTopicCreation() topicCreation {
-	return topicCreation{
+	tc := topicCreation{
 		name:              offsetsTopic,
 		partitions:        b.cfg.OffsetsTopicPartitions,
 		replicationFactor: 1,
 		configs:           topicConfigs{"cleanup.policy": "compact", "segment.bytes": "104857600"},
 	}
+	if b.isCluster() {
+		tc.replicationFactor = b.cfg.OffsetsTopicReplicationFactor
+	}
+	return tc
 }

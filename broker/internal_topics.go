@@ -9,6 +9,7 @@ package broker
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -35,9 +36,26 @@ func (b *Broker) createInternalTopic(c topicCreation) ([]*partition, error) {
 // commits, checked for the producer epoch only (originCoordinator). The
 // coordinator calling it is the partition's only writer, so a refusal
 // means its state is not the partition's: an error, like a failed write.
-func appendCoordinatorBatch(p *partition, pid int64, epoch int16, recs []batch.Record, now int64) error {
-	if p.notLeader() {
+//
+// In cluster mode the append is acks=all, as Kafka's coordinators write:
+// refused before it (NOT_ENOUGH_REPLICAS) when the ISR is smaller than the
+// topic's min.insync.replicas, and answered once the high watermark has
+// passed it, or with the error that ended the wait (a coordinatorAppendError:
+// NOT_ENOUGH_REPLICAS_AFTER_APPEND, NOT_LEADER_OR_FOLLOWER, or
+// REQUEST_TIMED_OUT after timeout). The coordinator's goroutine waits.
+func (b *Broker) appendCoordinatorBatch(p *partition, pid int64, epoch int16, recs []batch.Record, now int64, timeout time.Duration) error {
+	if !b.leadsHere(p) {
 		return fmt.Errorf("%w: %s-%d", errNotLocalLeader, p.topic, p.index)
+	}
+	st := p.cluster.Load()
+	minISR := 1
+	if st != nil {
+		if t := b.lookupTopic(p.topic); t != nil {
+			minISR = t.effective.Load().minInsyncReplicas
+		}
+		if isr := p.isrSnapshot(); len(isr) < effectiveMinISR(minISR, len(st.replicas)) {
+			return &coordinatorAppendError{kerr.NotEnoughReplicas, fmt.Sprintf("%s-%d has ISR %v, fewer than min.insync.replicas %d", p.topic, p.index, isr, minISR)}
+		}
 	}
 	transactional := pid >= 0
 	one, err := batch.AppendBatch(nil, batch.BuildOptions{BaseTimestamp: now, ProducerID: pid, ProducerEpoch: epoch,
@@ -57,5 +75,89 @@ func appendCoordinatorBatch(p *partition, pid int64, epoch int16, recs []batch.R
 		return fmt.Errorf("broker: %s-%d refused the coordinator's batch: %s", p.topic, p.index, out.message)
 	}
 	p.appended()
-	return p.log.FlushAfterAppend(out.end)
+	if err := p.log.FlushAfterAppend(out.end); err != nil {
+		return err
+	}
+	if st == nil {
+		return nil
+	}
+	p.appended() // the high watermark may have waited for the fsync
+	return awaitCoordinatorReplication(p, out.end, out.leaderEpoch, minISR, timeout)
+}
+
+// awaitCoordinatorReplication waits until p's high watermark reaches end
+// (repl-core's replicationDone), or timeout passes.
+func awaitCoordinatorReplication(p *partition, end int64, leaderEpoch int32, minISR int, timeout time.Duration) error {
+	wake := make(chan struct{}, 1)
+	p.watch(wake)
+	defer p.unwatch(wake)
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	for {
+		done, e := p.replicationDone(end, leaderEpoch, minISR)
+		if done {
+			if e != nil {
+				return &coordinatorAppendError{e, fmt.Sprintf("%s-%d: waiting for the replicas", p.topic, p.index)}
+			}
+			return nil
+		}
+		select {
+		case <-wake:
+		case <-timer.C:
+			return &coordinatorAppendError{kerr.RequestTimedOut, fmt.Sprintf("%s-%d: the replicas did not reach offset %d within %s", p.topic, p.index, end, timeout)}
+		}
+	}
+}
+
+// coordinatorAppendError is a coordinator's append that its replicas did
+// not take: the Kafka error Kafka's append path would give the
+// coordinator, which maps it for its clients (appendErrorCode).
+type coordinatorAppendError struct {
+	err *kerr.Error
+	msg string
+}
+
+func (e *coordinatorAppendError) Error() string { return "broker: " + e.msg + ": " + e.err.Message }
+func (e *coordinatorAppendError) Unwrap() error { return e.err }
+
+// Kafka's coordinators wait for the replicas as long as
+// offsets.commit.timeout.ms (groups) and request.timeout.ms (the
+// transaction log), their defaults.
+const (
+	offsetsCommitTimeout = 5 * time.Second
+	txnLogAppendTimeout  = 30 * time.Second
+)
+
+// ledPartitions returns the partitions of parts this broker leads in
+// cluster mode, with their leader epochs.
+func ledPartitions(parts []*partition) map[int32]int32 {
+	led := map[int32]int32{}
+	for _, p := range parts {
+		if st := p.cluster.Load(); st != nil && st.local {
+			led[p.index] = st.leaderEpoch
+		}
+	}
+	return led
+}
+
+// coordinatorLoadEnd is how far a coordinator loads its partition p: the
+// log end in cluster mode, as Kafka's loaders read (a new leader's high
+// watermark may still be behind what its predecessor acknowledged), the
+// high watermark on a single node.
+func coordinatorLoadEnd(p *partition) int64 {
+	if p.cluster.Load() != nil {
+		return p.log.EndOffset()
+	}
+	return p.highWatermark()
+}
+
+// leadsHere reports whether this broker leads p: always on a single node;
+// in cluster mode once the image has named it leader (a partition the
+// catalogue has just created, whose role is not applied yet, is not led).
+func (b *Broker) leadsHere(p *partition) bool {
+	st := p.cluster.Load()
+	if st == nil {
+		return !b.isCluster()
+	}
+	return st.local
 }

@@ -62,22 +62,30 @@ func (b *Broker) verifyTxnBatch(r *request, req *kmsg.ProduceRequest, p *partiti
 	var top int16
 	var parts map[txn.Partition]int16
 	guard := lastTxnGuard.Add(1)
-	code, err := b.txns.call(r, func(c *txn.Coordinator, now int64) {
-		if req.Version >= 12 {
-			// Transactions V2: the produce adds its partition (Kafka's
-			// leader sends AddPartitionsToTxn v5 without verifyOnly).
-			top = c.AddPartitions(now, *req.TransactionID, pid, epoch, []txn.Partition{tp}, 2)
-		} else {
-			top, parts = c.VerifyPartitions(*req.TransactionID, pid, epoch, []txn.Partition{tp})
-		}
-		if top == 0 && parts[tp] == 0 {
-			// Set on the coordinator's goroutine, which writes every
-			// marker: the markers of the producer's previous transaction
-			// are all written by now and cannot remove this guard; only
-			// the markers of the transaction just verified can.
-			p.setTxnGuard(pid, guard)
-		}
-	})
+	local, node, code := b.txnCoordinatorOf(*req.TransactionID)
+	var err error
+	switch {
+	case code != 0:
+	case !local:
+		guard, code = b.verifyTxnBatchRemotely(r, node, *req.TransactionID, p, pid, epoch, req.Version < 12, guard)
+	default:
+		code, err = b.txns.call(r, func(c *txn.Coordinator, now int64) {
+			if req.Version >= 12 {
+				// Transactions V2: the produce adds its partition (Kafka's
+				// leader sends AddPartitionsToTxn v5 without verifyOnly).
+				top = c.AddPartitions(now, *req.TransactionID, pid, epoch, []txn.Partition{tp}, 2)
+			} else {
+				top, parts = c.VerifyPartitions(*req.TransactionID, pid, epoch, []txn.Partition{tp})
+			}
+			if top == 0 && parts[tp] == 0 {
+				// Set on the coordinator's goroutine, which writes every
+				// marker: the markers of the producer's previous transaction
+				// are all written by now and cannot remove this guard; only
+				// the markers of the transaction just verified can.
+				p.setTxnGuard(pid, guard)
+			}
+		})
+	}
 	if err != nil {
 		return 0, nil, "", err
 	}
@@ -97,7 +105,8 @@ func (b *Broker) verifyTxnBatch(r *request, req *kmsg.ProduceRequest, p *partiti
 			return 0, kerr.TransactionAbortable, "", nil
 		}
 		return 0, kerr.InvalidTxnState, "Partition was not added to the transaction", nil
-	case kerr.ConcurrentTransactions.Code, kerr.CoordinatorLoadInProgress.Code, kerr.CoordinatorNotAvailable.Code, kerr.NotCoordinator.Code:
+	case kerr.ConcurrentTransactions.Code, kerr.NetworkException.Code, kerr.CoordinatorLoadInProgress.Code,
+		kerr.CoordinatorNotAvailable.Code, kerr.NotCoordinator.Code:
 		return 0, kerr.NotEnoughReplicas, fmt.Sprintf("Unable to verify the partition has been added to the transaction. Underlying error: %s", kerr.ErrorForCode(code)), nil
 	}
 	return 0, kerr.ErrorForCode(code).(*kerr.Error), "", nil
@@ -138,6 +147,42 @@ func refuseTransactionalProduce(req *kmsg.ProduceRequest, resp *kmsg.ProduceResp
 		resp.Topics = append(resp.Topics, st)
 	}
 	return resp, nil
+}
+
+// verifyTxnBatchRemotely asks node, the coordinator of transaction id, about
+// p (verifyOnly, or adding it for a transactions V2 produce), as Kafka's
+// AddPartitionsToTxnManager: the guard is set before the question is
+// sent, and a marker reaching p meanwhile removes it. Unlike the in-process
+// question, this one cannot be ordered against the coordinator's markers:
+// a marker of the producer's previous transaction (same epoch in V2, which
+// bumps it when the transaction ends), still on its way when the
+// producer's next transaction sent this batch, may remove the guard of a
+// positive answer. Then the question is asked again with a new guard: if
+// the transaction verified has ended meanwhile, the coordinator now says
+// so (a V2 transaction's end bumps the epoch: PRODUCER_FENCED; a V1 one
+// leaves the partition out); if it has not, a marker of it cannot have
+// been written, and the new guard stands. Kafka leaves that window open
+// (INVALID_TXN_STATE on the append); asking again closes it but for a
+// marker arriving between the last answer and the append.
+func (b *Broker) verifyTxnBatchRemotely(r *request, node int32, id string, p *partition, pid int64, epoch int16, verifyOnly bool, guard uint64) (uint64, int16) {
+	tp := txn.Partition{Topic: p.topic, Partition: p.index}
+	for attempt := 1; ; attempt++ {
+		p.setTxnGuard(pid, guard)
+		code := b.txns.verifier.ask(r.ctx, node, id, pid, epoch, []txn.Partition{tp}, verifyOnly)[tp]
+		if code != 0 || p.hasTxnGuard(pid, guard) || attempt == 3 {
+			return guard, code
+		}
+		guard = lastTxnGuard.Add(1)
+	}
+}
+
+// hasTxnGuard reports whether guard is still producer pid's verification
+// in p.
+func (p *partition) hasTxnGuard(pid int64, guard uint64) bool {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	g, ok := p.txnGuards[pid]
+	return ok && g == guard
 }
 
 // setTxnGuard records guard as the verification of producer pid's

@@ -36,6 +36,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -59,12 +62,20 @@ type txnCoordinator struct {
 	events chan txnEvent
 	cancel context.CancelFunc
 	done   chan struct{}
+	ctx    context.Context // the run goroutine's; set when it starts
 
 	// Owned by the run goroutine.
 	coordCfg      txn.Config
 	coord         *txn.Coordinator
-	parts         []*partition
+	parts         []*partition    // __transaction_state's, once it exists (stateParts)
+	loaded        map[int32]int32 // cluster mode: the partitions loaded, with their leader epochs
 	markersFailed bool
+	markers       markerChannel // markers for partitions led elsewhere (cluster mode)
+
+	// verifier asks the coordinators of other nodes (cluster mode; nil on
+	// a single node). Safe for concurrent use.
+	verifier *txnVerifier
+	senders  sync.WaitGroup // the marker requests in flight
 }
 
 // txnEvent is one step: fn runs on the coordinator, its records are
@@ -80,9 +91,10 @@ type txnEvent struct {
 // left half-completed.
 func (b *Broker) startTxns() error {
 	tc := &txnCoordinator{
-		b:      b,
-		events: make(chan txnEvent),
-		done:   make(chan struct{}),
+		b:       b,
+		events:  make(chan txnEvent),
+		done:    make(chan struct{}),
+		markers: newMarkerChannel(),
 		coordCfg: txn.Config{
 			MaxTimeoutMs:       b.cfg.TransactionMaxTimeoutMs,
 			IDExpirationMs:     b.cfg.TransactionalIDExpirationMs,
@@ -100,6 +112,10 @@ func (b *Broker) startTxns() error {
 				return pid, 0
 			},
 		},
+	}
+	if b.isCluster() {
+		tc.coordCfg.Owns = tc.owns
+		tc.verifier = newTxnVerifier(b)
 	}
 	tc.coord = txn.New(tc.coordCfg)
 	if t := b.lookupTopic(txnStateTopic); t != nil {
@@ -121,9 +137,16 @@ func (tc *txnCoordinator) replay() error {
 	coord := txn.New(tc.coordCfg)
 	var scratch batch.Scratch
 	loaded := 0
+	led := tc.ledPartitions()
 	for _, p := range tc.parts {
-		for off := p.log.StartOffset(); off < p.highWatermark(); {
-			data, err := p.log.Read(off, 1<<20, p.highWatermark())
+		if led != nil {
+			if _, ok := led[p.index]; !ok {
+				continue // another broker coordinates its ids
+			}
+		}
+		end := coordinatorLoadEnd(p)
+		for off := p.log.StartOffset(); off < end; {
+			data, err := p.log.Read(off, 1<<20, end)
 			if err != nil {
 				return fmt.Errorf("broker: replaying %s-%d: %w", txnStateTopic, p.index, err)
 			}
@@ -162,8 +185,47 @@ func (tc *txnCoordinator) replay() error {
 	}
 	coord.PendingMarkers()
 	tc.coord = coord
-	tc.b.log.Info("transaction coordinator loaded", "records", loaded, "transactional_ids", coord.Len())
+	tc.loaded = led
+	clear(tc.markers.abandoned)
+	tc.b.log.Info("transaction coordinator loaded", "records", loaded, "transactional_ids", coord.Len(), "partitions", len(led))
 	return nil
+}
+
+// ledPartitions returns, in cluster mode, the partitions of
+// __transaction_state this broker leads and their leader epochs (nil on a
+// single node, which serves them all).
+func (tc *txnCoordinator) ledPartitions() map[int32]int32 {
+	if !tc.b.isCluster() {
+		return nil
+	}
+	return ledPartitions(tc.stateParts())
+}
+
+// syncLeadership reloads the coordinator from the log when the partitions
+// of __transaction_state this broker leads, or their leader epochs, are
+// not the ones it loaded (Kafka's onElection and onResignation): the
+// transactions of partitions it now leads are read from their logs (as
+// Kafka, to the log end), with the markers of those left in PrepareCommit
+// or PrepareAbort sent again; those of partitions it no longer leads are
+// dropped, their pending markers abandoned to the new coordinator. It runs
+// on the coordinator's goroutine before each event and on the retry tick,
+// so no request is served from a state that is not loaded; requests wait
+// while it loads. The coordinator's memory holds nothing the log does not,
+// so reloading every led partition loses nothing.
+func (tc *txnCoordinator) syncLeadership() {
+	if !tc.b.isCluster() {
+		return
+	}
+	led := tc.ledPartitions()
+	if maps.Equal(led, tc.loaded) {
+		return
+	}
+	if err := tc.replay(); err != nil {
+		tc.b.log.Error("loading "+txnStateTopic+" after a leadership change failed; retrying", "err", err)
+		tc.markersFailed = true
+		return
+	}
+	tc.flush(nil)
 }
 
 func (tc *txnCoordinator) run(ctx context.Context) {
@@ -176,12 +238,17 @@ func (tc *txnCoordinator) run(ctx context.Context) {
 	defer expireTicker.Stop()
 	retryTicker := time.NewTicker(txnMarkerRetryInterval)
 	defer retryTicker.Stop()
+	tc.ctx = ctx
 	tc.flush(nil) // the markers of transactions loaded half-completed
 	for {
 		select {
 		case ev := <-tc.events:
+			tc.syncLeadership()
 			ev.fn(tc.coord, nowMillis())
 			tc.flush(ev.reply)
+		case ans := <-tc.markers.results:
+			tc.markersAnswered(ans)
+			tc.flush(nil)
 		case <-abortTicker.C:
 			if ids := tc.coord.AbortTimedOut(nowMillis()); len(ids) > 0 {
 				tc.b.log.Info("aborting timed out transactions", "transactional_ids", ids)
@@ -193,6 +260,7 @@ func (tc *txnCoordinator) run(ctx context.Context) {
 			}
 			tc.flush(nil)
 		case <-retryTicker.C:
+			tc.syncLeadership()
 			if tc.markersFailed {
 				tc.markersFailed = false
 				tc.coord.PendingMarkers()
@@ -208,6 +276,7 @@ func (tc *txnCoordinator) run(ctx context.Context) {
 // writes the markers and appends the completions they allow, until the
 // coordinator asks for nothing more.
 func (tc *txnCoordinator) flush(reply chan int16) {
+	defer tc.sendMarkers(tc.ctx)
 	for {
 		eff := tc.coord.Ready()
 		if len(eff.Records) > 0 {
@@ -237,15 +306,33 @@ func (tc *txnCoordinator) flush(reply chan int16) {
 	}
 }
 
-// writeMarkers writes m's markers and returns the partitions done with.
+// writeMarkers writes m's markers into the partitions this broker leads,
+// queues those of partitions led elsewhere for their leaders
+// (txn_marker_channel.go), and returns the partitions done with: written,
+// or of a topic that is gone.
 func (tc *txnCoordinator) writeMarkers(m txn.Marker) []txn.Partition {
+	if tc.markers.abandoned[txnKey{m.TransactionalID, m.ProducerID, m.ProducerEpoch}] {
+		return nil
+	}
 	km := kmsg.NewWriteTxnMarkersRequestMarker()
 	km.ProducerID, km.ProducerEpoch, km.Committed = m.ProducerID, m.ProducerEpoch, m.Commit
 	km.TransactionVersion = m.TransactionVersion
 	km.CoordinatorEpoch = tc.coordinatorEpoch(m.TransactionalID)
 	var done []txn.Partition
 	for _, p := range m.Partitions {
-		code := tc.b.writeMarker(tc.b.lookupTopic(p.Topic), p.Partition, km)
+		t := tc.b.lookupTopic(p.Topic)
+		var part *partition
+		if t != nil {
+			part = tc.b.partition(t, p.Partition)
+		}
+		if part != nil && !tc.b.leadsHere(part) {
+			st := part.cluster.Load()
+			if st == nil || st.leader < 0 || !tc.queueRemote(m, km.CoordinatorEpoch, p, st.leader) {
+				tc.markersFailed = true // no live leader yet: routed again on the retry tick
+			}
+			continue
+		}
+		code := tc.b.writeMarker(t, p.Partition, km)
 		switch code {
 		case 0, kerr.UnknownTopicOrPartition.Code:
 			done = append(done, p)
@@ -261,12 +348,42 @@ func (tc *txnCoordinator) writeMarkers(m txn.Marker) []txn.Partition {
 }
 
 // coordinatorEpoch is the leader epoch of id's __transaction_state
-// partition, which Kafka's coordinator stamps on its markers.
+// partition, which Kafka's coordinator stamps on its markers: the image's
+// in cluster mode.
 func (tc *txnCoordinator) coordinatorEpoch(id string) int32 {
-	if len(tc.parts) == 0 {
+	parts := tc.stateParts()
+	if len(parts) == 0 {
 		return 0
 	}
-	return tc.parts[group.PartitionFor(id, int32(len(tc.parts)))].leaderEpoch.Load()
+	p := parts[group.PartitionFor(id, int32(len(parts)))]
+	if st := p.cluster.Load(); st != nil {
+		return st.leaderEpoch
+	}
+	return p.leaderEpoch.Load()
+}
+
+// stateParts returns the partitions of __transaction_state, nil while the
+// topic does not exist; in cluster mode another broker may have created
+// it since this one started.
+func (tc *txnCoordinator) stateParts() []*partition {
+	if tc.parts == nil {
+		if t := tc.b.lookupTopic(txnStateTopic); t != nil {
+			tc.parts = tc.b.partitions(t)
+		}
+	}
+	return tc.parts
+}
+
+// owns is the coordinator's txn.Config.Owns in cluster mode: this broker
+// serves a transactional id while it leads the id's partition of
+// __transaction_state, and answers NOT_COORDINATOR otherwise (the topic
+// not existing yet included: FindCoordinator creates it).
+func (tc *txnCoordinator) owns(id string) int16 {
+	parts := tc.stateParts()
+	if len(parts) == 0 || !tc.b.leadsHere(parts[group.PartitionFor(id, int32(len(parts)))]) {
+		return kerr.NotCoordinator.Code
+	}
+	return 0
 }
 
 // errTxnStateTopic marks a failure to create __transaction_state.
@@ -306,7 +423,7 @@ func (tc *txnCoordinator) createTopic() error {
 // appendRecords writes records as one v2 batch per partition and applies
 // the topic's flush policy before it returns.
 func (tc *txnCoordinator) appendRecords(recs []txn.Record) error {
-	if tc.parts == nil {
+	if tc.stateParts() == nil {
 		if err := tc.createTopic(); err != nil {
 			return fmt.Errorf("%w: %v", errTxnStateTopic, err)
 		}
@@ -324,7 +441,7 @@ func (tc *txnCoordinator) appendRecords(recs []txn.Record) error {
 	now := nowMillis()
 	var errs []error
 	for _, pi := range order {
-		if err := appendCoordinatorBatch(tc.parts[pi], -1, -1, byPart[pi], now); err != nil {
+		if err := tc.b.appendCoordinatorBatch(tc.parts[pi], -1, -1, byPart[pi], now, txnLogAppendTimeout); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -360,6 +477,11 @@ func (tc *txnCoordinator) callCtx(ctx context.Context, fn func(c *txn.Coordinato
 func (tc *txnCoordinator) stop() {
 	tc.cancel()
 	<-tc.done
+	tc.markers.peers.close()
+	tc.senders.Wait()
+	if tc.verifier != nil {
+		tc.verifier.close()
+	}
 }
 
 // verifyTxnOffsetCommit answers the group coordinator's question about a
@@ -374,6 +496,15 @@ func (tc *txnCoordinator) stop() {
 // connects it to TxnOffsetCommit (key 28, setTxnOffsetCommitVerifier).
 func (tc *txnCoordinator) verifyTxnOffsetCommit(ctx context.Context, tid string, pid int64, epoch int16, groupID string, add bool) *kerr.Error {
 	tp := txn.Partition{Topic: offsetsTopic, Partition: group.PartitionFor(groupID, tc.b.cfg.OffsetsTopicPartitions)}
+	if local, node, code := tc.b.txnCoordinatorOf(tid); code != 0 {
+		return kerr.ErrorForCode(code).(*kerr.Error)
+	} else if !local {
+		// Kafka's group coordinator asks through AddPartitionsToTxnManager.
+		if code := tc.verifier.ask(ctx, node, tid, pid, epoch, []txn.Partition{tp}, !add)[tp]; code != 0 {
+			return kerr.ErrorForCode(code).(*kerr.Error)
+		}
+		return nil
+	}
 	var code int16
 	appendCode, err := tc.callCtx(ctx, func(c *txn.Coordinator, now int64) {
 		if add {
@@ -398,11 +529,18 @@ func (tc *txnCoordinator) verifyTxnOffsetCommit(ctx context.Context, tid string,
 }
 
 // txnStateTopicCreation is how __transaction_state is created.
+// In cluster mode it has transaction.state.log.replication.factor replicas
+// and transaction.state.log.min.isr as min.insync.replicas, as Kafka.
 func (b *Broker) txnStateTopicCreation() topicCreation {
-	return topicCreation{
+	tc := topicCreation{
 		name:              txnStateTopic,
 		partitions:        b.cfg.TransactionStateLogNumPartitions,
 		replicationFactor: 1,
 		configs:           topicConfigs{"cleanup.policy": "compact", "segment.bytes": "104857600"},
 	}
+	if b.isCluster() {
+		tc.replicationFactor = b.cfg.TransactionStateLogReplicationFactor
+		tc.configs["min.insync.replicas"] = strconv.Itoa(int(b.cfg.TransactionStateLogMinISR))
+	}
+	return tc
 }

@@ -272,8 +272,8 @@ func TestApplyPropertiesWarnsOncePerIgnoredOrUnknownKey(t *testing.T) {
 	var cfg broker.Config
 	err := applyProperties(&cfg, props(
 		"num.network.threads", "3",
-		"transaction.state.log.min.isr", "1",
-		"offsets.topic.replication.factor", "1",
+		"transaction.state.log.segment.bytes", "1048576",
+		"share.coordinator.state.topic.replication.factor", "1",
 		"controller.listener.names", "CONTROLLER",
 		"log.segment.bytes", "2097152",
 		"no.such.thing", "1",
@@ -288,12 +288,33 @@ func TestApplyPropertiesWarnsOncePerIgnoredOrUnknownKey(t *testing.T) {
 	for _, want := range []string{
 		`level=WARN msg="gregor: unknown config" key=no.such.thing`,
 		`level=WARN msg="gregor: config ignored: Gregor does not use it" key=num.network.threads`,
-		`key=offsets.topic.replication.factor`,
-		`key=transaction.state.log.min.isr`,
+		`key=share.coordinator.state.topic.replication.factor`,
+		`key=transaction.state.log.segment.bytes`,
 	} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("log lacks %q:\n%s", want, buf.String())
 		}
+	}
+}
+
+// TestApplyPropertiesInternalTopicReplication reads the internal topics'
+// replication keys, which cluster mode honours.
+func TestApplyPropertiesInternalTopicReplication(t *testing.T) {
+	var cfg broker.Config
+	err := applyProperties(&cfg, props(
+		"offsets.topic.replication.factor", "2",
+		"transaction.state.log.replication.factor", "5",
+		"transaction.state.log.min.isr", "3",
+	), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.OffsetsTopicReplicationFactor != 2 || cfg.TransactionStateLogReplicationFactor != 5 || cfg.TransactionStateLogMinISR != 3 {
+		t.Fatalf("got offsets factor %d, transaction log factor %d and min isr %d; want 2, 5, 3",
+			cfg.OffsetsTopicReplicationFactor, cfg.TransactionStateLogReplicationFactor, cfg.TransactionStateLogMinISR)
+	}
+	if err := applyProperties(&cfg, props("transaction.state.log.min.isr", "0"), slog.New(slog.NewTextHandler(io.Discard, nil))); err == nil {
+		t.Fatal("transaction.state.log.min.isr=0 was accepted")
 	}
 }
 

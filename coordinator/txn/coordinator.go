@@ -28,6 +28,14 @@ type Config struct {
 	// itself (fencing, timeouts). At 2 such an abort bumps the epoch once
 	// more, as a transactions V2 EndTxn does.
 	TransactionVersion int16
+	// Owns says whether this coordinator serves transactional id id: 0,
+	// or the error Kafka's TransactionStateManager.getTransactionState
+	// answers for an id whose __transaction_state partition this broker
+	// does not lead (NOT_COORDINATOR) or is still loading
+	// (COORDINATOR_LOAD_IN_PROGRESS). It is asked where Kafka asks, after
+	// the request's own checks; timers and ListTransactions pass over the
+	// ids it refuses. Nil: every id is served (a single node).
+	Owns func(id string) int16
 }
 
 // Defaults of Config, Kafka's.
@@ -88,6 +96,14 @@ func (c *Coordinator) Ready() Effects {
 
 func (c *Coordinator) persist(t *Txn) { c.records = append(c.records, record(t)) }
 
+// owns is Config.Owns, 0 when unset.
+func (c *Coordinator) owns(id string) int16 {
+	if c.cfg.Owns == nil {
+		return 0
+	}
+	return c.cfg.Owns(id)
+}
+
 // InitResult answers InitProducerId.
 type InitResult struct {
 	ErrorCode     int16
@@ -114,6 +130,9 @@ func (c *Coordinator) InitProducerID(now int64, id string, timeoutMs int32, expe
 		return initError(kerr.InvalidRequest)
 	case timeoutMs <= 0 || timeoutMs > c.cfg.MaxTimeoutMs:
 		return initError(kerr.InvalidTransactionTimeout)
+	}
+	if code := c.owns(id); code != 0 {
+		return InitResult{ErrorCode: code, ProducerID: -1, ProducerEpoch: -1}
 	}
 	hasExpected := expectedPID != noProducerID
 	t := c.txns[id]
@@ -198,6 +217,9 @@ func (c *Coordinator) checkProducer(id string, pid int64) (*Txn, *kerr.Error) {
 	if id == "" {
 		return nil, kerr.InvalidRequest
 	}
+	if code := c.owns(id); code != 0 {
+		return nil, kerr.ErrorForCode(code).(*kerr.Error)
+	}
 	t := c.txns[id]
 	if t == nil || t.ProducerID != pid {
 		return nil, kerr.InvalidProducerIDMapping
@@ -252,6 +274,9 @@ func (c *Coordinator) AddPartitions(now int64, id string, pid int64, epoch int16
 func (c *Coordinator) VerifyPartitions(id string, pid int64, epoch int16, parts []Partition) (int16, map[Partition]int16) {
 	if id == "" {
 		return kerr.InvalidRequest.Code, nil
+	}
+	if code := c.owns(id); code != 0 {
+		return code, nil
 	}
 	t := c.txns[id]
 	switch {
@@ -310,6 +335,9 @@ func (c *Coordinator) EndTxn(now int64, id string, pid int64, epoch int16, commi
 	}
 	if id == "" {
 		return endError(kerr.InvalidRequest)
+	}
+	if code := c.owns(id); code != 0 {
+		return EndResult{ErrorCode: code, ProducerID: -1, ProducerEpoch: -1}
 	}
 	t := c.txns[id]
 	if t == nil {
@@ -379,6 +407,9 @@ func (c *Coordinator) EndTxn(now int64, id string, pid int64, epoch int16, commi
 func (c *Coordinator) endTxnV1(now int64, id string, pid int64, epoch int16, commit bool) EndResult {
 	if id == "" {
 		return endError(kerr.InvalidRequest)
+	}
+	if code := c.owns(id); code != 0 {
+		return EndResult{ErrorCode: code, ProducerID: -1, ProducerEpoch: -1}
 	}
 	t := c.txns[id]
 	switch {
@@ -493,7 +524,7 @@ func (c *Coordinator) MarkersWritten(now int64, id string, pid int64, epoch int1
 // could not be written.
 func (c *Coordinator) PendingMarkers() {
 	for _, id := range c.sortedIDs() {
-		if t := c.txns[id]; t.State == PrepareCommit || t.State == PrepareAbort {
+		if t := c.txns[id]; (t.State == PrepareCommit || t.State == PrepareAbort) && c.owns(id) == 0 {
 			c.askMarkers(t)
 		}
 	}
@@ -516,6 +547,9 @@ func (c *Coordinator) AbortTimedOut(now int64) []string {
 	var aborted []string
 	for _, id := range c.sortedIDs() {
 		t := c.txns[id]
+		if c.owns(id) != 0 {
+			continue
+		}
 		if t.State == Ongoing && t.StartMs+int64(t.TimeoutMs) < now && c.fence(now, t) == 0 {
 			aborted = append(aborted, id)
 		}
@@ -530,6 +564,9 @@ func (c *Coordinator) ExpireIDs(now int64) []string {
 	var expired []string
 	for _, id := range c.sortedIDs() {
 		t := c.txns[id]
+		if c.owns(id) != 0 {
+			continue
+		}
 		if t.State.expirationAllowed() && t.LastUpdateMs <= now-c.cfg.IDExpirationMs {
 			delete(c.txns, id)
 			c.records = append(c.records, tombstone(id))
@@ -564,6 +601,9 @@ func (c *Coordinator) Load(key, value []byte) error {
 func (c *Coordinator) Describe(id string) (Txn, int16) {
 	if id == "" {
 		return Txn{}, kerr.InvalidRequest.Code
+	}
+	if code := c.owns(id); code != 0 {
+		return Txn{}, code
 	}
 	t := c.txns[id]
 	if t == nil || t.State == Dead {
@@ -609,7 +649,7 @@ func (c *Coordinator) List(now int64, f ListFilter) (out []Listed, unknownStates
 	for _, id := range c.sortedIDs() {
 		t := c.txns[id]
 		switch {
-		case t.State == Dead,
+		case t.State == Dead, c.owns(id) != 0,
 			len(f.ProducerIDs) > 0 && !pids[t.ProducerID],
 			len(f.States) > 0 && !states[t.State],
 			f.DurationMs >= 0 && now-t.StartMs <= f.DurationMs,
