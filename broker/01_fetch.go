@@ -36,6 +36,11 @@ package broker
 // quotas do not apply to it. A single node serves every fetch as a
 // consumer's.
 //
+// Fetch from follower (KIP-392, fetch_follower.go): a follower serves a
+// consumer's fetch v11+ from its own log up to its high watermark; with
+// replica.selector.class set, the leader may name a preferred read replica
+// in the client's rack instead of returning records.
+//
 // Consumer quotas (throttle.go), as Kafka: a client with a consumer_byte_rate
 // has its max bytes capped at its quota times quota.window.num - 1 windows,
 // and min bytes at that. The response's size is recorded once the fetch is
@@ -173,13 +178,19 @@ func (b *Broker) readFetch(req *kmsg.FetchRequest, reply *fetchReply, replica in
 				// Kafka's error-only partition answer has an empty, non-null
 				// list of aborted transactions.
 				sp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
-			case p.notLeader():
+			case p.notLeader() && !b.readsAsFollower(req, p):
 				sp.ErrorCode = kerr.NotLeaderForPartition.Code
 				sp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
 				if req.Version >= 12 {
 					b.cluster.fetchCurrentLeader(p, &sp, resp)
 				}
 			default:
+				if id := b.preferredReadReplica(req, rp, p); id >= 0 {
+					// KIP-392 (fetch_follower.go): answered at once, no records.
+					b.answerWithReadReplica(rp, p, id, &sp)
+					anyError = true
+					break
+				}
 				parts = append(parts, p)
 				limit := min(int(rp.PartitionMaxBytes), responseBudget)
 				if replica >= 0 {

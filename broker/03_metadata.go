@@ -63,6 +63,9 @@ func handleMetadata(b *Broker, r *request, req *kmsg.MetadataRequest) (kmsg.Resp
 		broker.NodeID = b.cfg.NodeID
 		broker.Host = b.advertised.host
 		broker.Port = b.advertised.port
+		if b.cfg.BrokerRack != "" {
+			broker.Rack = &b.cfg.BrokerRack
+		}
 		resp.Brokers = []kmsg.MetadataResponseBroker{broker}
 		resp.ControllerID = b.cfg.NodeID
 	}

@@ -2,9 +2,21 @@ package broker
 
 // ElectLeaders (key 43), v0-v2.
 //
-// Gregor is a single node: every partition has one replica, this broker,
-// which is its leader and its preferred replica, so no election is ever
-// needed. Answers follow Kafka's controller (ReplicationControlManager
+// Cluster mode: the active controller runs the elections (coordinator/
+// controller ElectLeaders, Kafka's ReplicationControlManager.electLeaders):
+// PREFERRED elects the first replica when it is in the ISR and unfenced
+// (PREFERRED_LEADER_NOT_AVAILABLE otherwise, ELECTION_NOT_NEEDED when it
+// leads); UNCLEAN elects, for a partition without a leader, an unfenced ISR
+// member or else any unfenced replica (ELECTION_NOT_NEEDED when a leader
+// exists, ELIGIBLE_LEADERS_NOT_AVAILABLE when no replica is unfenced). A
+// node that is not the active controller forwards the request to it, as a
+// KRaft broker does. A failure of the whole request (NOT_CONTROLLER,
+// REQUEST_TIMED_OUT) is the top-level error from v1 and every listed
+// partition's error.
+//
+// A single node: every partition has one replica, this broker, which is
+// its leader and its preferred replica, so no election is ever needed.
+// Answers follow Kafka's controller (ReplicationControlManager
 // electLeaders / electLeader): ELECTION_NOT_NEEDED for a PREFERRED election
 // (the leader is the preferred replica) and for an UNCLEAN one (the leader
 // is live); UNKNOWN_TOPIC_OR_PARTITION with Kafka's messages for a topic or
@@ -16,13 +28,16 @@ package broker
 // v1: election type and top-level error code. v2: flexible.
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-broker/gregor/coordinator/controller"
 )
 
-func init() { registerScoped(singleNodeOnly, 43, 0, 2, handleElectLeaders) }
+func init() { register(43, 0, 2, handleElectLeaders) }
 
 // Election types (Kafka's ElectionType).
 const (
@@ -49,6 +64,9 @@ func handleElectLeaders(b *Broker, r *request, req *kmsg.ElectLeadersRequest) (k
 			resp.Topics = append(resp.Topics, res)
 		}
 		return resp, nil
+	}
+	if b.isCluster() {
+		return b.cluster.electLeaders(r, req, resp)
 	}
 
 	b.mu.RLock()
@@ -88,4 +106,54 @@ func electionResult(p int32, err *kerr.Error, msg string) kmsg.ElectLeadersRespo
 	res := kmsg.NewElectLeadersResponseTopicPartition()
 	res.Partition, res.ErrorCode, res.ErrorMessage = p, err.Code, &msg
 	return res
+}
+
+// electLeaders runs the request's elections on the active controller.
+func (c *cluster) electLeaders(r *request, req *kmsg.ElectLeadersRequest, resp *kmsg.ElectLeadersResponse) (kmsg.Response, error) {
+	var topics []controller.ElectionTopic
+	if req.Topics != nil {
+		topics = make([]controller.ElectionTopic, 0, len(req.Topics))
+		for _, rt := range req.Topics {
+			topics = append(topics, controller.ElectionTopic{Topic: rt.Topic, Partitions: rt.Partitions})
+		}
+	}
+	var results []controller.ElectionTopicResult
+	fwd, err := c.controllerCall(r, req, func(ctx context.Context) error {
+		var err error
+		results, err = c.ctrl.ElectLeaders(ctx, controller.ElectionType(req.ElectionType), topics)
+		return err
+	})
+	if fwd != nil {
+		return fwd, nil
+	}
+	if err != nil {
+		// Kafka's ElectLeadersRequest.getErrorResponse.
+		ke, msg := kerrOf(err)
+		resp.ErrorCode = ke.Code
+		for _, rt := range req.Topics {
+			res := kmsg.NewElectLeadersResponseTopic()
+			res.Topic = rt.Topic
+			for _, p := range rt.Partitions {
+				res.Partitions = append(res.Partitions, electionResult(p, ke, msg))
+			}
+			resp.Topics = append(resp.Topics, res)
+		}
+		return resp, nil
+	}
+	for _, tr := range results {
+		res := kmsg.NewElectLeadersResponseTopic()
+		res.Topic = tr.Topic
+		res.Partitions = []kmsg.ElectLeadersResponseTopicPartition{}
+		for _, pr := range tr.Partitions {
+			sp := kmsg.NewElectLeadersResponseTopicPartition()
+			sp.Partition = pr.Partition
+			if pr.Err != nil {
+				ke, msg := kerrOf(pr.Err)
+				sp.ErrorCode, sp.ErrorMessage = ke.Code, &msg
+			}
+			res.Partitions = append(res.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, res)
+	}
+	return resp, nil
 }

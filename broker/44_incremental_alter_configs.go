@@ -23,7 +23,8 @@ package broker
 // node's id, else INVALID_REQUEST; Gregor has no dynamic broker configs, so
 // altering one it reports is INVALID_REQUEST ("Cannot update these configs
 // dynamically", as Kafka says of a read-only broker config) and any other
-// name INVALID_CONFIG ("Unknown config name"). BROKER_LOGGER, CLIENT_METRICS
+// name INVALID_CONFIG ("Unknown config name"), but for the replication
+// throttle rates, whose deletion succeeds (replication_throttle.go). BROKER_LOGGER, CLIENT_METRICS
 // and GROUP, which Kafka serves, are INVALID_REQUEST until Gregor has them;
 // other types INVALID_REQUEST "Unknown resource type".
 
@@ -276,6 +277,12 @@ func (b *Broker) alterBrokerConfigs(name string, changes []configChange, increme
 		}
 		if int32(id) != b.cfg.NodeID {
 			return alterResult{kerr.InvalidRequest, fmt.Sprintf("Unexpected broker id, expected %d, but received %s", b.cfg.NodeID, name)}
+		}
+	}
+	if incremental {
+		var refused *alterResult
+		if changes, refused = throttleRateChanges(changes); refused != nil { // replication_throttle.go
+			return *refused
 		}
 	}
 	var names []string

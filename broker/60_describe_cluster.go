@@ -67,6 +67,9 @@ func handleDescribeCluster(b *Broker, r *request, req *kmsg.DescribeClusterReque
 	}
 	broker := kmsg.NewDescribeClusterResponseBroker()
 	broker.NodeID, broker.Host, broker.Port = b.cfg.NodeID, b.advertised.host, b.advertised.port
+	if b.cfg.BrokerRack != "" {
+		broker.Rack = &b.cfg.BrokerRack
+	}
 	resp.Brokers = []kmsg.DescribeClusterResponseBroker{broker}
 	return resp, nil
 }

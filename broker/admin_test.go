@@ -224,6 +224,14 @@ func TestIncrementalAlterConfigsErrors(t *testing.T) {
 		{"broker logger", incResource(resourceBrokerLogger, "1", "set root=DEBUG"), kerr.InvalidRequest, ""},
 		{"unknown resource type", incResource(77, "x", "set a=b"), kerr.InvalidRequest, "Unknown resource type 77"},
 		{"nothing to change on a broker", incResource(resourceBroker, "1"), nil, ""},
+		// kafka-reassign-partitions.sh --verify and --cancel delete the
+		// replication throttles on every broker; none is ever set.
+		{"delete the replication throttles", incResource(resourceBroker, "1", "delete leader.replication.throttled.rate",
+			"delete follower.replication.throttled.rate", "delete replica.alter.log.dirs.io.max.bytes.per.second"), nil, ""},
+		{"set a replication throttle", incResource(resourceBroker, "1", "set leader.replication.throttled.rate=1000"), kerr.InvalidConfig,
+			"Gregor does not throttle replication, so leader.replication.throttled.rate cannot be set"},
+		{"a throttle deleted with a read-only config", incResource(resourceBroker, "1", "delete leader.replication.throttled.rate", "set num.partitions=4"),
+			kerr.InvalidRequest, "Cannot update these configs dynamically: Set(num.partitions)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

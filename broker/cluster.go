@@ -266,6 +266,7 @@ func (c *cluster) registration() controller.BrokerRegistration {
 		ClusterID:     b.ClusterID(),
 		IncarnationID: c.incarnation,
 		Endpoints:     []metadata.Endpoint{{Name: "PLAINTEXT", Host: b.advertised.host, Port: b.advertised.port}},
+		Rack:          b.cfg.BrokerRack,
 	}
 }
 

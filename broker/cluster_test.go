@@ -213,9 +213,9 @@ func TestClusterSpreadsPartitionsAndServesClients(t *testing.T) {
 	if !advertised[55] || advertised[62] || advertised[63] {
 		t.Fatalf("cluster node advertises DescribeQuorum %v, BrokerRegistration %v, BrokerHeartbeat %v", advertised[55], advertised[62], advertised[63])
 	}
-	// ElectLeaders and the client quotas are not served in cluster mode
-	// yet (the transactional keys are: cluster_txns_test.go).
-	for _, key := range []int16{43, 48, 49} {
+	// The client quotas are not served in cluster mode yet (the
+	// transactional keys are: cluster_txns_test.go; ElectLeaders too).
+	for _, key := range []int16{48, 49} {
 		if advertised[key] {
 			t.Fatalf("cluster node advertises key %d, which cluster mode does not serve yet", key)
 		}
@@ -541,13 +541,18 @@ func TestSingleNodeDoesNotAdvertiseClusterAPIs(t *testing.T) {
 		t.Fatalf("ApiVersions: error %d, %d keys", resp.ErrorCode, len(resp.ApiKeys))
 	}
 	for _, k := range resp.ApiKeys {
-		if k.ApiKey == 55 || k.ApiKey == 62 || k.ApiKey == 63 {
+		// Nothing can be reassigned on one broker: no
+		// AlterPartitionReassignments (45) or ListPartitionReassignments (46).
+		if k.ApiKey == 55 || k.ApiKey == 62 || k.ApiKey == 63 || k.ApiKey == 45 || k.ApiKey == 46 {
 			t.Fatalf("single node advertises key %d", k.ApiKey)
 		}
 	}
 	// Sending one closes the connection, as for any key not served.
 	c := dialRaw(t, b.Addr())
 	c.sendRefused(kmsg.NewPtrBrokerHeartbeatRequest())
+	c = dialRaw(t, b.Addr())
+	c.sendRefused(kmsg.NewPtrAlterPartitionAssignmentsRequest())
+	c.expectClosed()
 }
 
 func hasConfig(configs []kadm.Config, name, value string) bool {

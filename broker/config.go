@@ -164,6 +164,16 @@ type Config struct {
 	// BrokerHeartbeatIntervalMs is broker.heartbeat.interval.ms. Default
 	// 2000.
 	BrokerHeartbeatIntervalMs int64
+	// BrokerRack is broker.rack: the rack this broker is in, registered
+	// with the controller (rack-aware replica placement) and listed in
+	// Metadata and DescribeCluster. Default none.
+	BrokerRack string
+	// ReplicaSelectorClass is replica.selector.class (KIP-392): ""
+	// (Kafka's default: consumers fetch from partition leaders only) or
+	// RackAwareReplicaSelector, with which a leader points a consumer
+	// that names its rack to an in-sync replica in that rack
+	// (fetch_follower.go).
+	ReplicaSelectorClass string
 
 	// Replication (cluster mode, replica.go and replica_fetcher.go),
 	// Kafka's names and defaults.

@@ -44,6 +44,8 @@ type brokerMetrics struct {
 	topicRecordsIn *prometheus.CounterVec
 
 	requestErrors *prometheus.CounterVec
+
+	fetchFromFollower fetchFromFollowerMetrics // fetch_follower.go
 }
 
 // apiMetrics are one API key's series.
@@ -146,6 +148,7 @@ func newBrokerMetrics(b *Broker) *brokerMetrics {
 		m.topicBytesIn, m.topicRecordsIn, m.topicBytesOut,
 		partitionCollector{b}, groupCollector{b},
 	)
+	m.fetchFromFollower = newFetchFromFollowerMetrics(reg)
 	return m
 }
 

@@ -31,8 +31,8 @@ const (
 	// clients, as Kafka keeps them off its broker listeners.
 	brokerToController
 	// singleNodeOnly keys are served and advertised by a single node
-	// only, until cluster mode serves them (cluster.go): ElectLeaders and
-	// the client quota keys.
+	// only, until cluster mode serves them (cluster.go): the client quota
+	// keys.
 	singleNodeOnly
 )
 

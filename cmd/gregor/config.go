@@ -288,6 +288,21 @@ func applyPropertiesWithOrigins(dst *broker.Config, props map[string]setting, lo
 		}
 	}
 
+	// KIP-392: broker.rack, and replica.selector.class, of which Kafka
+	// ships one implementation.
+	handled["broker.rack"], handled["replica.selector.class"] = true, true
+	if v, ok := value("broker.rack"); ok {
+		cfg.BrokerRack = v
+	}
+	if v, ok := value("replica.selector.class"); ok {
+		switch v {
+		case "", broker.RackAwareReplicaSelector:
+			cfg.ReplicaSelectorClass = v
+		default:
+			bad("replica.selector.class", "the only replica selector is "+broker.RackAwareReplicaSelector)
+		}
+	}
+
 	handled["auto.create.topics.enable"] = true
 	if b, ok := boolean("auto.create.topics.enable"); ok {
 		cfg.AutoCreateTopics = b

@@ -156,6 +156,8 @@ func TestApplyPropertiesSetsTheBrokerConfig(t *testing.T) {
 		"log.segment.delete.delay.ms", "0",
 		"quota.window.num", "5",
 		"quota.window.size.seconds", "2",
+		"broker.rack", "eu-west-1a",
+		"replica.selector.class", "org.apache.kafka.common.replica.RackAwareReplicaSelector",
 	), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
@@ -172,6 +174,7 @@ func TestApplyPropertiesSetsTheBrokerConfig(t *testing.T) {
 		LogRetentionCheckIntervalMs: 1000, LogCleanerEnable: &no, LogCleanerThreads: 2, LogCleanerBackoffMs: 500,
 		QuotaWindowNum: 5, QuotaWindowSizeSeconds: 2,
 		LogCleanerDedupeBufferSize: 1048576,
+		BrokerRack:                 "eu-west-1a", ReplicaSelectorClass: broker.RackAwareReplicaSelector,
 		TopicDefaults: map[string]string{
 			"file.delete.delay.ms": "0",
 			"segment.bytes":        "2097152", "max.message.bytes": "100000",
@@ -252,6 +255,7 @@ func TestApplyPropertiesRefusesInvalidValuesAndAppliesNothing(t *testing.T) {
 		{[]string{"controller.quorum.voters", "1@h:1", "process.roles", "controller"}, "only combined mode"},
 		{[]string{"broker.session.timeout.ms", "0"}, "broker.session.timeout.ms"},
 		{[]string{"broker.heartbeat.interval.ms", "x"}, "broker.heartbeat.interval.ms"},
+		{[]string{"replica.selector.class", "com.example.MySelector"}, "the only replica selector is org.apache.kafka.common.replica.RackAwareReplicaSelector"},
 	} {
 		// Valid settings alongside must not be applied either.
 		kv := append([]string{"log.segment.bytes", "2097152", "log.dirs", "/x"}, tc.kv...)

@@ -157,7 +157,8 @@ func (c *Controller) fenceRecords(im *metadata.Image, b *metadata.Broker) []meta
 // led: the first replica in replica order that is in the new ISR and
 // unfenced; without one, with unclean leader election enabled for the
 // topic, the first unfenced replica, which becomes the ISR alone; else no
-// leader (-1).
+// leader (-1). The changes go through partitionChange, so a shrunk ISR
+// may complete a reassignment that was waiting for the broker's removal.
 func (c *Controller) moveOff(im *metadata.Image, broker int32) []metadata.Record {
 	var recs []metadata.Record
 	forEachPartition(im, func(t *metadata.Topic, pid int32, p *metadata.Partition) {
@@ -165,37 +166,22 @@ func (c *Controller) moveOff(im *metadata.Image, broker int32) []metadata.Record
 		if !inISR && p.Leader != broker {
 			return
 		}
-		ch := &metadata.PartitionChangeRecord{TopicID: t.ID, PartitionID: pid, Leader: metadata.NoLeaderChange}
-		isr := p.ISR
+		pc := newPartitionChange(im, t.ID, pid, p)
+		pc.excluded = broker
 		if inISR && len(p.ISR) > 1 {
-			isr = without(p.ISR, broker)
-			ch.ISR = isr
+			pc.isr = without(p.ISR, broker)
 		}
-		if p.Leader == broker {
-			usable := func(id int32) bool {
-				nb := im.Brokers[id]
-				return id != broker && nb != nil && !nb.Fenced
-			}
-			ch.Leader = metadata.NoLeader
-			for _, r := range p.Replicas {
-				if slices.Contains(isr, r) && usable(r) {
-					ch.Leader = r
-					break
-				}
-			}
-			if ch.Leader == metadata.NoLeader && c.unclean(im, t.Name) {
-				for _, r := range p.Replicas {
-					if usable(r) {
-						ch.Leader, ch.ISR = r, []int32{r}
-						c.log.Warn("unclean leader election", "topic", t.Name, "partition", pid, "leader", r)
-						break
-					}
-				}
-			}
+		if c.unclean(im, t.Name) {
+			pc.election = electUncleanReplica
 		}
-		if ch.ISR != nil || ch.Leader != metadata.NoLeaderChange {
-			recs = append(recs, ch)
+		rec := pc.build()
+		if rec == nil {
+			return
 		}
+		if rec.Leader >= 0 && !slices.Contains(pc.isr, rec.Leader) {
+			c.log.Warn("unclean leader election", "topic", t.Name, "partition", pid, "leader", rec.Leader)
+		}
+		recs = append(recs, rec)
 	})
 	return recs
 }

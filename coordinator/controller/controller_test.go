@@ -243,14 +243,25 @@ func TestElectLeaders(t *testing.T) {
 	if err != nil || res[0].Err != nil {
 		t.Fatal(err, res)
 	}
-	el, _ := c.ElectLeaders(ctx(t), ElectPreferred, []TopicPartition{{"e", 0}, {"e", 9}})
-	wantCode(t, "preferred already leads", el[0].Err, kerr.ElectionNotNeeded)
-	wantCode(t, "unknown", el[1].Err, kerr.UnknownTopicOrPartition)
+	el, _ := c.ElectLeaders(ctx(t), ElectPreferred, []ElectionTopic{{"e", []int32{0, 9}}, {"nope", []int32{0}}})
+	wantCode(t, "preferred already leads", el[0].Partitions[0].Err, kerr.ElectionNotNeeded)
+	wantCode(t, "unknown partition", el[0].Partitions[1].Err, kerr.UnknownTopicOrPartition)
+	wantCode(t, "unknown topic", el[1].Partitions[0].Err, kerr.UnknownTopicOrPartition)
+	if msg := el[1].Partitions[0].Err.Error(); msg != "No such topic as nope" {
+		t.Errorf("unknown topic message %q, want Kafka's", msg)
+	}
 	// Fence broker 1: broker 2 leads partition 0; broker 1 comes back in
 	// the ISR (the leader adds it) and the preferred election moves it back.
 	c.Heartbeat(ctx(t), BrokerHeartbeat{BrokerID: 1, BrokerEpoch: e1, CurrentMetadataOffset: e1, WantFence: true})
-	el, _ = c.ElectLeaders(ctx(t), ElectPreferred, []TopicPartition{{"e", 0}})
-	wantCode(t, "preferred fenced", el[0].Err, kerr.PreferredLeaderNotAvailable)
+	el, _ = c.ElectLeaders(ctx(t), ElectPreferred, []ElectionTopic{{"e", []int32{0}}})
+	wantCode(t, "preferred fenced", el[0].Partitions[0].Err, kerr.PreferredLeaderNotAvailable)
+	// Over every partition, an answer other than ELECTION_NOT_NEEDED is
+	// listed (partition 1's preferred replica 2 leads).
+	el, _ = c.ElectLeaders(ctx(t), ElectPreferred, nil)
+	if len(el) != 1 || el[0].Topic != "e" || len(el[0].Partitions) != 1 || el[0].Partitions[0].Partition != 0 ||
+		!errors.Is(el[0].Partitions[0].Err, kerr.PreferredLeaderNotAvailable) {
+		t.Fatalf("preferred election over all partitions with the preferred replica fenced: %+v", el)
+	}
 	c.Heartbeat(ctx(t), BrokerHeartbeat{BrokerID: 1, BrokerEpoch: e1, CurrentMetadataOffset: e1})
 	p := c.Image().TopicByName("e").Partitions[0]
 	ap, err := c.AlterPartition(ctx(t), AlterPartitionRequest{BrokerID: 2, BrokerEpoch: c.Image().Brokers[2].Epoch,
@@ -259,14 +270,58 @@ func TestElectLeaders(t *testing.T) {
 		t.Fatal(err, ap)
 	}
 	el, _ = c.ElectLeaders(ctx(t), ElectPreferred, nil)
-	if len(el) != 1 || el[0].Err != nil || el[0].Partition != 0 {
+	if len(el) != 1 || len(el[0].Partitions) != 1 || el[0].Partitions[0].Err != nil || el[0].Partitions[0].Partition != 0 {
 		t.Fatalf("preferred election over all partitions: %+v", el)
 	}
 	if l := c.Image().TopicByName("e").Partitions[0].Leader; l != 1 {
 		t.Fatalf("leader %d after preferred election, want 1", l)
 	}
-	el, _ = c.ElectLeaders(ctx(t), ElectUnclean, []TopicPartition{{"e", 1}})
-	wantCode(t, "unclean with a leader", el[0].Err, kerr.ElectionNotNeeded)
+	el, _ = c.ElectLeaders(ctx(t), ElectPreferred, nil)
+	if len(el) != 1 || el[0].Topic != "e" || len(el[0].Partitions) != 0 {
+		t.Fatalf("nothing to elect still lists the topic, with no partitions: %+v", el)
+	}
+	el, _ = c.ElectLeaders(ctx(t), ElectUnclean, []ElectionTopic{{"e", []int32{1}}})
+	wantCode(t, "unclean with a leader", el[0].Partitions[0].Err, kerr.ElectionNotNeeded)
+	if _, err := c.ElectLeaders(ctx(t), ElectionType(5), nil); !errors.Is(err, kerr.InvalidRequest) {
+		t.Fatalf("election type 5: %v", err)
+	}
+}
+
+// TestUncleanElectLeaders: an unclean election of a leaderless partition
+// takes an unfenced ISR member first, else any unfenced replica as the ISR
+// alone, else ELIGIBLE_LEADERS_NOT_AVAILABLE.
+func TestUncleanElectLeaders(t *testing.T) {
+	c := newQuorum(t, 1, nil).active()
+	e1 := register(t, c, 1, "")
+	e2 := register(t, c, 2, "")
+	res, err := c.CreateTopics(ctx(t), []CreateTopic{{Name: "u", NumPartitions: -1, ReplicationFactor: -1,
+		Assignments: map[int32][]int32{0: {1, 2}}}}, false)
+	if err != nil || res[0].Err != nil {
+		t.Fatal(err, res)
+	}
+	tid := res[0].TopicID
+	// Broker 1 leaves the ISR; then the leader, 1, is fenced: no clean
+	// leader (2 is not in the ISR), and unclean election is off.
+	ap, err := c.AlterPartition(ctx(t), AlterPartitionRequest{BrokerID: 1, BrokerEpoch: e1,
+		Partitions: []AlterPartitionItem{{TopicID: tid, Partition: 0, NewISR: []int32{1}}}})
+	if err != nil || ap[0].Err != nil {
+		t.Fatal(err, ap)
+	}
+	c.Heartbeat(ctx(t), BrokerHeartbeat{BrokerID: 1, BrokerEpoch: e1, CurrentMetadataOffset: e1, WantFence: true})
+	if p := c.Image().Topics[tid].Partitions[0]; p.Leader != metadata.NoLeader || !slices.Equal(p.ISR, []int32{1}) {
+		t.Fatalf("after fencing the only ISR member: %+v", p)
+	}
+	c.Heartbeat(ctx(t), BrokerHeartbeat{BrokerID: 2, BrokerEpoch: e2, CurrentMetadataOffset: e2, WantFence: true})
+	el, _ := c.ElectLeaders(ctx(t), ElectUnclean, []ElectionTopic{{"u", []int32{0}}})
+	wantCode(t, "no unfenced replica", el[0].Partitions[0].Err, kerr.EligibleLeadersNotAvailable)
+	c.Heartbeat(ctx(t), BrokerHeartbeat{BrokerID: 2, BrokerEpoch: e2, CurrentMetadataOffset: e2})
+	el, _ = c.ElectLeaders(ctx(t), ElectPreferred, []ElectionTopic{{"u", []int32{0}}})
+	wantCode(t, "preferred of a leaderless partition outside the ISR", el[0].Partitions[0].Err, kerr.PreferredLeaderNotAvailable)
+	el, _ = c.ElectLeaders(ctx(t), ElectUnclean, []ElectionTopic{{"u", []int32{0}}})
+	wantCode(t, "unclean", el[0].Partitions[0].Err, nil)
+	if p := c.Image().Topics[tid].Partitions[0]; p.Leader != 2 || !slices.Equal(p.ISR, []int32{2}) {
+		t.Fatalf("after the unclean election: %+v", p)
+	}
 }
 
 func TestFollowerAnswersNotControllerWithTheLeader(t *testing.T) {

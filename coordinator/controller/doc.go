@@ -23,6 +23,8 @@
 //	CreateTopics, DeleteTopics,
 //	CreatePartitions, AlterConfigs    ReplicationControlManager, ConfigurationControlManager
 //	AlterPartition, ElectLeaders      ReplicationControlManager
+//	AlterPartitionReassignments,
+//	ListPartitionReassignments        ReplicationControlManager (KIP-455)
 //	Image, Subscribe, Leader          the applied metadata image and who is active
 //	Node().Quorum()                   leader, term, commit index and voter progress (DescribeQuorum)
 //
@@ -47,6 +49,17 @@
 // raft goroutine changes (the live image, leader, term, waiters,
 // subscribers) and is never held while calling into raft or waiting; the
 // raft goroutine takes only mu.
+//
+// Partition changes: every change of a partition's ISR, replicas or
+// leadership other than a registration or an unfence is built by
+// partitionChange (change.go), Kafka's PartitionChangeBuilder: it
+// completes a reassignment whose target replicas are all in the new ISR
+// (the removed replicas leave the replicas and the ISR), elects a leader
+// when the current one is no longer in the ISR or is fenced (online,
+// preferred or unclean), and bumps the leader epoch when a replica leaves.
+// During a reassignment the replicas are the target followed by the
+// replicas being removed, with Adding and Removing recorded (record
+// version 1, reassign.go).
 //
 // Placement (Place) spreads replicas as Kafka's replica assignment does,
 // from a random start, rack-aware when brokers have racks.

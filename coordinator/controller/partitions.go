@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -50,6 +51,12 @@ type AlterPartitionResult struct {
 // OPERATION_NOT_ATTEMPTED to AlterPartition v0 and v1: the caller maps
 // it). A request whose broker epoch is not the broker's is
 // STALE_BROKER_EPOCH as a whole (the returned error).
+//
+// An ISR change goes through partitionChange, so a new ISR that holds
+// every target replica of a reassignment completes it; when that removes
+// the leader, the change is written and the partition's result is
+// NEW_LEADER_ELECTED (Kafka answers FENCED_LEADER_EPOCH to AlterPartition
+// v0 and v1: the caller maps it).
 func (c *Controller) AlterPartition(ctx context.Context, req AlterPartitionRequest) ([]AlterPartitionResult, error) {
 	results := make([]AlterPartitionResult, len(req.Partitions))
 	im, err := c.write(ctx, func(im *metadata.Image) ([]metadata.Record, error) {
@@ -65,10 +72,27 @@ func (c *Controller) AlterPartition(ctx context.Context, req AlterPartitionReque
 			if r.Err != nil {
 				continue
 			}
-			p := im.Topics[item.TopicID].Partitions[item.Partition]
-			if !slices.Equal(p.ISR, item.NewISR) {
-				recs = append(recs, &metadata.PartitionChangeRecord{TopicID: item.TopicID, PartitionID: item.Partition,
-					ISR: slices.Clone(item.NewISR), Leader: metadata.NoLeaderChange})
+			t := im.Topics[item.TopicID]
+			pc := newPartitionChange(im, item.TopicID, item.Partition, t.Partitions[item.Partition])
+			pc.isr = item.NewISR
+			rec := pc.build()
+			if rec == nil {
+				continue
+			}
+			recs = append(recs, rec)
+			switch {
+			case rec.Leader != metadata.NoLeaderChange && rec.Leader != req.BrokerID:
+				// The new ISR completed a reassignment that removed the
+				// leader: the change is written, and the requester learns
+				// it no longer leads.
+				r.Err = kafkaError(kerr.NewLeaderElected, fmt.Sprintf(
+					"The AlterPartition request from node %d for %s-%d completed the ongoing partition reassignment and elected node %d.",
+					req.BrokerID, t.Name, item.Partition, rec.Leader))
+				c.log.Info("AlterPartition completed a reassignment and moved leadership",
+					"topic", t.Name, "partition", item.Partition, "from", req.BrokerID, "to", rec.Leader)
+			case rec.Adding != nil || rec.Removing != nil:
+				c.log.Info("AlterPartition completed a reassignment", "topic", t.Name, "partition", item.Partition,
+					"replicas", rec.Replicas)
 			}
 		}
 		return recs, nil
@@ -132,95 +156,155 @@ const (
 	ElectUnclean   ElectionType = 1
 )
 
-// TopicPartition names a partition.
-type TopicPartition struct {
-	Topic     string
-	Partition int32
+// ElectionTopic names partitions of a topic to elect leaders for.
+type ElectionTopic struct {
+	Topic      string
+	Partitions []int32
 }
 
-// ElectionResult is the outcome for one partition.
+// ElectionResult is the outcome for one partition: nil, or an error
+// wrapping its Kafka error, whose text is Kafka's message.
 type ElectionResult struct {
-	TopicPartition
-	Err error
+	Partition int32
+	Err       error
+}
+
+// ElectionTopicResult is the outcome for one topic's partitions.
+type ElectionTopicResult struct {
+	Topic      string
+	Partitions []ElectionResult
 }
 
 // ElectLeaders runs leader elections, as Kafka's
-// ReplicationControlManager.electLeaders: preferred elects the first
-// replica when it is in the ISR and unfenced (else
-// PREFERRED_LEADER_NOT_AVAILABLE; ELECTION_NOT_NEEDED when it leads);
-// unclean elects, for a partition without a leader, the first unfenced ISR
-// member or else the first unfenced replica, which becomes the ISR alone
-// (ELECTION_NOT_NEEDED when a leader exists, ELIGIBLE_LEADERS_NOT_AVAILABLE
-// when no replica is unfenced). An unknown partition is
-// UNKNOWN_TOPIC_OR_PARTITION. With no partitions given, every partition is
-// considered and only those elected are reported.
-func (c *Controller) ElectLeaders(ctx context.Context, typ ElectionType, parts []TopicPartition) ([]ElectionResult, error) {
+// ReplicationControlManager.electLeaders: a PREFERRED election is
+// ELECTION_NOT_NEEDED when the first replica leads, an UNCLEAN one when
+// the partition has a leader. Otherwise the partition's change is built
+// (partitionChange): preferred elects the first replica when it is in the
+// ISR and unfenced, else keeps a valid leader, else elects the next valid
+// replica; unclean elects the first unfenced ISR member in replica order,
+// else the first unfenced replica, which becomes the ISR alone. A change
+// that changes nothing is PREFERRED_LEADER_NOT_AVAILABLE or
+// ELIGIBLE_LEADERS_NOT_AVAILABLE. An unknown topic or partition is
+// UNKNOWN_TOPIC_OR_PARTITION. Results follow the request's topics and
+// partitions; with topics nil, every topic is listed (by name) with its
+// partitions whose answer is not ELECTION_NOT_NEEDED. Every change is
+// written in one entry.
+func (c *Controller) ElectLeaders(ctx context.Context, typ ElectionType, topics []ElectionTopic) ([]ElectionTopicResult, error) {
 	if typ != ElectPreferred && typ != ElectUnclean {
-		return nil, fmt.Errorf("controller: election type %d: %w", typ, kerr.InvalidRequest)
+		return nil, kafkaError(kerr.InvalidRequest, fmt.Sprintf("Unknown election type %d", typ))
 	}
-	var results []ElectionResult
+	var results []ElectionTopicResult
 	_, err := c.write(ctx, func(im *metadata.Image) ([]metadata.Record, error) {
-		results = results[:0]
-		all := parts == nil
-		if all {
-			forEachPartition(im, func(t *metadata.Topic, pid int32, _ *metadata.Partition) {
-				parts = append(parts, TopicPartition{Topic: t.Name, Partition: pid})
-			})
-		}
+		results = nil
 		var recs []metadata.Record
-		for _, tp := range parts {
-			t := im.TopicByName(tp.Topic)
-			var p *metadata.Partition
-			if t != nil {
-				p = t.Partitions[tp.Partition]
+		run := func(topic string, pid int32) error {
+			rec, err := c.electLeader(im, typ, topic, pid)
+			if rec != nil {
+				recs = append(recs, rec)
 			}
-			if p == nil {
-				results = append(results, ElectionResult{tp, fmt.Errorf("controller: %s-%d: %w", tp.Topic, tp.Partition, kerr.UnknownTopicOrPartition)})
-				continue
+			return err
+		}
+		if topics == nil {
+			names := make([]string, 0, len(im.TopicIDs))
+			for n := range im.TopicIDs {
+				names = append(names, n)
 			}
-			ch, err := elect(im, typ, p)
-			if err != nil {
-				if !all {
-					results = append(results, ElectionResult{tp, err})
+			slices.Sort(names)
+			for _, n := range names {
+				tr := ElectionTopicResult{Topic: n, Partitions: []ElectionResult{}}
+				for _, pid := range sortedPartitionIDs(im.TopicByName(n)) {
+					if err := run(n, pid); !errors.Is(err, kerr.ElectionNotNeeded) {
+						tr.Partitions = append(tr.Partitions, ElectionResult{Partition: pid, Err: err})
+					}
 				}
-				continue
+				results = append(results, tr)
 			}
-			ch.TopicID, ch.PartitionID = t.ID, tp.Partition
-			recs = append(recs, ch)
-			results = append(results, ElectionResult{TopicPartition: tp})
+			return recs, nil
+		}
+		for _, et := range topics {
+			tr := ElectionTopicResult{Topic: et.Topic, Partitions: []ElectionResult{}}
+			for _, pid := range et.Partitions {
+				tr.Partitions = append(tr.Partitions, ElectionResult{Partition: pid, Err: run(et.Topic, pid)})
+			}
+			results = append(results, tr)
 		}
 		return recs, nil
 	})
 	return results, err
 }
 
-func elect(im *metadata.Image, typ ElectionType, p *metadata.Partition) (*metadata.PartitionChangeRecord, error) {
-	usable := func(id int32) bool { b := im.Brokers[id]; return b != nil && !b.Fenced }
-	if typ == ElectPreferred {
-		if len(p.Replicas) == 0 {
-			return nil, fmt.Errorf("controller: partition has no replicas: %w", kerr.PreferredLeaderNotAvailable)
-		}
-		pref := p.Replicas[0]
-		switch {
-		case p.Leader == pref:
-			return nil, fmt.Errorf("controller: the preferred replica %d leads: %w", pref, kerr.ElectionNotNeeded)
-		case !slices.Contains(p.ISR, pref) || !usable(pref):
-			return nil, fmt.Errorf("controller: the preferred replica %d is not in the ISR or is fenced: %w", pref, kerr.PreferredLeaderNotAvailable)
-		}
-		return &metadata.PartitionChangeRecord{Leader: pref}, nil
+// electLeader is one partition's election (Kafka's electLeader).
+func (c *Controller) electLeader(im *metadata.Image, typ ElectionType, topic string, pid int32) (*metadata.PartitionChangeRecord, error) {
+	t := im.TopicByName(topic)
+	if t == nil {
+		return nil, kafkaError(kerr.UnknownTopicOrPartition, "No such topic as "+topic)
 	}
-	if p.Leader != metadata.NoLeader {
-		return nil, fmt.Errorf("controller: partition has leader %d: %w", p.Leader, kerr.ElectionNotNeeded)
+	p := t.Partitions[pid]
+	if p == nil {
+		return nil, kafkaError(kerr.UnknownTopicOrPartition, fmt.Sprintf("No such partition as %s-%d", topic, pid))
 	}
-	for _, r := range p.Replicas {
-		if slices.Contains(p.ISR, r) && usable(r) {
-			return &metadata.PartitionChangeRecord{Leader: r}, nil
+	preferred := metadata.NoLeader
+	if len(p.Replicas) > 0 {
+		preferred = p.Replicas[0]
+	}
+	if (typ == ElectPreferred && p.Leader == preferred) || (typ == ElectUnclean && p.Leader != metadata.NoLeader) {
+		return nil, kafkaError(kerr.ElectionNotNeeded, "")
+	}
+	pc := newPartitionChange(im, t.ID, pid, p)
+	pc.election = electPreferredReplica
+	if typ == ElectUnclean {
+		pc.election = electUncleanReplica
+	}
+	rec := pc.build()
+	if rec == nil {
+		if typ == ElectPreferred {
+			return nil, kafkaError(kerr.PreferredLeaderNotAvailable, "")
+		}
+		return nil, kafkaError(kerr.EligibleLeadersNotAvailable, "")
+	}
+	if rec.ISR != nil && len(rec.ISR) == 1 && !slices.Contains(p.ISR, rec.ISR[0]) {
+		c.log.Warn("unclean leader election", "topic", topic, "partition", pid, "leader", rec.ISR[0])
+	}
+	return rec, nil
+}
+
+func sortedPartitionIDs(t *metadata.Topic) []int32 {
+	pids := make([]int32, 0, len(t.Partitions))
+	for pid := range t.Partitions {
+		pids = append(pids, pid)
+	}
+	slices.Sort(pids)
+	return pids
+}
+
+// apiError is a Kafka error with Kafka's message for it: its text is the
+// message alone, as Kafka's ApiError carries it to the client, and
+// errors.Is matches the Kafka error.
+type apiError struct {
+	code *kerr.Error
+	msg  string
+}
+
+func (e *apiError) Error() string { return e.msg }
+func (e *apiError) Unwrap() error { return e.code }
+
+// kafkaError returns code with message msg, or with Kafka's default
+// message for code when msg is "" (Kafka's new ApiError(Errors.X)).
+func kafkaError(code *kerr.Error, msg string) error {
+	if msg == "" {
+		msg = kafkaMessages[code]
+		if msg == "" {
+			msg = code.Description
 		}
 	}
-	for _, r := range p.Replicas {
-		if usable(r) {
-			return &metadata.PartitionChangeRecord{Leader: r, ISR: []int32{r}}, nil
-		}
-	}
-	return nil, fmt.Errorf("controller: no replica is unfenced: %w", kerr.EligibleLeadersNotAvailable)
+	return &apiError{code: code, msg: msg}
+}
+
+// kafkaMessages are Kafka's Errors messages where kerr's description
+// differs from them.
+var kafkaMessages = map[*kerr.Error]string{
+	kerr.ElectionNotNeeded:           "Leader election not needed for topic partition.",
+	kerr.PreferredLeaderNotAvailable: "The preferred leader was not available.",
+	kerr.EligibleLeadersNotAvailable: "Eligible topic partition leaders are not available.",
+	kerr.NoReassignmentInProgress:    "No partition reassignment is in progress.",
 }

@@ -10,7 +10,12 @@
 // unchanged; applying it bumps the partition epoch, and the leader epoch
 // whenever a leader is given, as Kafka's PartitionRegistration.merge).
 // ClusterRecord is ours: it names the cluster.
-// The encoding is our own, version 0 of each record:
+// The encoding is our own. Every record kind starts at version 0; a newer
+// version appends fields, and a record is written at the oldest version
+// that holds what it carries. Partition and PartitionChange have version 1,
+// which adds a reassignment's adding and removing replicas (Kafka's
+// addingReplicas and removingReplicas); a record without a reassignment is
+// still written, byte for byte, at version 0. The layout:
 //
 //	records  = count:uvarint record*
 //	record   = length:uvarint type:uvarint version:uvarint fields

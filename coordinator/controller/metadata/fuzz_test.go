@@ -21,6 +21,8 @@ func FuzzDecode(f *testing.F) {
 		&PartitionRecord{TopicID: topicA, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1},
 		&PartitionChangeRecord{TopicID: topicA, Leader: NoLeader, ISR: []int32{1}},
 		&ConfigRecord{ResourceType: ResourceTopic, ResourceName: "t", Name: "k", Value: str("v")},
+		&PartitionRecord{TopicID: topicA, PartitionID: 1, Replicas: []int32{2, 1}, ISR: []int32{1}, Leader: 1, Adding: []int32{2}, Removing: []int32{1}},
+		&PartitionChangeRecord{TopicID: topicA, PartitionID: 1, Leader: NoLeaderChange, Replicas: []int32{2}, Adding: []int32{}, Removing: []int32{}},
 	} {
 		im.Apply(uint64(i+1), r)
 	}

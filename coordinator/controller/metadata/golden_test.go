@@ -3,9 +3,11 @@ package metadata
 import (
 	"bytes"
 	"encoding/hex"
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -29,6 +31,50 @@ func goldenRecords() []Record {
 		&ConfigRecord{ResourceType: ResourceTopic, ResourceName: "orders", Name: "retention.ms", Value: str("86400000")},
 		&ConfigRecord{ResourceType: ResourceBroker, ResourceName: "", Name: "log.retention.hours"},
 		&RemoveTopicRecord{TopicID: id},
+		// Version 1: a reassignment of [1 2 3] to [3 4 5], and its end.
+		&PartitionRecord{PartitionID: 1, TopicID: id, Replicas: []int32{3, 4, 5, 1, 2}, ISR: []int32{1, 2, 3}, Leader: 1,
+			LeaderEpoch: 2, PartitionEpoch: 3, Adding: []int32{4, 5}, Removing: []int32{1, 2}},
+		&PartitionChangeRecord{PartitionID: 1, TopicID: id, Replicas: []int32{3, 4, 5, 1, 2}, Leader: NoLeaderChange,
+			Adding: []int32{4, 5}, Removing: []int32{1, 2}},
+		&PartitionChangeRecord{PartitionID: 1, TopicID: id, Replicas: []int32{3, 4, 5}, ISR: []int32{3, 4, 5}, Leader: 3,
+			Adding: []int32{}, Removing: []int32{}},
+	}
+}
+
+// TestVersion0PartitionRecordsStillDecode: the partition records of the
+// release before reassignments (version 0, the first bytes of
+// testdata/records.hex) decode to records without a reassignment.
+func TestVersion0PartitionRecordsStillDecode(t *testing.T) {
+	id := UUID{0x6b, 0x1e, 0x4a, 0x2f, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}
+	v0 := []Record{
+		&PartitionRecord{PartitionID: 0, TopicID: id, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2}, Leader: 1, LeaderEpoch: 4, PartitionEpoch: 7},
+		&PartitionChangeRecord{PartitionID: 0, TopicID: id, ISR: []int32{2}, Leader: 2},
+	}
+	raw := AppendRecords(nil, v0)
+	// The version byte of each record follows its length and type.
+	if raw[2] != byte(TypePartition) || raw[3] != 0 {
+		t.Fatalf("partition record not written at version 0: % x", raw[:4])
+	}
+	recs, err := DecodeRecords(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	im := NewImage()
+	im.Apply(1, &TopicRecord{Name: "orders", TopicID: id})
+	for _, r := range recs {
+		if err := im.Apply(2, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := im.Topics[id].Partitions[0]
+	if p.Reassigning() || p.Adding != nil || p.Removing != nil || p.Leader != 2 {
+		t.Fatalf("partition from version 0 records: %+v", p)
+	}
+	// A version this code does not know is refused.
+	bad := slices.Clone(raw)
+	bad[3] = 2
+	if _, err := DecodeRecords(bad); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("version 2: %v", err)
 	}
 }
 

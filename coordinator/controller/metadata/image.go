@@ -25,13 +25,31 @@ type Broker struct {
 	Fenced        bool
 }
 
-// Partition is one partition's replica set and leadership.
+// Partition is one partition's replica set and leadership. During a
+// reassignment (KIP-455) Replicas is the target replicas followed by the
+// ones being removed; Adding lists the target replicas not in the original
+// set and Removing the original replicas not in the target (both nil when
+// no reassignment is in progress).
 type Partition struct {
 	Replicas       []int32
 	ISR            []int32
 	Leader         int32
 	LeaderEpoch    int32
 	PartitionEpoch int32
+	Adding         []int32
+	Removing       []int32
+}
+
+// Reassigning reports whether a reassignment of p is in progress.
+func (p *Partition) Reassigning() bool { return len(p.Adding) > 0 || len(p.Removing) > 0 }
+
+// nonEmpty returns a copy of s, or nil when s is empty, so that "no
+// reassignment" has one representation.
+func nonEmpty(s []int32) []int32 {
+	if len(s) == 0 {
+		return nil
+	}
+	return slices.Clone(s)
 }
 
 // Topic is a topic and its partitions, by partition id.
@@ -128,7 +146,8 @@ func (im *Image) Apply(index uint64, r Record) error {
 			return fmt.Errorf("%w: partition %d of unknown topic %s", ErrInconsistent, r.PartitionID, r.TopicID)
 		}
 		im.setPartition(t, r.PartitionID, &Partition{Replicas: slices.Clone(r.Replicas), ISR: slices.Clone(r.ISR),
-			Leader: r.Leader, LeaderEpoch: r.LeaderEpoch, PartitionEpoch: r.PartitionEpoch})
+			Leader: r.Leader, LeaderEpoch: r.LeaderEpoch, PartitionEpoch: r.PartitionEpoch,
+			Adding: nonEmpty(r.Adding), Removing: nonEmpty(r.Removing)})
 	case *PartitionChangeRecord:
 		t := im.Topics[r.TopicID]
 		if t == nil || t.Partitions[r.PartitionID] == nil {
@@ -140,6 +159,12 @@ func (im *Image) Apply(index uint64, r Record) error {
 		}
 		if r.Replicas != nil {
 			p.Replicas = slices.Clone(r.Replicas)
+		}
+		if r.Adding != nil {
+			p.Adding = nonEmpty(r.Adding)
+		}
+		if r.Removing != nil {
+			p.Removing = nonEmpty(r.Removing)
 		}
 		if r.Leader != NoLeaderChange {
 			// As Kafka's PartitionRegistration.merge: any leader given,
@@ -232,7 +257,8 @@ func (im *Image) Records() []Record {
 		for _, pid := range sortedKeys(t.Partitions) {
 			p := t.Partitions[pid]
 			recs = append(recs, &PartitionRecord{PartitionID: pid, TopicID: t.ID, Replicas: slices.Clone(p.Replicas),
-				ISR: slices.Clone(p.ISR), Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch})
+				ISR: slices.Clone(p.ISR), Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
+				Adding: slices.Clone(p.Adding), Removing: slices.Clone(p.Removing)})
 		}
 	}
 	res := make([]ConfigResource, 0, len(im.Configs))

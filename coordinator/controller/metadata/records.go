@@ -32,11 +32,20 @@ const (
 	TypeCluster         RecordType = 100
 )
 
-// Record is one metadata record. Every record is version 0 of its kind in
-// this encoding; a decoder refuses versions it does not know.
+// Record is one metadata record. Each kind has versions in this encoding: a
+// newer version appends fields to the older one's, and a decoder refuses
+// versions it does not know. A record is written at the oldest version that
+// holds its fields, so records that need nothing new keep their old bytes
+// (and stay readable by a node of the previous release).
 type Record interface {
 	Type() RecordType
 	encode(e *encoder)
+}
+
+// versioned is a Record kind with versions beyond 0; version says which one
+// the record is written at.
+type versioned interface {
+	version() uint64
 }
 
 // ResourceType of a ConfigRecord, Kafka's ConfigResource.Type codes.
@@ -91,7 +100,10 @@ type TopicRecord struct {
 	TopicID UUID
 }
 
-// PartitionRecord creates a partition (or replaces it whole).
+// PartitionRecord creates a partition (or replaces it whole). Adding and
+// Removing are the replicas an ongoing reassignment adds and removes, as
+// Kafka's addingReplicas and removingReplicas (version 1; empty when no
+// reassignment is in progress, which version 0 means).
 type PartitionRecord struct {
 	PartitionID    int32
 	TopicID        UUID
@@ -100,18 +112,23 @@ type PartitionRecord struct {
 	Leader         int32
 	LeaderEpoch    int32
 	PartitionEpoch int32
+	Adding         []int32
+	Removing       []int32
 }
 
 // PartitionChangeRecord changes a partition. Nil slices and a Leader of
-// NoLeaderChange mean "unchanged". Applying it bumps the partition epoch,
-// and the leader epoch whenever Leader is given (even the same leader), as
-// Kafka's PartitionRegistration.merge does.
+// NoLeaderChange mean "unchanged" (an empty, non-nil Adding or Removing
+// clears it). Applying it bumps the partition epoch, and the leader epoch
+// whenever Leader is given (even the same leader), as Kafka's
+// PartitionRegistration.merge does. Adding and Removing are version 1.
 type PartitionChangeRecord struct {
 	PartitionID int32
 	TopicID     UUID
 	ISR         []int32
 	Leader      int32
 	Replicas    []int32
+	Adding      []int32
+	Removing    []int32
 }
 
 // ConfigRecord sets (Value non-nil) or deletes (nil) one config of a
@@ -165,6 +182,13 @@ func (r *TopicRecord) encode(e *encoder)         { e.string(r.Name); e.uuid(r.To
 func (r *RemoveTopicRecord) encode(e *encoder)   { e.uuid(r.TopicID) }
 func (r *ClusterRecord) encode(e *encoder)       { e.string(r.ClusterID) }
 
+func (r *PartitionRecord) version() uint64 {
+	if len(r.Adding) > 0 || len(r.Removing) > 0 {
+		return 1
+	}
+	return 0
+}
+
 func (r *PartitionRecord) encode(e *encoder) {
 	e.int32(r.PartitionID)
 	e.uuid(r.TopicID)
@@ -173,6 +197,17 @@ func (r *PartitionRecord) encode(e *encoder) {
 	e.int32(r.Leader)
 	e.int32(r.LeaderEpoch)
 	e.int32(r.PartitionEpoch)
+	if r.version() >= 1 {
+		e.int32s(r.Adding)
+		e.int32s(r.Removing)
+	}
+}
+
+func (r *PartitionChangeRecord) version() uint64 {
+	if r.Adding != nil || r.Removing != nil {
+		return 1
+	}
+	return 0
 }
 
 func (r *PartitionChangeRecord) encode(e *encoder) {
@@ -181,6 +216,10 @@ func (r *PartitionChangeRecord) encode(e *encoder) {
 	e.nullableInt32s(r.ISR)
 	e.int32(r.Leader)
 	e.nullableInt32s(r.Replicas)
+	if r.version() >= 1 {
+		e.nullableInt32s(r.Adding)
+		e.nullableInt32s(r.Removing)
+	}
 }
 
 func (r *ConfigRecord) encode(e *encoder) {
@@ -200,7 +239,11 @@ func AppendRecords(b []byte, recs []Record) []byte {
 	for _, r := range recs {
 		body.b = body.b[:0]
 		body.uvarint(uint64(r.Type()))
-		body.uvarint(0) // version
+		var version uint64
+		if v, ok := r.(versioned); ok {
+			version = v.version()
+		}
+		body.uvarint(version)
 		r.encode(&body)
 		e.uvarint(uint64(len(body.b)))
 		e.b = append(e.b, body.b...)
@@ -236,6 +279,15 @@ func DecodeRecords(b []byte) ([]Record, error) {
 	return recs, nil
 }
 
+// maxVersion is the newest version of a record kind this code reads.
+func maxVersion(t RecordType) uint64 {
+	switch t {
+	case TypePartition, TypePartitionChange:
+		return 1
+	}
+	return 0
+}
+
 func decodeRecord(b []byte) (Record, error) {
 	d := decoder{b: b}
 	typ := d.uvarint()
@@ -243,7 +295,7 @@ func decodeRecord(b []byte) (Record, error) {
 	if d.err != nil {
 		return nil, d.err
 	}
-	if version != 0 {
+	if version > maxVersion(RecordType(typ)) {
 		return nil, fmt.Errorf("%w: record type %d version %d is unknown", ErrMalformed, typ, version)
 	}
 	var r Record
@@ -265,11 +317,19 @@ func decodeRecord(b []byte) (Record, error) {
 	case TypeTopic:
 		r = &TopicRecord{Name: d.string(), TopicID: d.uuid()}
 	case TypePartition:
-		r = &PartitionRecord{PartitionID: d.int32(), TopicID: d.uuid(), Replicas: d.int32s(), ISR: d.int32s(),
+		x := &PartitionRecord{PartitionID: d.int32(), TopicID: d.uuid(), Replicas: d.int32s(), ISR: d.int32s(),
 			Leader: d.int32(), LeaderEpoch: d.int32(), PartitionEpoch: d.int32()}
+		if version >= 1 {
+			x.Adding, x.Removing = d.int32s(), d.int32s()
+		}
+		r = x
 	case TypePartitionChange:
-		r = &PartitionChangeRecord{PartitionID: d.int32(), TopicID: d.uuid(), ISR: d.nullableInt32s(),
+		x := &PartitionChangeRecord{PartitionID: d.int32(), TopicID: d.uuid(), ISR: d.nullableInt32s(),
 			Leader: d.int32(), Replicas: d.nullableInt32s()}
+		if version >= 1 {
+			x.Adding, x.Removing = d.nullableInt32s(), d.nullableInt32s()
+		}
+		r = x
 	case TypeConfig:
 		rt := d.varint()
 		if rt != int64(ResourceTopic) && rt != int64(ResourceBroker) {
