@@ -9,7 +9,7 @@ FUZZTIME    ?= 10s
 # Kill -9 cycles of the crash test in make crash-test (make test runs 50).
 CRASH_CYCLES ?= 200
 
-.PHONY: build run run-cluster test unit race fuzz vet compat crash-test bench clean
+.PHONY: build run run-cluster test unit race fuzz vet compat compat-cluster crash-test bench clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/gregor
@@ -52,6 +52,10 @@ crash-test:
 # The compatibility matrix: real clients against Gregor and Apache Kafka.
 compat: build
 	$(MAKE) -C compat-tests compat
+
+# The cluster matrix: real clients and Kafka's tools against three-node Gregor and Kafka clusters.
+compat-cluster: build
+	$(MAKE) -C compat-tests compat-cluster
 
 # Gregor and Apache Kafka side by side (bench/README.md, docs/performance.md):
 # BENCH_ROUNDS, BENCH_QUICK=1, BENCH_CONSUME_BYTES, BENCH_MODES. Not part of

@@ -13,7 +13,7 @@ from confluent_kafka import (  # noqa: E402
 from confluent_kafka.admin import (  # noqa: E402
     AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, OffsetSpec, ResourceType)
 
-from compat_common import CodeError, Record, ScenarioFailed, config_source_name, main  # noqa: E402
+from compat_common import REPLICATION_FACTOR, CodeError, Record, ScenarioFailed, config_source_name, main  # noqa: E402
 
 QUIET = {"log_level": 3}
 TIMEOUT = 30
@@ -133,6 +133,8 @@ class GroupConsumer:
 
 
 class ConfluentAdapter:
+    failover = True  # leader-failover: librdkafka's idempotent producer
+
     def __init__(self, bootstrap, data_dir):
         self.bootstrap = bootstrap
         self.adm = AdminClient({"bootstrap.servers": bootstrap, **QUIET})
@@ -144,7 +146,7 @@ class ConfluentAdapter:
         pass
 
     def create_topic(self, topic, partitions):
-        futs = self.adm.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)])
+        futs = self.adm.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=REPLICATION_FACTOR)])
         _result(futs[topic])
 
     def delete_topic(self, topic):
