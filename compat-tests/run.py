@@ -48,6 +48,9 @@ EXPECTED_JSON = HERE / "expected.json"
 SCENARIO_TIMEOUT = 60.0        # seconds per adapter run (the contract)
 # Scenarios allowed longer (scenarios.md says so): a failover waits out the reference's broker session timeout.
 SCENARIO_TIMEOUTS = {"leader-failover": 150.0}
+# On a cluster the kafka-cli group scenarios start five tool JVMs beside three broker JVMs (Kafka's reference)
+# on two cores: they get twice the time there.
+CLUSTER_SCENARIO_TIMEOUTS = {"consumer-group": 120.0, "consumer-group-848": 120.0}
 GREGOR_READY_TIMEOUT = 30.0
 GREGOR_READY_LINE = "gregor: ready"
 
@@ -332,6 +335,8 @@ def run_adapter(target: Target, client: str, scenario: str, logdir: Path, attemp
     cmd = [str(path), scenario, "--bootstrap", target.bootstrap, "--topic", topic, "--data-dir", target.data_dir]
     is_cluster = isinstance(target, cluster.ClusterTarget)
     timeout = SCENARIO_TIMEOUTS.get(scenario, SCENARIO_TIMEOUT)
+    if is_cluster:
+        timeout = CLUSTER_SCENARIO_TIMEOUTS.get(scenario, timeout)
     # The adapter contract's environment: the topology, the replication factor topics are created with,
     # and the run's time limit (the adapters' own backstops fire a little before it).
     env = dict(os.environ, COMPAT_TOPOLOGY="cluster" if is_cluster else "single",

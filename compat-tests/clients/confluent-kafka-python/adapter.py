@@ -169,6 +169,16 @@ class ConfluentAdapter:
         _send(p, topic, recs)
         p.flush(10)
 
+    def fresh(self):
+        """A new adapter with its own AdminClient (leader-failover reads back with it)."""
+        return ConfluentAdapter(self.bootstrap, None)
+
+    def failover_producer(self):
+        """leader-failover: one idempotent producer for every round; returns (send, close)."""
+        p = Producer({"bootstrap.servers": self.bootstrap, "acks": "all", "enable.idempotence": True,
+                      "max.in.flight.requests.per.connection": 5, "batch.size": 4096, **QUIET})
+        return (lambda topic, recs: _send(p, topic, recs, timeout=120)), (lambda: p.flush(10))
+
     def open_reader(self, topic, partition, read_committed):
         return Reader(self.bootstrap, topic, partition, read_committed)
 
