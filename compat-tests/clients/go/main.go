@@ -26,6 +26,8 @@ import (
 var (
 	topology          = os.Getenv("COMPAT_TOPOLOGY")
 	replicationFactor = int16(envInt("COMPAT_REPLICATION_FACTOR", 1))
+	// bootstrapAddrs is --bootstrap, for scenarios that make a second adapter.
+	bootstrapAddrs string
 )
 
 func envInt(name string, def int) int {
@@ -119,6 +121,7 @@ func main() {
 		emit(result{Observed: o.Snapshot(), Error: fmt.Sprintf("scenario timed out (%v)", limit-3*time.Second)}, 1)
 	}()
 
+	bootstrapAddrs = *bootstrap
 	a, err := ci.mk(*bootstrap)
 	if err != nil {
 		emit(result{Error: "client setup: " + err.Error()}, 1)

@@ -340,7 +340,16 @@ func scLeaderFailover(ctx context.Context, a Adapter, topic string, o *Outcome) 
 		}
 		time.Sleep(failoverPause)
 	}
-	recs, err := readToEnd(ctx, a, topic, 0, false)
+	// Read back with a fresh adapter: what is checked is the producer's recovery, not how an admin
+	// client made before the failover handles a restarted node that no longer leads (librdkafka's
+	// ListOffsets hands NOT_LEADER_OR_FOLLOWER to the application).
+	client, _ := info["client"].(string)
+	fresh, err := clients[client].mk(bootstrapAddrs)
+	if err != nil {
+		return fmt.Errorf("a fresh client for reading: %w", err)
+	}
+	defer fresh.Close()
+	recs, err := readToEnd(ctx, fresh, topic, 0, false)
 	verifyAndDigest(o, recs, failoverRecords, 1)
 	if err != nil {
 		return fmt.Errorf("read: %w", err)
