@@ -13,7 +13,7 @@ CLUSTER_KILLS ?= 20
 # The cluster fault tests make test leaves to make cluster-test.
 CLUSTER_LONG_ONLY := ^TestFollowerWithFullDisk$$
 
-.PHONY: build run run-cluster test unit race fuzz vet compat crash-test cluster-test bench clean
+.PHONY: build run run-cluster test unit race fuzz vet compat compat-cluster crash-test cluster-test bench clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/gregor
@@ -68,6 +68,10 @@ cluster-test:
 # The compatibility matrix: real clients against Gregor and Apache Kafka.
 compat: build
 	$(MAKE) -C compat-tests compat
+
+# The cluster matrix: real clients and Kafka's tools against three-node Gregor and Kafka clusters.
+compat-cluster: build
+	$(MAKE) -C compat-tests compat-cluster
 
 # Gregor and Apache Kafka side by side (bench/README.md, docs/performance.md):
 # BENCH_ROUNDS, BENCH_QUICK=1, BENCH_CONSUME_BYTES, BENCH_MODES. Not part of

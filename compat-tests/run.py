@@ -3,6 +3,7 @@
 
     run.py [--targets kafka,gregor] [--clients java,kafka-cli,...] [--scenarios a,b,...]
            [--out docs/compatibility.md] [--jobs N] [--gregor-bin PATH] [--gregor-arg ARG ...]
+           [--topology single|cluster]
 
 For each target it starts a fresh single-node broker (Apache Kafka through compat-tests/kafka/kafka.sh;
 Gregor as `bin/gregor serve --listen 127.0.0.1:PORT --data-dir DIR`), runs every client adapter on every
@@ -10,6 +11,10 @@ scenario (the contract is in compat-tests/README.md, the scenarios in compat-tes
 broker, and then compares Gregor's observations with Kafka's for every client x scenario that passed on both
 ("may differ" keys of scenarios.md are masked). compat-tests/expected.json lists the expected failures.
 Exits 1 on any unexpected failure or unexpected pass, 2 on a usage error. Python 3.11 standard library only.
+
+With --topology cluster each target is a three-node cluster instead (cluster.py: replication factor 3,
+min.insync.replicas 2), the scenarios are those whose `Topology:` line in scenarios.md names `cluster`, and the
+report replaces only the cluster section of --out.
 """
 from __future__ import annotations
 
@@ -32,6 +37,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import cluster
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 KAFKA_SH = HERE / "kafka" / "kafka.sh"
@@ -39,6 +46,11 @@ SCENARIOS_MD = HERE / "scenarios.md"
 EXPECTED_JSON = HERE / "expected.json"
 
 SCENARIO_TIMEOUT = 60.0        # seconds per adapter run (the contract)
+# Scenarios allowed longer (scenarios.md says so): a failover waits out the reference's broker session timeout.
+SCENARIO_TIMEOUTS = {"leader-failover": 150.0}
+# On a cluster the kafka-cli group scenarios start five tool JVMs beside three broker JVMs (Kafka's reference)
+# on two cores: they get twice the time there.
+CLUSTER_SCENARIO_TIMEOUTS = {"consumer-group": 120.0, "consumer-group-848": 120.0}
 GREGOR_READY_TIMEOUT = 30.0
 GREGOR_READY_LINE = "gregor: ready"
 
@@ -67,11 +79,13 @@ def log(msg: str) -> None:
 class Scenario:
     name: str
     may_differ: list[str] = field(default_factory=list)
+    topologies: list[str] = field(default_factory=lambda: ["single"])
 
 
 def load_scenarios(path: Path = SCENARIOS_MD) -> list[Scenario]:
     """Scenario names are the `### \\`name\\`` headings of scenarios.md, in order; each may have a line
-    `May differ: \\`key\\`, \\`key\\`` (or `May differ: none`)."""
+    `May differ: \\`key\\`, \\`key\\`` (or `May differ: none`) and a line `Topology: \\`single\\`, \\`cluster\\``
+    (the topologies it runs in; `single` when absent)."""
     out: list[Scenario] = []
     for line in path.read_text().splitlines():
         m = re.match(r"^###\s+`([a-z0-9][a-z0-9-]*)`", line)
@@ -81,6 +95,10 @@ def load_scenarios(path: Path = SCENARIOS_MD) -> list[Scenario]:
         m = re.match(r"^\s*(?:[-*]\s*)?\**May differ\**:\s*(.*)$", line, re.I)
         if m and out:
             out[-1].may_differ = re.findall(r"`([^`]+)`", m.group(1))
+            continue
+        m = re.match(r"^\s*(?:[-*]\s*)?\**Topology\**:\s*(.*)$", line, re.I)
+        if m and out:
+            out[-1].topologies = re.findall(r"`([^`]+)`", m.group(1))
     if not out:
         raise SystemExit(f"run.py: no scenarios found in {path}")
     return out
@@ -315,16 +333,28 @@ def run_adapter(target: Target, client: str, scenario: str, logdir: Path, attemp
         return cell
     topic = topic_name(client, scenario)
     cmd = [str(path), scenario, "--bootstrap", target.bootstrap, "--topic", topic, "--data-dir", target.data_dir]
+    is_cluster = isinstance(target, cluster.ClusterTarget)
+    timeout = SCENARIO_TIMEOUTS.get(scenario, SCENARIO_TIMEOUT)
+    if is_cluster:
+        timeout = CLUSTER_SCENARIO_TIMEOUTS.get(scenario, timeout)
+    # The adapter contract's environment: the topology, the replication factor topics are created with,
+    # and the run's time limit (the adapters' own backstops fire a little before it).
+    env = dict(os.environ, COMPAT_TOPOLOGY="cluster" if is_cluster else "single",
+               COMPAT_REPLICATION_FACTOR=str(cluster.NODES if is_cluster else 1), COMPAT_TIMEOUT=str(int(timeout)))
     t0 = time.monotonic()
+    failover = None
     with open(logfile, "w") as lf:
         lf.write("$ " + " ".join(cmd) + "\n--- stderr\n")
         lf.flush()
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=lf, stdin=subprocess.DEVNULL, text=True,
-                             errors="replace", start_new_session=True, cwd=str(path.parent))
+                             errors="replace", start_new_session=True, cwd=str(path.parent), env=env)
         _track(p)
+        if scenario == "leader-failover" and is_cluster:
+            failover = cluster.Failover(target, topic, p)
+            failover.start()
         timed_out = False
         try:
-            out, _ = p.communicate(timeout=SCENARIO_TIMEOUT)
+            out, _ = p.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             timed_out = True
             kill_group(p)
@@ -335,10 +365,14 @@ def run_adapter(target: Target, client: str, scenario: str, logdir: Path, attemp
         finally:
             kill_group(p, grace=0.5)  # leave nothing of it behind (background tools, consumers)
             _untrack(p)
+        runner_obs = failover.finish() if failover is not None else {}
         cell.seconds = time.monotonic() - t0
         lf.write("--- stdout\n" + out)
+        if failover is not None:
+            lf.write("--- runner\n" + "\n".join(failover.notes) + f"\nobserved: {json.dumps(runner_obs)}\n"
+                     + (f"error: {failover.error}\n" if failover.error else ""))
     if timed_out:
-        cell.status, cell.error = TIMEOUT, f"no result within {SCENARIO_TIMEOUT:.0f} s"
+        cell.status, cell.error = TIMEOUT, f"no result within {timeout:.0f} s"
         return cell
     lines = [ln for ln in out.splitlines() if ln.strip()]
     result = None
@@ -362,6 +396,17 @@ def run_adapter(target: Target, client: str, scenario: str, logdir: Path, attemp
             cell.error = f"inconsistent result: exit {p.returncode} with ok={result.get('ok')}; " + cell.error
         elif not cell.error:
             cell.error = f"exit {p.returncode}"
+    if failover is not None and cell.status != NA:
+        # The runner's own observations of the fault: compared between targets like the adapter's.
+        cell.observed.update({"runner_" + k: v for k, v in runner_obs.items()})
+        problems = [failover.error] if failover.error else []
+        if not runner_obs.get("leader_killed"):
+            problems.append("the partition's leader was not killed while the client produced")
+        elif runner_obs.get("isr_after_restart") != cluster.NODES:
+            problems.append(f"the restarted node did not rejoin the ISR (ISR size {runner_obs.get('isr_after_restart')})")
+        if problems:
+            cell.status = FAIL
+            cell.error = "; ".join(([cell.error] if cell.error else []) + problems)
     return cell
 
 
@@ -423,6 +468,9 @@ def run_target(target: Target, clients: list[str], scenarios: list[Scenario], lo
         broker_log = getattr(target, "dir", None)
         if broker_log is not None and (Path(broker_log) / "gregor.log").exists():
             shutil.copy(Path(broker_log) / "gregor.log", logdir / "gregor.log")  # kept with the adapter logs
+        if isinstance(target, cluster.ClusterTarget):
+            for i, f in enumerate(target.logs(), 1):  # each node's log, kept with the adapter logs
+                shutil.copy(f, logdir / f"{target.name}-node-{i}.log")
     return cells
 
 
@@ -482,10 +530,76 @@ def cell_text(cell: Cell | None) -> str:
     return cell.status
 
 
+CLUSTER_BEGIN = "<!-- cluster section: generated by `make compat-cluster` (run.py --topology cluster) -->"
+CLUSTER_END = "<!-- end of cluster section -->"
+
+
+def cluster_section(text: str) -> str:
+    """The cluster section of a report (markers included), or ''."""
+    i, j = text.find(CLUSTER_BEGIN), text.find(CLUSTER_END)
+    return text[i:j + len(CLUSTER_END)] if 0 <= i < j else ""
+
+
+def matrix_lines(results: dict[str, dict], clients: list[str], names: list[str], titles: dict[str, str],
+                 level: str) -> list[str]:
+    out = []
+    for target in TARGET_ORDER:
+        if target not in results:
+            continue
+        cells = results[target]
+        shown = [c for c in clients if any(cells.get((c, s)) is not None and cells[(c, s)].status != NA for s in names)]
+        out += ["", f"{level} {titles[target]}", "",
+                "| client | " + " | ".join(names) + " |",
+                "|---|" + "---|" * len(names)]
+        for c in shown or clients:
+            out.append(f"| {c} | " + " | ".join(cell_text(cells.get((c, s))) for s in names) + " |")
+    problems = []
+    for target in TARGET_ORDER:
+        for (c, s), cell in sorted(results.get(target, {}).items()):
+            if cell.status in FAILING:
+                err = re.sub(r"\s+", " ", cell.error).strip()[:400]
+                tag = f" (expected: {cell.expected_reason})" if cell.expected_reason else ""
+                problems.append(f"- {target} `{c}/{s}`: {cell_text(cell)}{tag}: {err}")
+    if problems:
+        out += ["", f"{level} Failures", ""] + problems
+    retried = []
+    for target in TARGET_ORDER:
+        for (c, s), cell in sorted(results.get(target, {}).items()):
+            if cell.first_failure:
+                first = re.sub(r"\s+", " ", cell.first_failure).strip()[:400]
+                retried.append(f"- {target} `{c}/{s}`: first run: {first}")
+    if retried:
+        out += ["", f"{level} Passed only when run a second time", ""] + retried
+    return out
+
+
+def write_cluster_report(path: Path, results: dict[str, dict], clients: list[str], scenarios: list[Scenario],
+                         kafka_version: str, seconds: float) -> None:
+    """Replaces the cluster section of path (appending it when there is none), leaving the rest as it is."""
+    today = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d")
+    names = [s.name for s in scenarios]
+    titles = {"gregor": "Gregor, three nodes", "kafka": f"Apache Kafka {kafka_version}, three nodes (reference)"}
+    out = [CLUSTER_BEGIN, "## Three-node clusters", "",
+           f"Generated by `make compat-cluster` on {today} in {seconds / 60:.0f} minutes; never edited by hand. Each "
+           "target is a three-node cluster of combined broker and controller nodes (`compat-tests/cluster.py`, "
+           "`kafka/kafka.sh start-cluster`): topics and the internal topics have replication factor 3 and "
+           "min.insync.replicas 2. Only the scenarios whose `Topology:` names `cluster` run; rows list the "
+           "clients that are applicable to at least one of them. Expected failures: the `gregor-cluster` and "
+           "`kafka-cluster` entries of `compat-tests/expected.json`."]
+    out += matrix_lines(results, clients, names, titles, "###")
+    out.append(CLUSTER_END)
+    text = path.read_text() if path.exists() else ""
+    old = cluster_section(text)
+    text = text.replace(old, "\n".join(out)) if old else text.rstrip("\n") + "\n\n" + "\n".join(out) + "\n"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
 def write_report(path: Path, results: dict[str, dict], clients: list[str], scenarios: list[Scenario],
                  kafka_version: str) -> None:
     today = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d")
     names = [s.name for s in scenarios]
+    kept = cluster_section(path.read_text()) if path.exists() else ""
     out = [
         "<!-- Generated by `make compat` (compat-tests/run.py). Never edit by hand: the next run overwrites it. -->",
         "# Client compatibility",
@@ -525,6 +639,8 @@ def write_report(path: Path, results: dict[str, dict], clients: list[str], scena
                 retried.append(f"- {target} `{c}/{s}`: first run: {first}")
     if retried:
         out += ["", "## Passed only when run a second time", ""] + retried
+    if kept:  # the cluster matrix is generated by its own run (write_cluster_report)
+        out += ["", kept]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(out) + "\n")
 
@@ -552,6 +668,8 @@ def main(argv=None) -> int:
     ap.add_argument("--logdir", help="adapter logs (default: $GREGOR_CACHE/compat-logs/run-<time>-<pid>)")
     ap.add_argument("--keep", action="store_true", help="keep the brokers' data dirs")
     ap.add_argument("--expected", default=str(EXPECTED_JSON), help="expected failures (default: %(default)s)")
+    ap.add_argument("--topology", choices=["single", "cluster"], default="single",
+                    help="single: one node per target; cluster: three-node clusters (cluster.py)")
     a = ap.parse_args(argv)
 
     targets = [t.strip() for t in a.targets.split(",") if t.strip()]
@@ -559,16 +677,19 @@ def main(argv=None) -> int:
         if t not in TARGET_ORDER:
             ap.error(f"unknown target {t!r} (kafka, gregor)")
     targets = [t for t in TARGET_ORDER if t in targets]
-    scenarios = load_scenarios()
+    scenarios = [s for s in load_scenarios() if a.topology in s.topologies]
     if a.scenarios:
         wanted = [s.strip() for s in a.scenarios.split(",") if s.strip()]
         known = {s.name: s for s in scenarios}
         bad = [s for s in wanted if s not in known]
         if bad:
-            ap.error(f"unknown scenario(s) {', '.join(bad)}; scenarios.md has: {', '.join(known)}")
+            ap.error(f"unknown scenario(s) {', '.join(bad)} for topology {a.topology}; scenarios.md has: "
+                     f"{', '.join(known)}")
         scenarios = [known[s] for s in wanted]
     clients = ([c.strip() for c in a.clients.split(",") if c.strip()] if a.clients else discover_clients())
     expected = load_expected(Path(a.expected))
+    if a.topology == "cluster":  # a cluster's expected failures are its own
+        expected = {t: expected.get(t + "-cluster", {}) for t in TARGET_ORDER}
 
     cache = Path(os.environ.get("GREGOR_CACHE", REPO / ".cache"))
     if a.logdir:
@@ -594,12 +715,17 @@ def main(argv=None) -> int:
     started = time.monotonic()
     results: dict[str, dict] = {}
     live_targets: list[Target] = []
-    log(f"compat: targets={','.join(targets)} clients={','.join(clients)} "
+    log(f"compat: topology={a.topology} targets={','.join(targets)} clients={','.join(clients)} "
         f"scenarios={len(scenarios)} logs={logroot}")
     try:
         for t in targets:
-            target: Target = (KafkaTarget(workdir) if t == "kafka"
-                              else GregorTarget(workdir, Path(a.gregor_bin), a.gregor_arg))
+            if a.topology == "cluster":
+                target = (cluster.KafkaCluster(workdir) if t == "kafka"
+                          else cluster.GregorCluster(workdir, Path(a.gregor_bin), a.gregor_arg, _track, _untrack,
+                                                     kill_group))
+            else:
+                target = (KafkaTarget(workdir) if t == "kafka"
+                          else GregorTarget(workdir, Path(a.gregor_bin), a.gregor_arg))
             live_targets.append(target)
             results[t] = run_target(target, clients, scenarios, logroot, a.jobs, expected)
     except KeyboardInterrupt as e:
@@ -620,7 +746,10 @@ def main(argv=None) -> int:
     unexpected_fail, unexpected_pass = judge(results, expected)
     if a.out:
         out = Path(a.out)
-        write_report(out, results, clients, scenarios, kafka_version())
+        if a.topology == "cluster":
+            write_cluster_report(out, results, clients, scenarios, kafka_version(), time.monotonic() - started)
+        else:
+            write_report(out, results, clients, scenarios, kafka_version())
         log(f"compat: wrote {out}")
     counts: dict[str, int] = {}
     for cells in results.values():

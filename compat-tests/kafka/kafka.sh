@@ -8,6 +8,13 @@
 #                               free 127.0.0.1 ports; prints BOOTSTRAP=127.0.0.1:PORT and
 #                               DATA_DIR=<log dir> on stdout once the broker answers requests
 #   kafka.sh stop DIR           stop the broker started in DIR (TERM, then KILL after 15 s)
+#   kafka.sh start-cluster DIR  format and start three combined KRaft nodes (ids 1-3, one quorum, a
+#                               shared cluster id) in DIR/node-N on free ports, with replication factor
+#                               3 and min.insync.replicas 2 for new and internal topics; prints
+#                               BOOTSTRAP=HOST:PORT,HOST:PORT,HOST:PORT and DATA_DIR=<node 1's log dir>
+#   kafka.sh stop-cluster DIR   stop every node of the cluster in DIR
+#   kafka.sh kill-node DIR N    SIGKILL node N of the cluster in DIR (a crash)
+#   kafka.sh start-node DIR N   start node N of the cluster in DIR again (same ports and data)
 #   kafka.sh classpath          print the classpath of the cached jars
 #   kafka.sh run CLASS ARGS...  run a Kafka main class (a CLI tool) with the cached classpath
 #   kafka.sh build-cds          build the class-data-sharing archive that speeds up tool start-up
@@ -210,6 +217,142 @@ EOF
   echo "PID=$pid"
 }
 
+# launch_node DIR PORT: start the broker whose server.properties is in DIR and wait until it reports
+# started (again, on a restart) and serves PORT; prints PID=.
+launch_node() {
+  local dir="$1" port="$2" cp heap started_before
+  cp="$(classpath)"
+  : >> "$dir/server.log"
+  started_before="$(grep -c 'Kafka Server started' "$dir/server.log" 2>/dev/null || true)"
+  read -r -a heap <<< "${KAFKA_HEAP_OPTS:--Xms512m -Xmx512m}"
+  "$JAVA" "${heap[@]}" -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -Djava.awt.headless=true \
+    -Dkafka.logs.dir="$dir" "-Dlog4j2.configurationFile=$HERE/log4j2-server.properties" \
+    -cp "$cp" kafka.Kafka "$dir/server.properties" >> "$dir/kafka.out" 2>&1 < /dev/null &
+  local pid=$!
+  echo "$pid" > "$dir/kafka.pid"
+  disown "$pid" 2>/dev/null || true
+  local deadline=$((SECONDS + ${KAFKA_START_TIMEOUT:-120}))
+  while :; do
+    if ! kill -0 "$pid" 2>/dev/null; then
+      tail -n 40 "$dir/kafka.out" "$dir/server.log" >&2 || true
+      die "Kafka exited during start-up (logs in $dir)"
+    fi
+    if [ "$(grep -c 'Kafka Server started' "$dir/server.log" 2>/dev/null || true)" -gt "$started_before" ] \
+       && (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+      break
+    fi
+    if [ $SECONDS -ge $deadline ]; then
+      tail -n 40 "$dir/kafka.out" "$dir/server.log" >&2 || true
+      cmd_stop "$dir" || true
+      die "Kafka did not become ready within ${KAFKA_START_TIMEOUT:-120}s (logs in $dir)"
+    fi
+    sleep 0.2
+  done
+  echo "PID=$pid"
+}
+
+cmd_start_cluster() {
+  [ $# -eq 1 ] || die "usage: $0 start-cluster DIR"
+  local dir="$1" cp n
+  mkdir -p "$dir"
+  dir="$(cd "$dir" && pwd)"
+  cp="$(classpath)"
+  local ports=() cports=() voters=""
+  for n in 1 2 3; do
+    ports[n]="$(free_port)"
+    cports[n]="$(free_port)"
+    voters="$voters${voters:+,}$n@127.0.0.1:${cports[n]}"
+  done
+  local cid; cid="$(random_cluster_id)"
+  echo "$cid" > "$dir/cluster.id"
+  local bootstrap=""
+  for n in 1 2 3; do
+    local nd="$dir/node-$n"
+    rm -rf "$nd"
+    mkdir -p "$nd/data"
+    cat > "$nd/server.properties" <<EOF
+# written by compat-tests/kafka/kafka.sh start-cluster: node $n of a three-node combined KRaft cluster
+process.roles=broker,controller
+node.id=$n
+controller.quorum.voters=$voters
+listeners=PLAINTEXT://127.0.0.1:${ports[n]},CONTROLLER://127.0.0.1:${cports[n]}
+advertised.listeners=PLAINTEXT://127.0.0.1:${ports[n]}
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+log.dirs=$nd/data
+auto.create.topics.enable=true
+num.partitions=1
+default.replication.factor=3
+min.insync.replicas=2
+offsets.topic.replication.factor=3
+offsets.topic.num.partitions=1
+transaction.state.log.replication.factor=3
+transaction.state.log.min.isr=2
+transaction.state.log.num.partitions=1
+share.coordinator.state.topic.replication.factor=3
+share.coordinator.state.topic.min.isr=2
+group.initial.rebalance.delay.ms=0
+delete.topic.enable=true
+# as for the single node (start): no retention check during a run
+log.initial.task.delay.ms=3600000
+log.retention.check.interval.ms=3600000
+EOF
+    echo "${ports[n]}" > "$nd/port"
+    if ! "$JAVA" "${TOOL_JVM_OPTS[@]}" -cp "$cp" kafka.tools.StorageTool format \
+           --cluster-id="$cid" -c "$nd/server.properties" > "$nd/format.log" 2>&1; then
+      cat "$nd/format.log" >&2
+      die "formatting node $n failed"
+    fi
+    bootstrap="$bootstrap${bootstrap:+,}127.0.0.1:${ports[n]}"
+  done
+  # the three start together: a combined node waits for its quorum before it reports started
+  local pids=() rc=0 p
+  for n in 1 2 3; do
+    launch_node "$dir/node-$n" "${ports[n]}" > "$dir/node-$n/launch.out" &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p" || rc=1; done
+  if [ $rc -ne 0 ]; then
+    cmd_stop_cluster "$dir"
+    die "the cluster did not start (logs in $dir)"
+  fi
+  echo "$bootstrap" > "$dir/bootstrap"
+  echo "BOOTSTRAP=$bootstrap"
+  echo "DATA_DIR=$dir/node-1/data"
+}
+
+cmd_stop_cluster() {
+  [ $# -eq 1 ] || die "usage: $0 stop-cluster DIR"
+  local n p pids=()
+  for n in 1 2 3; do
+    if [ -d "$1/node-$n" ]; then
+      cmd_stop "$1/node-$n" &
+      pids+=($!)
+    fi
+  done
+  for p in "${pids[@]}"; do wait "$p" || true; done
+}
+
+cmd_kill_node() {
+  [ $# -eq 2 ] || die "usage: $0 kill-node DIR N"
+  local nd="$1/node-$2"
+  [ -f "$nd/kafka.pid" ] || die "node $2 is not running"
+  local pid; pid="$(cat "$nd/kafka.pid")"
+  if tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q 'kafka.Kafka'; then
+    kill -KILL "$pid"
+    while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+  fi
+  rm -f "$nd/kafka.pid"
+}
+
+cmd_start_node() {
+  [ $# -eq 2 ] || die "usage: $0 start-node DIR N"
+  local nd="$1/node-$2"
+  [ -f "$nd/server.properties" ] || die "no node $2 in $1"
+  launch_node "$nd" "$(cat "$nd/port")"
+}
+
 cmd_stop() {
   [ $# -eq 1 ] || die "usage: $0 stop DIR"
   local dir="$1"
@@ -239,6 +382,10 @@ main() {
     fetch) cmd_fetch "$@" ;;
     start) cmd_start "$@" ;;
     stop) cmd_stop "$@" ;;
+    start-cluster) cmd_start_cluster "$@" ;;
+    stop-cluster) cmd_stop_cluster "$@" ;;
+    kill-node) cmd_kill_node "$@" ;;
+    start-node) cmd_start_node "$@" ;;
     classpath) classpath ;;
     run) cmd_run "$@" ;;
     build-cds) cmd_build_cds ;;

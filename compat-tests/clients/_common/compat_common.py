@@ -23,6 +23,13 @@ import traceback
 BASE_TS = 1700000000000
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 WAIT = 30.0  # seconds to wait for any one thing
+# From run.py (README, "The adapter contract"): the topology, the replication factor every topic is
+# created with, and the run's time limit.
+TOPOLOGY = os.environ.get("COMPAT_TOPOLOGY", "single")
+REPLICATION_FACTOR = int(os.environ.get("COMPAT_REPLICATION_FACTOR", "1"))
+RUN_TIMEOUT = float(os.environ.get("COMPAT_TIMEOUT", "60"))
+# leader-failover (scenarios.md): records produced, in rounds of this many, a pause between rounds.
+FAILOVER_RECORDS, FAILOVER_ROUND, FAILOVER_PAUSE = 2000, 50, 0.1
 
 # Kafka protocol error codes -> names (the Errors enum names of Apache Kafka).
 ERROR_NAMES = {
@@ -395,6 +402,32 @@ def sc_configs(a, topic, o):
     o.expect("after_source", "DYNAMIC_TOPIC_CONFIG", o.observed["after_source"])
 
 
+def sc_leader_failover(a, topic, o):
+    """Idempotent acks=all rounds while run.py kills the partition's leader; then every record is read back
+    exactly once, in order (verify_and_digest checks record i at offset i)."""
+    if TOPOLOGY != "cluster":
+        raise NotApplicable("leader-failover needs a cluster (run.py --topology cluster)")
+    if not getattr(a, "failover", False):
+        raise NotApplicable("leader-failover is not run with this client")
+    create_topic(a, topic, 1)
+    # One producer for every round where the adapter offers it (failover_producer): it must ride the
+    # failover itself.
+    send, close = a.failover_producer() if hasattr(a, "failover_producer") else (
+        lambda t, recs: a.produce(t, recs, "none", True), lambda: None)
+    try:
+        for first in range(0, FAILOVER_RECORDS, FAILOVER_ROUND):
+            send(topic, gen_records(first, FAILOVER_ROUND))
+            time.sleep(FAILOVER_PAUSE)
+    finally:
+        close()
+    # Read back with fresh clients where the adapter can make them (fresh): what is checked is the
+    # producer's recovery, not how long an admin client made before the failover takes to notice it.
+    if hasattr(a, "fresh"):
+        a = a.fresh()
+    recs = read_to_end(a, topic, 0, False)
+    verify_and_digest(o, recs, FAILOVER_RECORDS, 1)
+
+
 def sc_transactions(a, topic, o):
     create_topic(a, topic, 1)
     a.transactions(topic, topic + "-tx", gen_records(0, 100), gen_records(100, 100))
@@ -556,6 +589,7 @@ def scenarios():
         "transactions": sc_transactions,
         "configs": sc_configs,
         "delete-records": sc_delete_records,
+        "leader-failover": sc_leader_failover,
     }
     for c in CODECS:
         m["produce-consume-" + c] = (lambda codec: lambda a, t, o: produce_consume(a, t, o, codec))(c)
@@ -594,9 +628,9 @@ def main(adapter_cls, client_name, library="", scenario_overrides=None):
 
     def backstop():
         faulthandler.dump_traceback(file=sys.stderr, all_threads=True)  # where it hung, for the log
-        emit(False, dict(o.observed), "scenario timed out (57 s)", 1)
+        emit(False, dict(o.observed), "scenario timed out (%.0f s)" % (RUN_TIMEOUT - 3), 1)
 
-    t = threading.Timer(57, backstop)
+    t = threading.Timer(RUN_TIMEOUT - 3, backstop)
     t.daemon = True
     t.start()
     start = time.monotonic()

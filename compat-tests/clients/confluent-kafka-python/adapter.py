@@ -13,7 +13,7 @@ from confluent_kafka import (  # noqa: E402
 from confluent_kafka.admin import (  # noqa: E402
     AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, OffsetSpec, ResourceType)
 
-from compat_common import CodeError, Record, ScenarioFailed, config_source_name, main  # noqa: E402
+from compat_common import REPLICATION_FACTOR, CodeError, Record, ScenarioFailed, config_source_name, main  # noqa: E402
 
 QUIET = {"log_level": 3}
 TIMEOUT = 30
@@ -133,6 +133,8 @@ class GroupConsumer:
 
 
 class ConfluentAdapter:
+    failover = True  # leader-failover: librdkafka's idempotent producer
+
     def __init__(self, bootstrap, data_dir):
         self.bootstrap = bootstrap
         self.adm = AdminClient({"bootstrap.servers": bootstrap, **QUIET})
@@ -144,7 +146,7 @@ class ConfluentAdapter:
         pass
 
     def create_topic(self, topic, partitions):
-        futs = self.adm.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)])
+        futs = self.adm.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=REPLICATION_FACTOR)])
         _result(futs[topic])
 
     def delete_topic(self, topic):
@@ -166,6 +168,16 @@ class ConfluentAdapter:
         p = Producer(conf)
         _send(p, topic, recs)
         p.flush(10)
+
+    def fresh(self):
+        """A new adapter with its own AdminClient (leader-failover reads back with it)."""
+        return ConfluentAdapter(self.bootstrap, None)
+
+    def failover_producer(self):
+        """leader-failover: one idempotent producer for every round; returns (send, close)."""
+        p = Producer({"bootstrap.servers": self.bootstrap, "acks": "all", "enable.idempotence": True,
+                      "max.in.flight.requests.per.connection": 5, "batch.size": 4096, **QUIET})
+        return (lambda topic, recs: _send(p, topic, recs, timeout=120)), (lambda: p.flush(10))
 
     def open_reader(self, topic, partition, read_committed):
         return Reader(self.bootstrap, topic, partition, read_committed)

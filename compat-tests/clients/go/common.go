@@ -163,6 +163,9 @@ var Codecs = []string{"none", "gzip", "snappy", "lz4", "zstd"}
 type ProduceOpts struct {
 	Codec      string
 	Idempotent bool
+	// Failover: the cluster's leader is killed meanwhile (leader-failover); the client must retry
+	// until a new leader is elected rather than give up after its default retries.
+	Failover bool
 }
 
 // Reader reads one partition from its earliest offset.

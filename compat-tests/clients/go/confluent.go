@@ -42,7 +42,7 @@ func ckErr(err error) error {
 }
 
 func (c *confluentAdapter) CreateTopic(ctx context.Context, topic string, partitions int32) error {
-	res, err := c.adm.CreateTopics(ctx, []kafka.TopicSpecification{{Topic: topic, NumPartitions: int(partitions), ReplicationFactor: 1}})
+	res, err := c.adm.CreateTopics(ctx, []kafka.TopicSpecification{{Topic: topic, NumPartitions: int(partitions), ReplicationFactor: int(replicationFactor)}})
 	if err != nil {
 		return ckErr(err)
 	}

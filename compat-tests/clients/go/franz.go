@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -20,7 +21,7 @@ type franzAdapter struct {
 }
 
 func newFranz(bootstrap string) (Adapter, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(bootstrap, ",")...))
 	if err != nil {
 		return nil, err
 	}
@@ -39,7 +40,7 @@ func franzErr(err error) error {
 }
 
 func (f *franzAdapter) CreateTopic(ctx context.Context, topic string, partitions int32) error {
-	resp, err := f.adm.CreateTopic(ctx, partitions, 1, nil, topic)
+	resp, err := f.adm.CreateTopic(ctx, partitions, replicationFactor, nil, topic)
 	if err != nil {
 		return franzErr(err)
 	}
@@ -137,7 +138,7 @@ func (f *franzAdapter) Produce(ctx context.Context, topic string, recs []Record,
 		return err
 	}
 	kopts := []kgo.Opt{
-		kgo.SeedBrokers(f.bootstrap),
+		kgo.SeedBrokers(strings.Split(f.bootstrap, ",")...),
 		kgo.ProducerBatchCompression(codec),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
@@ -167,7 +168,7 @@ func (f *franzAdapter) OpenReader(ctx context.Context, topic string, partition i
 		iso = kgo.ReadCommitted()
 	}
 	c, err := kgo.NewClient(
-		kgo.SeedBrokers(f.bootstrap),
+		kgo.SeedBrokers(strings.Split(f.bootstrap, ",")...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {partition: kgo.NewOffset().AtStart()}}),
 		kgo.FetchIsolationLevel(iso),
 		kgo.FetchMaxWait(500*time.Millisecond),
@@ -279,7 +280,7 @@ func (f *franzAdapter) DeleteRecords(ctx context.Context, topic string, partitio
 
 func (f *franzAdapter) Transactions(ctx context.Context, topic, txnID string, committed, aborted []Record) error {
 	p, err := kgo.NewClient(
-		kgo.SeedBrokers(f.bootstrap),
+		kgo.SeedBrokers(strings.Split(f.bootstrap, ",")...),
 		kgo.TransactionalID(txnID),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 	)
@@ -390,7 +391,7 @@ func (f *franzAdapter) newGroupConsumer(group, topic string, extra ...kgo.Opt) (
 		}
 	}
 	opts := append([]kgo.Opt{
-		kgo.SeedBrokers(f.bootstrap),
+		kgo.SeedBrokers(strings.Split(f.bootstrap, ",")...),
 		kgo.ConsumerGroup(group),
 		kgo.ConsumeTopics(topic),
 		kgo.DisableAutoCommit(),

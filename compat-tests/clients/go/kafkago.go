@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -19,7 +20,7 @@ func newKafkaGo(bootstrap string) (Adapter, error) {
 	// kafka.Client answers Metadata from its transport's cache (refreshed in the background, every
 	// 6 s by default); a short TTL makes topic creation and deletion visible sooner.
 	return &kafkaGoAdapter{bootstrap: bootstrap, cl: &kafka.Client{
-		Addr:      kafka.TCP(bootstrap),
+		Addr:      kafka.TCP(strings.Split(bootstrap, ",")...),
 		Timeout:   20 * time.Second,
 		Transport: &kafka.Transport{MetadataTTL: 500 * time.Millisecond},
 	}}, nil
@@ -53,7 +54,7 @@ func kgoErr(err error) error {
 
 func (k *kafkaGoAdapter) CreateTopic(ctx context.Context, topic string, partitions int32) error {
 	resp, err := k.cl.CreateTopics(ctx, &kafka.CreateTopicsRequest{
-		Topics: []kafka.TopicConfig{{Topic: topic, NumPartitions: int(partitions), ReplicationFactor: 1}},
+		Topics: []kafka.TopicConfig{{Topic: topic, NumPartitions: int(partitions), ReplicationFactor: int(replicationFactor)}},
 	})
 	if err != nil {
 		return kgoErr(err)
@@ -134,7 +135,7 @@ func (k *kafkaGoAdapter) Produce(ctx context.Context, topic string, recs []Recor
 		msgs[i] = m
 	}
 	w := &kafka.Writer{
-		Addr:         kafka.TCP(k.bootstrap),
+		Addr:         kafka.TCP(strings.Split(k.bootstrap, ",")...),
 		Topic:        topic,
 		Compression:  codec,
 		RequiredAcks: kafka.RequireAll,
@@ -175,7 +176,7 @@ type kafkaGoReader struct{ r *kafka.Reader }
 
 func (k *kafkaGoAdapter) OpenReader(ctx context.Context, topic string, partition int32, readCommitted bool) (Reader, error) {
 	cfg := kafka.ReaderConfig{
-		Brokers:   []string{k.bootstrap},
+		Brokers:   strings.Split(k.bootstrap, ","),
 		Topic:     topic,
 		Partition: int(partition),
 		MinBytes:  1,
@@ -234,7 +235,7 @@ func (k *kafkaGoAdapter) ListOffset(ctx context.Context, topic string, partition
 		}
 		return 0, errors.New("partition missing from ListOffsets response")
 	}
-	conn, err := kafka.DialLeader(ctx, "tcp", k.bootstrap, topic, int(partition))
+	conn, err := kafka.DialLeader(ctx, "tcp", strings.Split(k.bootstrap, ",")[0], topic, int(partition))
 	if err != nil {
 		return 0, kgoErr(err)
 	}
@@ -367,7 +368,7 @@ type kafkaGoGroupConsumer struct {
 func (k *kafkaGoAdapter) NewGroupConsumer(ctx context.Context, group, topic string) (GroupConsumer, error) {
 	cg, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
 		ID:                group,
-		Brokers:           []string{k.bootstrap},
+		Brokers:           strings.Split(k.bootstrap, ","),
 		Topics:            []string{topic},
 		StartOffset:       kafka.FirstOffset,
 		HeartbeatInterval: time.Second,
@@ -413,7 +414,7 @@ func (g *kafkaGoGroupConsumer) run(ctx context.Context, bootstrap string) {
 			pa := pa
 			gen.Start(func(gctx context.Context) {
 				r := kafka.NewReader(kafka.ReaderConfig{
-					Brokers:   []string{bootstrap},
+					Brokers:   strings.Split(bootstrap, ","),
 					Topic:     g.topic,
 					Partition: pa.ID,
 					MinBytes:  1,

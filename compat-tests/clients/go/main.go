@@ -16,9 +16,26 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
+
+// From run.py (README, "The adapter contract"): the topology and the replication factor every topic
+// is created with.
+var (
+	topology          = os.Getenv("COMPAT_TOPOLOGY")
+	replicationFactor = int16(envInt("COMPAT_REPLICATION_FACTOR", 1))
+	// bootstrapAddrs is --bootstrap, for scenarios that make a second adapter.
+	bootstrapAddrs string
+)
+
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
 
 type clientInfo struct {
 	mk      func(bootstrap string) (Adapter, error)
@@ -91,15 +108,20 @@ func main() {
 		emit(result{Error: (&NotApplicable{Reason: "scenario '" + scenario + "' is not implemented by the " + client + " adapter"}).Error()}, 3)
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 55*time.Second)
+	limit := 60 * time.Second
+	if s, err := strconv.Atoi(os.Getenv("COMPAT_TIMEOUT")); err == nil && s > 10 {
+		limit = time.Duration(s) * time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), limit-5*time.Second)
 	defer cancel()
 	o := &Outcome{Observed: Observed{}}
-	// Backstop: run.py kills an adapter after 60 s; report what was seen before that.
+	// Backstop: run.py kills an adapter after its time limit; report what was seen before that.
 	go func() {
-		time.Sleep(57 * time.Second)
-		emit(result{Observed: o.Snapshot(), Error: "scenario timed out (57 s)"}, 1)
+		time.Sleep(limit - 3*time.Second)
+		emit(result{Observed: o.Snapshot(), Error: fmt.Sprintf("scenario timed out (%v)", limit-3*time.Second)}, 1)
 	}()
 
+	bootstrapAddrs = *bootstrap
 	a, err := ci.mk(*bootstrap)
 	if err != nil {
 		emit(result{Error: "client setup: " + err.Error()}, 1)

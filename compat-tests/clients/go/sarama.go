@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,7 +27,7 @@ func saramaConfig() *sarama.Config {
 }
 
 func newSarama(bootstrap string) (Adapter, error) {
-	addrs := []string{bootstrap}
+	addrs := strings.Split(bootstrap, ",")
 	adm, err := sarama.NewClusterAdmin(addrs, saramaConfig())
 	if err != nil {
 		return nil, err
@@ -52,7 +53,7 @@ func saramaErr(err error) error {
 }
 
 func (s *saramaAdapter) CreateTopic(ctx context.Context, topic string, partitions int32) error {
-	return saramaErr(s.adm.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: partitions, ReplicationFactor: 1}, false))
+	return saramaErr(s.adm.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: partitions, ReplicationFactor: replicationFactor}, false))
 }
 
 func (s *saramaAdapter) DeleteTopic(ctx context.Context, topic string) error {
@@ -158,6 +159,13 @@ func (s *saramaAdapter) Produce(ctx context.Context, topic string, recs []Record
 		cfg.Producer.Idempotent = true
 		cfg.Net.MaxOpenRequests = 1
 		cfg.Producer.Flush.Bytes = 4096
+	}
+	if opts.Failover {
+		// sarama gives up after 3 retries 100 ms apart by default: too soon for a leader election.
+		cfg.Producer.Retry.Max = 60
+		cfg.Producer.Retry.Backoff = 500 * time.Millisecond
+		cfg.Metadata.Retry.Max = 60
+		cfg.Metadata.Retry.Backoff = 500 * time.Millisecond
 	}
 	p, err := sarama.NewSyncProducer(s.addrs, cfg)
 	if err != nil {

@@ -17,7 +17,8 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition  # noqa: E402
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, NewTopic  # noqa: E402
 import kafka.errors as Errors  # noqa: E402
 
-from compat_common import CodeError, Record, ScenarioFailed, Unsupported, config_source_name, main  # noqa: E402
+from compat_common import (  # noqa: E402
+    REPLICATION_FACTOR, CodeError, Record, ScenarioFailed, Unsupported, config_source_name, main)
 
 logging.basicConfig(level=logging.DEBUG if os.environ.get("COMPAT_DEBUG") else logging.CRITICAL,
                     format="%(asctime)s %(threadName)s %(name)s %(levelname)s %(message)s")
@@ -119,7 +120,7 @@ class KafkaPythonAdapter:
 
     def create_topic(self, topic, partitions):
         try:
-            self.adm.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)])
+            self.adm.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=REPLICATION_FACTOR)])
         except Errors.KafkaError as e:
             raise _kerr(e) from None
 

@@ -19,6 +19,15 @@ const KAFKAJS_VERSION = require('kafkajs/package.json').version
 
 const BASE_TS = 1700000000000
 const CODECS = ['none', 'gzip', 'snappy', 'lz4', 'zstd']
+// From run.py (README, "The adapter contract"): the topology, the replication factor every topic is
+// created with, and the run's time limit in seconds.
+const TOPOLOGY = process.env.COMPAT_TOPOLOGY || 'single'
+const REPLICATION_FACTOR = Number(process.env.COMPAT_REPLICATION_FACTOR) || 1
+const RUN_TIMEOUT_MS = (Number(process.env.COMPAT_TIMEOUT) || 60) * 1000
+// leader-failover (scenarios.md): records produced, in rounds of this many, a pause between rounds.
+const FAILOVER_RECORDS = 2000
+const FAILOVER_ROUND = 50
+const FAILOVER_PAUSE_MS = 100
 
 // Optional codecs: kafkajs only ships gzip. Snappy is pure JS; LZ4 needs a
 // native build (an optional dependency); no zstd codec installs on Node 20.
@@ -203,7 +212,7 @@ class KafkajsAdapter {
   constructor(bootstrap) {
     this.kafka = new Kafka({
       clientId: 'gregor-compat-kafkajs',
-      brokers: [bootstrap],
+      brokers: bootstrap.split(','),
       logLevel: logLevel.NOTHING,
       retry: { initialRetryTime: 100, retries: 8, maxRetryTime: 1000 },
     })
@@ -235,7 +244,7 @@ class KafkajsAdapter {
     let created
     try {
       created = await this.admin.createTopics({
-        topics: [{ topic, numPartitions: partitions, replicationFactor: 1 }],
+        topics: [{ topic, numPartitions: partitions, replicationFactor: REPLICATION_FACTOR }],
         waitForLeaders: false,
       })
     } catch (e) {
@@ -272,9 +281,8 @@ class KafkajsAdapter {
   async produce(topic, recs, codec, idempotent) {
     if (codecProblems[codec]) throw new NotApplicable(codecProblems[codec])
     // kafkajs has no batch.size: one send() makes one batch per partition.
-    const p = this.kafka.producer(
-      idempotent ? { idempotent: true, maxInFlightRequests: 5, allowAutoTopicCreation: false } : { allowAutoTopicCreation: false }
-    )
+    const opts = idempotent ? { idempotent: true, maxInFlightRequests: 5, allowAutoTopicCreation: false } : { allowAutoTopicCreation: false }
+    const p = this.kafka.producer(opts)
     await p.connect()
     try {
       await p.send({ topic, acks: -1, compression: CODEC_TYPES[codec], messages: recs.map(toMessage) })
@@ -611,6 +619,33 @@ async function produceConsume(a, topic, o, codec, idempotent = false) {
   o.expect('last_offset', 999, o.observed.last_offset)
 }
 
+// leader-failover: idempotent acks=all rounds while run.py kills the partition's leader, then every
+// record read back exactly once and in order (verifyAndDigest wants record i at offset i).
+async function scLeaderFailover(a, topic, o) {
+  if (TOPOLOGY !== 'cluster') throw new NotApplicable('leader-failover needs a cluster (run.py --topology cluster)')
+  await createTopic(a, topic, 1)
+  // One producer for every round: it must ride the failover itself.
+  const p = a.kafka.producer({
+    idempotent: true,
+    maxInFlightRequests: 5,
+    allowAutoTopicCreation: false,
+    retry: { initialRetryTime: 300, retries: 40, maxRetryTime: 1000 },
+  })
+  await p.connect()
+  try {
+    for (let first = 0; first < FAILOVER_RECORDS; first += FAILOVER_ROUND) {
+      await p.send({ topic, acks: -1, messages: genRecords(first, FAILOVER_ROUND).map(toMessage) })
+      await sleep(FAILOVER_PAUSE_MS)
+    }
+  } catch (e) {
+    throw kerr(e)
+  } finally {
+    await p.disconnect()
+  }
+  const recs = await readToEnd(a, topic, 0, false)
+  verifyAndDigest(o, recs, FAILOVER_RECORDS, 1)
+}
+
 async function scOffsetsByTimestamp(a, topic, o) {
   await createTopic(a, topic, 1)
   await a.produce(topic, genRecords(0, 100, 10), 'none', false)
@@ -808,6 +843,7 @@ const SCENARIOS = {
   transactions: scTransactions,
   configs: scConfigs,
   'delete-records': scDeleteRecords,
+  'leader-failover': scLeaderFailover,
 }
 for (const c of CODECS) SCENARIOS[`produce-consume-${c}`] = (a, t, o) => produceConsume(a, t, o, c)
 
@@ -846,7 +882,7 @@ async function main() {
   const sc = SCENARIOS[args.scenario]
   if (!sc) return emit(false, {}, `not applicable: scenario '${args.scenario}' is not implemented by the kafkajs adapter`, 3)
   const o = new Outcome()
-  setTimeout(() => emit(false, o.observed, 'scenario timed out (57 s)', 1), 57000).unref()
+  setTimeout(() => emit(false, o.observed, `scenario timed out (${(RUN_TIMEOUT_MS - 3000) / 1000} s)`, 1), RUN_TIMEOUT_MS - 3000).unref()
   const a = new KafkajsAdapter(args.bootstrap)
   const reason = a.notApplicable(args.scenario)
   if (reason) return emit(false, {}, `not applicable: ${reason}`, 3)

@@ -57,6 +57,11 @@ final class Scenarios {
     private static final Duration POLL = Duration.ofMillis(100);
     /** How long a scenario waits for something that should happen (well inside run.py's 60 s). */
     private static final long WAIT_MS = 30_000;
+    /** From run.py (README, "The adapter contract"): the topology and every topic's replication factor. */
+    private static final String TOPOLOGY = System.getenv().getOrDefault("COMPAT_TOPOLOGY", "single");
+    private static final short REPLICATION_FACTOR = Short.parseShort(System.getenv().getOrDefault("COMPAT_REPLICATION_FACTOR", "1"));
+    /** leader-failover (scenarios.md): records produced, in rounds of this many, a pause between rounds. */
+    private static final int FAILOVER_RECORDS = 2000, FAILOVER_ROUND = 50, FAILOVER_PAUSE_MS = 100;
 
     static Outcome run(Args a) throws Exception {
         return switch (a.scenario()) {
@@ -73,6 +78,7 @@ final class Scenarios {
             case "transactions" -> transactions(a);
             case "configs" -> configs(a);
             case "delete-records" -> deleteRecords(a);
+            case "leader-failover" -> leaderFailover(a);
             // helper for the kafka-cli adapter: no CLI tool can set record timestamps
             case "_seed-offsets-by-timestamp" -> seedOffsetsByTimestamp(a);
             default -> throw new NotApplicable("scenario '" + a.scenario() + "' is not implemented by the java adapter");
@@ -116,7 +122,7 @@ final class Scenarios {
     }
 
     static void createTopic(Admin admin, String topic, int partitions) throws Exception {
-        admin.createTopics(List.of(new NewTopic(topic, partitions, (short) 1))).all().get(WAIT_MS, TimeUnit.MILLISECONDS);
+        admin.createTopics(List.of(new NewTopic(topic, partitions, REPLICATION_FACTOR))).all().get(WAIT_MS, TimeUnit.MILLISECONDS);
         // wait until every partition has a leader in the metadata we get back
         long deadline = System.currentTimeMillis() + WAIT_MS;
         while (true) {
@@ -202,7 +208,7 @@ final class Scenarios {
         Outcome o = new Outcome();
         String t = a.topic();
         try (Admin admin = admin(a)) {
-            admin.createTopics(List.of(new NewTopic(t, 3, (short) 1))).all().get();
+            admin.createTopics(List.of(new NewTopic(t, 3, REPLICATION_FACTOR))).all().get();
             o.put("create", "NONE");
 
             boolean listed = false;
@@ -223,8 +229,8 @@ final class Scenarios {
             o.expect("listed", true, listed);
             o.expect("partitions", 3, partitions);
 
-            o.put("create_again_error", errorOf(() -> admin.createTopics(List.of(new NewTopic(t, 3, (short) 1))).all().get()));
-            o.put("create_invalid_error", errorOf(() -> admin.createTopics(List.of(new NewTopic("bad/name", 1, (short) 1))).all().get()));
+            o.put("create_again_error", errorOf(() -> admin.createTopics(List.of(new NewTopic(t, 3, REPLICATION_FACTOR))).all().get()));
+            o.put("create_invalid_error", errorOf(() -> admin.createTopics(List.of(new NewTopic("bad/name", 1, REPLICATION_FACTOR))).all().get()));
             o.put("delete", errorOf(() -> admin.deleteTopics(List.of(t)).all().get()));
 
             String after = "NONE";
@@ -496,6 +502,44 @@ final class Scenarios {
         o.expect("first_offset", 0L, o.observed.get("first_offset"));
         o.expect("last_offset", 999L, o.observed.get("last_offset"));
         return o;
+    }
+
+    /**
+     * leader-failover: one idempotent acks=all producer sends rounds while run.py kills the partition's
+     * leader; it must ride the failover by itself (retries within the default delivery timeout), and every
+     * record is then read back exactly once, in order (verifyAndDigest wants record i at offset i).
+     */
+    static Outcome leaderFailover(Args a) throws Exception {
+        if (!TOPOLOGY.equals("cluster")) throw new NotApplicable("leader-failover needs a cluster (run.py --topology cluster)");
+        Outcome o = new Outcome();
+        String t = a.topic();
+        try (Admin admin = admin(a)) {
+            createTopic(admin, t, 1);
+        }
+        try (KafkaProducer<byte[], byte[]> p = producer(a, Map.of(
+                ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true,
+                ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION, 5,
+                ProducerConfig.BATCH_SIZE_CONFIG, 4096,
+                ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, 120_000))) {
+            for (int first = 0; first < FAILOVER_RECORDS; first += FAILOVER_ROUND) {
+                produceWithin(p, t, first, FAILOVER_ROUND, 120_000);
+                Thread.sleep(FAILOVER_PAUSE_MS);
+            }
+        }
+        verifyAndDigest(o, readAll(a, new TopicPartition(t, 0), IsolationLevel.READ_UNCOMMITTED), FAILOVER_RECORDS, 1);
+        return o;
+    }
+
+    /** As produce (one partition, timestamps 1 ms apart), waiting up to waitMs for each acknowledgement. */
+    static void produceWithin(KafkaProducer<byte[], byte[]> producer, String topic, int first, int count, long waitMs)
+            throws Exception {
+        List<Future<RecordMetadata>> futures = new ArrayList<>(count);
+        for (int i = first; i < first + count; i++) {
+            futures.add(producer.send(new ProducerRecord<>(topic, 0, Records.TS_BASE + i,
+                    Records.key(i), Records.value(i), Records.headers(i))));
+        }
+        producer.flush();
+        for (Future<RecordMetadata> f : futures) f.get(waitMs, TimeUnit.MILLISECONDS);
     }
 
     static Outcome transactions(Args a) throws Exception {
