@@ -183,34 +183,7 @@ func TestClusterGroupTransactSessionAcrossBrokers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	done, aborted := 0, false
-	for done < n {
-		fs := s.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
-			t.Fatalf("consumed %d of %d: %v", done, n, err)
-		}
-		fs.EachError(func(_ string, _ int32, err error) { t.Fatalf("fetch: %v", err) })
-		if fs.NumRecords() == 0 {
-			continue
-		}
-		if err := s.Begin(); err != nil {
-			t.Fatal(err)
-		}
-		var out []*kgo.Record
-		fs.EachRecord(func(r *kgo.Record) { out = append(out, kgo.StringRecord("t-"+string(r.Value))) })
-		if err := s.ProduceSync(ctx, out...).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-		commit := aborted // abort the first transaction, commit the rest
-		committed, err := s.End(ctx, kgo.TransactionEndTry(commit))
-		if err != nil {
-			t.Fatalf("End(commit %v): %v", commit, err)
-		}
-		if committed {
-			done += len(out)
-		}
-		aborted = true
-	}
+	transactAbortingTheFirst(t, ctx, s, n)
 	if got := consumeUntilSentinel(t, ctx, tc.nodes[2].Addr(), "out", 3, kgo.ReadCommitted()); !slices.Equal(got, want) {
 		t.Fatalf("read_committed output %q, want each input once %q", got, want)
 	}

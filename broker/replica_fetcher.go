@@ -484,10 +484,7 @@ func (p *partition) appendFromLeader(leaderEpoch int32, fetchOffset int64, recor
 	}
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
-	rs := &p.repl
-	rs.mu.Lock()
-	following := rs.role == roleFollower && rs.leaderEpoch == leaderEpoch
-	rs.mu.Unlock()
+	following := p.followingAt(leaderEpoch)
 	if !following || p.log.EndOffset() != fetchOffset {
 		return 0, nil
 	}
@@ -545,10 +542,7 @@ func (p *partition) replayReplicated(batches []byte) error {
 func (p *partition) truncateDiverging(leaderEpoch, divEpoch int32, divEnd int64) error {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
-	rs := &p.repl
-	rs.mu.Lock()
-	following := rs.role == roleFollower && rs.leaderEpoch == leaderEpoch
-	rs.mu.Unlock()
+	following := p.followingAt(leaderEpoch)
 	if !following || divEnd < 0 {
 		return nil
 	}
@@ -660,15 +654,22 @@ func (f *replicaFetcher) listOffset(s sentPartition, timestamp int64) (int64, er
 	return lp.Offset, nil
 }
 
+// followingAt reports whether this broker still follows the partition at
+// leaderEpoch: a fetch answer of an older leadership changes nothing.
+// appendMu held, so that the role cannot change before the log does.
+func (p *partition) followingAt(leaderEpoch int32) bool {
+	rs := &p.repl
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.role == roleFollower && rs.leaderEpoch == leaderEpoch
+}
+
 // truncateAbove truncates a follower whose log end (fetchOffset) lies past
 // the leader's to the leader's high watermark.
 func (p *partition) truncateAbove(leaderEpoch int32, fetchOffset, leaderHW int64) error {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
-	rs := &p.repl
-	rs.mu.Lock()
-	following := rs.role == roleFollower && rs.leaderEpoch == leaderEpoch
-	rs.mu.Unlock()
+	following := p.followingAt(leaderEpoch)
 	if !following || p.log.EndOffset() != fetchOffset || fetchOffset <= leaderHW {
 		return nil
 	}
@@ -685,10 +686,7 @@ func (p *partition) truncateAbove(leaderEpoch int32, fetchOffset, leaderHW int64
 func (p *partition) startOverAt(leaderEpoch int32, fetchOffset, leaderStart int64) error {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
-	rs := &p.repl
-	rs.mu.Lock()
-	following := rs.role == roleFollower && rs.leaderEpoch == leaderEpoch
-	rs.mu.Unlock()
+	following := p.followingAt(leaderEpoch)
 	if !following || p.log.EndOffset() != fetchOffset || fetchOffset >= leaderStart {
 		return nil
 	}

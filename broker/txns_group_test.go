@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"testing"
@@ -44,6 +45,34 @@ func TestTxnGroupTransactSessionExactlyOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	transactAbortingTheFirst(t, ctx, s, n)
+	if got := consumeUntilSentinel(t, ctx, b.Addr(), "out", 2, kgo.ReadCommitted()); !slices.Equal(got, want) {
+		t.Fatalf("read_committed output %q, want each input once %q", got, want)
+	}
+	adm := kadm.NewClient(p)
+	offs, err := adm.FetchOffsets(ctx, "ctp-group")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends, err := adm.ListEndOffsets(ctx, "in")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends.Each(func(e kadm.ListedOffset) {
+		if e.Offset == 0 {
+			return // nothing consumed there, nothing committed
+		}
+		if o, ok := offs.Lookup("in", e.Partition); !ok || o.At != e.Offset {
+			t.Errorf("in-%d: committed %+v, end %d", e.Partition, o, e.Offset)
+		}
+	})
+}
+
+// transactAbortingTheFirst consumes from s and produces each record, with
+// "t-" before its value, in one transaction per poll until n records are
+// committed: the first transaction is aborted, the rest are committed.
+func transactAbortingTheFirst(t *testing.T, ctx context.Context, s *kgo.GroupTransactSession, n int) {
+	t.Helper()
 	done, aborted := 0, false
 	for done < n {
 		fs := s.PollFetches(ctx)
@@ -72,24 +101,4 @@ func TestTxnGroupTransactSessionExactlyOnce(t *testing.T) {
 		}
 		aborted = true
 	}
-	if got := consumeUntilSentinel(t, ctx, b.Addr(), "out", 2, kgo.ReadCommitted()); !slices.Equal(got, want) {
-		t.Fatalf("read_committed output %q, want each input once %q", got, want)
-	}
-	adm := kadm.NewClient(p)
-	offs, err := adm.FetchOffsets(ctx, "ctp-group")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ends, err := adm.ListEndOffsets(ctx, "in")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ends.Each(func(e kadm.ListedOffset) {
-		if e.Offset == 0 {
-			return // nothing consumed there, nothing committed
-		}
-		if o, ok := offs.Lookup("in", e.Partition); !ok || o.At != e.Offset {
-			t.Errorf("in-%d: committed %+v, end %d", e.Partition, o, e.Offset)
-		}
-	})
 }
