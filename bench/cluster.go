@@ -462,15 +462,7 @@ func runClusterInstance(ctx context.Context, s settings, tool javaTool, cl clust
 		return t, createTopicWith(ctx, boot, t, clusterRF, map[string]*string{"min.insync.replicas": &minISR})
 	}
 	step := func(what string, f func(ctx context.Context) error) {
-		if ctx.Err() != nil {
-			return
-		}
-		wctx, cancel := context.WithTimeout(ctx, s.workloadLimit)
-		defer cancel()
-		log.Info("workload", "broker", b, "mode", mode, "workload", what)
-		if err := f(wctx); err != nil {
-			log.Error("workload failed", "broker", b, "mode", mode, "workload", what, "err", err)
-		}
+		s.runWorkload(ctx, log, b, mode, what, f)
 	}
 
 	const perfW = "perf-test 1 KB none RF=3"

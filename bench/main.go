@@ -297,15 +297,7 @@ func runInstance(ctx context.Context, s settings, tool javaTool, srv server, mod
 		return t, createTopic(ctx, boot, t, flush)
 	}
 	step := func(what string, f func(ctx context.Context) error) {
-		if ctx.Err() != nil {
-			return
-		}
-		wctx, cancel := context.WithTimeout(ctx, s.workloadLimit)
-		defer cancel()
-		log.Info("workload", "broker", b, "mode", mode, "workload", what)
-		if err := f(wctx); err != nil {
-			log.Error("workload failed", "broker", b, "mode", mode, "workload", what, "err", err)
-		}
+		s.runWorkload(ctx, log, b, mode, what, f)
 	}
 
 	if flush && b == "gregor" {
@@ -470,4 +462,19 @@ func loadAverage() string {
 		return "unknown"
 	}
 	return strings.Join(f[:3], " ")
+}
+
+// runWorkload runs one workload f within the workload time limit, logging
+// its start and any failure (a failed workload leaves its rows out; the
+// run goes on). It does nothing once ctx is done.
+func (s settings) runWorkload(ctx context.Context, log *slog.Logger, b, mode, what string, f func(ctx context.Context) error) {
+	if ctx.Err() != nil {
+		return
+	}
+	wctx, cancel := context.WithTimeout(ctx, s.workloadLimit)
+	defer cancel()
+	log.Info("workload", "broker", b, "mode", mode, "workload", what)
+	if err := f(wctx); err != nil {
+		log.Error("workload failed", "broker", b, "mode", mode, "workload", what, "err", err)
+	}
 }
