@@ -188,7 +188,12 @@ func Start(cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Apply and Restore read c.node under c.mu: from here on they tell the
+	// node the cluster id the image names (SetClusterID).
+	c.mu.Lock()
 	c.node = node
+	node.SetClusterID(c.image.ClusterID)
+	c.mu.Unlock()
 	go c.sessions()
 	return c, nil
 }
@@ -263,12 +268,22 @@ func (s *stateMachine) Apply(index, term uint64, data []byte) {
 	}
 	c.image.Offset = index
 	c.appliedTerm = term
+	c.tellClusterIDLocked()
 	im := c.publishLocked()
 	if batch.Proposer == uint64(c.cfg.NodeID)+1 {
 		if w := c.waiters[batch.Seq]; w != nil {
 			w <- im
 			delete(c.waiters, batch.Seq)
 		}
+	}
+}
+
+// tellClusterIDLocked tells the raft node the cluster id of the applied
+// image, so its transport refuses nodes of another cluster. Until New has
+// the node (a snapshot restored while it starts) New tells it. c.mu is held.
+func (c *Controller) tellClusterIDLocked() {
+	if c.node != nil {
+		c.node.SetClusterID(c.image.ClusterID)
 	}
 }
 
@@ -306,6 +321,7 @@ func (s *stateMachine) Restore(index, term uint64, data []byte) error {
 	c.image = im
 	c.image.Offset = index
 	c.appliedTerm = term
+	c.tellClusterIDLocked()
 	c.publishLocked()
 	return nil
 }

@@ -641,3 +641,19 @@ func TestSubscribeSeesEveryAppliedChange(t *testing.T) {
 		}
 	}
 }
+
+// TestControllerTellsItsNodeTheClusterID: every voter's raft node learns
+// the cluster id when it applies the ClusterRecord, so its transport
+// refuses nodes of other clusters (raftnode's
+// TestQuorumRefusesANodeOfAnotherCluster), and a restarted voter knows it
+// again once it has applied its log.
+func TestControllerTellsItsNodeTheClusterID(t *testing.T) {
+	q := newQuorum(t, 3, nil)
+	q.active()
+	for id, c := range q.ctls {
+		waitFor(t, fmt.Sprintf("node %d to know the cluster id", id), func() bool { return c.Node().ClusterID() == testClusterID })
+	}
+	q.stop(3)
+	q.start(3, nil)
+	waitFor(t, "the restarted node to know the cluster id", func() bool { return q.ctls[3].Node().ClusterID() == testClusterID })
+}

@@ -44,8 +44,8 @@
 // does not keep; version 1 files are read as naming no learner. It is
 // written as a temporary file, fsynced, renamed and the directory fsynced.
 //
-// The transport (transport.go) listens on the node's voter address: each
-// raft message is a frame of a 4-byte big-endian length and a marshalled
+// The transport (transport.go) listens on the node's voter address: after
+// the hello (below), each raft message is a frame of a 4-byte big-endian length and a marshalled
 // raftpb.Message, the length checked against MaxFrameBytes before anything
 // is allocated. Each peer has one outbound queue of 1024 frames and one
 // goroutine that dials it (with backoff from 50ms to 1s) and writes; a full
@@ -53,6 +53,27 @@
 // unreachable (and, for a snapshot, that it failed; a snapshot written whole
 // is reported finished), so raft sends again. Messages are marshalled on
 // the Ready goroutine, as raft requires.
+//
+// Every connection starts with a hello frame (hello.go; transport version
+// 2, version 1 having had none), framed like the others (a 4-byte length,
+// checked against the hello's 273-byte limit before anything is read):
+//
+//	+-----------+---------+----------------+-----------------+------------+
+//	| "GRGRHLO" | version | sender raft id | cluster id len  | cluster id |
+//	| 7 bytes   | uint8 2 | uint64 BE      | uint16 BE <=255 | UTF-8      |
+//	+-----------+---------+----------------+-----------------+------------+
+//
+// The cluster id is empty until the node knows it (Config.ClusterID, or
+// SetClusterID, which the controller calls when its applied image names
+// the cluster); a sender that learns it gives up its connections on their
+// next frame (dropped, raft told) and dials again, saying it. A receiver
+// that knows its id refuses a connection whose hello (checked again at
+// every message, as the receiver may learn its id later) names another
+// cluster: it closes the connection unread, counts it, and logs at error
+// once per peer and foreign id: Kafka's INCONSISTENT_CLUSTER_ID, so a
+// node whose directory holds another cluster's log never mixes its terms
+// and entries into this quorum. An empty id is let in (a new node). A
+// missing hello or an unknown version closes the connection, logged.
 //
 // The voters are static (Kafka's controller.quorum.voters syntax,
 // ParseVoters); a single voter needs no peers. Learners are added and

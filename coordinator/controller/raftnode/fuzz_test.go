@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"io"
 	"testing"
 
 	"github.com/gregor-broker/gregor/storage"
@@ -121,6 +122,32 @@ func FuzzFrame(f *testing.F) {
 			if err != nil || !proto.Equal(m, m2) {
 				t.Fatalf("re-encoded frame differs: %v", err)
 			}
+		}
+	})
+}
+
+// FuzzHello reads arbitrary bytes as a connection's hello frame.
+// Invariants: it never panics; damage is errBadHello or a short read; a
+// decoded hello re-encodes to the bytes it was read from.
+func FuzzHello(f *testing.F) {
+	f.Add(appendHello(nil, 2, "MkU3OEVBNTcwNTJENDM2Qk"))
+	f.Add(appendHello(nil, 1, ""))
+	v9 := appendHello(nil, 1, "x")
+	v9[4+len(helloMagic)] = 9
+	f.Add(v9)
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r := bytes.NewReader(data)
+		h, err := readHello(r)
+		if err != nil {
+			if !errors.Is(err, errBadHello) && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+				t.Fatalf("error %v is neither errBadHello nor a short read", err)
+			}
+			return
+		}
+		read := data[:len(data)-r.Len()]
+		if again := appendHello(nil, h.from, h.clusterID); !bytes.Equal(again, read) {
+			t.Fatalf("hello %+v re-encodes to %x, read from %x", h, again, read)
 		}
 	})
 }

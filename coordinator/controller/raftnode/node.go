@@ -64,6 +64,9 @@ type Config struct {
 	// log for slow followers (default 1000).
 	SnapshotEntries uint64
 	CatchUpEntries  uint64
+	// ClusterID is the cluster id the node already knows at start, if any
+	// (SetClusterID tells it one learned later); see SetClusterID.
+	ClusterID string
 	// MaxFrameBytes bounds a received raft frame (default 64 MiB).
 	MaxFrameBytes int
 	StateMachine  StateMachine
@@ -274,6 +277,7 @@ func Start(cfg Config) (*Node, error) {
 	}
 	n.tr = newTransport(raftID(cfg.NodeID), ln, voters, n.raft, cfg.MaxFrameBytes, n.log)
 	n.tr.onJoin = n.joinRequested
+	n.tr.setClusterID(cfg.ClusterID)
 	n.restoreLearners(learners)
 	n.tr.start()
 	go n.run()
@@ -282,6 +286,23 @@ func Start(cfg Config) (*Node, error) {
 
 // Addr is the address the node's transport listens on.
 func (n *Node) Addr() net.Addr { return n.tr.ln.Addr() }
+
+// SetClusterID tells the node the id of the cluster it belongs to, as its
+// applied log (the ClusterRecord) or snapshot names it. From then on every
+// connection it opens says the id in its hello, and a peer whose hello
+// names another cluster is refused with all its messages (Kafka answers
+// INCONSISTENT_CLUSTER_ID). An empty id is ignored: a cluster's id never
+// goes away. Safe to call from the state machine.
+func (n *Node) SetClusterID(id string) {
+	if id == "" || n.tr.localClusterID() == id {
+		return
+	}
+	n.tr.setClusterID(id)
+	n.log.Info("controller quorum cluster id known", "cluster_id", id)
+}
+
+// ClusterID returns the cluster id the node knows, or "" before it is told.
+func (n *Node) ClusterID() string { return n.tr.localClusterID() }
 
 // Status returns the node's current view.
 func (n *Node) Status() Status {

@@ -55,6 +55,13 @@ type transport struct {
 
 	blocked atomic.Pointer[map[uint64]bool]
 
+	// clusterID is the cluster this node belongs to, nil or empty until
+	// it is known (SetClusterID); every connection's hello carries it.
+	clusterID atomic.Pointer[string]
+	// foreign counts connections refused because their hello names
+	// another cluster (and the messages dropped with them).
+	foreign atomic.Int64
+
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -65,6 +72,7 @@ type transport struct {
 	snapStatus  map[uint64]raft.SnapshotStatus // guarded by mu
 	started     bool                           // guarded by mu
 	notify      chan struct{}                  // cap 1: reports are waiting
+	foreignSeen map[uint64]string              // peer -> the foreign cluster id already logged; guarded by mu
 }
 
 type peer struct {
@@ -85,7 +93,8 @@ func newTransport(id uint64, ln net.Listener, voters map[uint64]string, r steppe
 	ctx, cancel := context.WithCancel(context.Background())
 	t := &transport{id: id, ln: ln, raft: r, maxFrame: maxFrame, log: log,
 		ctx: ctx, cancel: cancel, in: map[net.Conn]struct{}{},
-		unreachable: map[uint64]bool{}, snapStatus: map[uint64]raft.SnapshotStatus{}, notify: make(chan struct{}, 1)}
+		unreachable: map[uint64]bool{}, snapStatus: map[uint64]raft.SnapshotStatus{}, notify: make(chan struct{}, 1),
+		foreignSeen: map[uint64]string{}}
 	empty := map[uint64]bool{}
 	t.blocked.Store(&empty)
 	peers := map[uint64]*peer{}
@@ -246,7 +255,13 @@ func (t *transport) sendLoop(p *peer) {
 			continue
 		}
 		backoff = backoffMin
-		t.writeLoop(p, conn)
+		id := t.localClusterID()
+		conn.SetWriteDeadline(time.Now().Add(writeTimeout))
+		if _, err := conn.Write(appendHello(nil, t.id, id)); err != nil {
+			t.log.Debug("raft peer connection lost", "peer", p.id, "err", err)
+		} else {
+			t.writeLoop(p, conn, id)
+		}
 		conn.Close()
 		select {
 		case <-t.ctx.Done():
@@ -270,9 +285,11 @@ func (t *transport) drain(p *peer) {
 	}
 }
 
-// writeLoop writes p's frames to conn until a write fails or the
-// transport closes.
-func (t *transport) writeLoop(p *peer, conn net.Conn) {
+// writeLoop writes p's frames to conn, whose hello named cluster id, until
+// a write fails or the transport closes. Once the node learns its cluster
+// id the connection is given up (its next frame dropped, raft told) so the
+// next one says the id in its hello.
+func (t *transport) writeLoop(p *peer, conn net.Conn, id string) {
 	w := bufio.NewWriterSize(conn, 64<<10)
 	for {
 		var f outFrame
@@ -282,6 +299,10 @@ func (t *transport) writeLoop(p *peer, conn net.Conn) {
 		case <-p.gone:
 			return
 		case f = <-p.q:
+		}
+		if t.localClusterID() != id {
+			t.report(p.id, f.snap)
+			return
 		}
 		conn.SetWriteDeadline(time.Now().Add(writeTimeout))
 		_, err := w.Write(f.frame)
@@ -379,6 +400,16 @@ func (t *transport) readLoop(conn net.Conn) {
 		conn.Close()
 	}()
 	r := bufio.NewReaderSize(conn, 64<<10)
+	h, err := readHello(r)
+	if err != nil {
+		if t.ctx.Err() == nil {
+			t.log.Error("raft connection refused: bad hello", "remote", conn.RemoteAddr(), "err", err)
+		}
+		return
+	}
+	if t.foreignCluster(h) {
+		return
+	}
 	var buf []byte
 	for {
 		m, b, err := readFrame(r, t.maxFrame, buf)
@@ -387,6 +418,9 @@ func (t *transport) readLoop(conn net.Conn) {
 			if t.ctx.Err() == nil && !errors.Is(err, io.EOF) {
 				t.log.Debug("raft connection closed", "remote", conn.RemoteAddr(), "err", err)
 			}
+			return
+		}
+		if t.foreignCluster(h) { // this node learned its id after the hello
 			return
 		}
 		if m.GetType() == msgJoin && m.GetTo() == t.id {
@@ -409,6 +443,45 @@ func (t *transport) readLoop(conn net.Conn) {
 			return
 		}
 	}
+}
+
+// setClusterID records the cluster id this node belongs to.
+// An id over the hello's limit is cut there, as appendHello cuts it, so
+// both ends compare the same bytes.
+func (t *transport) setClusterID(id string) {
+	if len(id) > maxClusterIDBytes {
+		id = id[:maxClusterIDBytes]
+	}
+	t.clusterID.Store(&id)
+}
+
+func (t *transport) localClusterID() string {
+	if p := t.clusterID.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// foreignCluster reports whether a connection whose hello is h belongs to
+// another cluster: both this node and the sender know their cluster ids,
+// and they differ (Kafka's INCONSISTENT_CLUSTER_ID). A sender that does not
+// know its id yet (a new node before the first ClusterRecord) is let in.
+// A refusal is counted, and logged once per peer and foreign id.
+func (t *transport) foreignCluster(h hello) bool {
+	local := t.localClusterID()
+	if local == "" || h.clusterID == "" || h.clusterID == local {
+		return false
+	}
+	t.foreign.Add(1)
+	t.mu.Lock()
+	first := t.foreignSeen[h.from] != h.clusterID
+	t.foreignSeen[h.from] = h.clusterID
+	t.mu.Unlock()
+	if first {
+		t.log.Error("raft connection from a node of another cluster refused; its messages are dropped",
+			"peer", h.from, "peer_cluster_id", h.clusterID, "cluster_id", local)
+	}
+	return true
 }
 
 // block drops every message to and from the given peers until unblocked;
