@@ -139,11 +139,26 @@ const (
 func ledPartitions(parts []*partition) map[int32]int32 {
 	led := map[int32]int32{}
 	for _, p := range parts {
-		if st := p.cluster.Load(); st != nil && st.local {
-			led[p.index] = st.leaderEpoch
+		if epoch, ok := p.ledHere(); ok {
+			led[p.index] = epoch
 		}
 	}
 	return led
+}
+
+// ledHere reports, in cluster mode, whether this broker leads p and at
+// which leader epoch: the image names it leader and the role is applied.
+// The image is published before the role (cluster.apply), and until
+// becomeLeader has run the partition has no ISR and cannot take a
+// coordinator's write, so a coordinator must not load it or serve its
+// groups yet.
+func (p *partition) ledHere() (int32, bool) {
+	st := p.cluster.Load()
+	if st == nil || !st.local {
+		return 0, false
+	}
+	epoch, leading := p.leaderEpochIfLeading()
+	return st.leaderEpoch, leading && epoch == st.leaderEpoch
 }
 
 // coordinatorLoadEnd is how far a coordinator loads its partition p: the
@@ -158,12 +173,13 @@ func coordinatorLoadEnd(p *partition) int64 {
 }
 
 // leadsHere reports whether this broker leads p: always on a single node;
-// in cluster mode once the image has named it leader (a partition the
-// catalogue has just created, whose role is not applied yet, is not led).
+// in cluster mode once the image has named it leader and the role is
+// applied (a partition the catalogue has just created, whose role is not
+// applied yet, is not led).
 func (b *Broker) leadsHere(p *partition) bool {
-	st := p.cluster.Load()
-	if st == nil {
+	if p.cluster.Load() == nil {
 		return !b.isCluster()
 	}
-	return st.local
+	_, ok := p.ledHere()
+	return ok
 }
