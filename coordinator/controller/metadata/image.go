@@ -81,6 +81,10 @@ type Image struct {
 	Topics    map[UUID]*Topic
 	TopicIDs  map[string]UUID
 	Configs   map[ConfigResource]map[string]string
+	// Features are the finalized feature levels by feature name (Kafka's
+	// FinalizedFeatures); a feature at level 0 is not finalized and not
+	// in the map.
+	Features map[string]int16
 }
 
 // NewImage returns an empty image.
@@ -90,6 +94,7 @@ func NewImage() *Image {
 		Topics:   map[UUID]*Topic{},
 		TopicIDs: map[string]UUID{},
 		Configs:  map[ConfigResource]map[string]string{},
+		Features: map[string]int16{},
 	}
 }
 
@@ -108,6 +113,15 @@ func (im *Image) Apply(index uint64, r Record) error {
 	switch r := r.(type) {
 	case *ClusterRecord:
 		im.ClusterID = r.ClusterID
+	case *FeatureLevelRecord:
+		if r.Name == "" || r.FeatureLevel < 0 {
+			return fmt.Errorf("%w: feature %q at level %d", ErrInconsistent, r.Name, r.FeatureLevel)
+		}
+		if r.FeatureLevel == 0 {
+			delete(im.Features, r.Name)
+		} else {
+			im.Features[r.Name] = r.FeatureLevel
+		}
 	case *RegisterBrokerRecord:
 		epoch := r.BrokerEpoch
 		if epoch == -1 {
@@ -236,6 +250,7 @@ func (im *Image) Clone() *Image {
 		Topics:    maps.Clone(im.Topics),
 		TopicIDs:  maps.Clone(im.TopicIDs),
 		Configs:   maps.Clone(im.Configs),
+		Features:  maps.Clone(im.Features),
 	}
 }
 
@@ -245,6 +260,9 @@ func (im *Image) Records() []Record {
 	var recs []Record
 	if im.ClusterID != "" {
 		recs = append(recs, &ClusterRecord{ClusterID: im.ClusterID})
+	}
+	for _, name := range slices.Sorted(maps.Keys(im.Features)) {
+		recs = append(recs, &FeatureLevelRecord{Name: name, FeatureLevel: im.Features[name]})
 	}
 	for _, id := range sortedKeys(im.Brokers) {
 		b := im.Brokers[id]
