@@ -10,10 +10,11 @@ package broker
 //
 // v3+ lists Kafka's features as a Kafka 4.2 broker does
 // (metadata.Features has the levels and why): SupportedFeatures names every
-// feature Kafka knows with the range Gregor supports (0-0 for the ones it
-// does not implement: kraft.version, eligible.leader.replicas.version,
-// share.version, streams.version), and FinalizedFeatures the features at a
-// level above 0, each with min and max at that level as Kafka reports them:
+// feature Kafka knows with the range Gregor supports (0-0 for kraft.version,
+// static voters only, and for the ones it does not implement:
+// eligible.leader.replicas.version, share.version, streams.version), and
+// FinalizedFeatures the features at a level above 0, each with min and max
+// at that level as Kafka reports them:
 // metadata.version 12 (3.6-IV0), group.version 1 (KIP-848 groups, keys 68
 // and 69, are served) and transaction.version 2 (transactions V2, KIP-890
 // part 2: produce v12+ adds its partition to the transaction, EndTxn v5
@@ -24,7 +25,8 @@ package broker
 // broker has applied (FeatureLevelRecords, written when the log was
 // created) and the epoch is the image's offset, as Kafka uses its image's
 // offset: it grows with the metadata log, and a client keeps the features
-// of the highest epoch it has seen. A single node has no metadata log: it
+// of the highest epoch it has seen (a node that has not applied the
+// bootstrap entry yet lists none finalized, at a lower epoch). A single node has no metadata log: it
 // finalizes the same levels as constants, at epoch 0, and they never
 // change. UpdateFeatures (key 57) is not served, so no level changes.
 
