@@ -26,7 +26,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -173,12 +172,6 @@ def kill_all_live() -> None:
         _untrack(p)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 # ----------------------------------------------------------------------------- targets
 
 class Target:
@@ -235,7 +228,7 @@ class GregorTarget(Target):
         self.dir.mkdir(parents=True, exist_ok=True)
         data = self.dir / "data"
         data.mkdir(exist_ok=True)
-        port = free_port()
+        port = cluster.free_port()
         logf = open(self.dir / "gregor.log", "w")
         # The HTTP listener (metrics, health) on a free port: parallel runs never compete for 9644.
         cmd = [str(self.binary), "serve", "--listen", f"127.0.0.1:{port}", "--data-dir", str(data),
