@@ -372,7 +372,8 @@ func (b *Broker) brokerResourceConfigs(name string) map[string]string {
 // rates' new set when it differs from the stored one (nil otherwise). A
 // legacy AlterConfigs (not incremental) replaces the whole set. A bad
 // value is INVALID_REQUEST, as Kafka's broker refuses a dynamic config
-// that fails validation (KAFKA-13609 kept that code).
+// that fails validation (KAFKA-13609 kept that code); APPEND and SUBTRACT
+// are UNKNOWN_SERVER_ERROR, as Kafka answers them.
 func (b *Broker) throttleRateChanges(name string, changes []configChange, incremental bool) (rest []configChange, old, next map[string]string, refused *alterResult) {
 	old = b.brokerResourceConfigs(name)
 	next = map[string]string{}
@@ -395,7 +396,10 @@ func (b *Broker) throttleRateChanges(name string, changes []configChange, increm
 			case opDelete:
 				delete(next, c.name)
 			default:
-				return nil, nil, nil, &alterResult{kerr.InvalidConfig, fmt.Sprintf("Config value %s is not allowed for config key: %s", strings.ToLower(opNames[c.op]), c.name)}
+				// APPEND or SUBTRACT: Kafka's broker looks the key up among
+				// KafkaConfig's, where the rates are not, and fails with
+				// UNKNOWN_SERVER_ERROR and no message (rawdiff checks it).
+				return nil, nil, nil, &alterResult{kerr.UnknownServerError, ""}
 			}
 		default:
 			rest = append(rest, c)
