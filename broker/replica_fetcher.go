@@ -116,6 +116,7 @@ type fetchPartition struct {
 	delayUntil time.Time // retry after an error
 	// lagKnown and inSync: whether the leader's high watermark was at or
 	// below the log end after the last append (replication_throttle.go).
+	// Owned by the fetch loop (run), unguarded.
 	lagKnown, inSync bool
 }
 

@@ -268,20 +268,21 @@ func (f *replicaFetcher) followerThrottles(fp *fetchPartition) bool {
 // when the follower list names it, and whether the replica is caught up
 // (the leader's high watermark at or below the new log end, end; 0 when
 // nothing was appended), known from its first answer and updated whenever
-// records are appended, as Kafka's PartitionFetchState.lag.
+// records are appended, as Kafka's PartitionFetchState.lag. Called by the
+// fetch loop, which alone reads and writes fp.lagKnown and fp.inSync: no
+// lock.
 func (f *replicaFetcher) fetched(s sentPartition, rp *kmsg.FetchResponseTopicPartition, end int64) {
-	if n := len(rp.RecordBatches); n > 0 && s.fp.t.effective.Load().followerThrottled.has(s.fp.p.index, f.c.b.cfg.NodeID) {
+	fp := s.fp
+	if n := len(rp.RecordBatches); n > 0 && fp.t.effective.Load().followerThrottled.has(fp.p.index, f.c.b.cfg.NodeID) {
 		f.c.b.replQuotas.follower.record(int64(n))
 	}
-	f.mark(s.fp, func(fp *fetchPartition) {
-		if end > 0 || !fp.lagKnown {
-			next := s.fetchOffset
-			if end > 0 {
-				next = end
-			}
-			fp.lagKnown, fp.inSync = true, rp.HighWatermark <= next
+	if end > 0 || !fp.lagKnown {
+		next := s.fetchOffset
+		if end > 0 {
+			next = end
 		}
-	})
+		fp.lagKnown, fp.inSync = true, rp.HighWatermark <= next
+	}
 }
 
 // dynamicBrokerConfigs are the dynamic broker configs in force on this
