@@ -2,6 +2,7 @@ package broker
 
 import (
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -294,4 +295,42 @@ func TestThrottledReplicaListsAreValidated(t *testing.T) {
 	if !eff.leaderThrottled.has(1, 1) || eff.leaderThrottled.has(0, 1) || eff.followerThrottled != nil {
 		t.Fatalf("lists in force: leader %+v follower %+v", eff.leaderThrottled, eff.followerThrottled)
 	}
+}
+
+// FuzzThrottledReplicaList checks the throttled-replica list parser on any
+// value a client may send. Invariants: validation and parsing never panic;
+// a value validation accepts parses; a parsed list names exactly entries
+// of the value (every replica when "*"); a refusal carries Kafka's message.
+func FuzzThrottledReplicaList(f *testing.F) {
+	for _, s := range []string{"", "*", "0:1,1:2", " 0:1 , 1:2 ", "*,", "0:1,,3:4", "x", "0:1:2", "99999999999:1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, value string) {
+		err := validateThrottledReplicas(leaderThrottledReplicas, value)
+		if err != nil {
+			if !strings.Contains(err.Error(), "must be the literal '*' or a list of replicas") {
+				t.Fatalf("%q: unexpected message %q", value, err)
+			}
+			return
+		}
+		r := parseThrottledReplicas(value)
+		if r == nil || r.all {
+			return
+		}
+		for k := range r.replicas {
+			entry := strconv.Itoa(int(k.partition)) + ":" + strconv.Itoa(int(k.broker))
+			found := false
+			for _, it := range listItems(value) {
+				p, b, _ := strings.Cut(it, ":")
+				pn, _ := strconv.ParseInt(p, 10, 64)
+				bn, _ := strconv.ParseInt(b, 10, 64)
+				if strconv.Itoa(int(pn))+":"+strconv.Itoa(int(bn)) == entry {
+					found = true
+				}
+			}
+			if !found {
+				t.Fatalf("%q parsed to %s, which it does not list", value, entry)
+			}
+		}
+	})
 }
