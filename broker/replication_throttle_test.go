@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
-	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -23,9 +22,6 @@ import (
 // wide margin); once the throttle is removed, as --verify removes it, the
 // reassignment completes and the new replica holds the leader's bytes.
 func TestReassignmentIsThrottledUntilTheThrottleIsRemoved(t *testing.T) {
-	if testing.Short() {
-		t.Skip("copies under a throttle for several seconds")
-	}
 	const (
 		rate      = 100 << 10 // bytes per second
 		chunk     = 64 << 10  // replica.fetch.max.bytes: one fetch's worth
@@ -57,12 +53,17 @@ func TestReassignmentIsThrottledUntilTheThrottleIsRemoved(t *testing.T) {
 			target := tc.otherThan(leader)
 			producer := tc.client(1, kgo.DefaultProduceTopic(topic), kgo.ProducerBatchMaxBytes(recordLen+1024),
 				kgo.ProducerBatchCompression(kgo.NoCompression()))
-			value := make([]byte, recordLen)
 			for i := 0; i < total/recordLen; i++ {
+				value := make([]byte, recordLen)
 				rand.Read(value)
-				if err := producer.ProduceSync(ctx, &kgo.Record{Value: slices.Clone(value)}).FirstErr(); err != nil {
-					t.Fatal(err)
-				}
+				producer.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
+					if err != nil {
+						t.Error(err)
+					}
+				})
+			}
+			if err := producer.Flush(ctx); err != nil {
+				t.Fatal(err)
 			}
 			want := partitionBytes(t, tc.nodes[leader], topic)
 
