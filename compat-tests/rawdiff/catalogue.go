@@ -570,6 +570,8 @@ const minISRSource = "fresh Kafka 4.2 reports min.insync.replicas=1 as a cluster
 // expectedDiffs are the known, documented deviations of Gregor from Kafka.
 // An entry "*" applies to every catalogue entry.
 var expectedDiffs = []expected{
+	{"IncrementalAlterConfigs log-dir throttle", "Resources.0.ErrorCode",
+		"Gregor has one log directory, so no replica moves between log directories (AlterReplicaLogDirs) for replica.alter.log.dirs.io.max.bytes.per.second to bound: setting it is INVALID_CONFIG (broker/replication_throttle.go)"},
 	{"JoinGroup v9 into a consumer group", "ErrorCode",
 		"Kafka lets classic members join a KIP-848 consumer group (online migration) and asks for a member id; Gregor does not implement that interop and refuses with INCONSISTENT_GROUP_PROTOCOL (docs/architecture.md, Groups)"},
 	{"*", "Topics.*.Configs.min.insync.replicas.Source", minISRSource},
