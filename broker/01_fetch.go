@@ -62,8 +62,13 @@ func init() { register(1, 4, 18, handleFetch) }
 
 func handleFetch(b *Broker, r *request, req *kmsg.FetchRequest) (kmsg.Response, error) {
 	if b.isCluster() && fetchReplicaID(req) >= 0 {
-		// Replication is not subject to client quotas.
-		return fetch(b, r, req)
+		// Replication is not subject to client quotas, but to the
+		// replication throttle (replication_throttle.go).
+		resp, err := fetch(b, r, req)
+		if err == nil {
+			b.recordLeaderThrottled(resp)
+		}
+		return resp, err
 	}
 	b.capFetch(r, req)
 	resp, err := fetch(b, r, req)
@@ -144,6 +149,7 @@ func fetch(b *Broker, r *request, req *kmsg.FetchRequest) (kmsg.Response, error)
 func (b *Broker) readFetch(req *kmsg.FetchRequest, reply *fetchReply, replica int32) (total int, anyError bool, parts []*partition) {
 	resp := reply.FetchResponse
 	reply.release()
+	reply.leaderThrottledBytes = 0
 	resp.Topics = resp.Topics[:0]
 	resp.Brokers = resp.Brokers[:0]
 	responseBudget := int(req.MaxBytes)
@@ -194,7 +200,7 @@ func (b *Broker) readFetch(req *kmsg.FetchRequest, reply *fetchReply, replica in
 				parts = append(parts, p)
 				limit := min(int(rp.PartitionMaxBytes), responseBudget)
 				if replica >= 0 {
-					records = b.readReplica(req, rp, t.id, p, replica, limit, minOneBatch, &sp, &anyError)
+					records = b.readReplica(req, rp, t, p, replica, limit, minOneBatch, &sp, &anyError, &reply.leaderThrottledBytes)
 				} else {
 					records = b.readPartition(req, rp, p, limit, minOneBatch, &sp)
 				}

@@ -2,6 +2,11 @@ package broker
 
 // DescribeConfigs (key 32), v1-v4, the range Kafka 4 serves.
 //
+// BROKER resources also list the dynamic broker configs set, the
+// replication throttle rates: source DYNAMIC_BROKER_CONFIG (2) when set
+// for the node, DYNAMIC_DEFAULT_BROKER_CONFIG (3) when only as the cluster
+// default (then the only ones "" lists); read-only, as Kafka reports them.
+//
 // Resource types: TOPIC (2) lists every topic config with its effective
 // value and source: DYNAMIC_TOPIC_CONFIG (1) when set on the topic,
 // STATIC_BROKER_CONFIG (4) when Config.TopicDefaults sets it, else
@@ -27,6 +32,7 @@ package broker
 
 import (
 	"fmt"
+	"sort"
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -186,17 +192,20 @@ func (b *Broker) describeTopic(name string) ([]describedConfig, *kerr.Error, str
 	return out, nil, ""
 }
 
-// describeBroker lists this node's broker configs. Every one is read-only:
-// Gregor has no dynamic broker configs yet.
+// describeBroker lists this node's broker configs, its static settings
+// (read-only) and the dynamic configs set for it or as cluster defaults
+// (replication_throttle.go); "" lists the cluster defaults alone.
 func (b *Broker) describeBroker(name string) ([]describedConfig, *kerr.Error, string) {
 	if name == "" {
-		return nil, nil, "" // no cluster-wide dynamic defaults
+		return b.describeThrottleRates(false), nil, ""
 	}
 	id, err := strconv.ParseInt(name, 10, 32)
 	if err != nil || int32(id) != b.cfg.NodeID {
 		return nil, kerr.InvalidRequest, fmt.Sprintf("Unexpected broker id, expected %d or empty string, but received %s", b.cfg.NodeID, name)
 	}
-	return b.brokerConfigs(), nil, ""
+	out := append(b.brokerConfigs(), b.describeThrottleRates(true)...)
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out, nil, ""
 }
 
 // brokerConfig is one broker setting Gregor reports.

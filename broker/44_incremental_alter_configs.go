@@ -20,11 +20,12 @@ package broker
 // INVALID_TOPIC_EXCEPTION, a missing one UNKNOWN_TOPIC_OR_PARTITION; APPEND
 // or SUBTRACT on a non-list config, an unknown name or a bad value is
 // INVALID_CONFIG with Kafka's message. BROKER: the name must be "" or this
-// node's id, else INVALID_REQUEST; Gregor has no dynamic broker configs, so
-// altering one it reports is INVALID_REQUEST ("Cannot update these configs
-// dynamically", as Kafka says of a read-only broker config) and any other
-// name INVALID_CONFIG ("Unknown config name"), but for the replication
-// throttle rates, whose deletion succeeds (replication_throttle.go). BROKER_LOGGER, CLIENT_METRICS
+// node's id, else INVALID_REQUEST; the replication throttle rates are
+// Gregor's dynamic broker configs (replication_throttle.go: SET and DELETE,
+// a bad value INVALID_REQUEST as in Kafka); altering another setting it
+// reports is INVALID_REQUEST ("Cannot update these configs dynamically", as
+// Kafka says of a read-only broker config) and any other name
+// INVALID_CONFIG ("Unknown config name"). BROKER_LOGGER, CLIENT_METRICS
 // and GROUP, which Kafka serves, are INVALID_REQUEST until Gregor has them;
 // other types INVALID_REQUEST "Unknown resource type".
 
@@ -156,7 +157,7 @@ func (b *Broker) alterConfigs(key resourceKey, changes []configChange, increment
 	case resourceTopic:
 		return b.alterTopicConfigs(key.name, changes, incremental, validateOnly, fwd)
 	case resourceBroker:
-		return b.alterBrokerConfigs(key.name, changes, incremental)
+		return b.alterBrokerConfigs(key.name, changes, incremental, validateOnly, fwd)
 	case resourceBrokerLogger:
 		if !incremental {
 			return alterResult{kerr.InvalidRequest, fmt.Sprintf("Unknown resource type %d", key.typ)}
@@ -267,23 +268,24 @@ func indexOf(list []string, s string) int {
 	return -1
 }
 
-// alterBrokerConfigs refuses every change: Gregor's broker settings are all
-// read-only at run time.
-func (b *Broker) alterBrokerConfigs(name string, changes []configChange, incremental bool) alterResult {
+// alterBrokerConfigs applies the changes of the dynamic broker configs
+// Gregor has, the replication throttle rates (replication_throttle.go), and
+// refuses any other: Gregor's other broker settings are read-only at run
+// time. A change forwarded by another broker (fwd) may name any broker, as
+// the controller takes them all.
+func (b *Broker) alterBrokerConfigs(name string, changes []configChange, incremental, validateOnly, fwd bool) alterResult {
 	if name != "" {
 		id, err := strconv.ParseInt(name, 10, 32)
 		if err != nil {
 			return alterResult{kerr.InvalidRequest, "Node id must be an integer, but it is: " + name}
 		}
-		if int32(id) != b.cfg.NodeID {
+		if int32(id) != b.cfg.NodeID && !fwd {
 			return alterResult{kerr.InvalidRequest, fmt.Sprintf("Unexpected broker id, expected %d, but received %s", b.cfg.NodeID, name)}
 		}
 	}
-	if incremental {
-		var refused *alterResult
-		if changes, refused = throttleRateChanges(changes); refused != nil { // replication_throttle.go
-			return *refused
-		}
+	changes, old, next, refused := b.throttleRateChanges(name, changes, incremental)
+	if refused != nil {
+		return *refused
 	}
 	var names []string
 	for _, c := range changes {
@@ -292,9 +294,12 @@ func (b *Broker) alterBrokerConfigs(name string, changes []configChange, increme
 		}
 		names = append(names, c.name)
 	}
-	if len(names) == 0 {
+	if len(names) > 0 {
+		sort.Strings(names)
+		return alterResult{kerr.InvalidRequest, fmt.Sprintf("Cannot update these configs dynamically: Set(%s)", strings.Join(names, ", "))}
+	}
+	if validateOnly {
 		return alterResult{}
 	}
-	sort.Strings(names)
-	return alterResult{kerr.InvalidRequest, fmt.Sprintf("Cannot update these configs dynamically: Set(%s)", strings.Join(names, ", "))}
+	return b.storeBrokerConfigs(name, old, next, fwd)
 }

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -228,8 +229,14 @@ func TestIncrementalAlterConfigsErrors(t *testing.T) {
 		// replication throttles on every broker; none is ever set.
 		{"delete the replication throttles", incResource(resourceBroker, "1", "delete leader.replication.throttled.rate",
 			"delete follower.replication.throttled.rate", "delete replica.alter.log.dirs.io.max.bytes.per.second"), nil, ""},
-		{"set a replication throttle", incResource(resourceBroker, "1", "set leader.replication.throttled.rate=1000"), kerr.InvalidConfig,
-			"Gregor does not throttle replication, so leader.replication.throttled.rate cannot be set"},
+		{"a throttle rate that is not a number", incResource(resourceBroker, "1", "set leader.replication.throttled.rate=fast"), kerr.InvalidRequest,
+			"Invalid value fast for configuration leader.replication.throttled.rate: Not a number of type LONG"},
+		{"a negative throttle rate", incResource(resourceBroker, "", "set follower.replication.throttled.rate=-1"), kerr.InvalidRequest,
+			"Invalid value -1 for configuration follower.replication.throttled.rate: Value must be at least 0"},
+		{"append to a throttle rate", incResource(resourceBroker, "1", "append leader.replication.throttled.rate=1"), kerr.UnknownServerError, ""},
+		{"the log-dir throttle, with one log dir", incResource(resourceBroker, "1", "set replica.alter.log.dirs.io.max.bytes.per.second=1000"), kerr.InvalidConfig, ""},
+		{"a throttle set with a read-only config", incResource(resourceBroker, "1", "set leader.replication.throttled.rate=1000", "set num.partitions=4"),
+			kerr.InvalidRequest, "Cannot update these configs dynamically: Set(num.partitions)"},
 		{"a throttle deleted with a read-only config", incResource(resourceBroker, "1", "delete leader.replication.throttled.rate", "set num.partitions=4"),
 			kerr.InvalidRequest, "Cannot update these configs dynamically: Set(num.partitions)"},
 	}
@@ -250,6 +257,9 @@ func TestIncrementalAlterConfigsErrors(t *testing.T) {
 	})
 	if v, source := describeTopicConfig(t, c, "t", "retention.ms"); v != "604800000" || source != kmsg.ConfigSource(sourceDefault) {
 		t.Fatalf("a failed alteration changed retention.ms to %s (source %v)", v, source)
+	}
+	if got := b.replQuotas.leader.bound.Load(); got != math.MaxInt64 {
+		t.Fatalf("a failed alteration set the leader throttle to %d", got)
 	}
 }
 

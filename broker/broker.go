@@ -67,6 +67,11 @@ type Broker struct {
 	// cluster is set in cluster mode (cluster.go): the controller quorum
 	// voter and the broker's registration with the active controller.
 	cluster *cluster
+
+	// replQuotas are the replication throttles (replication_throttle.go),
+	// bounded by the dynamic broker configs in dynamicConfigs.
+	replQuotas     replicationQuotas
+	dynamicConfigs atomic.Pointer[dynamicBrokerConfigs]
 }
 
 // Start opens the data directory, recovers every partition log, starts
@@ -87,6 +92,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	}
 	b := &Broker{cfg: cfg, log: cfg.Logger, conns: map[*conn]struct{}{}}
 	b.metrics = newBrokerMetrics(b)
+	b.replQuotas.init(&b.cfg)
 	b.quotas = newClientQuotas(rateConfig{samples: cfg.QuotaWindowNum, windowMs: int64(cfg.QuotaWindowSizeSeconds) * 1000}, b.metrics.registry)
 	if err := b.startHTTP(ctx); err != nil {
 		return nil, err
@@ -123,6 +129,9 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b.catalog.warnStrayEntries(b.log)
+	if cfg.ControllerQuorumVoters == "" {
+		b.applyCatalogBrokerConfigs() // cluster mode takes them from the image
+	}
 	if cfg.ControllerQuorumVoters != "" {
 		if err := b.startController(dir); err != nil {
 			b.catalog.closeAll()

@@ -453,10 +453,11 @@ func (c *cluster) syncImage(im *metadata.Image) {
 			// request sees the partition without its leadership; appends
 			// wait for the role itself (applyRoles, appendGuarded).
 			p.cluster.Store(st)
-			roles = append(roles, roleChange{p: p, topicID: t.id, st: st})
+			roles = append(roles, roleChange{p: p, t: t, topicID: t.id, st: st})
 		}
 	}
 	b.mu.Unlock()
+	b.applyImageBrokerConfigs(im) // replication_throttle.go
 	c.applyRoles(im, roles, current)
 
 	c.mu.Lock()

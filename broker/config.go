@@ -137,6 +137,14 @@ type Config struct {
 	// QuotaWindowSizeSeconds is quota.window.size.seconds: the length of
 	// each sample. Default 1.
 	QuotaWindowSizeSeconds int
+	// ReplicationQuotaWindowNum is replication.quota.window.num: how many
+	// samples a replication throttle's rate is measured over
+	// (replication_throttle.go). Default 11.
+	ReplicationQuotaWindowNum int
+	// ReplicationQuotaWindowSizeSeconds is
+	// replication.quota.window.size.seconds: the length of each sample.
+	// Default 1.
+	ReplicationQuotaWindowSizeSeconds int
 
 	// HTTPListen is the address of the HTTP listener serving /metrics,
 	// /healthz and /readyz (docs/operations.md), for example
@@ -269,6 +277,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.QuotaWindowSizeSeconds <= 0 {
 		c.QuotaWindowSizeSeconds = 1
+	}
+	if c.ReplicationQuotaWindowNum <= 0 {
+		c.ReplicationQuotaWindowNum = 11
+	}
+	if c.ReplicationQuotaWindowSizeSeconds <= 0 {
+		c.ReplicationQuotaWindowSizeSeconds = 1
 	}
 	if c.TransactionStateLogNumPartitions <= 0 {
 		c.TransactionStateLogNumPartitions = 50

@@ -262,9 +262,15 @@ func (r *controllerRPC) createPartitions(ctx context.Context, addr string, rt km
 // alterTopicConfigs forwards a topic's config changes as one
 // IncrementalAlterConfigs resource of SET and DELETE operations.
 func (r *controllerRPC) alterTopicConfigs(ctx context.Context, addr, name string, changes []controller.ConfigChange) error {
+	return r.alterConfigs(ctx, addr, kmsg.ConfigResourceTypeTopic, name, changes)
+}
+
+// alterConfigs forwards a resource's config changes as one
+// IncrementalAlterConfigs resource of SET and DELETE operations.
+func (r *controllerRPC) alterConfigs(ctx context.Context, addr string, typ kmsg.ConfigResourceType, name string, changes []controller.ConfigChange) error {
 	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
 	res := kmsg.NewIncrementalAlterConfigsRequestResource()
-	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeTopic, name
+	res.ResourceType, res.ResourceName = typ, name
 	for _, ch := range changes {
 		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
 		c.Name, c.Value, c.Op = ch.Name, ch.Value, kmsg.IncrementalAlterConfigOpSet

@@ -48,4 +48,6 @@
 // are leaves: nothing is taken while one is held; clientQuotas.updateMu is
 // taken before Broker.mu (refreshQuotas); and the metrics collectors take Broker.mu and
 // storage.Log's locks one at a time, never while holding another.
+// replicationQuota.mu (replication_throttle.go) is a leaf too; a replica
+// fetcher takes it holding its own mu.
 package broker

@@ -38,6 +38,9 @@ import (
 type fetchReply struct {
 	*kmsg.FetchResponse
 	records []storage.Slice
+	// leaderThrottledBytes are the record bytes of the partitions a
+	// leader's replication throttle lists (replication_throttle.go).
+	leaderThrottledBytes int64
 }
 
 // release drops every slice's hold on its segment files.

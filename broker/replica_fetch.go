@@ -33,7 +33,11 @@ import (
 // watermark yet: the fetch is answered without waiting for data, so that
 // followers learn a new high watermark at once (Kafka's DelayedFetch
 // completes a follower's fetch whose high watermark is behind).
-func (b *Broker) readReplica(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopicPartition, topicID [16]byte, p *partition, replica int32, limit int, minOneBatch bool, sp *kmsg.FetchResponseTopicPartition, urgent *bool) storage.Slice {
+//
+// A partition that a replication throttle holds back (replication_throttle.go)
+// is answered without records; throttledBytes sums the record bytes of the
+// partitions the leader's throttle lists.
+func (b *Broker) readReplica(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopicPartition, t *topic, p *partition, replica int32, limit int, minOneBatch bool, sp *kmsg.FetchResponseTopicPartition, urgent *bool, throttledBytes *int64) storage.Slice {
 	st := p.cluster.Load()
 	if st == nil || !slices.Contains(st.replicas, replica) || replica == b.cfg.NodeID {
 		sp.ErrorCode = kerr.NotLeaderForPartition.Code
@@ -56,6 +60,10 @@ func (b *Broker) readReplica(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopicPa
 	if rp.FetchOffset < start || rp.FetchOffset > leo {
 		sp.ErrorCode = kerr.OffsetOutOfRange.Code
 		return storage.Slice{}
+	}
+	throttle, listed := b.leaderThrottles(t, p, replica)
+	if throttle {
+		limit, minOneBatch = 0, false
 	}
 	var records storage.Slice
 	if limit > 0 || minOneBatch {
@@ -92,11 +100,14 @@ func (b *Broker) readReplica(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopicPa
 	}
 	if expand != nil {
 		b.log.Info("expanding the ISR", "topic", p.topic, "partition", p.index, "isr", expand)
-		b.cluster.alterISR(p, topicID)
+		b.cluster.alterISR(p, t.id)
 	}
 	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = hw, lso, start
 	if staleHW {
 		*urgent = true
+	}
+	if listed {
+		*throttledBytes += records.Len()
 	}
 	return records
 }

@@ -60,6 +60,7 @@ const replicaFetchVersion = 17
 // fetchTarget is a partition to follow, from the image.
 type fetchTarget struct {
 	p           *partition
+	t           *topic // its throttled-replica lists (replication_throttle.go)
 	topicID     [16]byte
 	leaderEpoch int32
 }
@@ -113,6 +114,10 @@ type fetchPartition struct {
 	fenced     bool      // FENCED_LEADER_EPOCH: wait for a newer epoch
 	failed     bool      // a local append failed: not fetched again
 	delayUntil time.Time // retry after an error
+	// lagKnown and inSync: whether the leader's high watermark was at or
+	// below the log end after the last append (replication_throttle.go).
+	// Owned by the fetch loop (run), unguarded.
+	lagKnown, inSync bool
 }
 
 // replicaFetcher fetches every partition this broker follows from one
@@ -253,6 +258,9 @@ func (f *replicaFetcher) buildRequest() (*kmsg.FetchRequest, map[*partition]sent
 		if now.Before(fp.delayUntil) {
 			wait = min(wait, fp.delayUntil.Sub(now))
 			continue
+		}
+		if f.followerThrottles(fp) {
+			continue // until the rate is below the bound; the wait is the backoff
 		}
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.Partition, rp.CurrentLeaderEpoch = p.index, fp.leaderEpoch
@@ -422,8 +430,10 @@ func (f *replicaFetcher) processPartition(s sentPartition, rp *kmsg.FetchRespons
 	if rp.DivergingEpoch.Epoch >= 0 || rp.DivergingEpoch.EndOffset >= 0 {
 		return p.truncateDiverging(s.fp.leaderEpoch, rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset)
 	}
+	var end int64
 	if len(rp.RecordBatches) > 0 {
-		end, err := p.appendFromLeader(s.fp.leaderEpoch, s.fetchOffset, rp.RecordBatches)
+		var err error
+		end, err = p.appendFromLeader(s.fp.leaderEpoch, s.fetchOffset, rp.RecordBatches)
 		if err != nil {
 			return err
 		}
@@ -433,6 +443,7 @@ func (f *replicaFetcher) processPartition(s sentPartition, rp *kmsg.FetchRespons
 			}
 		}
 	}
+	f.fetched(s, rp, end)
 	moved := p.followerHW(rp.HighWatermark)
 	if start := min(rp.LogStartOffset, p.hw.Load()); start > p.log.StartOffset() {
 		if err := p.log.SetStartOffset(start); err != nil && !errors.Is(err, storage.ErrOffsetOutOfRange) {

@@ -20,6 +20,7 @@ import (
 // roleChange is one partition's state in an applied image.
 type roleChange struct {
 	p       *partition
+	t       *topic
 	topicID [16]byte
 	st      *partitionState
 }
@@ -52,7 +53,7 @@ func (c *cluster) applyRoles(im *metadata.Image, roles []roleChange, current boo
 			p.becomeFollower(st)
 			p.wake() // acks=all produces waiting here fail over
 			if st.leader >= 0 {
-				follow[st.leader] = append(follow[st.leader], fetchTarget{p: p, topicID: rc.topicID, leaderEpoch: st.leaderEpoch})
+				follow[st.leader] = append(follow[st.leader], fetchTarget{p: p, t: rc.t, topicID: rc.topicID, leaderEpoch: st.leaderEpoch})
 			}
 		default:
 			if err := p.becomeNone(st, current); err != nil {

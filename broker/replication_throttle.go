@@ -1,38 +1,524 @@
 package broker
 
-// Replication throttles (Kafka's replication quotas, KIP-73) are not
-// served: Gregor's followers fetch as fast as the leader answers. Kafka's
-// kafka-reassign-partitions.sh removes the broker-level throttle rates
-// when a reassignment completes (--verify) or is cancelled (--cancel),
-// whether or not it set any, by IncrementalAlterConfigs DELETE of the
-// keys below on every broker. A rate is never set here, so deleting it
-// changes nothing and succeeds, as in Kafka; setting one is INVALID_CONFIG
-// (--execute --throttle), since no throttle would apply. The topic-level
-// lists (leader/follower.replication.throttled.replicas) are topic configs
-// stored without effect (topicconfig.go).
+// Replication throttles: Kafka's replication quotas (KIP-73), which
+// kafka-reassign-partitions.sh --throttle sets so that moving a replica
+// does not starve clients of bandwidth.
+//
+// Two broker-level rates, dynamic broker configs of this node ("<id>") or of
+// the cluster default (""), the node's own value taking precedence
+// (ConfigHandler.BrokerConfigHandler): leader.replication.throttled.rate
+// bounds what this broker sends to throttled followers, and
+// follower.replication.throttled.rate what it fetches for its throttled
+// replicas, in bytes per second (a long >= 0; unset, unbounded). In cluster
+// mode they are ConfigRecords of the metadata log (BROKER resources),
+// applied from the image; a single node keeps them in gregor-topics.json.
+//
+// Which replicas are throttled is per topic:
+// leader.replication.throttled.replicas and
+// follower.replication.throttled.replicas list "partition:broker" pairs, or
+// "*" for every replica of the topic. Each broker takes the pairs naming
+// itself: the reassign tool lists the replicas a partition already has in
+// the leader list (they serve the copy) and the ones it moves in in the
+// follower list (they fetch it).
+//
+// The leader (readReplica): a fetch from a follower that is not in the ISR,
+// for a partition this broker's leader list names, is answered with no
+// records, not delayed nor refused, while the leader's measured rate is
+// above its bound (ReplicaManager.shouldLeaderThrottle). The record bytes of
+// listed partitions sent are recorded, in sync or not, once the response
+// is complete (KafkaApis records the throttled partitions' size).
+//
+// The follower (replica_fetcher.go): a partition its follower list names is
+// left out of the fetch while the follower's rate is above its bound,
+// unless the replica was caught up at its last fetch (the leader's high
+// watermark at or below its log end: RemoteLeaderEndPoint's
+// shouldFollowerThrottle). The bytes fetched for listed partitions are
+// recorded. A fetcher whose every partition is left out waits
+// replica.fetch.backoff.ms, as Kafka's fetcher backs off when it has
+// nothing to fetch; it never spins.
+//
+// Rates are measured as Kafka's (replication_rate.go): over
+// replication.quota.window.num samples of
+// replication.quota.window.size.seconds. Throttling is checked before a
+// read and the bytes recorded after it, so a single response may take the
+// rate past the bound, as in Kafka, and the rate then converges on it.
+//
+// Cost with no throttle: a partition's lists are parsed when its topic's
+// configs change; a fetch then loads them once (an atomic load) per
+// partition, finds nil and does nothing else: no lock, no allocation.
+//
+// replica.alter.log.dirs.io.max.bytes.per.second, Kafka's throttle of
+// replica moves between the log directories of one broker
+// (AlterReplicaLogDirs), is refused (INVALID_CONFIG): Gregor has one log
+// directory, so no such move exists for it to bound. Deleting it, as the
+// reassign tool's --verify and --cancel do on every broker whether or not
+// it was set, succeeds and changes nothing.
 
-import "github.com/twmb/franz-go/pkg/kerr"
+import (
+	"context"
+	"fmt"
+	"maps"
+	"math"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
 
-// replicationThrottleRates are Kafka's dynamic broker configs of
-// replication quotas.
-var replicationThrottleRates = map[string]bool{
-	"leader.replication.throttled.rate":              true,
-	"follower.replication.throttled.rate":            true,
-	"replica.alter.log.dirs.io.max.bytes.per.second": true,
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-broker/gregor/coordinator/controller"
+	"github.com/gregor-broker/gregor/coordinator/controller/metadata"
+)
+
+// Replication quota config names (Kafka's QuotaConfig).
+const (
+	leaderThrottledRate      = "leader.replication.throttled.rate"
+	followerThrottledRate    = "follower.replication.throttled.rate"
+	alterLogDirsThrottleRate = "replica.alter.log.dirs.io.max.bytes.per.second"
+	leaderThrottledReplicas  = "leader.replication.throttled.replicas"
+	followerThrottledReplica = "follower.replication.throttled.replicas"
+)
+
+// Kafka's config sources of dynamic broker configs.
+const (
+	sourceDynamicBroker        int8 = 2
+	sourceDynamicDefaultBroker int8 = 3
+)
+
+// replicationQuota is one side's quota (Kafka's ReplicationQuotaManager):
+// its bound, and the rate of the throttled replicas' bytes.
+type replicationQuota struct {
+	// bound is the rate in bytes per second; math.MaxInt64 when unbounded.
+	bound atomic.Int64
+	now   func() int64 // ms; time.Now in a broker, a test's clock in tests
+
+	mu   sync.Mutex // a leaf: guards rate
+	rate replicationRate
 }
 
-// throttleRateChanges takes the changes of replication throttle rates out
-// of an incremental broker config alteration: deletions are no-ops; any
-// other operation refuses the resource.
-func throttleRateChanges(changes []configChange) (rest []configChange, refused *alterResult) {
-	for _, c := range changes {
-		if !replicationThrottleRates[c.name] {
-			rest = append(rest, c)
-			continue
-		}
-		if c.op != opDelete {
-			return nil, &alterResult{kerr.InvalidConfig, "Gregor does not throttle replication, so " + c.name + " cannot be set"}
+func (q *replicationQuota) init(samples int, windowMs int64, now func() int64) {
+	q.bound.Store(math.MaxInt64)
+	q.now = now
+	q.rate = newReplicationRate(samples, windowMs)
+}
+
+// exceeded reports whether the measured rate is above the bound
+// (Sensor.checkQuotas): one atomic load when unbounded.
+func (q *replicationQuota) exceeded() bool {
+	bound := q.bound.Load()
+	if bound == math.MaxInt64 {
+		return false
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.rate.measure(q.now()) > float64(bound)
+}
+
+// record adds n bytes to the rate, whatever the bound.
+func (q *replicationQuota) record(n int64) {
+	if n <= 0 {
+		return
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.rate.record(float64(n), q.now())
+}
+
+// replicationQuotas are a broker's two replication quotas.
+type replicationQuotas struct {
+	leader, follower replicationQuota
+}
+
+func (qs *replicationQuotas) init(cfg *Config) {
+	now := func() int64 { return time.Now().UnixMilli() }
+	windowMs := int64(cfg.ReplicationQuotaWindowSizeSeconds) * 1000
+	qs.leader.init(cfg.ReplicationQuotaWindowNum, windowMs, now)
+	qs.follower.init(cfg.ReplicationQuotaWindowNum, windowMs, now)
+}
+
+// throttledReplicas is a parsed throttled-replica list. nil throttles
+// nothing.
+type throttledReplicas struct {
+	all      bool
+	replicas map[replicaKey]struct{}
+}
+
+// replicaKey is one "partition:broker" entry.
+type replicaKey struct{ partition, broker int32 }
+
+// has reports whether the list names the replica of partition on broker.
+func (r *throttledReplicas) has(partition, broker int32) bool {
+	if r == nil {
+		return false
+	}
+	if r.all {
+		return true
+	}
+	_, ok := r.replicas[replicaKey{partition, broker}]
+	return ok
+}
+
+var throttledReplicaEntry = regexp.MustCompile(`^([0-9]+:[0-9]+)?$`)
+
+// isThrottledReplicaList reports whether a topic config is one of the
+// throttled-replica lists.
+func isThrottledReplicaList(name string) bool {
+	return name == leaderThrottledReplicas || name == followerThrottledReplica
+}
+
+// listItems splits a list config as Kafka's ConfigDef parses a LIST: an
+// empty (blank) value is the empty list, otherwise the comma-separated
+// items, trimmed, empty ones kept.
+func listItems(value string) []string {
+	value = strings.TrimSpace(value)
+	if value == "" {
+		return nil
+	}
+	items := strings.Split(value, ",")
+	for i := range items {
+		items[i] = strings.TrimSpace(items[i])
+	}
+	return items
+}
+
+// validateThrottledReplicas checks a throttled-replica list as Kafka's
+// ThrottledReplicaListValidator does, with its message: "*", or items each
+// "partition:broker" (or empty).
+func validateThrottledReplicas(name, value string) error {
+	items := listItems(value)
+	if strings.Join(items, "") == "*" {
+		return nil
+	}
+	for _, it := range items {
+		if !throttledReplicaEntry.MatchString(it) {
+			return fmt.Errorf("Invalid value [%s] for configuration %s: %s must be the literal '*' or a list of replicas in the following format: [partitionId]:[brokerId],[partitionId]:[brokerId],...",
+				strings.Join(items, ", "), name, name)
 		}
 	}
-	return rest, nil
+	return nil
+}
+
+// parseThrottledReplicas parses a valid list; nil when it names nothing.
+// An id beyond int32 names no replica and is skipped.
+func parseThrottledReplicas(value string) *throttledReplicas {
+	items := listItems(value)
+	if len(items) == 0 {
+		return nil
+	}
+	if strings.Join(items, "") == "*" {
+		return &throttledReplicas{all: true}
+	}
+	r := &throttledReplicas{replicas: map[replicaKey]struct{}{}}
+	for _, it := range items {
+		ps, bs, ok := strings.Cut(it, ":")
+		if !ok {
+			continue
+		}
+		p, err1 := strconv.ParseInt(ps, 10, 32)
+		b, err2 := strconv.ParseInt(bs, 10, 32)
+		if err1 == nil && err2 == nil {
+			r.replicas[replicaKey{int32(p), int32(b)}] = struct{}{}
+		}
+	}
+	if len(r.replicas) == 0 {
+		return nil
+	}
+	return r
+}
+
+// inISR reports whether replica is in the partition's ISR as its leader
+// sees it, additions in flight included (Partition.inSyncReplicaIds).
+func (p *partition) inISR(replica int32) bool {
+	rs := &p.repl
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return slices.Contains(rs.maximalISR(), replica)
+}
+
+// leaderThrottles reports whether the leader answers replica's fetch of p
+// without records now, and whether p is on the leader's list at all (its
+// bytes are recorded).
+func (b *Broker) leaderThrottles(t *topic, p *partition, replica int32) (throttle, listed bool) {
+	if !t.effective.Load().leaderThrottled.has(p.index, b.cfg.NodeID) {
+		return false, false
+	}
+	return b.replQuotas.leader.exceeded() && !p.inISR(replica), true
+}
+
+// recordLeaderThrottled records the bytes of the throttled partitions of a
+// follower's fetch response, once it is complete.
+func (b *Broker) recordLeaderThrottled(resp kmsg.Response) {
+	if reply, ok := resp.(*fetchReply); ok && reply.leaderThrottledBytes > 0 {
+		b.replQuotas.leader.record(reply.leaderThrottledBytes)
+	}
+}
+
+// followerThrottles reports whether fp is left out of the next fetch.
+// f.mu held; the quota's lock is a leaf taken after it.
+func (f *replicaFetcher) followerThrottles(fp *fetchPartition) bool {
+	return !fp.inSync && fp.t.effective.Load().followerThrottled.has(fp.p.index, f.c.b.cfg.NodeID) &&
+		f.c.b.replQuotas.follower.exceeded()
+}
+
+// fetched records what a fetch brought for a partition: its record bytes
+// when the follower list names it, and whether the replica is caught up
+// (the leader's high watermark at or below the new log end, end; 0 when
+// nothing was appended), known from its first answer and updated whenever
+// records are appended, as Kafka's PartitionFetchState.lag. Called by the
+// fetch loop, which alone reads and writes fp.lagKnown and fp.inSync: no
+// lock.
+func (f *replicaFetcher) fetched(s sentPartition, rp *kmsg.FetchResponseTopicPartition, end int64) {
+	fp := s.fp
+	if n := len(rp.RecordBatches); n > 0 && fp.t.effective.Load().followerThrottled.has(fp.p.index, f.c.b.cfg.NodeID) {
+		f.c.b.replQuotas.follower.record(int64(n))
+	}
+	if end > 0 || !fp.lagKnown {
+		next := s.fetchOffset
+		if end > 0 {
+			next = end
+		}
+		fp.lagKnown, fp.inSync = true, rp.HighWatermark <= next
+	}
+}
+
+// dynamicBrokerConfigs are the dynamic broker configs in force on this
+// node: its own and the cluster default. Replaced, never mutated.
+type dynamicBrokerConfigs struct {
+	perBroker, defaults map[string]string
+}
+
+// setDynamicBrokerConfigs puts this node's dynamic configs in force: the
+// replication quotas' bounds, the node's own value over the default.
+func (b *Broker) setDynamicBrokerConfigs(perBroker, defaults map[string]string) {
+	b.dynamicConfigs.Store(&dynamicBrokerConfigs{perBroker: maps.Clone(perBroker), defaults: maps.Clone(defaults)})
+	bound := func(name string) int64 {
+		v, ok := perBroker[name]
+		if !ok {
+			v, ok = defaults[name]
+		}
+		if !ok {
+			return math.MaxInt64
+		}
+		n, err := parseThrottleRate(name, v)
+		if err != nil {
+			// Kafka ignores an invalid stored value (removeInvalidConfigs).
+			b.log.Error("ignoring an invalid dynamic broker config", "name", name, "value", v)
+			return math.MaxInt64
+		}
+		return n
+	}
+	for _, q := range []struct {
+		q    *replicationQuota
+		name string
+	}{{&b.replQuotas.leader, leaderThrottledRate}, {&b.replQuotas.follower, followerThrottledRate}} {
+		if n := bound(q.name); q.q.bound.Swap(n) != n {
+			b.log.Info("replication throttle rate", "config", q.name, "bytes_per_second", n)
+		}
+	}
+}
+
+// applyImageBrokerConfigs puts the image's dynamic configs of this node in
+// force (cluster mode).
+func (b *Broker) applyImageBrokerConfigs(im *metadata.Image) {
+	self := im.Configs[metadata.ConfigResource{Type: metadata.ResourceBroker, Name: strconv.Itoa(int(b.cfg.NodeID))}]
+	defaults := im.Configs[metadata.ConfigResource{Type: metadata.ResourceBroker, Name: ""}]
+	if cur := b.dynamicConfigs.Load(); cur != nil && maps.Equal(cur.perBroker, self) && maps.Equal(cur.defaults, defaults) {
+		return
+	}
+	b.setDynamicBrokerConfigs(self, defaults)
+}
+
+// parseThrottleRate checks a rate as Kafka's ConfigDef checks a LONG at
+// least 0, with its message.
+func parseThrottleRate(name, value string) (int64, error) {
+	n, err := strconv.ParseInt(strings.TrimSpace(value), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("Invalid value %s for configuration %s: Not a number of type LONG", value, name)
+	}
+	if n < 0 {
+		return 0, fmt.Errorf("Invalid value %d for configuration %s: Value must be at least 0", n, name)
+	}
+	return n, nil
+}
+
+// brokerResourceConfigs returns the stored dynamic configs of a broker
+// resource ("" for the cluster default). The map is the caller's.
+func (b *Broker) brokerResourceConfigs(name string) map[string]string {
+	if b.isCluster() {
+		im := b.cluster.currentImage()
+		if im == nil {
+			return map[string]string{}
+		}
+		m := maps.Clone(im.Configs[metadata.ConfigResource{Type: metadata.ResourceBroker, Name: name}])
+		if m == nil {
+			m = map[string]string{}
+		}
+		return m
+	}
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	m := maps.Clone(b.catalog.brokerConfigs[name])
+	if m == nil {
+		m = map[string]string{}
+	}
+	return m
+}
+
+// throttleRateChanges applies the changes of the replication throttle rates
+// to the resource's stored configs: it returns the other changes, and the
+// rates' new set when it differs from the stored one (nil otherwise). A
+// legacy AlterConfigs (not incremental) replaces the whole set. A bad
+// value is INVALID_REQUEST, as Kafka's broker refuses a dynamic config
+// that fails validation (KAFKA-13609 kept that code); APPEND and SUBTRACT
+// are UNKNOWN_SERVER_ERROR, as Kafka answers them.
+func (b *Broker) throttleRateChanges(name string, changes []configChange, incremental bool) (rest []configChange, old, next map[string]string, refused *alterResult) {
+	old = b.brokerResourceConfigs(name)
+	next = map[string]string{}
+	if incremental {
+		next = maps.Clone(old)
+	}
+	for _, c := range changes {
+		switch c.name {
+		case alterLogDirsThrottleRate:
+			if c.op != opDelete {
+				return nil, nil, nil, &alterResult{kerr.InvalidConfig, "Gregor has a single log directory, so no replica moves between log directories for " + c.name + " to throttle"}
+			}
+		case leaderThrottledRate, followerThrottledRate:
+			switch c.op {
+			case opSet:
+				if _, err := parseThrottleRate(c.name, *c.value); err != nil {
+					return nil, nil, nil, &alterResult{kerr.InvalidRequest, err.Error()}
+				}
+				next[c.name] = *c.value
+			case opDelete:
+				delete(next, c.name)
+			default:
+				// APPEND or SUBTRACT: Kafka's broker looks the key up among
+				// KafkaConfig's, where the rates are not, and fails with
+				// UNKNOWN_SERVER_ERROR and no message (rawdiff checks it).
+				return nil, nil, nil, &alterResult{kerr.UnknownServerError, ""}
+			}
+		default:
+			rest = append(rest, c)
+		}
+	}
+	return rest, old, next, nil
+}
+
+// storeBrokerConfigs writes a broker resource's new dynamic config set:
+// through the active controller in cluster mode (answering once this
+// node's image has it), in gregor-topics.json on a single node.
+func (b *Broker) storeBrokerConfigs(name string, old, next map[string]string, fwd bool) alterResult {
+	if maps.Equal(old, next) {
+		return alterResult{}
+	}
+	if b.isCluster() {
+		return b.cluster.alterBrokerConfigs(name, old, next, fwd)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.catalog.brokerConfigs == nil {
+		b.catalog.brokerConfigs = map[string]map[string]string{}
+	}
+	prev := b.catalog.brokerConfigs[name]
+	if len(next) == 0 {
+		delete(b.catalog.brokerConfigs, name)
+	} else {
+		b.catalog.brokerConfigs[name] = next
+	}
+	if err := b.catalog.save(); err != nil {
+		if prev == nil {
+			delete(b.catalog.brokerConfigs, name)
+		} else {
+			b.catalog.brokerConfigs[name] = prev
+		}
+		b.log.Error("saving dynamic broker configs failed", "err", err)
+		return alterResult{kerr.UnknownServerError, err.Error()}
+	}
+	b.applyCatalogBrokerConfigs()
+	return alterResult{}
+}
+
+// applyCatalogBrokerConfigs puts a single node's stored dynamic configs in
+// force. Broker.mu held.
+func (b *Broker) applyCatalogBrokerConfigs() {
+	bc := b.catalog.brokerConfigs
+	b.setDynamicBrokerConfigs(bc[strconv.Itoa(int(b.cfg.NodeID))], bc[""])
+}
+
+// alterBrokerConfigs writes a broker resource's config changes through the
+// active controller as ConfigRecords, forwarding them to it when it is
+// another node, and waits until this node's image has them.
+func (c *cluster) alterBrokerConfigs(name string, old, next map[string]string, forwarded bool) alterResult {
+	var changes []controller.ConfigChange
+	for _, k := range sortedConfigNames(old, next) {
+		ov, inOld := old[k]
+		nv, inNext := next[k]
+		switch {
+		case inNext && (!inOld || ov != nv):
+			changes = append(changes, controller.ConfigChange{ResourceType: metadata.ResourceBroker, ResourceName: name, Name: k, Value: &nv})
+		case inOld && !inNext:
+			changes = append(changes, controller.ConfigChange{ResourceType: metadata.ResourceBroker, ResourceName: name, Name: k})
+		}
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, adminTimeout)
+	defer cancel()
+	err := c.ctrl.AlterConfigs(ctx, changes)
+	if leader := remoteLeader(err, c.b.cfg.NodeID); leader >= 0 && !forwarded {
+		addr, aerr := c.activeEndpoint(leader)
+		if aerr != nil {
+			err = aerr
+		} else {
+			err = c.rpc.alterConfigs(ctx, addr, kmsg.ConfigResourceTypeBroker, name, changes)
+		}
+	}
+	if err != nil {
+		ke, msg := kerrOf(err)
+		return alterResult{ke, msg}
+	}
+	res := metadata.ConfigResource{Type: metadata.ResourceBroker, Name: name}
+	applied := func(im *metadata.Image) bool {
+		return maps.Equal(im.Configs[res], next) || len(next) == 0 && len(im.Configs[res]) == 0
+	}
+	if !c.waitFor(ctx, applied) {
+		return alterResult{kerr.RequestTimedOut, fmt.Sprintf("The configs of broker '%s' were altered, but this broker has not applied them yet.", name)}
+	}
+	return alterResult{}
+}
+
+// throttleRateDocs describe the rates for DescribeConfigs.
+var throttleRateDocs = map[string]string{
+	leaderThrottledRate:   "Bytes per second this broker sends, as a leader, to followers of the replicas listed in leader.replication.throttled.replicas while they are out of the ISR.",
+	followerThrottledRate: "Bytes per second this broker fetches, as a follower, for the replicas listed in follower.replication.throttled.replicas while they are not caught up.",
+}
+
+// describeThrottleRates lists the rates set for this node (perBroker) or
+// as the cluster default, with their sources, as Kafka's ConfigHelper
+// lists dynamic configs: only those set. Kafka reports them read-only (they
+// are not among its reconfigurable KafkaConfig keys), and so does Gregor.
+func (b *Broker) describeThrottleRates(perBroker bool) []describedConfig {
+	dc := b.dynamicConfigs.Load()
+	if dc == nil {
+		return nil
+	}
+	var out []describedConfig
+	for _, name := range []string{followerThrottledRate, leaderThrottledRate} {
+		var syn []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym
+		if v, ok := dc.perBroker[name]; ok && perBroker {
+			syn = append(syn, synonym(name, v, sourceDynamicBroker))
+		}
+		if v, ok := dc.defaults[name]; ok {
+			syn = append(syn, synonym(name, v, sourceDynamicDefaultBroker))
+		}
+		if len(syn) == 0 {
+			continue
+		}
+		out = append(out, describedConfig{name: name, value: *syn[0].Value, source: int8(syn[0].Source), readOnly: true,
+			kind: kindLong, doc: throttleRateDocs[name], synonyms: syn})
+	}
+	return out
 }

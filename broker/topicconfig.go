@@ -88,6 +88,11 @@ var topicConfigByName = func() map[string]*topicConfigDef {
 // (trimmed), or an error whose text is fit for a client.
 func (d *topicConfigDef) validate(value string) (string, error) {
 	value = strings.TrimSpace(value)
+	if isThrottledReplicaList(d.name) {
+		if err := validateThrottledReplicas(d.name, value); err != nil {
+			return "", err
+		}
+	}
 	switch d.kind {
 	case kindBoolean:
 		switch strings.ToLower(value) {
@@ -220,6 +225,10 @@ type effectiveTopicConfig struct {
 	maxCompactionLagMs int64
 	flush              storage.FlushPolicy // flush.messages and flush.ms
 	minInsyncReplicas  int                 // min.insync.replicas (cluster mode, acks=all)
+
+	// The throttled-replica lists (replication_throttle.go); nil when
+	// empty.
+	leaderThrottled, followerThrottled *throttledReplicas
 }
 
 func (c topicConfigs) effective(brokerDefaults map[string]string) effectiveTopicConfig {
@@ -258,6 +267,8 @@ func (c topicConfigs) effective(brokerDefaults map[string]string) effectiveTopic
 		maxCompactionLagMs:   num("max.compaction.lag.ms"),
 		flush:                storage.FlushPolicy{Messages: num("flush.messages"), Ms: num("flush.ms")},
 		minInsyncReplicas:    int(num("min.insync.replicas")),
+		leaderThrottled:      parseThrottledReplicas(get(leaderThrottledReplicas)),
+		followerThrottled:    parseThrottledReplicas(get(followerThrottledReplica)),
 	}
 }
 
@@ -331,9 +342,9 @@ var topicConfigDocs = map[string]string{
 	"file.delete.delay.ms":                    "Delay before a deleted segment's files (renamed .deleted) are removed.",
 	"flush.messages":                          "Fsync the partition once this many records are unflushed; 1 fsyncs every append before it is acknowledged (concurrent appends share one fsync). The default leaves flushing to the OS.",
 	"flush.ms":                                "Fsync, in the background, every record at most this many ms after its append; the producer is not made to wait. The default leaves flushing to the OS.",
-	"follower.replication.throttled.replicas": "Replicas whose follower replication is throttled (stored only).",
+	"follower.replication.throttled.replicas": "Replicas (partition:broker, or *) whose fetching as followers follower.replication.throttled.rate bounds.",
 	"index.interval.bytes":                    "Bytes of log between two offset index entries.",
-	"leader.replication.throttled.replicas":   "Replicas whose leader replication is throttled (stored only).",
+	"leader.replication.throttled.replicas":   "Replicas (partition:broker, or *) whose serving as leaders leader.replication.throttled.rate bounds.",
 	"local.retention.bytes":                   "Local size limit when tiered storage is on (stored only).",
 	"local.retention.ms":                      "Local time limit when tiered storage is on (stored only).",
 	"max.compaction.lag.ms":                   "Longest a record may stay uncompacted.",

@@ -63,6 +63,10 @@ type metadataDoc struct {
 	// ClientQuotas are the client quotas set by AlterClientQuotas
 	// (quotas.go), enforced by throttle.go and connquota.go.
 	ClientQuotas []quotaRecord `json:"client_quotas,omitempty"`
+	// BrokerConfigs are the dynamic broker configs of a single node
+	// (replication_throttle.go), by resource name: the node id, or "" for
+	// the cluster default. In cluster mode they live in the metadata log.
+	BrokerConfigs map[string]map[string]string `json:"broker_configs,omitempty"`
 }
 
 // Legal topic names: Kafka's rules (Topic.validate).
@@ -140,6 +144,10 @@ type catalog struct {
 	// quotas are the client quotas by entity (quotas.go), replaced, never
 	// mutated, under Broker.mu held for writing.
 	quotas map[quotaEntity]map[string]float64
+
+	// brokerConfigs are the dynamic broker configs (single node), by
+	// resource name; replaced under Broker.mu held for writing.
+	brokerConfigs map[string]map[string]string
 }
 
 // load reads the metadata file and opens every partition log.
@@ -161,6 +169,7 @@ func (c *catalog) load() error {
 	}
 	c.clusterID = doc.ClusterID
 	c.nextProducerID, c.producerIDBlockEnd = doc.ProducerIDBlockEnd, doc.ProducerIDBlockEnd
+	c.brokerConfigs = doc.BrokerConfigs
 	if c.quotas, err = loadQuotaRecords(doc.ClientQuotas); err != nil {
 		return err
 	}
@@ -351,7 +360,8 @@ func (c *catalog) sortedTopics() []*topic {
 
 // save writes the catalogue atomically.
 func (c *catalog) save() error {
-	doc := metadataDoc{ClusterID: c.clusterID, ProducerIDBlockEnd: c.producerIDBlockEnd, ClientQuotas: quotaRecords(c.quotas)}
+	doc := metadataDoc{ClusterID: c.clusterID, ProducerIDBlockEnd: c.producerIDBlockEnd, ClientQuotas: quotaRecords(c.quotas),
+		BrokerConfigs: c.brokerConfigs}
 	for _, t := range c.sortedTopics() {
 		doc.Topics = append(doc.Topics, topicRecord{
 			Name:       t.name,

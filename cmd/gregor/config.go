@@ -213,6 +213,8 @@ func applyPropertiesWithOrigins(dst *broker.Config, props map[string]setting, lo
 		{"log.cleaner.dedupe.buffer.size", 1, math.MaxInt64, func(n int64) { cfg.LogCleanerDedupeBufferSize = n }},
 		{"quota.window.num", 1, math.MaxInt32, func(n int64) { cfg.QuotaWindowNum = int(n) }},
 		{"quota.window.size.seconds", 1, math.MaxInt32, func(n int64) { cfg.QuotaWindowSizeSeconds = int(n) }},
+		{"replication.quota.window.num", 1, math.MaxInt32, func(n int64) { cfg.ReplicationQuotaWindowNum = int(n) }},
+		{"replication.quota.window.size.seconds", 1, math.MaxInt32, func(n int64) { cfg.ReplicationQuotaWindowSizeSeconds = int(n) }},
 		{"broker.session.timeout.ms", 1, math.MaxInt32, func(n int64) { cfg.BrokerSessionTimeoutMs = n }},
 		{"broker.heartbeat.interval.ms", 1, math.MaxInt32, func(n int64) { cfg.BrokerHeartbeatIntervalMs = n }},
 		{"replica.lag.time.max.ms", 1, math.MaxInt32, func(n int64) { cfg.ReplicaLagTimeMaxMs = n }},
