@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"sort"
@@ -53,6 +54,32 @@ func (tc *testCluster) rawDo(id int32, req kmsg.Request) kmsg.Response {
 	return c.do(req)
 }
 
+// doForwarded sends req to node id as a forwarding broker does (with the
+// forwarding client id), so that the node does not forward it again.
+func (tc *testCluster) doForwarded(id int32, req kmsg.Request) kmsg.Response {
+	tc.t.Helper()
+	c := dialRaw(tc.t, tc.nodes[id].Addr())
+	defer c.nc.Close()
+	b := []byte{0, 0, 0, 0}
+	b = binary.BigEndian.AppendUint16(b, uint16(req.Key()))
+	b = binary.BigEndian.AppendUint16(b, uint16(req.GetVersion()))
+	b = binary.BigEndian.AppendUint32(b, 1)
+	b = binary.BigEndian.AppendUint16(b, uint16(len(forwardClientID)))
+	b = append(b, forwardClientID...)
+	if req.IsFlexible() {
+		b = append(b, 0)
+	}
+	b = req.AppendTo(b)
+	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
+	if _, err := c.nc.Write(b); err != nil {
+		tc.t.Fatal(err)
+	}
+	resp := req.ResponseKind()
+	resp.SetVersion(req.GetVersion())
+	c.readResponse(1, resp)
+	return resp
+}
+
 // quotasOn describes every client quota node id knows, as sorted lines
 // "entity: key=value ...".
 func (tc *testCluster) quotasOn(id int32) []string {
@@ -103,11 +130,12 @@ func (c *throttlesByNode) OnBrokerThrottle(m kgo.BrokerMetadata, d time.Duration
 	}
 }
 
-// TestClusterClientQuotas: client quotas altered through a node that is
-// not the active controller (the request is forwarded) are described by
-// every node, validate_only changes nothing, a producer over its
-// producer_byte_rate is throttled by the partition's leader that is not
-// the controller, and the quotas survive the controller's restart, after
+// TestClusterClientQuotas: a node that is not the controller answers a
+// request forwarded to it NOT_CONTROLLER; client quotas altered through a
+// node that is not the active controller (the request is forwarded) are
+// described by every node; validate_only changes nothing; a producer over
+// its producer_byte_rate is throttled by the partition's leader that is
+// not the controller; the quotas survive the controller's restart, after
 // which the new controller takes alterations.
 func TestClusterClientQuotas(t *testing.T) {
 	if testing.Short() {
@@ -125,6 +153,23 @@ func TestClusterClientQuotas(t *testing.T) {
 		}
 	}
 	via := others[0]
+
+	// A node that is not the controller answers a request forwarded to it
+	// NOT_CONTROLLER, every entry, as Kafka's getErrorResponse.
+	notCtrl := kmsg.NewPtrAlterClientQuotasRequest()
+	notCtrl.SetVersion(1)
+	notCtrl.Entries = []kmsg.AlterClientQuotasRequestEntry{
+		rawQuotaEntry(strp("a"), "producer_byte_rate", 1), rawQuotaEntry(nil, "producer_byte_rate", 1)}
+	resp := tc.doForwarded(others[1], notCtrl).(*kmsg.AlterClientQuotasResponse)
+	if len(resp.Entries) != 2 || tc.controller(others[1]) == others[1] {
+		t.Fatalf("forwarded to node %d: %+v", others[1], resp.Entries)
+	}
+	for i, e := range resp.Entries {
+		if e.ErrorCode != kerr.NotController.Code || e.ErrorMessage == nil || *e.ErrorMessage != kerr.NotController.Description ||
+			len(e.Entity) != 1 || e.Entity[0].Type != quotaClientID || (i == 0) != (e.Entity[0].Name != nil) {
+			t.Fatalf("forwarded to node %d, entry %d: %+v", others[1], i, e)
+		}
+	}
 
 	const quota = 64 << 10
 	got := tc.alterQuotasOn(via, false,
