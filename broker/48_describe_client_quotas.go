@@ -7,15 +7,14 @@ package broker
 // cluster mode those of the metadata image this broker last applied (so a
 // broker answers an alteration once it has applied it). Each component
 // names an entity type (user, client-id, ip) and matches a name exactly
-// (EXACT), the
-// default entity (DEFAULT) or any entity of that type (SPECIFIED); with
-// strict set, an entity must have no other types. A bad filter fails the
-// whole request, with a top-level error and no entries: INVALID_REQUEST for
-// an empty or repeated type, a match string where none belongs (or none
-// where one does), an unknown match type, or IP combined with user or
-// client-id; UNSUPPORTED_VERSION for an unknown entity type. The byte rates
-// and the connection rate are enforced (throttle.go, connquota.go), the
-// other keys only stored. v1: flexible.
+// (EXACT), the default entity (DEFAULT) or any entity of that type
+// (SPECIFIED); with strict set, an entity must have no other types. A bad
+// filter fails the whole request, with a top-level error and no entries:
+// INVALID_REQUEST for an empty or repeated type, a match string where none
+// belongs (or none where one does), an unknown match type, or IP combined
+// with user or client-id; UNSUPPORTED_VERSION for an unknown entity type.
+// The byte rates and the connection rate are enforced (throttle.go,
+// connquota.go), the other keys only stored. v1: flexible.
 
 import (
 	"fmt"
