@@ -3,6 +3,7 @@ package broker
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -259,4 +260,31 @@ func TestClusterClientQuotas(t *testing.T) {
 		break
 	}
 	tc.waitForQuotas("client-id=<default>: request_percentage=50")
+}
+
+// TestSameQuotasComparesBitForBit: an image whose quotas did not change
+// (a NaN quota included) does not refresh the enforcement; any change does.
+func TestSameQuotasComparesBitForBit(t *testing.T) {
+	app := quotaEntity{clientID: quotaName{present: true, name: "app"}}
+	def := quotaEntity{user: quotaName{present: true, isDefault: true}}
+	base := map[quotaEntity]map[string]float64{app: {"producer_byte_rate": 1024, "request_percentage": math.NaN()}}
+	tests := []struct {
+		name  string
+		other map[quotaEntity]map[string]float64
+		same  bool
+	}{
+		{"equal, NaN included", map[quotaEntity]map[string]float64{app: {"producer_byte_rate": 1024, "request_percentage": math.NaN()}}, true},
+		{"a value changed", map[quotaEntity]map[string]float64{app: {"producer_byte_rate": 1025, "request_percentage": math.NaN()}}, false},
+		{"a key removed", map[quotaEntity]map[string]float64{app: {"producer_byte_rate": 1024}}, false},
+		{"another entity", map[quotaEntity]map[string]float64{def: {"producer_byte_rate": 1024, "request_percentage": math.NaN()}}, false},
+		{"none", map[quotaEntity]map[string]float64{}, false},
+	}
+	for _, tt := range tests {
+		if got := sameQuotas(base, tt.other); got != tt.same {
+			t.Errorf("%s: sameQuotas = %v", tt.name, got)
+		}
+	}
+	if !sameQuotas(nil, map[quotaEntity]map[string]float64{}) {
+		t.Error("no quotas differ from an empty map")
+	}
 }
