@@ -265,16 +265,7 @@ func TestClusterGroupRequestsToTheWrongNode(t *testing.T) {
 	if code := raw.do(lg).(*kmsg.LeaveGroupResponse).ErrorCode; code != kerr.NotCoordinator.Code {
 		t.Errorf("LeaveGroup: %v, want NOT_COORDINATOR", kerr.ErrorForCode(code))
 	}
-	oc := kmsg.NewPtrOffsetCommitRequest()
-	oc.SetVersion(8)
-	oc.Group, oc.Generation = g, -1
-	oct := kmsg.NewOffsetCommitRequestTopic()
-	oct.Topic = "t"
-	ocp := kmsg.NewOffsetCommitRequestTopicPartition()
-	ocp.Partition, ocp.Offset = 0, 1
-	oct.Partitions = append(oct.Partitions, ocp)
-	oc.Topics = append(oc.Topics, oct)
-	if code := raw.do(oc).(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode; code != kerr.NotCoordinator.Code {
+	if code := raw.do(commitReq(8, g, "", -1, "t", 1)).(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode; code != kerr.NotCoordinator.Code {
 		t.Errorf("OffsetCommit: %v, want NOT_COORDINATOR", kerr.ErrorForCode(code))
 	}
 	cgh := kmsg.NewPtrConsumerGroupHeartbeatRequest()

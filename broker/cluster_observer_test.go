@@ -299,16 +299,7 @@ func TestClusterControlledShutdownMovesLeadershipsWithinTheISR(t *testing.T) {
 	tc := startCluster(t, 3)
 	ctx := testCtx(t)
 	ctrl := tc.controller(1)
-	victim := int32(1)
-	for victim == ctrl {
-		victim++
-	}
-	var survivor int32
-	for _, id := range tc.live() {
-		if id != victim {
-			survivor = id
-		}
-	}
+	victim, survivor := tc.victimAndSurvivor(ctrl)
 	adm := kadm.NewClient(tc.client(survivor))
 	if _, err := adm.CreateTopic(ctx, 6, 3, nil, "rf3"); err != nil {
 		t.Fatal(err)

@@ -403,16 +403,7 @@ func TestClusterFencesAClosedBrokerAndItsPartitionsGoOffline(t *testing.T) {
 	if _, err := kadm.NewClient(tc.client(1)).CreateTopic(ctx, 6, -1, nil, "t"); err != nil {
 		t.Fatalf("CreateTopic: %v", err)
 	}
-	victim := int32(1)
-	for victim == ctrl {
-		victim++
-	}
-	var survivor int32
-	for _, id := range tc.live() {
-		if id != victim {
-			survivor = id
-		}
-	}
+	victim, survivor := tc.victimAndSurvivor(ctrl)
 	waitLong(t, "the topic everywhere", func() bool {
 		md := tc.metadata(survivor)
 		return len(md.Topics) == 1 && len(md.Topics[0].Partitions) == 6

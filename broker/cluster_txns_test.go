@@ -187,22 +187,7 @@ func TestClusterGroupTransactSessionAcrossBrokers(t *testing.T) {
 	if got := consumeUntilSentinel(t, ctx, tc.nodes[2].Addr(), "out", 3, kgo.ReadCommitted()); !slices.Equal(got, want) {
 		t.Fatalf("read_committed output %q, want each input once %q", got, want)
 	}
-	offs, err := adm.FetchOffsets(ctx, groupID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ends, err := adm.ListEndOffsets(ctx, "in")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ends.Each(func(e kadm.ListedOffset) {
-		if e.Offset == 0 {
-			return
-		}
-		if o, ok := offs.Lookup("in", e.Partition); !ok || o.At != e.Offset {
-			t.Errorf("in-%d: committed %+v, end %d", e.Partition, o, e.Offset)
-		}
-	})
+	wantCommittedAtEnd(t, ctx, adm, groupID, "in")
 }
 
 // TestClusterTransactionRequestsToTheWrongNode checks the answers of the

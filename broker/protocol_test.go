@@ -593,15 +593,8 @@ func TestProduceToInternalTopicIsRefused(t *testing.T) {
 	b := startBroker(t, Config{OffsetsTopicPartitions: 1})
 	c := dialRaw(t, b.Addr())
 	// A simple offset commit makes the coordinator create __consumer_offsets.
-	commit := kmsg.NewPtrOffsetCommitRequest()
-	commit.SetVersion(8)
-	commit.Group, commit.Generation = "g", -1
 	createTopic(t, c, "t", 1, nil)
-	ct := kmsg.NewOffsetCommitRequestTopic()
-	ct.Topic = "t"
-	ct.Partitions = []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 0, LeaderEpoch: -1}}
-	commit.Topics = append(commit.Topics, ct)
-	if got := c.do(commit).(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode; got != 0 {
+	if got := c.do(commitReq(8, "g", "", -1, "t", 0)).(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode; got != 0 {
 		t.Fatalf("commit: %v", kerr.ErrorForCode(got))
 	}
 	got := produceRaw(c, 9, 1, "__consumer_offsets", 0, makeBatch(t, batch.None, 1, time.Now().UnixMilli()))

@@ -392,16 +392,7 @@ func TestOffsetsSurviveAMarkerInConsumerOffsets(t *testing.T) {
 	}
 	c := dialRaw(t, first.Addr())
 	createTopic(t, c, "t", 1, nil)
-	commit := kmsg.NewPtrOffsetCommitRequest()
-	commit.SetVersion(8)
-	commit.Group, commit.Generation = "g", -1
-	ct := kmsg.NewOffsetCommitRequestTopic()
-	ct.Topic = "t"
-	cp := kmsg.NewOffsetCommitRequestTopicPartition()
-	cp.Partition, cp.Offset = 0, 42
-	ct.Partitions = append(ct.Partitions, cp)
-	commit.Topics = append(commit.Topics, ct)
-	if code := c.do(commit).(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode; code != 0 {
+	if code := c.do(commitReq(8, "g", "", -1, "t", 42)).(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode; code != 0 {
 		t.Fatalf("commit: %v", kerr.ErrorForCode(code))
 	}
 	offsets := b2p(first, offsetsTopic)

@@ -121,16 +121,7 @@ func TestTxnOffsetCommitShowsAfterTheCommitMarker(t *testing.T) {
 	createTopic(t, c, "t", 3, nil)
 	pid, epoch := initProducerID(t, c, 4)
 
-	simple := kmsg.NewPtrOffsetCommitRequest()
-	simple.SetVersion(8)
-	simple.Group, simple.Generation = "g", -1
-	st := kmsg.NewOffsetCommitRequestTopic()
-	st.Topic = "t"
-	sp := kmsg.NewOffsetCommitRequestTopicPartition()
-	sp.Partition, sp.Offset = 0, 5
-	st.Partitions = append(st.Partitions, sp)
-	simple.Topics = append(simple.Topics, st)
-	if code := c.do(simple).(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode; code != 0 {
+	if code := c.do(commitReq(8, "g", "", -1, "t", 5)).(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode; code != 0 {
 		t.Fatalf("OffsetCommit: %v", kerr.ErrorForCode(code))
 	}
 

@@ -49,12 +49,18 @@ func TestTxnGroupTransactSessionExactlyOnce(t *testing.T) {
 	if got := consumeUntilSentinel(t, ctx, b.Addr(), "out", 2, kgo.ReadCommitted()); !slices.Equal(got, want) {
 		t.Fatalf("read_committed output %q, want each input once %q", got, want)
 	}
-	adm := kadm.NewClient(p)
-	offs, err := adm.FetchOffsets(ctx, "ctp-group")
+	wantCommittedAtEnd(t, ctx, kadm.NewClient(p), "ctp-group", "in")
+}
+
+// wantCommittedAtEnd checks that group has committed the end offset of every
+// partition of topic that holds records.
+func wantCommittedAtEnd(t *testing.T, ctx context.Context, adm *kadm.Client, group, topic string) {
+	t.Helper()
+	offs, err := adm.FetchOffsets(ctx, group)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ends, err := adm.ListEndOffsets(ctx, "in")
+	ends, err := adm.ListEndOffsets(ctx, topic)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,8 +68,8 @@ func TestTxnGroupTransactSessionExactlyOnce(t *testing.T) {
 		if e.Offset == 0 {
 			return // nothing consumed there, nothing committed
 		}
-		if o, ok := offs.Lookup("in", e.Partition); !ok || o.At != e.Offset {
-			t.Errorf("in-%d: committed %+v, end %d", e.Partition, o, e.Offset)
+		if o, ok := offs.Lookup(topic, e.Partition); !ok || o.At != e.Offset {
+			t.Errorf("%s-%d: committed %+v, end %d", topic, e.Partition, o, e.Offset)
 		}
 	})
 }

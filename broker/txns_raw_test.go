@@ -278,6 +278,10 @@ func TestTxnV2RawProduceAddsAndEndBumps(t *testing.T) {
 	if e := end(epoch+1, false); e.ErrorCode != 0 || e.ProducerEpoch != epoch+2 {
 		t.Fatalf("abort: %+v", e)
 	}
+	// EndTxn answers once the abort is decided; the marker reaches the
+	// partition after. Until it does the transaction is still open there
+	// and, as in Kafka, a batch of it is appended without verification.
+	waitFor(t, "the abort marker", func() bool { return listCommitted(t, c, "t") == b2p(b, "t")[0].highWatermark() })
 	wantTxnCode(t, "produce at an old epoch", rawProduce(t, c, 12, kmsg.StringPtr("v2"), "t", txnBatch(t, pid, epoch+1, 1, 1, "old")).ErrorCode, kerr.InvalidProducerEpoch)
 	if lso, hw := listCommitted(t, c, "t"), b2p(b, "t")[0].highWatermark(); lso != hw || hw != 5 {
 		t.Fatalf("LSO %d, high watermark %d; want both 5 (two records, a commit, a record, an abort)", lso, hw)

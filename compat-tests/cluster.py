@@ -194,6 +194,7 @@ def wait_until(fn, timeout: float, interval: float = 0.2):
 # ----------------------------------------------------------------------------- nodes
 
 def free_port() -> int:
+    """A free TCP port on 127.0.0.1 (for run.py's single node too)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]

@@ -18,33 +18,10 @@ func benchFS(b *testing.B) []testEnv {
 // KiB total) with default settings, so segments roll at 1 GiB; MemFS
 // segments are recreated every 256 MiB to bound memory.
 func BenchmarkAppend(b *testing.B) {
-	for _, size := range []int{1 << 10, 64 << 10} {
-		for _, env := range benchFS(b) {
-			b.Run(fmt.Sprintf("%dKiB/%s", size>>10, env.name), func(b *testing.B) {
-				cfg := DefaultConfig()
-				cfg.Logger = quietLogger
-				l := mustOpen(b, env.fs, env.dir, cfg)
-				defer l.Delete()
-				batch := makeBatch(batchSpec{records: 10, maxTs: 1, valueSize: size/10 - 8})
-				b.SetBytes(int64(len(batch)))
-				b.ReportAllocs()
-				written := 0
-				for b.Loop() {
-					if _, _, err := l.Append(batch); err != nil {
-						b.Fatal(err)
-					}
-					if written += len(batch); env.name == "mem" && written > 256<<20 {
-						b.StopTimer()
-						if err := l.TruncateFullyAndStartAt(l.EndOffset()); err != nil {
-							b.Fatal(err)
-						}
-						written = 0
-						b.StartTimer()
-					}
-				}
-			})
-		}
-	}
+	benchAppend(b, func(l *Log, batch []byte) error {
+		_, _, err := l.Append(batch)
+		return err
+	})
 }
 
 // BenchmarkAppendReplicated is BenchmarkAppend for a follower: the same
@@ -53,6 +30,16 @@ func BenchmarkAppend(b *testing.B) {
 // offset is set before each call, outside the timer's interest (it is
 // outside the CRC, as the leader's fetch response carries it).
 func BenchmarkAppendReplicated(b *testing.B) {
+	benchAppend(b, func(l *Log, batch []byte) error {
+		binary.BigEndian.PutUint64(batch, uint64(l.EndOffset()))
+		_, _, err := l.AppendReplicated(batch)
+		return err
+	})
+}
+
+// benchAppend runs appendBatch once per iteration, for batches of 1 KiB and
+// 64 KiB on each file system, as BenchmarkAppend describes.
+func benchAppend(b *testing.B, appendBatch func(l *Log, batch []byte) error) {
 	for _, size := range []int{1 << 10, 64 << 10} {
 		for _, env := range benchFS(b) {
 			b.Run(fmt.Sprintf("%dKiB/%s", size>>10, env.name), func(b *testing.B) {
@@ -65,8 +52,7 @@ func BenchmarkAppendReplicated(b *testing.B) {
 				b.ReportAllocs()
 				written := 0
 				for b.Loop() {
-					binary.BigEndian.PutUint64(batch, uint64(l.EndOffset()))
-					if _, _, err := l.AppendReplicated(batch); err != nil {
+					if err := appendBatch(l, batch); err != nil {
 						b.Fatal(err)
 					}
 					if written += len(batch); env.name == "mem" && written > 256<<20 {

@@ -20,7 +20,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/urfave/cli/v2"
 )
@@ -243,15 +242,12 @@ func checkPartition(c *cli.Context, ctx context.Context, topic string, partition
 		}
 		return reachError(c.String("bootstrap-server"), err)
 	}
-	td, ok := meta.Topics[topic]
-	if !ok {
-		return kafkaError("topic "+topic, kerr.UnknownTopicOrPartition, "")
-	}
-	if td.Err != nil {
-		return kafkaError("topic "+topic, td.Err, "")
+	td, err := describedTopic(meta, topic)
+	if err != nil {
+		return err
 	}
 	if _, ok := td.Partitions[partition]; partition >= 0 && !ok {
-		return kafkaError(fmt.Sprintf("partition %d of topic %s (it has %d)", partition, topic, len(td.Partitions)), kerr.UnknownTopicOrPartition, "")
+		return missingPartition(topic, partition, len(td.Partitions))
 	}
 	return nil
 }

@@ -304,19 +304,16 @@ func runGroupResetOffsets(c *cli.Context, args []string) error {
 		return adm.check(err)
 	}
 	for _, t := range names {
-		td, ok := meta.Topics[t]
-		if !ok {
-			return kafkaError("topic "+t, kerr.UnknownTopicOrPartition, "")
-		}
-		if td.Err != nil {
-			return kafkaError("topic "+t, td.Err, "")
+		td, err := describedTopic(meta, t)
+		if err != nil {
+			return err
 		}
 		if topics[t] == nil {
 			topics[t] = td.Partitions.Numbers()
 		}
 		for _, p := range topics[t] {
 			if _, ok := td.Partitions[p]; !ok {
-				return kafkaError(fmt.Sprintf("partition %d of topic %s (it has %d)", p, t, len(td.Partitions)), kerr.UnknownTopicOrPartition, "")
+				return missingPartition(t, p, len(td.Partitions))
 			}
 		}
 	}

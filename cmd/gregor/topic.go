@@ -163,15 +163,11 @@ func runTopicDescribe(c *cli.Context, names []string) error {
 	fail := failures{w: c.App.ErrWriter, total: len(names)}
 	var found []string
 	for _, name := range names {
-		td, ok := meta.Topics[name]
-		switch {
-		case !ok:
-			fail.add(kafkaError("topic "+name, kerr.UnknownTopicOrPartition, ""))
-		case td.Err != nil:
-			fail.add(kafkaError("topic "+name, td.Err, ""))
-		default:
-			found = append(found, name)
+		if _, err := describedTopic(meta, name); err != nil {
+			fail.add(err)
+			continue
 		}
+		found = append(found, name)
 	}
 	if len(found) > 0 {
 		starts, err := adm.ListStartOffsets(adm.ctx, found...)
@@ -336,12 +332,9 @@ func runTopicAlter(c *cli.Context, args []string) error {
 	if err != nil {
 		return adm.check(err)
 	}
-	td, ok := meta.Topics[topic]
-	if !ok {
-		return kafkaError("topic "+topic, kerr.UnknownTopicOrPartition, "")
-	}
-	if td.Err != nil {
-		return kafkaError("topic "+topic, td.Err, "")
+	td, err := describedTopic(meta, topic)
+	if err != nil {
+		return err
 	}
 	if partitions != 0 && partitions == len(td.Partitions) {
 		// CreatePartitions refuses a count equal to the current one;
@@ -386,29 +379,37 @@ func runTopicAlter(c *cli.Context, args []string) error {
 }
 
 func alterConfigsErr(topic string, resps kadm.AlterConfigsResponses, err error) error {
-	if err != nil {
-		return err
-	}
-	r, err := resps.On(topic, nil)
-	if err != nil {
-		return kafkaError("topic "+topic, err, "")
-	}
-	if r.Err != nil {
-		return kafkaError("topic "+topic, r.Err, r.ErrMessage)
-	}
-	return nil
+	r, missing := resps.On(topic, nil)
+	return topicResult(topic, err, missing == nil, r.Err, r.ErrMessage)
 }
 
 func createPartitionsErr(topic string, resps kadm.CreatePartitionsResponses, err error) error {
-	if err != nil {
-		return err
-	}
 	r, ok := resps[topic]
-	if !ok {
+	return topicResult(topic, err, ok, r.Err, r.ErrMessage)
+}
+
+// describedTopic is topic's detail in a Metadata answer, or the error topicResult gives for it.
+func describedTopic(meta kadm.Metadata, topic string) (kadm.TopicDetail, error) {
+	td, ok := meta.Topics[topic]
+	return td, topicResult(topic, nil, ok, td.Err, "")
+}
+
+// missingPartition is the error for a partition that a topic of n partitions does not have.
+func missingPartition(topic string, partition int32, n int) error {
+	return kafkaError(fmt.Sprintf("partition %d of topic %s (it has %d)", partition, topic, n), kerr.UnknownTopicOrPartition, "")
+}
+
+// topicResult is the outcome for one topic of a request about it: the request's own error, else
+// UNKNOWN_TOPIC_OR_PARTITION when the answer does not name the topic (found false), else the
+// topic's error code (code, with the broker's message msg), else nil.
+func topicResult(topic string, err error, found bool, code error, msg string) error {
+	switch {
+	case err != nil:
+		return err
+	case !found:
 		return kafkaError("topic "+topic, kerr.UnknownTopicOrPartition, "")
-	}
-	if r.Err != nil {
-		return kafkaError("topic "+topic, r.Err, r.ErrMessage)
+	case code != nil:
+		return kafkaError("topic "+topic, code, msg)
 	}
 	return nil
 }

@@ -132,27 +132,17 @@ cmd_build_cds() {
   rm -f "$list"
 }
 
-cmd_start() {
-  [ $# -eq 1 ] || die "usage: $0 start DIR"
-  local dir="$1"
-  mkdir -p "$dir"
-  dir="$(cd "$dir" && pwd)"
-  if [ -f "$dir/kafka.pid" ] && kill -0 "$(cat "$dir/kafka.pid")" 2>/dev/null; then
-    die "a broker is already running from $dir (pid $(cat "$dir/kafka.pid"))"
-  fi
-  local cp; cp="$(classpath)"
-  local port cport
-  port="${KAFKA_PORT:-$(free_port)}"
-  cport="$(free_port)"
-  while [ "$cport" = "$port" ]; do cport="$(free_port)"; done
-  local logdir="${KAFKA_LOG_DIR:-$dir/data}"
-  if [ -z "${KAFKA_LOG_DIR:-}" ]; then rm -rf "$logdir"; fi
-  mkdir -p "$logdir"
+# write_server_properties DIR NODE_ID VOTERS PORT CONTROLLER_PORT LOG_DIR RF MIN_ISR WHAT: the
+# server.properties of a combined broker+controller node into DIR. RF and MIN_ISR apply to new topics and
+# the internal ones; a single node (RF 1) keeps Kafka's default min.insync.replicas, so that the broker
+# does not report it as set. WHAT ends the comment at the top.
+write_server_properties() {
+  local dir="$1" id="$2" voters="$3" port="$4" cport="$5" logdir="$6" rf="$7" isr="$8" what="$9"
   cat > "$dir/server.properties" <<EOF
-# written by compat-tests/kafka/kafka.sh: single-node combined KRaft broker
+# written by compat-tests/kafka/kafka.sh$what
 process.roles=broker,controller
-node.id=1
-controller.quorum.voters=1@127.0.0.1:$cport
+node.id=$id
+controller.quorum.voters=$voters
 listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
 advertised.listeners=PLAINTEXT://127.0.0.1:$port
 controller.listener.names=CONTROLLER
@@ -161,14 +151,14 @@ listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
 log.dirs=$logdir
 auto.create.topics.enable=true
 num.partitions=1
-default.replication.factor=1
-offsets.topic.replication.factor=1
+default.replication.factor=$rf
+offsets.topic.replication.factor=$rf
 offsets.topic.num.partitions=1
-transaction.state.log.replication.factor=1
-transaction.state.log.min.isr=1
+transaction.state.log.replication.factor=$rf
+transaction.state.log.min.isr=$isr
 transaction.state.log.num.partitions=1
-share.coordinator.state.topic.replication.factor=1
-share.coordinator.state.topic.min.isr=1
+share.coordinator.state.topic.replication.factor=$rf
+share.coordinator.state.topic.min.isr=$isr
 group.initial.rebalance.delay.ms=0
 delete.topic.enable=true
 # The scenarios write records with fixed 2023 CreateTimes, which the default 7-day retention
@@ -177,44 +167,55 @@ delete.topic.enable=true
 log.initial.task.delay.ms=3600000
 log.retention.check.interval.ms=3600000
 EOF
-  local cid; cid="$(random_cluster_id)"
-  echo "$cid" > "$dir/cluster.id"
+  if [ "$rf" -gt 1 ]; then
+    echo "min.insync.replicas=$isr" >> "$dir/server.properties"
+  fi
+}
+
+# format_node DIR CLUSTER_ID: format the KRaft log dir named by DIR/server.properties; the tool's output
+# is in DIR/format.log, and on stderr when it fails.
+format_node() {
+  local dir="$1" cid="$2" cp
+  cp="$(classpath)"
   if ! "$JAVA" "${TOOL_JVM_OPTS[@]}" -cp "$cp" kafka.tools.StorageTool format \
          --cluster-id="$cid" -c "$dir/server.properties" > "$dir/format.log" 2>&1; then
     cat "$dir/format.log" >&2
-    die "formatting the KRaft data dir failed"
+    return 1
   fi
+}
+
+cmd_start() {
+  [ $# -eq 1 ] || die "usage: $0 start DIR"
+  local dir="$1"
+  mkdir -p "$dir"
+  dir="$(cd "$dir" && pwd)"
+  if [ -f "$dir/kafka.pid" ] && kill -0 "$(cat "$dir/kafka.pid")" 2>/dev/null; then
+    die "a broker is already running from $dir (pid $(cat "$dir/kafka.pid"))"
+  fi
+  classpath > /dev/null
+  local port cport
+  port="${KAFKA_PORT:-$(free_port)}"
+  cport="$(free_port)"
+  while [ "$cport" = "$port" ]; do cport="$(free_port)"; done
+  local logdir="${KAFKA_LOG_DIR:-$dir/data}"
+  if [ -z "${KAFKA_LOG_DIR:-}" ]; then rm -rf "$logdir"; fi
+  mkdir -p "$logdir"
+  write_server_properties "$dir" 1 "1@127.0.0.1:$cport" "$port" "$cport" "$logdir" 1 1 ": single-node combined KRaft broker"
+  local cid; cid="$(random_cluster_id)"
+  echo "$cid" > "$dir/cluster.id"
+  format_node "$dir" "$cid" || die "formatting the KRaft data dir failed"
+  # a fresh start: the logs of an earlier broker in DIR go
   : > "$dir/server.log"
-  # not exec'd from a subshell that we wait on: the broker outlives this script; 'stop' ends it
-  local heap
-  read -r -a heap <<< "${KAFKA_HEAP_OPTS:--Xms512m -Xmx512m}"
-  "$JAVA" "${heap[@]}" -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -Djava.awt.headless=true \
-    -Dkafka.logs.dir="$dir" "-Dlog4j2.configurationFile=$HERE/log4j2-server.properties" \
-    -cp "$cp" kafka.Kafka "$dir/server.properties" > "$dir/kafka.out" 2>&1 < /dev/null &
-  local pid=$!
-  echo "$pid" > "$dir/kafka.pid"
-  disown "$pid" 2>/dev/null || true
-  local deadline=$((SECONDS + ${KAFKA_START_TIMEOUT:-120}))
-  while :; do
-    if ! kill -0 "$pid" 2>/dev/null; then
-      tail -n 40 "$dir/kafka.out" "$dir/server.log" >&2 || true
-      die "Kafka exited during start-up (logs in $dir)"
-    fi
-    if grep -q 'Kafka Server started' "$dir/server.log" 2>/dev/null \
-       && (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-      break
-    fi
-    if [ $SECONDS -ge $deadline ]; then
-      tail -n 40 "$dir/kafka.out" "$dir/server.log" >&2 || true
-      cmd_stop "$dir" || true
-      die "Kafka did not become ready within ${KAFKA_START_TIMEOUT:-120}s (logs in $dir)"
-    fi
-    sleep 0.2
-  done
+  : > "$dir/kafka.out"
+  local launched
+  if ! launched="$(launch_node "$dir" "$port")"; then
+    cmd_stop "$dir" || true
+    exit 1
+  fi
   echo "127.0.0.1:$port" > "$dir/bootstrap"
   echo "BOOTSTRAP=127.0.0.1:$port"
   echo "DATA_DIR=$logdir"
-  echo "PID=$pid"
+  echo "$launched"
 }
 
 # launch_node DIR PORT: start the broker whose server.properties is in DIR and wait until it reports
@@ -253,10 +254,10 @@ launch_node() {
 
 cmd_start_cluster() {
   [ $# -eq 1 ] || die "usage: $0 start-cluster DIR"
-  local dir="$1" cp n
+  local dir="$1" n
   mkdir -p "$dir"
   dir="$(cd "$dir" && pwd)"
-  cp="$(classpath)"
+  classpath > /dev/null
   local ports=() cports=() voters=""
   for n in 1 2 3; do
     ports[n]="$(free_port)"
@@ -270,40 +271,10 @@ cmd_start_cluster() {
     local nd="$dir/node-$n"
     rm -rf "$nd"
     mkdir -p "$nd/data"
-    cat > "$nd/server.properties" <<EOF
-# written by compat-tests/kafka/kafka.sh start-cluster: node $n of a three-node combined KRaft cluster
-process.roles=broker,controller
-node.id=$n
-controller.quorum.voters=$voters
-listeners=PLAINTEXT://127.0.0.1:${ports[n]},CONTROLLER://127.0.0.1:${cports[n]}
-advertised.listeners=PLAINTEXT://127.0.0.1:${ports[n]}
-controller.listener.names=CONTROLLER
-inter.broker.listener.name=PLAINTEXT
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
-log.dirs=$nd/data
-auto.create.topics.enable=true
-num.partitions=1
-default.replication.factor=3
-min.insync.replicas=2
-offsets.topic.replication.factor=3
-offsets.topic.num.partitions=1
-transaction.state.log.replication.factor=3
-transaction.state.log.min.isr=2
-transaction.state.log.num.partitions=1
-share.coordinator.state.topic.replication.factor=3
-share.coordinator.state.topic.min.isr=2
-group.initial.rebalance.delay.ms=0
-delete.topic.enable=true
-# as for the single node (start): no retention check during a run
-log.initial.task.delay.ms=3600000
-log.retention.check.interval.ms=3600000
-EOF
+    write_server_properties "$nd" "$n" "$voters" "${ports[n]}" "${cports[n]}" "$nd/data" 3 2 \
+      " start-cluster: node $n of a three-node combined KRaft cluster"
     echo "${ports[n]}" > "$nd/port"
-    if ! "$JAVA" "${TOOL_JVM_OPTS[@]}" -cp "$cp" kafka.tools.StorageTool format \
-           --cluster-id="$cid" -c "$nd/server.properties" > "$nd/format.log" 2>&1; then
-      cat "$nd/format.log" >&2
-      die "formatting node $n failed"
-    fi
+    format_node "$nd" "$cid" || die "formatting node $n failed"
     bootstrap="$bootstrap${bootstrap:+,}127.0.0.1:${ports[n]}"
   done
   # the three start together: a combined node waits for its quorum before it reports started

@@ -211,6 +211,46 @@ func describeConfigs(topic string) kmsg.Request {
 	return req
 }
 
+// offsetFetch asks OffsetFetch v8 for partition 0 of the entry's topic in the group named topic+suffix.
+func offsetFetch(suffix string) func(string) kmsg.Request {
+	return func(topic string) kmsg.Request {
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.Version = 8
+		g := kmsg.NewOffsetFetchRequestGroup()
+		g.Group = topic + suffix
+		t := kmsg.NewOffsetFetchRequestGroupTopic()
+		t.Topic = topic
+		t.Partitions = []int32{0}
+		g.Topics = append(g.Topics, t)
+		req.Groups = append(req.Groups, g)
+		return req
+	}
+}
+
+// describeGroups asks DescribeGroups at version for the groups named topic+suffix, in order.
+func describeGroups(version int16, suffixes ...string) func(string) kmsg.Request {
+	return func(topic string) kmsg.Request {
+		req := kmsg.NewPtrDescribeGroupsRequest()
+		req.Version = version
+		for _, s := range suffixes {
+			req.Groups = append(req.Groups, topic+s)
+		}
+		return req
+	}
+}
+
+// consumerGroupDescribe asks ConsumerGroupDescribe v1 for the groups named topic+suffix, in order.
+func consumerGroupDescribe(suffixes ...string) func(string) kmsg.Request {
+	return func(topic string) kmsg.Request {
+		req := kmsg.NewPtrConsumerGroupDescribeRequest()
+		req.Version = 1
+		for _, s := range suffixes {
+			req.Groups = append(req.Groups, topic+s)
+		}
+		return req
+	}
+}
+
 func deleteRecords(offset int64) func(string) kmsg.Request {
 	return func(topic string) kmsg.Request {
 		req := kmsg.NewPtrDeleteRecordsRequest()
@@ -439,18 +479,7 @@ var catalogue = []entry{
 		}
 		return waitCoordinator(c, topic+"-g", 0)
 	}, req: func(topic string) kmsg.Request { return offsetCommitReq(topic+"-g", topic, 3) }},
-	{name: "OffsetFetch after commit", setup: commitSetup, req: func(topic string) kmsg.Request {
-		req := kmsg.NewPtrOffsetFetchRequest()
-		req.Version = 8
-		g := kmsg.NewOffsetFetchRequestGroup()
-		g.Group = topic + "-g"
-		t := kmsg.NewOffsetFetchRequestGroupTopic()
-		t.Topic = topic
-		t.Partitions = []int32{0}
-		g.Topics = append(g.Topics, t)
-		req.Groups = append(req.Groups, g)
-		return req
-	}},
+	{name: "OffsetFetch after commit", setup: commitSetup, req: offsetFetch("-g")},
 
 	// DescribeConfigs v4
 	{name: "DescribeConfigs topic", setup: func(c *conn, topic string) error {
@@ -459,36 +488,10 @@ var catalogue = []entry{
 	{name: "DescribeConfigs unknown topic", req: describeConfigs},
 
 	// Groups
-	{name: "DescribeGroups v5 unknown group", req: func(topic string) kmsg.Request {
-		req := kmsg.NewPtrDescribeGroupsRequest()
-		req.Version = 5
-		req.Groups = []string{topic + "-g"}
-		return req
-	}},
-	{name: "DescribeGroups v6 unknown group", req: func(topic string) kmsg.Request {
-		req := kmsg.NewPtrDescribeGroupsRequest()
-		req.Version = 6
-		req.Groups = []string{topic + "-g"}
-		return req
-	}},
-	{name: "DescribeGroups v5 group with committed offsets only", setup: commitSetup, req: func(topic string) kmsg.Request {
-		req := kmsg.NewPtrDescribeGroupsRequest()
-		req.Version = 5
-		req.Groups = []string{topic + "-g"}
-		return req
-	}},
-	{name: "OffsetFetch unknown group", setup: topicWithData, req: func(topic string) kmsg.Request {
-		req := kmsg.NewPtrOffsetFetchRequest()
-		req.Version = 8
-		g := kmsg.NewOffsetFetchRequestGroup()
-		g.Group = topic + "-nogroup"
-		t := kmsg.NewOffsetFetchRequestGroupTopic()
-		t.Topic = topic
-		t.Partitions = []int32{0}
-		g.Topics = append(g.Topics, t)
-		req.Groups = append(req.Groups, g)
-		return req
-	}},
+	{name: "DescribeGroups v5 unknown group", req: describeGroups(5, "-g")},
+	{name: "DescribeGroups v6 unknown group", req: describeGroups(6, "-g")},
+	{name: "DescribeGroups v5 group with committed offsets only", setup: commitSetup, req: describeGroups(5, "-g")},
+	{name: "OffsetFetch unknown group", setup: topicWithData, req: offsetFetch("-nogroup")},
 	{name: "ListGroups v4 states filter", req: func(string) kmsg.Request {
 		req := kmsg.NewPtrListGroupsRequest()
 		req.Version = 4

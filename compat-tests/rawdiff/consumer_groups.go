@@ -110,33 +110,13 @@ var consumerGroupEntries = []entry{
 	{name: "ConsumerGroupHeartbeat v1 static leave without instance id", setup: joinedConsumerGroup,
 		req: func(topic string) kmsg.Request { return cghb(topic, topic+"-m1", -2) }},
 	{name: "ConsumerGroupDescribe v1 consumer group", setup: joinedConsumerGroup, mask: topicIDMask,
-		req: func(topic string) kmsg.Request {
-			req := kmsg.NewPtrConsumerGroupDescribeRequest()
-			req.Version = 1
-			req.Groups = []string{topic + "-cg"}
-			return req
-		}},
+		req: consumerGroupDescribe("-cg")},
 	{name: "ConsumerGroupDescribe v1 unknown and classic groups", setup: commitSetup,
-		req: func(topic string) kmsg.Request {
-			req := kmsg.NewPtrConsumerGroupDescribeRequest()
-			req.Version = 1
-			req.Groups = []string{topic + "-g", topic + "-none"}
-			return req
-		}},
+		req: consumerGroupDescribe("-g", "-none")},
 	{name: "DescribeGroups v5 consumer group", setup: joinedConsumerGroup,
-		req: func(topic string) kmsg.Request {
-			req := kmsg.NewPtrDescribeGroupsRequest()
-			req.Version = 5
-			req.Groups = []string{topic + "-cg"}
-			return req
-		}},
+		req: describeGroups(5, "-cg")},
 	{name: "DescribeGroups v6 consumer group", setup: joinedConsumerGroup,
-		req: func(topic string) kmsg.Request {
-			req := kmsg.NewPtrDescribeGroupsRequest()
-			req.Version = 6
-			req.Groups = []string{topic + "-cg"}
-			return req
-		}},
+		req: describeGroups(6, "-cg")},
 	{name: "OffsetCommit v9 consumer group stale epoch", setup: joinedConsumerGroup,
 		req: func(topic string) kmsg.Request { return memberCommit(topic, 2) }},
 	{name: "OffsetCommit v9 consumer group current epoch", setup: joinedConsumerGroup,

@@ -287,6 +287,26 @@ func TestElectLeaders(t *testing.T) {
 	}
 }
 
+// fenceTheOnlyISRMember creates topic u, one partition on brokers 1 and 2
+// (both registered; e1 is broker 1's epoch), lets broker 1, its leader,
+// shrink the ISR to itself and then fences it, and returns the topic's id.
+func fenceTheOnlyISRMember(t *testing.T, c *Controller, e1 int64) metadata.UUID {
+	t.Helper()
+	res, err := c.CreateTopics(ctx(t), []CreateTopic{{Name: "u", NumPartitions: -1, ReplicationFactor: -1,
+		Assignments: map[int32][]int32{0: {1, 2}}}}, false)
+	if err != nil || res[0].Err != nil {
+		t.Fatal(err, res)
+	}
+	tid := res[0].TopicID
+	ap, err := c.AlterPartition(ctx(t), AlterPartitionRequest{BrokerID: 1, BrokerEpoch: e1,
+		Partitions: []AlterPartitionItem{{TopicID: tid, Partition: 0, NewISR: []int32{1}}}})
+	if err != nil || ap[0].Err != nil {
+		t.Fatal(err, ap)
+	}
+	c.Heartbeat(ctx(t), BrokerHeartbeat{BrokerID: 1, BrokerEpoch: e1, CurrentMetadataOffset: e1, WantFence: true})
+	return tid
+}
+
 // TestUncleanElectLeaders: an unclean election of a leaderless partition
 // takes an unfenced ISR member first, else any unfenced replica as the ISR
 // alone, else ELIGIBLE_LEADERS_NOT_AVAILABLE.
@@ -294,20 +314,8 @@ func TestUncleanElectLeaders(t *testing.T) {
 	c := newQuorum(t, 1, nil).active()
 	e1 := register(t, c, 1, "")
 	e2 := register(t, c, 2, "")
-	res, err := c.CreateTopics(ctx(t), []CreateTopic{{Name: "u", NumPartitions: -1, ReplicationFactor: -1,
-		Assignments: map[int32][]int32{0: {1, 2}}}}, false)
-	if err != nil || res[0].Err != nil {
-		t.Fatal(err, res)
-	}
-	tid := res[0].TopicID
-	// Broker 1 leaves the ISR; then the leader, 1, is fenced: no clean
-	// leader (2 is not in the ISR), and unclean election is off.
-	ap, err := c.AlterPartition(ctx(t), AlterPartitionRequest{BrokerID: 1, BrokerEpoch: e1,
-		Partitions: []AlterPartitionItem{{TopicID: tid, Partition: 0, NewISR: []int32{1}}}})
-	if err != nil || ap[0].Err != nil {
-		t.Fatal(err, ap)
-	}
-	c.Heartbeat(ctx(t), BrokerHeartbeat{BrokerID: 1, BrokerEpoch: e1, CurrentMetadataOffset: e1, WantFence: true})
+	// Unclean election is off: no clean leader once 1 is fenced.
+	tid := fenceTheOnlyISRMember(t, c, e1)
 	if p := c.Image().Topics[tid].Partitions[0]; p.Leader != metadata.NoLeader || !slices.Equal(p.ISR, []int32{1}) {
 		t.Fatalf("after fencing the only ISR member: %+v", p)
 	}
@@ -496,14 +504,7 @@ func TestUncleanElectionOnlyWhenEnabled(t *testing.T) {
 		c := newQuorum(t, 1, func(cfg *Config) { cfg.UncleanLeaderElection = enabled }).active()
 		e1 := register(t, c, 1, "")
 		register(t, c, 2, "")
-		res, _ := c.CreateTopics(ctx(t), []CreateTopic{{Name: "u", NumPartitions: -1, ReplicationFactor: -1, Assignments: map[int32][]int32{0: {1, 2}}}}, false)
-		tid := res[0].TopicID
-		ap, err := c.AlterPartition(ctx(t), AlterPartitionRequest{BrokerID: 1, BrokerEpoch: e1,
-			Partitions: []AlterPartitionItem{{TopicID: tid, Partition: 0, NewISR: []int32{1}}}})
-		if err != nil || ap[0].Err != nil {
-			t.Fatal(err, ap)
-		}
-		c.Heartbeat(ctx(t), BrokerHeartbeat{BrokerID: 1, BrokerEpoch: e1, CurrentMetadataOffset: e1, WantFence: true})
+		tid := fenceTheOnlyISRMember(t, c, e1)
 		p := c.Image().Topics[tid].Partitions[0]
 		if enabled && (p.Leader != 2 || !slices.Equal(p.ISR, []int32{2})) {
 			t.Errorf("unclean enabled: %+v, want leader 2 and ISR [2]", p)

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net"
 	"testing"
@@ -49,10 +50,10 @@ func TestObserverJoinsWhenItsBrokerRegistersAndAppliesTheLog(t *testing.T) {
 			Endpoints: []metadata.Endpoint{{Name: "PLAINTEXT", Host: "localhost", Port: 9192}}})
 		return err
 	})
+	// The registration is committed when it returns; the other voters
+	// apply the conf change adding the learner when they apply the log.
 	for vid, c := range q.ctls {
-		if got := c.Observers()[id]; got != addr {
-			t.Fatalf("voter %d knows observer %d at %q, want %q", vid, id, got, addr)
-		}
+		waitFor(t, fmt.Sprintf("voter %d to know observer %d at %s", vid, id, addr), func() bool { return c.Observers()[id] == addr })
 	}
 	waitFor(t, "the observer to apply its own registration", func() bool {
 		b := obs.Image().Brokers[id]

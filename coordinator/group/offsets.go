@@ -103,9 +103,19 @@ type OffsetDeleteResult struct {
 // OffsetMetadataManager.commitOffset and ClassicGroup.validateOffsetCommit).
 func (c *Coordinator) CommitOffsets(now int64, id ReplyID, req CommitRequest) {
 	e := c.validateCommit(now, req)
-	res := &CommitResult{}
 	g := c.groups[req.GroupID]
-	for _, t := range req.Topics {
+	c.reply(id, c.commitEach(now, e, req.Topics, func(tp topicPartition, co committedOffset) {
+		g.offsets[tp] = co
+		c.record(g.id, offsetKey(g.id, tp.topic, tp.partition), offsetValue(co))
+	}))
+}
+
+// commitEach answers a commit of topics: every partition fails with e when e is not nil, one whose
+// metadata is too long fails with OFFSET_METADATA_TOO_LARGE, and each other is passed to store as
+// the offset committed now.
+func (c *Coordinator) commitEach(now int64, e *kerr.Error, topics []CommitTopic, store func(topicPartition, committedOffset)) *CommitResult {
+	res := &CommitResult{}
+	for _, t := range topics {
 		tr := TopicResult{Topic: t.Topic}
 		for _, p := range t.Partitions {
 			pr := PartitionResult{Partition: p.Partition, ErrorCode: errCode(e)}
@@ -118,14 +128,13 @@ func (c *Coordinator) CommitOffsets(now int64, id ReplyID, req CommitRequest) {
 				if p.Metadata != nil {
 					co.metadata = *p.Metadata
 				}
-				g.offsets[topicPartition{t.Topic, p.Partition}] = co
-				c.record(g.id, offsetKey(g.id, t.Topic, p.Partition), offsetValue(co))
+				store(topicPartition{t.Topic, p.Partition}, co)
 			}
 			tr.Partitions = append(tr.Partitions, pr)
 		}
 		res.Topics = append(res.Topics, tr)
 	}
-	c.reply(id, res)
+	return res
 }
 
 func (c *Coordinator) validateCommit(now int64, req CommitRequest) *kerr.Error {

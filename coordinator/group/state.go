@@ -196,18 +196,21 @@ func (g *group) supportsProtocols(protocolType string, ps []Protocol) bool {
 		return false
 	}
 	for _, p := range ps {
-		all := true
-		for _, m := range g.members {
-			if !hasProtocol(m.protocols, p.Name) {
-				all = false
-				break
-			}
-		}
-		if all {
+		if g.allSupport(p.Name) {
 			return true
 		}
 	}
 	return false
+}
+
+// allSupport reports whether every member lists the protocol name.
+func (g *group) allSupport(name string) bool {
+	for _, m := range g.members {
+		if !hasProtocol(m.protocols, name) {
+			return false
+		}
+	}
+	return true
 }
 
 func hasProtocol(ps []Protocol, name string) bool {
@@ -227,14 +230,7 @@ func (g *group) selectProtocol() string {
 	var candidates []string
 	first := g.members[g.order[0]]
 	for _, p := range first.protocols {
-		all := true
-		for _, m := range g.members {
-			if !hasProtocol(m.protocols, p.Name) {
-				all = false
-				break
-			}
-		}
-		if all {
+		if g.allSupport(p.Name) {
 			candidates = append(candidates, p.Name)
 		}
 	}

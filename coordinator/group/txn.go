@@ -74,7 +74,6 @@ func (c *Coordinator) CommitTxnOffsets(now int64, id ReplyID, req TxnCommitReque
 	if e == nil && req.AppendError != nil {
 		e = req.AppendError
 	}
-	res := &CommitResult{}
 	g := c.groups[req.GroupID]
 	if e == nil && g == nil {
 		// A simple group, created by its first manual commit, as Kafka's
@@ -83,28 +82,11 @@ func (c *Coordinator) CommitTxnOffsets(now int64, id ReplyID, req TxnCommitReque
 		c.groups[req.GroupID] = g
 	}
 	producer := req.Producer
-	for _, t := range req.Topics {
-		tr := TopicResult{Topic: t.Topic}
-		for _, p := range t.Partitions {
-			pr := PartitionResult{Partition: p.Partition, ErrorCode: errCode(e)}
-			switch {
-			case e != nil:
-			case p.Metadata != nil && len(*p.Metadata) > c.cfg.MaxMetadataBytes:
-				pr.ErrorCode = kerr.OffsetMetadataTooLarge.Code
-			default:
-				co := committedOffset{offset: p.Offset, leaderEpoch: p.LeaderEpoch, commitTimestamp: now, seq: c.nextSeq()}
-				if p.Metadata != nil {
-					co.metadata = *p.Metadata
-				}
-				c.addPending(producer.ID, g.id, topicPartition{t.Topic, p.Partition}, co)
-				c.pending.Records = append(c.pending.Records, Record{GroupID: g.id, Key: offsetKey(g.id, t.Topic, p.Partition),
-					Value: offsetValue(co), Txn: &producer})
-			}
-			tr.Partitions = append(tr.Partitions, pr)
-		}
-		res.Topics = append(res.Topics, tr)
-	}
-	c.reply(id, res)
+	c.reply(id, c.commitEach(now, e, req.Topics, func(tp topicPartition, co committedOffset) {
+		c.addPending(producer.ID, g.id, tp, co)
+		c.pending.Records = append(c.pending.Records, Record{GroupID: g.id, Key: offsetKey(g.id, tp.topic, tp.partition),
+			Value: offsetValue(co), Txn: &producer})
+	}))
 }
 
 // validateTxnCommit is Kafka's validateTransactionalOffsetCommit with

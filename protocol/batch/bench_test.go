@@ -11,16 +11,21 @@ func BenchmarkValidate(b *testing.B) {
 	recs := valueRecords(100, 100)
 	for _, c := range codecs {
 		b.Run(c.String(), func(b *testing.B) {
-			batch := mustBuild(b, defaultOptions(c), recs)
-			var s Scratch
-			b.SetBytes(int64(len(batch)))
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := Validate(batch, &s); err != nil {
-					b.Fatal(err)
-				}
-			}
+			benchValidate(b, mustBuild(b, defaultOptions(c), recs))
 		})
+	}
+}
+
+// benchValidate validates batch once per iteration, with a Scratch reused as
+// the broker reuses it.
+func benchValidate(b *testing.B, batch []byte) {
+	var s Scratch
+	b.SetBytes(int64(len(batch)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Validate(batch, &s); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 
@@ -79,15 +84,7 @@ func BenchmarkValidate1KB(b *testing.B) {
 	recs := valueRecords(64, 1024)
 	for _, c := range codecs {
 		b.Run(c.String(), func(b *testing.B) {
-			batch := mustBuild(b, defaultOptions(c), recs)
-			var s Scratch
-			b.SetBytes(int64(len(batch)))
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := Validate(batch, &s); err != nil {
-					b.Fatal(err)
-				}
-			}
+			benchValidate(b, mustBuild(b, defaultOptions(c), recs))
 		})
 	}
 }
@@ -104,15 +101,7 @@ func BenchmarkValidateRepeated1KB(b *testing.B) {
 		}
 		for _, c := range []Compression{LZ4, Zstd} {
 			b.Run(fmt.Sprintf("%s/%d", c, n), func(b *testing.B) {
-				batch := mustBuild(b, defaultOptions(c), recs)
-				var s Scratch
-				b.SetBytes(int64(len(batch)))
-				b.ReportAllocs()
-				for b.Loop() {
-					if _, err := Validate(batch, &s); err != nil {
-						b.Fatal(err)
-					}
-				}
+				benchValidate(b, mustBuild(b, defaultOptions(c), recs))
 			})
 		}
 	}

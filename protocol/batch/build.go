@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"slices"
 	"sync"
@@ -186,14 +187,30 @@ func (w *appendWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-type gzipEncoder struct {
+// streamEncoder is a pooled gzip or lz4 writer that compresses into out.
+type streamEncoder[W interface {
+	io.WriteCloser
+	Reset(io.Writer)
+}] struct {
 	out appendWriter
-	w   *gzip.Writer
+	w   W
 }
 
-type lz4Encoder struct {
-	out appendWriter
-	w   *lz4.Writer
+type (
+	gzipEncoder = streamEncoder[*gzip.Writer]
+	lz4Encoder  = streamEncoder[*lz4.Writer]
+)
+
+// compress appends raw, compressed as one stream, to dst.
+func (e *streamEncoder[W]) compress(dst, raw []byte) ([]byte, error) {
+	e.out.b = dst
+	e.w.Reset(&e.out)
+	_, err := e.w.Write(raw)
+	if err == nil {
+		err = e.w.Close()
+	}
+	dst, e.out.b = e.out.b, nil
+	return dst, err
 }
 
 var (
@@ -229,27 +246,13 @@ func compress(dst []byte, c Compression, raw []byte) ([]byte, error) {
 	case Gzip:
 		e := gzipEncoders.Get().(*gzipEncoder)
 		defer gzipEncoders.Put(e)
-		e.out.b = dst
-		e.w.Reset(&e.out)
-		_, err := e.w.Write(raw)
-		if err == nil {
-			err = e.w.Close()
-		}
-		dst, e.out.b = e.out.b, nil
-		return dst, err
+		return e.compress(dst, raw)
 	case Snappy:
 		return appendXerial(dst, raw), nil
 	case LZ4:
 		e := lz4Encoders.Get().(*lz4Encoder)
 		defer lz4Encoders.Put(e)
-		e.out.b = dst
-		e.w.Reset(&e.out)
-		_, err := e.w.Write(raw)
-		if err == nil {
-			err = e.w.Close()
-		}
-		dst, e.out.b = e.out.b, nil
-		return dst, err
+		return e.compress(dst, raw)
 	case Zstd:
 		e := zstdEncoders.Get().(*zstd.Encoder)
 		defer zstdEncoders.Put(e)

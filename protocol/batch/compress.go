@@ -97,23 +97,21 @@ func (s *Scratch) readAll(c Compression, r io.Reader, inLen int) ([]byte, error)
 	if cap(buf) == 0 {
 		buf = make([]byte, 0, min(max(4*inLen, 1024), limit))
 	}
+	// Whatever the outcome, the buffer as grown is kept for the next call.
+	defer func() { s.buf = buf[:0] }()
 	stalls := 0
 	for {
 		if len(buf) >= limit {
 			n, err := r.Read(s.probe[:])
 			switch {
 			case n > 0:
-				s.buf = buf[:0]
 				return nil, tooLarge(c, limit)
 			case err == io.EOF:
-				s.buf = buf[:0]
 				return buf, nil
 			case err != nil:
-				s.buf = buf[:0]
 				return nil, decompressErr(c, err)
 			}
 			if stalls++; stalls > 100 {
-				s.buf = buf[:0]
 				return nil, decompressErr(c, io.ErrNoProgress)
 			}
 			continue
@@ -125,14 +123,11 @@ func (s *Scratch) readAll(c Compression, r io.Reader, inLen int) ([]byte, error)
 		buf = buf[:len(buf)+n]
 		switch {
 		case err == io.EOF:
-			s.buf = buf[:0]
 			return buf, nil
 		case err != nil:
-			s.buf = buf[:0]
 			return nil, decompressErr(c, err)
 		case n == 0:
 			if stalls++; stalls > 100 {
-				s.buf = buf[:0]
 				return nil, decompressErr(c, io.ErrNoProgress)
 			}
 		default:

@@ -69,6 +69,20 @@ func FuzzValidate(f *testing.F) {
 	})
 }
 
+// refused checks what every decode of fuzzed bytes must hold, whatever its
+// outcome: the scratch buffer stayed within the limit, and an error wraps
+// one of the package's sentinels. It reports whether the decode failed.
+func refused(t *testing.T, s *Scratch, err error) bool {
+	t.Helper()
+	if cap(s.buf) > fuzzLimit {
+		t.Fatalf("scratch buffer of %d bytes, limit %d", cap(s.buf), fuzzLimit)
+	}
+	if err != nil && !isSentinel(err) {
+		t.Fatalf("error %v wraps no sentinel", err)
+	}
+	return err != nil
+}
+
 func checkValidate(t *testing.T, b []byte) {
 	orig := string(b)
 	s := &Scratch{MaxUncompressed: fuzzLimit}
@@ -76,13 +90,7 @@ func checkValidate(t *testing.T, b []byte) {
 	if string(b) != orig {
 		t.Fatal("Validate modified its input")
 	}
-	if cap(s.buf) > fuzzLimit {
-		t.Fatalf("scratch buffer of %d bytes, limit %d", cap(s.buf), fuzzLimit)
-	}
-	if err != nil {
-		if !isSentinel(err) {
-			t.Fatalf("error %v wraps no sentinel", err)
-		}
+	if refused(t, s, err) {
 		return
 	}
 	if info.UncompressedBytes > fuzzLimit {
@@ -197,13 +205,7 @@ func FuzzForEachRecord(f *testing.F) {
 			}
 			return true
 		})
-		if cap(s.buf) > fuzzLimit {
-			t.Fatalf("scratch buffer of %d bytes, limit %d", cap(s.buf), fuzzLimit)
-		}
-		if err != nil {
-			if !isSentinel(err) {
-				t.Fatalf("error %v wraps no sentinel", err)
-			}
+		if refused(t, s, err) {
 			return
 		}
 		if n > 0 && int32(n) != count {

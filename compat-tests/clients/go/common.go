@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -241,4 +242,55 @@ func ConfigSourceName(s int8) string {
 		return "DYNAMIC_GROUP_CONFIG"
 	}
 	return "UNKNOWN"
+}
+
+// loopMember is what the group consumers fed by a goroutine of their own (sarama's Consume loop,
+// kafka-go's generation loop) share: the size of the member's assignment, the loop's cancel and
+// done, and closing once. The embedding consumer may keep its own session state under mu too.
+type loopMember struct {
+	mu       sync.Mutex // guards assigned, closed and the embedding consumer's session state
+	assigned int
+	closed   bool
+	cancel   context.CancelFunc
+	done     chan struct{} // closed when the loop has returned
+}
+
+func (m *loopMember) Assigned() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.assigned
+}
+
+// closeOnce closes the client's group with closeGroup, then stops the loop and waits for it to
+// return; a second call does nothing.
+func (m *loopMember) closeOnce(closeGroup func() error) error {
+	m.mu.Lock()
+	closed := m.closed
+	m.closed = true
+	m.mu.Unlock()
+	if closed {
+		return nil
+	}
+	err := closeGroup()
+	m.cancel()
+	<-m.done
+	return err
+}
+
+// collect returns what arrives on ch within d, each delivery turned into a Record by take; it
+// stops early, with what it has and ctx's error, when ctx ends.
+func collect[T any](ctx context.Context, ch <-chan T, d time.Duration, take func(T) Record) ([]Record, error) {
+	var out []Record
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case dl := <-ch:
+			out = append(out, take(dl))
+		case <-t.C:
+			return out, nil
+		case <-ctx.Done():
+			return out, ctx.Err()
+		}
+	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -353,16 +352,12 @@ type kgoDelivery struct {
 }
 
 type kafkaGoGroupConsumer struct {
-	cg       *kafka.ConsumerGroup
-	topic    string
-	ch       chan kgoDelivery
-	mu       sync.Mutex
-	gen      *kafka.Generation
-	assigned int
-	next     map[int]int64 // partition -> offset to commit (last polled + 1)
-	cancel   context.CancelFunc
-	done     chan struct{}
-	closed   bool
+	loopMember
+	cg    *kafka.ConsumerGroup
+	topic string
+	ch    chan kgoDelivery
+	gen   *kafka.Generation // under mu
+	next  map[int]int64     // under mu: partition -> offset to commit (last polled + 1)
 }
 
 func (k *kafkaGoAdapter) NewGroupConsumer(ctx context.Context, group, topic string) (GroupConsumer, error) {
@@ -380,7 +375,7 @@ func (k *kafkaGoAdapter) NewGroupConsumer(ctx context.Context, group, topic stri
 		return nil, err
 	}
 	cctx, cancel := context.WithCancel(ctx)
-	g := &kafkaGoGroupConsumer{cg: cg, topic: topic, ch: make(chan kgoDelivery), next: map[int]int64{}, cancel: cancel, done: make(chan struct{})}
+	g := &kafkaGoGroupConsumer{loopMember: loopMember{cancel: cancel, done: make(chan struct{})}, cg: cg, topic: topic, ch: make(chan kgoDelivery), next: map[int]int64{}}
 	go g.run(cctx, k.bootstrap)
 	return g, nil
 }
@@ -441,31 +436,15 @@ func (g *kafkaGoGroupConsumer) run(ctx context.Context, bootstrap string) {
 	}
 }
 
-func (g *kafkaGoGroupConsumer) Assigned() int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.assigned
-}
-
 func (g *kafkaGoGroupConsumer) Poll(ctx context.Context, d time.Duration) ([]Record, error) {
-	var out []Record
-	t := time.NewTimer(d)
-	defer t.Stop()
-	for {
-		select {
-		case dl := <-g.ch:
-			g.mu.Lock()
-			if dl.gen == g.gen {
-				g.next[dl.msg.Partition] = dl.msg.Offset + 1
-			}
-			g.mu.Unlock()
-			out = append(out, fromKafkaGo(dl.msg))
-		case <-t.C:
-			return out, nil
-		case <-ctx.Done():
-			return out, ctx.Err()
+	return collect(ctx, g.ch, d, func(dl kgoDelivery) Record {
+		g.mu.Lock()
+		if dl.gen == g.gen {
+			g.next[dl.msg.Partition] = dl.msg.Offset + 1
 		}
-	}
+		g.mu.Unlock()
+		return fromKafkaGo(dl.msg)
+	})
 }
 
 func (g *kafkaGoGroupConsumer) Commit(ctx context.Context) error {
@@ -485,16 +464,4 @@ func (g *kafkaGoGroupConsumer) Commit(ctx context.Context) error {
 	return kgoErr(gen.CommitOffsets(map[string]map[int]int64{g.topic: offs}))
 }
 
-func (g *kafkaGoGroupConsumer) Close() error {
-	g.mu.Lock()
-	closed := g.closed
-	g.closed = true
-	g.mu.Unlock()
-	if closed {
-		return nil
-	}
-	err := g.cg.Close()
-	g.cancel()
-	<-g.done
-	return err
-}
+func (g *kafkaGoGroupConsumer) Close() error { return g.closeOnce(g.cg.Close) }

@@ -221,20 +221,31 @@ func (r *saramaReader) Close() {
 	r.c.Close()
 }
 
+// leader opens a client with cfg and returns the partition's leader, for requests sent to it
+// directly; the caller closes the client.
+func (s *saramaAdapter) leader(cfg *sarama.Config, topic string, partition int32) (sarama.Client, *sarama.Broker, error) {
+	cl, err := sarama.NewClient(s.addrs, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := cl.Leader(topic, partition)
+	if err != nil {
+		cl.Close()
+		return nil, nil, saramaErr(err)
+	}
+	return cl, b, nil
+}
+
 func (s *saramaAdapter) ListOffset(ctx context.Context, topic string, partition int32, ts int64, readCommitted bool) (int64, error) {
 	cfg := saramaConfig()
 	if ts == -3 {
 		return 0, ErrUnsupported // sarama's OffsetRequest stops at v6; max-timestamp needs v7
 	}
-	cl, err := sarama.NewClient(s.addrs, cfg)
+	cl, b, err := s.leader(cfg, topic, partition)
 	if err != nil {
 		return 0, err
 	}
 	defer cl.Close()
-	b, err := cl.Leader(topic, partition)
-	if err != nil {
-		return 0, saramaErr(err)
-	}
 	req := sarama.NewOffsetRequest(cfg.Version)
 	if readCommitted {
 		req.IsolationLevel = sarama.ReadCommitted
@@ -270,15 +281,11 @@ func (s *saramaAdapter) DescribeTopicConfig(ctx context.Context, topic, name str
 // DeleteRecords goes to the partition leader directly: ClusterAdmin.DeleteRecords
 // does not return the new low watermark.
 func (s *saramaAdapter) DeleteRecords(ctx context.Context, topic string, partition int32, before int64) (int64, error) {
-	cl, err := sarama.NewClient(s.addrs, saramaConfig())
+	cl, b, err := s.leader(saramaConfig(), topic, partition)
 	if err != nil {
 		return 0, err
 	}
 	defer cl.Close()
-	b, err := cl.Leader(topic, partition)
-	if err != nil {
-		return 0, saramaErr(err)
-	}
 	resp, err := b.DeleteRecords(&sarama.DeleteRecordsRequest{
 		Topics:  map[string]*sarama.DeleteRecordsRequestTopic{topic: {PartitionOffsets: map[int32]int64{partition: before}}},
 		Timeout: 10 * time.Second,
@@ -389,17 +396,13 @@ type saramaDelivery struct {
 }
 
 type saramaGroupConsumer struct {
-	cg       sarama.ConsumerGroup
-	topic    string
-	ch       chan saramaDelivery
-	mu       sync.Mutex
-	sess     sarama.ConsumerGroupSession
-	assigned int
-	cancel   context.CancelFunc
-	done     chan struct{}
-	errMu    sync.Mutex
-	err      error
-	closed   bool
+	loopMember
+	cg    sarama.ConsumerGroup
+	topic string
+	ch    chan saramaDelivery
+	sess  sarama.ConsumerGroupSession // under mu
+	errMu sync.Mutex
+	err   error
 }
 
 func (g *saramaGroupConsumer) Setup(sess sarama.ConsumerGroupSession) error {
@@ -445,7 +448,7 @@ func (s *saramaAdapter) NewGroupConsumer(ctx context.Context, group, topic strin
 		return nil, err
 	}
 	cctx, cancel := context.WithCancel(ctx)
-	g := &saramaGroupConsumer{cg: cg, topic: topic, ch: make(chan saramaDelivery), cancel: cancel, done: make(chan struct{})}
+	g := &saramaGroupConsumer{loopMember: loopMember{cancel: cancel, done: make(chan struct{})}, cg: cg, topic: topic, ch: make(chan saramaDelivery)}
 	go func() {
 		defer close(g.done)
 		for cctx.Err() == nil {
@@ -463,27 +466,11 @@ func (s *saramaAdapter) NewGroupConsumer(ctx context.Context, group, topic strin
 	return g, nil
 }
 
-func (g *saramaGroupConsumer) Assigned() int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.assigned
-}
-
 func (g *saramaGroupConsumer) Poll(ctx context.Context, d time.Duration) ([]Record, error) {
-	var out []Record
-	t := time.NewTimer(d)
-	defer t.Stop()
-	for {
-		select {
-		case dl := <-g.ch:
-			dl.sess.MarkMessage(dl.msg, "")
-			out = append(out, fromSarama(dl.msg))
-		case <-t.C:
-			return out, nil
-		case <-ctx.Done():
-			return out, ctx.Err()
-		}
-	}
+	return collect(ctx, g.ch, d, func(dl saramaDelivery) Record {
+		dl.sess.MarkMessage(dl.msg, "")
+		return fromSarama(dl.msg)
+	})
 }
 
 func (g *saramaGroupConsumer) Commit(ctx context.Context) error {
@@ -497,16 +484,4 @@ func (g *saramaGroupConsumer) Commit(ctx context.Context) error {
 	return nil
 }
 
-func (g *saramaGroupConsumer) Close() error {
-	g.mu.Lock()
-	closed := g.closed
-	g.closed = true
-	g.mu.Unlock()
-	if closed {
-		return nil
-	}
-	err := g.cg.Close()
-	g.cancel()
-	<-g.done
-	return err
-}
+func (g *saramaGroupConsumer) Close() error { return g.closeOnce(g.cg.Close) }

@@ -107,31 +107,45 @@ func newTestCluster(t *testing.T, n int, tune func(*Config)) *testCluster {
 	return c
 }
 
+// start starts voter id on ln, or on a new listener on its address when ln is nil.
 func (c *testCluster) start(id int32, ln net.Listener) {
 	c.t.Helper()
 	if ln == nil {
-		var err error
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			ln, err = net.Listen("tcp", c.voters[id])
-			if err == nil || time.Now().After(deadline) {
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		if err != nil {
-			c.t.Fatal(err)
-		}
+		ln = c.listen(c.voters[id])
 	}
+	c.startNode(id, ln, false)
+}
+
+// listen listens on addr, waiting up to 10 s for a port a stopped node held to be free again.
+func (c *testCluster) listen(addr string) net.Listener {
+	c.t.Helper()
+	var ln net.Listener
+	var err error
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		ln, err = net.Listen("tcp", addr)
+		if err == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return ln
+}
+
+// startNode starts node id, a voter or a learner, on ln with its directory and a new state machine.
+func (c *testCluster) startNode(id int32, ln net.Listener, learner bool) {
+	c.t.Helper()
 	sm := &listSM{leader: -1}
-	cfg := Config{NodeID: id, Voters: c.voters, Dir: c.dirs[id], Listener: ln, StateMachine: sm,
+	cfg := Config{NodeID: id, Voters: c.voters, Learner: learner, Dir: c.dirs[id], Listener: ln, StateMachine: sm,
 		TickInterval: 20 * time.Millisecond, ElectionTicks: 10, Logger: quiet}
 	if c.tune != nil {
 		c.tune(&cfg)
 	}
 	nd, err := Start(cfg)
 	if err != nil {
-		c.t.Fatalf("start node %d: %v", id, err)
+		c.t.Fatalf("start node %d (learner %v): %v", id, learner, err)
 	}
 	c.nodes[id], c.sms[id] = nd, sm
 }

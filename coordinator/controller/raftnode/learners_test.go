@@ -22,32 +22,11 @@ func (c *testCluster) startLearner(id int32, addr string) string {
 	if addr == "" {
 		addr = "127.0.0.1:0"
 	}
-	var ln net.Listener
-	var err error
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		ln, err = net.Listen("tcp", addr)
-		if err == nil || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err != nil {
-		c.t.Fatal(err)
-	}
+	ln := c.listen(addr)
 	if c.dirs[id] == "" {
 		c.dirs[id] = filepath.Join(c.t.TempDir(), "__cluster_metadata")
 	}
-	sm := &listSM{leader: -1}
-	cfg := Config{NodeID: id, Voters: c.voters, Learner: true, Dir: c.dirs[id], Listener: ln, StateMachine: sm,
-		TickInterval: 20 * time.Millisecond, ElectionTicks: 10, Logger: quiet}
-	if c.tune != nil {
-		c.tune(&cfg)
-	}
-	nd, err := Start(cfg)
-	if err != nil {
-		c.t.Fatalf("start learner %d: %v", id, err)
-	}
-	c.nodes[id], c.sms[id] = nd, sm
+	c.startNode(id, ln, true)
 	return ln.Addr().String()
 }
 
