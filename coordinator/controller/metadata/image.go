@@ -81,6 +81,8 @@ type Image struct {
 	Topics    map[UUID]*Topic
 	TopicIDs  map[string]UUID
 	Configs   map[ConfigResource]map[string]string
+	// ClientQuotas are the client quotas by entity (client_quotas.go).
+	ClientQuotas map[ClientQuotaEntity]map[string]float64
 }
 
 // NewImage returns an empty image.
@@ -90,6 +92,8 @@ func NewImage() *Image {
 		Topics:   map[UUID]*Topic{},
 		TopicIDs: map[string]UUID{},
 		Configs:  map[ConfigResource]map[string]string{},
+
+		ClientQuotas: map[ClientQuotaEntity]map[string]float64{},
 	}
 }
 
@@ -203,6 +207,8 @@ func (im *Image) Apply(index uint64, r Record) error {
 		delete(im.Topics, r.TopicID)
 		delete(im.TopicIDs, t.Name)
 		delete(im.Configs, ConfigResource{Type: ResourceTopic, Name: t.Name})
+	case *ClientQuotaRecord:
+		return im.applyClientQuota(r)
 	default:
 		return fmt.Errorf("%w: record type %T", ErrInconsistent, r)
 	}
@@ -236,6 +242,8 @@ func (im *Image) Clone() *Image {
 		Topics:    maps.Clone(im.Topics),
 		TopicIDs:  maps.Clone(im.TopicIDs),
 		Configs:   maps.Clone(im.Configs),
+
+		ClientQuotas: maps.Clone(im.ClientQuotas),
 	}
 }
 
@@ -288,6 +296,7 @@ func (im *Image) Records() []Record {
 			recs = append(recs, &ConfigRecord{ResourceType: r.Type, ResourceName: r.Name, Name: k, Value: &v})
 		}
 	}
+	recs = append(recs, im.clientQuotaRecords()...)
 	return recs
 }
 

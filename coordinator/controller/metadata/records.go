@@ -30,6 +30,7 @@ const (
 	TypeFenceBroker      RecordType = 7
 	TypeUnfenceBroker    RecordType = 8
 	TypeRemoveTopic      RecordType = 9
+	TypeClientQuota      RecordType = 14
 	TypeCluster          RecordType = 100
 )
 
@@ -352,6 +353,8 @@ func decodeRecord(b []byte) (Record, error) {
 		r = &RemoveTopicRecord{TopicID: d.uuid()}
 	case TypeCluster:
 		r = &ClusterRecord{ClusterID: d.string()}
+	case TypeClientQuota:
+		r = decodeClientQuota(&d)
 	default:
 		return nil, fmt.Errorf("%w: record type %d is unknown", ErrMalformed, typ)
 	}
