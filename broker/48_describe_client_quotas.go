@@ -2,17 +2,19 @@ package broker
 
 // DescribeClientQuotas (key 48), v0-v1.
 //
-// Lists the stored client quotas whose entity matches a filter, as Kafka's
-// brokers do (ClientQuotasImage.describe): each component names an entity
-// type (user, client-id, ip) and matches a name exactly (EXACT), the
-// default entity (DEFAULT) or any entity of that type (SPECIFIED); with
-// strict set, an entity must have no other types. A bad filter fails the
-// whole request, with a top-level error and no entries: INVALID_REQUEST for
-// an empty or repeated type, a match string where none belongs (or none
-// where one does), an unknown match type, or IP combined with user or
-// client-id; UNSUPPORTED_VERSION for an unknown entity type. The byte rates
-// and the connection rate are enforced (throttle.go, connquota.go), the
-// other keys only stored. v1: flexible.
+// Lists the client quotas whose entity matches a filter, as Kafka's
+// brokers do (ClientQuotasImage.describe): a single node's stored ones, in
+// cluster mode those of the metadata image this broker last applied (so a
+// broker answers an alteration once it has applied it). Each component
+// names an entity type (user, client-id, ip) and matches a name exactly
+// (EXACT), the default entity (DEFAULT) or any entity of that type
+// (SPECIFIED); with strict set, an entity must have no other types. A bad
+// filter fails the whole request, with a top-level error and no entries:
+// INVALID_REQUEST for an empty or repeated type, a match string where none
+// belongs (or none where one does), an unknown match type, or IP combined
+// with user or client-id; UNSUPPORTED_VERSION for an unknown entity type.
+// The byte rates and the connection rate are enforced (throttle.go,
+// connquota.go), the other keys only stored. v1: flexible.
 
 import (
 	"fmt"
@@ -22,7 +24,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { registerScoped(singleNodeOnly, 48, 0, 1, handleDescribeClientQuotas) }
+func init() { register(48, 0, 1, handleDescribeClientQuotas) }
 
 // Match types of a DescribeClientQuotas filter component.
 const (
@@ -113,10 +115,7 @@ func handleDescribeClientQuotas(b *Broker, r *request, req *kmsg.DescribeClientQ
 		resp.ErrorCode, resp.ErrorMessage = kErr.Code, &msg
 		return resp, nil
 	}
-	b.mu.RLock()
-	quotas := b.catalog.quotas
-	b.mu.RUnlock()
-	// The map is replaced, never mutated, so reading it unlocked is safe.
+	quotas := b.storedQuotas()
 	resp.ErrorMessage = new(string) // Kafka's default: empty, not null
 	resp.Entries = []kmsg.DescribeClientQuotasResponseEntry{}
 	for e, values := range quotas {

@@ -71,6 +71,10 @@ type cluster struct {
 	raftAddr     string
 	wantShutDown atomic.Bool
 
+	// quotas are the client quotas of the image last applied
+	// (cluster_quotas.go).
+	quotas atomic.Pointer[map[quotaEntity]map[string]float64]
+
 	unsubscribe func()
 	// ctx bounds every call to the controller; close cancels it.
 	ctx    context.Context
@@ -459,6 +463,7 @@ func (c *cluster) syncImage(im *metadata.Image) {
 	b.mu.Unlock()
 	b.applyImageBrokerConfigs(im) // replication_throttle.go
 	c.applyRoles(im, roles, current)
+	c.syncQuotas(im)
 
 	c.mu.Lock()
 	c.image = im

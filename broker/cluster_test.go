@@ -213,11 +213,10 @@ func TestClusterSpreadsPartitionsAndServesClients(t *testing.T) {
 	if !advertised[55] || advertised[56] || advertised[62] || advertised[63] {
 		t.Fatalf("cluster node advertises DescribeQuorum %v, AlterPartition %v, BrokerRegistration %v, BrokerHeartbeat %v", advertised[55], advertised[56], advertised[62], advertised[63])
 	}
-	// The client quotas are not served in cluster mode yet (ElectLeaders
-	// is, and so are the transactional keys: cluster_txns_test.go).
+	// The client quotas are served in cluster mode (cluster_quotas_test.go).
 	for _, key := range []int16{48, 49} {
-		if advertised[key] {
-			t.Fatalf("cluster node advertises key %d, which cluster mode does not serve yet", key)
+		if !advertised[key] {
+			t.Fatalf("cluster node does not advertise key %d", key)
 		}
 	}
 

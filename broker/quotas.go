@@ -1,27 +1,30 @@
 package broker
 
 import (
-	"context"
 	"fmt"
-	"math"
-	"net"
+	"maps"
 	"sort"
 	"strconv"
-	"time"
+
+	"github.com/gregor-broker/gregor/coordinator/controller"
+	"github.com/gregor-broker/gregor/coordinator/controller/metadata"
 )
 
-// Client quotas (KIP-546) are stored, persisted in gregor-topics.json and
-// described, as Kafka's controller stores them (ClientQuotaControlManager)
-// and its brokers describe them (ClientQuotasImage). producer_byte_rate and
+// Client quotas (KIP-546) are stored and described as Kafka's controller
+// stores them (ClientQuotaControlManager) and its brokers describe them
+// (ClientQuotasImage): on a single node in gregor-topics.json, in cluster
+// mode in the metadata log (ClientQuotaRecord), whose applied image feeds
+// the broker (cluster_quotas.go). Alterations are validated in both modes
+// by controller.ValidateClientQuotaAlterations. producer_byte_rate and
 // consumer_byte_rate are enforced (throttle.go), as is
 // connection_creation_rate (connquota.go); request_percentage and
 // controller_mutation_rate are stored only.
 
 // Quota entity types (Kafka's ClientQuotaEntity).
 const (
-	quotaUser     = "user"
-	quotaClientID = "client-id"
-	quotaIP       = "ip"
+	quotaUser     = metadata.QuotaUser
+	quotaClientID = metadata.QuotaClientID
+	quotaIP       = metadata.QuotaIP
 )
 
 // quotaName is one component of a quota entity: absent, the default entity
@@ -78,94 +81,67 @@ func (e quotaEntity) components() []quotaComponent {
 func (e quotaEntity) size() int { return len(e.components()) }
 
 // String renders the entity as Kafka's ClientQuotaEntity does.
-func (e quotaEntity) String() string { return requestEntity(e.components()).String() }
-
-// quotaKeyType is the type Kafka's QuotaConfig gives a quota key; it decides
-// which values are legal.
-type quotaKeyType int
-
-const (
-	quotaDouble quotaKeyType = iota
-	quotaInt
-	quotaLong
-)
-
-// userClientQuotaKeys are the keys for user and client-id entities,
-// ipQuotaKeys those for IP entities (QuotaConfig).
-var (
-	userClientQuotaKeys = map[string]quotaKeyType{
-		"producer_byte_rate":       quotaLong,
-		"consumer_byte_rate":       quotaLong,
-		"request_percentage":       quotaDouble,
-		"controller_mutation_rate": quotaDouble,
-	}
-	ipQuotaKeys = map[string]quotaKeyType{
-		"connection_creation_rate": quotaInt,
-	}
-)
-
-// quotaError is a refusal of one entity's alteration: INVALID_REQUEST with
-// Kafka's message.
-type quotaError string
-
-// quotaKeysFor returns the keys legal for e, or Kafka's refusal of the
-// combination (ClientQuotaControlManager.configKeysForEntityType).
-func quotaKeysFor(ctx context.Context, e quotaEntity) (map[string]quotaKeyType, quotaError) {
-	switch {
-	case e.ip.present && (e.user.present || e.clientID.present):
-		// Kafka's message, missing space included.
-		return nil, "Invalid quota entity combination, IP entity shouldnot be combined with User or ClientId"
-	case e.ip.present:
-		if !e.ip.isDefault && !resolvable(ctx, e.ip.name) {
-			return nil, quotaError(e.ip.name + " is not a valid IP or resolvable host.")
+func (e quotaEntity) String() string {
+	s := "ClientQuotaEntity(entries={"
+	for i, c := range e.components() {
+		if i > 0 {
+			s += ", "
 		}
-		return ipQuotaKeys, ""
-	case e.user.present || e.clientID.present:
-		return userClientQuotaKeys, ""
+		name := "null"
+		if c.name != nil {
+			name = *c.name
+		}
+		s += c.typ + "=" + name
 	}
-	return nil, "Invalid empty client quota entity"
+	return s + "})"
 }
 
-// resolvable reports whether name is an IP address or a host name that
-// resolves, as Java's InetAddress.getByName accepts.
-func resolvable(ctx context.Context, name string) bool {
-	if net.ParseIP(name) != nil {
-		return true
+// quotaEntityOf is the broker's form of a metadata entity.
+func quotaEntityOf(e metadata.ClientQuotaEntity) quotaEntity {
+	name := func(n metadata.QuotaEntityName) quotaName {
+		return quotaName{present: n.Present, isDefault: n.Default, name: n.Name}
 	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	addrs, err := net.DefaultResolver.LookupHost(ctx, name)
-	return err == nil && len(addrs) > 0
+	return quotaEntity{user: name(e.User), clientID: name(e.ClientID), ip: name(e.IP)}
 }
 
-// validateQuotaValue applies Kafka's checks of a value for a key
-// (ClientQuotaControlManager.validateQuotaKeyValue), in its order.
-func validateQuotaValue(keys map[string]quotaKeyType, key string, v float64) quotaError {
-	typ, ok := keys[key]
-	if !ok {
-		return quotaError("Invalid configuration key " + key)
+// quotasOf converts the image's client quotas. The value maps are shared,
+// never changed in place by either side.
+func quotasOf(im map[metadata.ClientQuotaEntity]map[string]float64) map[quotaEntity]map[string]float64 {
+	out := make(map[quotaEntity]map[string]float64, len(im))
+	for e, values := range im {
+		out[quotaEntityOf(e)] = values
 	}
-	if v <= 0 {
-		return quotaError("Quota " + key + " must be greater than 0")
+	return out
+}
+
+// applyQuotaChanges returns quotas with changes made, as a new map (the
+// one given is not changed): a nil value removes a key, and an entity left
+// without keys is gone.
+func applyQuotaChanges(quotas map[quotaEntity]map[string]float64, changes []controller.QuotaChange) map[quotaEntity]map[string]float64 {
+	next := maps.Clone(quotas)
+	if next == nil {
+		next = map[quotaEntity]map[string]float64{}
 	}
-	switch typ {
-	case quotaInt:
-		if v > float64(1<<31-1) {
-			return quotaError("Proposed value for " + key + " is too large for an INT.")
+	for _, ch := range changes {
+		e := quotaEntityOf(ch.Entity)
+		values := maps.Clone(next[e])
+		if values == nil {
+			values = map[string]float64{}
 		}
-	case quotaLong:
-		// Java compares with (double) Long.MAX_VALUE, which is 2^63.
-		if v > float64(1<<63) {
-			return quotaError("Proposed value for " + key + " is too large for a LONG.")
+		for _, op := range ch.Ops {
+			if op.Value == nil {
+				delete(values, op.Key)
+			} else {
+				values[op.Key] = *op.Value
+			}
 		}
-	default:
-		return ""
+		if len(values) == 0 {
+			delete(next, e)
+		} else {
+			next[e] = values
+		}
 	}
-	// Java's Math.abs(v % 1.0) > 1e-6, which NaN passes, as in Kafka.
-	if math.Abs(math.Mod(v, 1)) > 1e-6 {
-		return quotaError(key + " cannot be a fractional value.")
-	}
-	return ""
+	return next
 }
 
 // quotaRecord is how one entity's quotas are persisted. A nil name is the

@@ -7,39 +7,6 @@ import (
 	"testing"
 )
 
-// TestValidateQuotaValue covers Kafka's value checks at their edges
-// (ClientQuotaControlManager.validateQuotaKeyValue).
-func TestValidateQuotaValue(t *testing.T) {
-	tests := []struct {
-		keys  map[string]quotaKeyType
-		key   string
-		value float64
-		want  quotaError
-	}{
-		{userClientQuotaKeys, "producer_byte_rate", 1, ""},
-		{userClientQuotaKeys, "producer_byte_rate", 1 << 62, ""},
-		{userClientQuotaKeys, "producer_byte_rate", 1 << 63, ""}, // (double) Long.MAX_VALUE itself
-		{userClientQuotaKeys, "producer_byte_rate", 1 << 64, "Proposed value for producer_byte_rate is too large for a LONG."},
-		{userClientQuotaKeys, "producer_byte_rate", 2.000001, "producer_byte_rate cannot be a fractional value."},
-		{userClientQuotaKeys, "producer_byte_rate", 2.0000001, ""},  // within Kafka's 1e-6
-		{userClientQuotaKeys, "producer_byte_rate", math.NaN(), ""}, // NaN passes every check in Kafka too
-		{userClientQuotaKeys, "producer_byte_rate", -0.0, "Quota producer_byte_rate must be greater than 0"},
-		{userClientQuotaKeys, "request_percentage", math.Inf(1), ""},
-		{userClientQuotaKeys, "request_percentage", 0.001, ""},
-		{userClientQuotaKeys, "controller_mutation_rate", math.Inf(-1), "Quota controller_mutation_rate must be greater than 0"},
-		{userClientQuotaKeys, "connection_creation_rate", 1, "Invalid configuration key connection_creation_rate"},
-		{ipQuotaKeys, "connection_creation_rate", 1<<31 - 1, ""},
-		{ipQuotaKeys, "connection_creation_rate", 1 << 31, "Proposed value for connection_creation_rate is too large for an INT."},
-		{ipQuotaKeys, "connection_creation_rate", 10.5, "connection_creation_rate cannot be a fractional value."},
-		{ipQuotaKeys, "request_percentage", 1, "Invalid configuration key request_percentage"},
-	}
-	for _, tt := range tests {
-		if got := validateQuotaValue(tt.keys, tt.key, tt.value); got != tt.want {
-			t.Errorf("%s=%v: %q, want %q", tt.key, tt.value, got, tt.want)
-		}
-	}
-}
-
 // TestQuotaFilterMatches checks each match type with and without strict
 // against the entities Kafka's ClientQuotasImageTest style would use.
 func TestQuotaFilterMatches(t *testing.T) {

@@ -30,21 +30,11 @@ const (
 	// served in cluster mode to other brokers and never advertised to
 	// clients, as Kafka keeps them off its broker listeners.
 	brokerToController
-	// singleNodeOnly keys are served and advertised by a single node
-	// only, until cluster mode serves them (cluster.go): the client quota
-	// keys.
-	singleNodeOnly
 )
 
 // served reports whether b serves h's key.
 func (h *apiHandler) served(b *Broker) bool {
-	switch h.scope {
-	case everywhere:
-		return true
-	case singleNodeOnly:
-		return !b.isCluster()
-	}
-	return b.isCluster()
+	return h.scope == everywhere || b.isCluster()
 }
 
 // advertised reports whether b lists h's key in ApiVersions.

@@ -350,10 +350,7 @@ func newClientQuotas(cfg rateConfig, reg prometheus.Registerer) *clientQuotas {
 func (b *Broker) refreshQuotas(ctx context.Context) {
 	b.quotas.updateMu.Lock()
 	defer b.quotas.updateMu.Unlock()
-	b.mu.RLock()
-	current := b.catalog.quotas
-	b.mu.RUnlock()
-	b.quotas.update(ctx, current)
+	b.quotas.update(ctx, b.storedQuotas())
 }
 
 // update takes the stored quotas after a change.

@@ -26,6 +26,7 @@
 //	AlterPartition, ElectLeaders      ReplicationControlManager
 //	AlterPartitionReassignments,
 //	ListPartitionReassignments        ReplicationControlManager (KIP-455)
+//	AlterClientQuotas                 ClientQuotaControlManager (client_quotas.go)
 //	Image, Subscribe, Leader          the applied metadata image and who is active
 //	Node().Quorum()                   leader, term, commit index, voter and observer progress (DescribeQuorum)
 //	Observers                         the broker-only nodes in the quorum, with raft addresses

@@ -9,10 +9,13 @@
 // meanings (a PartitionChangeRecord's nil ISR or Leader of -2 means
 // unchanged; applying it bumps the partition epoch, and the leader epoch
 // whenever a leader is given, as Kafka's PartitionRegistration.merge).
-// ClusterRecord is ours: it names the cluster. FeatureLevel records
-// finalize Kafka's features (Image.Features; level 0 unfinalizes); the
-// levels Gregor supports and a new log starts with are in Features
-// (features.go), with the reasoning behind metadata.version's.
+// ClusterRecord is ours: it names the cluster. ClientQuota (Kafka's
+// ClientQuotaRecord, apiKey 14, client_quotas.go) sets or removes one key
+// of a client quota entity; the image keeps the quotas by entity, and an
+// entity without keys is gone, as Kafka's ClientQuotaControlManager.replay.
+// FeatureLevel records finalize Kafka's features (Image.Features; level 0
+// unfinalizes); the levels Gregor supports and a new log starts with are
+// in Features (features.go), with the reasoning behind metadata.version's.
 // The encoding is our own. Every record kind starts at version 0; a newer
 // version appends fields, and a record is written at the oldest version
 // that holds what it carries. Partition and PartitionChange have version 1,
@@ -25,7 +28,7 @@
 //
 // integers as varints (signed ones zig-zag), strings and arrays as a length
 // and the items, nullable ones with length+1 (0 for null), UUIDs as 16
-// bytes. DecodeRecords checks every length against the bytes that remain
+// bytes, float64s as their IEEE 754 bits in 8 bytes big-endian. DecodeRecords checks every length against the bytes that remain
 // before allocating and refuses unknown types, versions and trailing bytes.
 //
 // A raft entry carries a Batch: the proposing controller's node id and a

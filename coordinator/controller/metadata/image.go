@@ -81,6 +81,8 @@ type Image struct {
 	Topics    map[UUID]*Topic
 	TopicIDs  map[string]UUID
 	Configs   map[ConfigResource]map[string]string
+	// ClientQuotas are the client quotas by entity (client_quotas.go).
+	ClientQuotas map[ClientQuotaEntity]map[string]float64
 	// Features are the finalized feature levels by feature name (Kafka's
 	// FinalizedFeatures); a feature at level 0 is not finalized and not
 	// in the map.
@@ -95,6 +97,8 @@ func NewImage() *Image {
 		TopicIDs: map[string]UUID{},
 		Configs:  map[ConfigResource]map[string]string{},
 		Features: map[string]int16{},
+
+		ClientQuotas: map[ClientQuotaEntity]map[string]float64{},
 	}
 }
 
@@ -217,6 +221,8 @@ func (im *Image) Apply(index uint64, r Record) error {
 		delete(im.Topics, r.TopicID)
 		delete(im.TopicIDs, t.Name)
 		delete(im.Configs, ConfigResource{Type: ResourceTopic, Name: t.Name})
+	case *ClientQuotaRecord:
+		return im.applyClientQuota(r)
 	default:
 		return fmt.Errorf("%w: record type %T", ErrInconsistent, r)
 	}
@@ -251,6 +257,8 @@ func (im *Image) Clone() *Image {
 		TopicIDs:  maps.Clone(im.TopicIDs),
 		Configs:   maps.Clone(im.Configs),
 		Features:  maps.Clone(im.Features),
+
+		ClientQuotas: maps.Clone(im.ClientQuotas),
 	}
 }
 
@@ -306,6 +314,7 @@ func (im *Image) Records() []Record {
 			recs = append(recs, &ConfigRecord{ResourceType: r.Type, ResourceName: r.Name, Name: k, Value: &v})
 		}
 	}
+	recs = append(recs, im.clientQuotaRecords()...)
 	return recs
 }
 

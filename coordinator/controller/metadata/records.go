@@ -31,6 +31,7 @@ const (
 	TypeUnfenceBroker    RecordType = 8
 	TypeRemoveTopic      RecordType = 9
 	TypeFeatureLevel     RecordType = 12
+	TypeClientQuota      RecordType = 14
 	TypeCluster          RecordType = 100
 )
 
@@ -365,6 +366,8 @@ func decodeRecord(b []byte) (Record, error) {
 		r = &ClusterRecord{ClusterID: d.string()}
 	case TypeFeatureLevel:
 		r = &FeatureLevelRecord{Name: d.string(), FeatureLevel: d.int16()}
+	case TypeClientQuota:
+		r = decodeClientQuota(&d)
 	default:
 		return nil, fmt.Errorf("%w: record type %d is unknown", ErrMalformed, typ)
 	}
