@@ -8,24 +8,37 @@ package broker
 // v3+: the client software name and version must match Kafka's pattern, else
 // INVALID_REQUEST. The response header is never flexible, even at v3+.
 //
-// v3+ advertises one feature, transaction.version: supported 0-2 and
-// finalized at 2, as a Kafka 4.2 cluster does by default, since Gregor
-// serves transactions V2 (KIP-890 part 2: produce v12+ adds its partition to
-// the transaction, EndTxn v5 bumps the epoch), on a single node and in
-// cluster mode alike. Clients that see it finalized
-// at 2 use V2 (the Java client, franz-go); others use V1, also served. The
-// finalized features epoch is 0: Gregor has no metadata log whose offset
-// Kafka uses there, and the features never change. KIP-848 groups are served
-// (keys 68 and 69) but group.version is not advertised: clients decide by
-// the API keys (franz-go, the Java client), and Kafka's feature gates the
-// broker side only. Other Kafka features (metadata.version, kraft.version)
-// say nothing a client acts on and are not advertised.
+// v3+ lists Kafka's features as a Kafka 4.2 broker does
+// (metadata.Features has the levels and why): SupportedFeatures names every
+// feature Kafka knows with the range Gregor supports (0-0 for kraft.version,
+// static voters only, and for the ones it does not implement:
+// eligible.leader.replicas.version, share.version, streams.version), and
+// FinalizedFeatures the features at a level above 0, each with min and max
+// at that level as Kafka reports them:
+// metadata.version 12 (3.6-IV0), group.version 1 (KIP-848 groups, keys 68
+// and 69, are served) and transaction.version 2 (transactions V2, KIP-890
+// part 2: produce v12+ adds its partition to the transaction, EndTxn v5
+// bumps the epoch). Clients that see transaction.version 2 use V2 (the Java
+// client, franz-go); others use V1, also served.
+//
+// In cluster mode the finalized levels are those of the metadata image this
+// broker has applied (FeatureLevelRecords, written when the log was
+// created) and the epoch is the image's offset, as Kafka uses its image's
+// offset: it grows with the metadata log, and a client keeps the features
+// of the highest epoch it has seen (a node that has not applied the
+// bootstrap entry yet lists none finalized, at a lower epoch). A single node has no metadata log: it
+// finalizes the same levels as constants, at epoch 0, and they never
+// change. UpdateFeatures (key 57) is not served, so no level changes.
 
 import (
+	"maps"
 	"regexp"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-broker/gregor/coordinator/controller/metadata"
 )
 
 func init() { register(18, 0, 4, handleAPIVersions) }
@@ -43,23 +56,50 @@ func handleAPIVersions(b *Broker, r *request, req *kmsg.ApiVersionsRequest) (kms
 	}
 	resp.ApiKeys = apiVersionKeys(b)
 	if req.Version >= 3 {
-		sf := kmsg.NewApiVersionsResponseSupportedFeature()
-		sf.Name, sf.MinVersion, sf.MaxVersion = transactionVersionFeature, 0, finalizedTransactionVersion
-		ff := kmsg.NewApiVersionsResponseFinalizedFeature()
-		ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = transactionVersionFeature, finalizedTransactionVersion, finalizedTransactionVersion
-		resp.SupportedFeatures = []kmsg.ApiVersionsResponseSupportedFeature{sf}
-		resp.FinalizedFeatures = []kmsg.ApiVersionsResponseFinalizedFeature{ff}
-		resp.FinalizedFeaturesEpoch = 0
+		for _, f := range metadata.Features {
+			sf := kmsg.NewApiVersionsResponseSupportedFeature()
+			sf.Name, sf.MinVersion, sf.MaxVersion = f.Name, f.Min, f.Max
+			resp.SupportedFeatures = append(resp.SupportedFeatures, sf)
+		}
+		levels, epoch := b.finalizedFeatures()
+		for _, name := range slices.Sorted(maps.Keys(levels)) {
+			ff := kmsg.NewApiVersionsResponseFinalizedFeature()
+			ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = name, levels[name], levels[name]
+			resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
+		}
+		resp.FinalizedFeaturesEpoch = epoch
 	}
 	return resp, nil
 }
 
-// transactionVersionFeature is Kafka's transaction.version feature, and
-// finalizedTransactionVersion its level here: 2, transactions V2.
-const (
-	transactionVersionFeature   = "transaction.version"
-	finalizedTransactionVersion = 2
-)
+// finalizedFeatures returns the finalized feature levels (none at level 0)
+// and their epoch: in cluster mode the applied image's, at its offset; on
+// a single node the bootstrap levels at epoch 0.
+func (b *Broker) finalizedFeatures() (map[string]int16, int64) {
+	if b.isCluster() {
+		if im := b.cluster.currentImage(); im != nil {
+			return im.Features, int64(im.Offset)
+		}
+		return nil, 0
+	}
+	return singleNodeFeatures, 0
+}
+
+// singleNodeFeatures are the levels a single node finalizes: those a new
+// cluster's metadata log starts with.
+var singleNodeFeatures = func() map[string]int16 {
+	m := map[string]int16{}
+	for _, f := range metadata.Features {
+		if f.Bootstrap > 0 {
+			m[f.Name] = f.Bootstrap
+		}
+	}
+	return m
+}()
+
+// finalizedTransactionVersion is transaction.version's level: 2,
+// transactions V2, on a single node and in cluster mode alike.
+const finalizedTransactionVersion = 2
 
 func apiVersionKeys(b *Broker) []kmsg.ApiVersionsResponseApiKey {
 	apis := supportedAPIs()

@@ -434,8 +434,8 @@ func (c *Controller) write(ctx context.Context, build func(im *metadata.Image) (
 	if err != nil {
 		return nil, err
 	}
-	if im.ClusterID == "" {
-		if im, err = c.propose(ctx, []metadata.Record{&metadata.ClusterRecord{ClusterID: c.cfg.ClusterID}}); err != nil {
+	if boot := bootstrapRecords(im, c.cfg.ClusterID); len(boot) > 0 {
+		if im, err = c.propose(ctx, boot); err != nil {
 			return nil, err
 		}
 	}
@@ -444,6 +444,23 @@ func (c *Controller) write(ctx context.Context, build func(im *metadata.Image) (
 		return im, err
 	}
 	return c.propose(ctx, recs)
+}
+
+// bootstrapRecords are what a log needs before any operation: the
+// cluster id (ClusterRecord) and the finalized feature levels, as Kafka's
+// bootstrap metadata. A new log gets both in one entry; a log written
+// before Gregor had feature levels (no metadata.version) gets them when a
+// controller of this release is first active. The sessions loop writes
+// through write on every tick, so that happens right after activation.
+func bootstrapRecords(im *metadata.Image, clusterID string) []metadata.Record {
+	var recs []metadata.Record
+	if im.ClusterID == "" {
+		recs = append(recs, &metadata.ClusterRecord{ClusterID: clusterID})
+	}
+	if _, ok := im.Features[metadata.FeatureMetadataVersion]; !ok {
+		recs = append(recs, metadata.BootstrapFeatures()...)
+	}
+	return recs
 }
 
 // sessions fences brokers whose session expired, on the active controller.

@@ -4,8 +4,8 @@
 //
 // The records are modelled on Kafka's metadata records
 // (metadata/src/main/resources/common/metadata in Kafka): RegisterBroker,
-// UnregisterBroker, FenceBroker, UnfenceBroker, Topic, Partition, PartitionChange, Config and
-// RemoveTopic, with Kafka's apiKeys as type numbers and Kafka's field
+// UnregisterBroker, FenceBroker, UnfenceBroker, Topic, Partition, PartitionChange, Config,
+// RemoveTopic and FeatureLevel, with Kafka's apiKeys as type numbers and Kafka's field
 // meanings (a PartitionChangeRecord's nil ISR or Leader of -2 means
 // unchanged; applying it bumps the partition epoch, and the leader epoch
 // whenever a leader is given, as Kafka's PartitionRegistration.merge).
@@ -13,6 +13,9 @@
 // ClientQuotaRecord, apiKey 14, client_quotas.go) sets or removes one key
 // of a client quota entity; the image keeps the quotas by entity, and an
 // entity without keys is gone, as Kafka's ClientQuotaControlManager.replay.
+// FeatureLevel records finalize Kafka's features (Image.Features; level 0
+// unfinalizes); the levels Gregor supports and a new log starts with are
+// in Features (features.go), with the reasoning behind metadata.version's.
 // The encoding is our own. Every record kind starts at version 0; a newer
 // version appends fields, and a record is written at the oldest version
 // that holds what it carries. Partition and PartitionChange have version 1,

@@ -16,6 +16,8 @@ func FuzzDecode(f *testing.F) {
 	im := NewImage()
 	for i, r := range []Record{
 		&ClusterRecord{ClusterID: "c"},
+		&FeatureLevelRecord{Name: FeatureMetadataVersion, FeatureLevel: MetadataVersion},
+		&FeatureLevelRecord{Name: FeatureTransactionVersion, FeatureLevel: 2},
 		&RegisterBrokerRecord{BrokerID: 1, BrokerEpoch: -1, Endpoints: []Endpoint{{Name: "PLAINTEXT", Host: "h", Port: 1}}},
 		&TopicRecord{Name: "t", TopicID: topicA},
 		&PartitionRecord{TopicID: topicA, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1},

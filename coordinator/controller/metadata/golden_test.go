@@ -39,6 +39,8 @@ func goldenRecords() []Record {
 		&PartitionChangeRecord{PartitionID: 1, TopicID: id, Replicas: []int32{3, 4, 5}, ISR: []int32{3, 4, 5}, Leader: 3,
 			Adding: []int32{}, Removing: []int32{}},
 		&UnregisterBrokerRecord{ID: 1, Epoch: 12},
+		&FeatureLevelRecord{Name: "metadata.version", FeatureLevel: 12},
+		&FeatureLevelRecord{Name: "group.version", FeatureLevel: 0},
 	}
 }
 

@@ -83,6 +83,10 @@ type Image struct {
 	Configs   map[ConfigResource]map[string]string
 	// ClientQuotas are the client quotas by entity (client_quotas.go).
 	ClientQuotas map[ClientQuotaEntity]map[string]float64
+	// Features are the finalized feature levels by feature name (Kafka's
+	// FinalizedFeatures); a feature at level 0 is not finalized and not
+	// in the map.
+	Features map[string]int16
 }
 
 // NewImage returns an empty image.
@@ -92,6 +96,7 @@ func NewImage() *Image {
 		Topics:   map[UUID]*Topic{},
 		TopicIDs: map[string]UUID{},
 		Configs:  map[ConfigResource]map[string]string{},
+		Features: map[string]int16{},
 
 		ClientQuotas: map[ClientQuotaEntity]map[string]float64{},
 	}
@@ -112,6 +117,15 @@ func (im *Image) Apply(index uint64, r Record) error {
 	switch r := r.(type) {
 	case *ClusterRecord:
 		im.ClusterID = r.ClusterID
+	case *FeatureLevelRecord:
+		if r.Name == "" || r.FeatureLevel < 0 {
+			return fmt.Errorf("%w: feature %q at level %d", ErrInconsistent, r.Name, r.FeatureLevel)
+		}
+		if r.FeatureLevel == 0 {
+			delete(im.Features, r.Name)
+		} else {
+			im.Features[r.Name] = r.FeatureLevel
+		}
 	case *RegisterBrokerRecord:
 		epoch := r.BrokerEpoch
 		if epoch == -1 {
@@ -242,6 +256,7 @@ func (im *Image) Clone() *Image {
 		Topics:    maps.Clone(im.Topics),
 		TopicIDs:  maps.Clone(im.TopicIDs),
 		Configs:   maps.Clone(im.Configs),
+		Features:  maps.Clone(im.Features),
 
 		ClientQuotas: maps.Clone(im.ClientQuotas),
 	}
@@ -253,6 +268,9 @@ func (im *Image) Records() []Record {
 	var recs []Record
 	if im.ClusterID != "" {
 		recs = append(recs, &ClusterRecord{ClusterID: im.ClusterID})
+	}
+	for _, name := range slices.Sorted(maps.Keys(im.Features)) {
+		recs = append(recs, &FeatureLevelRecord{Name: name, FeatureLevel: im.Features[name]})
 	}
 	for _, id := range sortedKeys(im.Brokers) {
 		b := im.Brokers[id]

@@ -102,6 +102,29 @@ func TestApplyBuildsTheImage(t *testing.T) {
 			}
 		}},
 		{"unregister an unknown broker", 23, &UnregisterBrokerRecord{ID: 1, Epoch: 7}, ErrInconsistent, nil},
+		{"finalize a feature", 24, &FeatureLevelRecord{Name: FeatureMetadataVersion, FeatureLevel: 12}, nil, func(t *testing.T, im *Image) {
+			if im.Features[FeatureMetadataVersion] != 12 || len(im.Features) != 1 {
+				t.Fatalf("%v", im.Features)
+			}
+		}},
+		{"change its level", 25, &FeatureLevelRecord{Name: FeatureMetadataVersion, FeatureLevel: 13}, nil, func(t *testing.T, im *Image) {
+			if im.Features[FeatureMetadataVersion] != 13 {
+				t.Fatalf("%v", im.Features)
+			}
+		}},
+		{"a second feature", 26, &FeatureLevelRecord{Name: FeatureGroupVersion, FeatureLevel: 1}, nil, nil},
+		{"level 0 unfinalizes it", 27, &FeatureLevelRecord{Name: FeatureGroupVersion, FeatureLevel: 0}, nil, func(t *testing.T, im *Image) {
+			if _, ok := im.Features[FeatureGroupVersion]; ok || len(im.Features) != 1 {
+				t.Fatalf("%v", im.Features)
+			}
+		}},
+		{"level 0 of a feature not finalized", 28, &FeatureLevelRecord{Name: FeatureShareVersion}, nil, func(t *testing.T, im *Image) {
+			if len(im.Features) != 1 {
+				t.Fatalf("%v", im.Features)
+			}
+		}},
+		{"a negative level", 29, &FeatureLevelRecord{Name: FeatureGroupVersion, FeatureLevel: -1}, ErrInconsistent, nil},
+		{"a feature without a name", 30, &FeatureLevelRecord{FeatureLevel: 1}, ErrInconsistent, nil},
 	}
 	for _, s := range steps {
 		before := im.Clone()
@@ -127,7 +150,7 @@ func genRecords(t *rapid.T) []Record {
 	for range n {
 		id := ids[rapid.IntRange(0, 2).Draw(t, "topic")]
 		var r Record
-		switch rapid.IntRange(0, 8).Draw(t, "kind") {
+		switch rapid.IntRange(0, 9).Draw(t, "kind") {
 		case 0:
 			r = &ClusterRecord{ClusterID: rapid.StringN(0, 8, -1).Draw(t, "cluster")}
 		case 1:
@@ -166,6 +189,9 @@ func genRecords(t *rapid.T) []Record {
 			r = c
 		case 8:
 			r = &RemoveTopicRecord{TopicID: id}
+		case 9:
+			r = &FeatureLevelRecord{Name: rapid.SampledFrom([]string{"", FeatureMetadataVersion, FeatureGroupVersion}).Draw(t, "feature"),
+				FeatureLevel: rapid.Int16Range(-1, 3).Draw(t, "level")}
 		}
 		recs = append(recs, r)
 	}
@@ -267,6 +293,8 @@ func TestDecodeRefusesDamage(t *testing.T) {
 		"unknown version":   {1, 3, 2, 1, 0},
 		"short uuid":        good[:len(good)-1],
 		"huge array length": {1, 6, 3, 0, 0, 0xff, 0xff, 0xff},
+		// A feature level past int16: name "m", level 40000 (zig-zag varint).
+		"feature level out of range": {1, 7, byte(TypeFeatureLevel), 0, 1, 'm', 0x80, 0xf1, 0x04},
 	}
 	cases["unknown type"] = []byte{1, 2, 99, 0}
 	for name, b := range cases {
@@ -276,5 +304,33 @@ func TestDecodeRefusesDamage(t *testing.T) {
 	}
 	if _, err := DecodeSnapshot([]byte("nope")); !errors.Is(err, ErrMalformed) {
 		t.Errorf("DecodeSnapshot of junk: %v", err)
+	}
+}
+
+// TestBootstrapFeatures: the records a new log starts with finalize
+// exactly the features Gregor bootstraps above level 0, metadata.version
+// first, and every bootstrap level is within the supported range.
+func TestBootstrapFeatures(t *testing.T) {
+	recs := BootstrapFeatures()
+	if f, ok := recs[0].(*FeatureLevelRecord); !ok || f.Name != FeatureMetadataVersion || f.FeatureLevel != MetadataVersion {
+		t.Fatalf("first bootstrap record %+v, want metadata.version %d", recs[0], MetadataVersion)
+	}
+	im := NewImage()
+	for _, r := range recs {
+		if err := im.Apply(1, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := map[string]int16{FeatureMetadataVersion: MetadataVersion, FeatureGroupVersion: 1, FeatureTransactionVersion: 2}
+	if !reflect.DeepEqual(im.Features, want) {
+		t.Fatalf("bootstrap features %v, want %v", im.Features, want)
+	}
+	for i, f := range Features {
+		if i > 0 && Features[i-1].Name >= f.Name {
+			t.Errorf("Features not in name order at %q", f.Name)
+		}
+		if f.Min > f.Max || (f.Bootstrap != 0 && (f.Bootstrap < f.Min || f.Bootstrap > f.Max)) {
+			t.Errorf("%s: bootstrap level %d outside the supported %d-%d", f.Name, f.Bootstrap, f.Min, f.Max)
+		}
 	}
 }

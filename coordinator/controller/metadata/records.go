@@ -30,6 +30,7 @@ const (
 	TypeFenceBroker      RecordType = 7
 	TypeUnfenceBroker    RecordType = 8
 	TypeRemoveTopic      RecordType = 9
+	TypeFeatureLevel     RecordType = 12
 	TypeClientQuota      RecordType = 14
 	TypeCluster          RecordType = 100
 )
@@ -160,6 +161,14 @@ type ClusterRecord struct {
 	ClusterID string
 }
 
+// FeatureLevelRecord finalizes a feature at a level, as Kafka's
+// FeatureLevelRecord: level 0 removes the feature from the finalized set
+// (Kafka's FeatureControlManager does the same on replay).
+type FeatureLevelRecord struct {
+	Name         string
+	FeatureLevel int16
+}
+
 func (*RegisterBrokerRecord) Type() RecordType   { return TypeRegisterBroker }
 func (*UnregisterBrokerRecord) Type() RecordType { return TypeUnregisterBroker }
 func (*FenceBrokerRecord) Type() RecordType      { return TypeFenceBroker }
@@ -170,6 +179,7 @@ func (*PartitionChangeRecord) Type() RecordType  { return TypePartitionChange }
 func (*ConfigRecord) Type() RecordType           { return TypeConfig }
 func (*RemoveTopicRecord) Type() RecordType      { return TypeRemoveTopic }
 func (*ClusterRecord) Type() RecordType          { return TypeCluster }
+func (*FeatureLevelRecord) Type() RecordType     { return TypeFeatureLevel }
 
 func (r *RegisterBrokerRecord) encode(e *encoder) {
 	e.int32(r.BrokerID)
@@ -192,6 +202,7 @@ func (r *UnfenceBrokerRecord) encode(e *encoder)    { e.int32(r.ID); e.varint(r.
 func (r *TopicRecord) encode(e *encoder)            { e.string(r.Name); e.uuid(r.TopicID) }
 func (r *RemoveTopicRecord) encode(e *encoder)      { e.uuid(r.TopicID) }
 func (r *ClusterRecord) encode(e *encoder)          { e.string(r.ClusterID) }
+func (r *FeatureLevelRecord) encode(e *encoder)     { e.string(r.Name); e.varint(int64(r.FeatureLevel)) }
 
 func (r *PartitionRecord) version() uint64 {
 	if len(r.Adding) > 0 || len(r.Removing) > 0 {
@@ -353,6 +364,8 @@ func decodeRecord(b []byte) (Record, error) {
 		r = &RemoveTopicRecord{TopicID: d.uuid()}
 	case TypeCluster:
 		r = &ClusterRecord{ClusterID: d.string()}
+	case TypeFeatureLevel:
+		r = &FeatureLevelRecord{Name: d.string(), FeatureLevel: d.int16()}
 	case TypeClientQuota:
 		r = decodeClientQuota(&d)
 	default:
