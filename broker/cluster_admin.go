@@ -222,17 +222,7 @@ func (c *cluster) createPartitions(rt kmsg.CreatePartitionsRequestTopic, validat
 // answers once the local catalogue has it. A forwarded alteration is sent
 // as IncrementalAlterConfigs with those SET and DELETE operations.
 func (c *cluster) alterTopicConfigs(name string, old, next topicConfigs, forwarded bool) alterResult {
-	var changes []controller.ConfigChange
-	for _, k := range sortedConfigNames(old, next) {
-		ov, inOld := old[k]
-		nv, inNext := next[k]
-		switch {
-		case inNext && (!inOld || ov != nv):
-			changes = append(changes, controller.ConfigChange{ResourceType: metadata.ResourceTopic, ResourceName: name, Name: k, Value: &nv})
-		case inOld && !inNext:
-			changes = append(changes, controller.ConfigChange{ResourceType: metadata.ResourceTopic, ResourceName: name, Name: k})
-		}
-	}
+	changes := configChanges(metadata.ResourceTopic, name, old, next)
 	if len(changes) == 0 {
 		return alterResult{}
 	}
@@ -259,6 +249,24 @@ func (c *cluster) alterTopicConfigs(name string, old, next topicConfigs, forward
 		return alterResult{kerr.RequestTimedOut, fmt.Sprintf("The configs of '%s' were altered, but this broker has not applied them yet.", name)}
 	}
 	return alterResult{}
+}
+
+// configChanges are the ConfigRecord changes that take resource name's
+// configs from old to next: a SET of each key added or changed, a DELETE
+// of each key removed, in key order.
+func configChanges(typ int8, name string, old, next map[string]string) []controller.ConfigChange {
+	var changes []controller.ConfigChange
+	for _, k := range sortedConfigNames(old, next) {
+		ov, inOld := old[k]
+		nv, inNext := next[k]
+		switch {
+		case inNext && (!inOld || ov != nv):
+			changes = append(changes, controller.ConfigChange{ResourceType: typ, ResourceName: name, Name: k, Value: &nv})
+		case inOld && !inNext:
+			changes = append(changes, controller.ConfigChange{ResourceType: typ, ResourceName: name, Name: k})
+		}
+	}
+	return changes
 }
 
 func sortedConfigNames(a, b topicConfigs) []string {

@@ -70,7 +70,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/gregor-broker/gregor/coordinator/controller"
 	"github.com/gregor-broker/gregor/coordinator/controller/metadata"
 )
 
@@ -454,17 +453,7 @@ func (b *Broker) applyCatalogBrokerConfigs() {
 // active controller as ConfigRecords, forwarding them to it when it is
 // another node, and waits until this node's image has them.
 func (c *cluster) alterBrokerConfigs(name string, old, next map[string]string, forwarded bool) alterResult {
-	var changes []controller.ConfigChange
-	for _, k := range sortedConfigNames(old, next) {
-		ov, inOld := old[k]
-		nv, inNext := next[k]
-		switch {
-		case inNext && (!inOld || ov != nv):
-			changes = append(changes, controller.ConfigChange{ResourceType: metadata.ResourceBroker, ResourceName: name, Name: k, Value: &nv})
-		case inOld && !inNext:
-			changes = append(changes, controller.ConfigChange{ResourceType: metadata.ResourceBroker, ResourceName: name, Name: k})
-		}
-	}
+	changes := configChanges(metadata.ResourceBroker, name, old, next)
 	ctx, cancel := context.WithTimeout(c.ctx, adminTimeout)
 	defer cancel()
 	err := c.ctrl.AlterConfigs(ctx, changes)

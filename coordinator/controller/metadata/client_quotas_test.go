@@ -2,11 +2,8 @@ package metadata
 
 import (
 	"bytes"
-	"encoding/hex"
 	"errors"
 	"math"
-	"os"
-	"path/filepath"
 	"reflect"
 	"testing"
 
@@ -102,21 +99,7 @@ func TestClientQuotaEncodingGolden(t *testing.T) {
 		quotaSet("request_percentage", 12.5, QuotaEntityData{Type: QuotaClientID, Name: str("app")}),
 		quotaRemove("connection_creation_rate", QuotaEntityData{Type: QuotaIP, Name: str("10.0.0.1")}),
 	}
-	got := AppendRecords(nil, recs)
-	path := filepath.Join("testdata", "client_quota_records.hex")
-	if *update {
-		if err := os.WriteFile(path, []byte(hex.Dump(got)), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw := undump(t, string(want))
-	if !bytes.Equal(got, raw) {
-		t.Fatalf("encoding changed:\n got:\n%s\nwant:\n%s", hex.Dump(got), want)
-	}
+	raw := checkGolden(t, "client_quota_records.hex", AppendRecords(nil, recs))
 	back, err := DecodeRecords(raw)
 	if err != nil || !reflect.DeepEqual(back, recs) {
 		t.Fatalf("golden bytes decode to %+v, %v", back, err)

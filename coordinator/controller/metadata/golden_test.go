@@ -85,8 +85,18 @@ func TestVersion0PartitionRecordsStillDecode(t *testing.T) {
 // kind with testdata/records.hex (go test -update rewrites it) and decodes
 // the golden bytes back.
 func TestRecordEncodingGolden(t *testing.T) {
-	got := AppendRecords(nil, goldenRecords())
-	path := filepath.Join("testdata", "records.hex")
+	raw := checkGolden(t, "records.hex", AppendRecords(nil, goldenRecords()))
+	recs, err := DecodeRecords(raw)
+	if err != nil || len(recs) != len(goldenRecords()) {
+		t.Fatalf("golden bytes do not decode: %v", err)
+	}
+}
+
+// checkGolden compares an encoding with the hex dump in testdata/name
+// (go test -update rewrites it) and returns the golden bytes.
+func checkGolden(t *testing.T, name string, got []byte) []byte {
+	t.Helper()
+	path := filepath.Join("testdata", name)
 	if *update {
 		if err := os.WriteFile(path, []byte(hex.Dump(got)), 0o644); err != nil {
 			t.Fatal(err)
@@ -100,10 +110,7 @@ func TestRecordEncodingGolden(t *testing.T) {
 	if !bytes.Equal(got, raw) {
 		t.Fatalf("encoding changed:\n got:\n%s\nwant:\n%s", hex.Dump(got), want)
 	}
-	recs, err := DecodeRecords(raw)
-	if err != nil || len(recs) != len(goldenRecords()) {
-		t.Fatalf("golden bytes do not decode: %v", err)
-	}
+	return raw
 }
 
 // undump reads hex.Dump's output back into bytes.
