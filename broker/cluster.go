@@ -257,6 +257,9 @@ func (c *cluster) registerAndHeartbeat() {
 			}
 			c.epoch.Store(epoch)
 			c.b.log.Info("registered with the controller quorum", "broker_epoch", epoch)
+			// Heartbeat at once, as Kafka's BrokerLifecycleManager: a
+			// starting broker serves only once a heartbeat unfences it.
+			continue
 		} else {
 			res, err := c.heartbeat(ctx)
 			cancel()
@@ -271,8 +274,12 @@ func (c *cluster) registerAndHeartbeat() {
 					return
 				}
 				continue
-			case res.IsFenced && res.IsCaughtUp:
-				// Unfencing takes the next heartbeat; do not wait long.
+			case res.IsFenced:
+				// Still fenced: catching up with the metadata log, or caught
+				// up and unfenced by the next heartbeat. Report again soon
+				// rather than after a whole interval (Kafka's broker, while
+				// starting, heartbeats every 10 ms), as a starting broker
+				// serves only once unfenced (Start).
 				if !wait(backoff) {
 					return
 				}
