@@ -76,7 +76,9 @@ type Broker struct {
 
 // Start opens the data directory, recovers every partition log, starts
 // listening and returns the running broker. ctx bounds only the start-up; the
-// broker runs until Close.
+// broker runs until Close. In cluster mode Start returns once the broker is
+// registered and unfenced by the controller quorum, and serves only from
+// then on; it fails if ctx ends first.
 func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	cfg.setDefaults()
 	for name, value := range cfg.TopicDefaults {
@@ -200,15 +202,37 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		return nil, fmt.Errorf("broker: advertised port %q: %w", port, err)
 	}
 	b.advertised.host, b.advertised.port = host, int32(portNum)
+	if cfg.testHooks.listening != nil {
+		cfg.testHooks.listening(b)
+	}
 
 	b.ctx, b.cancel = context.WithCancel(context.Background())
+	b.startLogManager()
+	started = true // from here on, close cleans up
+	if b.cluster != nil {
+		// In cluster mode the listener is bound (the registration carries
+		// its port) but accepts nothing until the controller has unfenced
+		// this broker and its catalogue has applied the metadata log up to
+		// the unfencing: before, a client would see an incomplete cluster.
+		// Connections made meanwhile wait in the accept backlog, as
+		// Kafka's BrokerServer.startup enables request processing only
+		// then. Start blocks until that point, as Kafka's process does:
+		// when Start returns, the broker serves, which is what every
+		// caller (gregor serve, the readiness line process harnesses wait
+		// for, in-process tests using Addr at once) relies on; a caller
+		// starting several nodes of one quorum starts them concurrently.
+		// ctx's deadline is the start-up deadline (gregor serve's ctx has
+		// none and ends on SIGINT or SIGTERM, so a node waits for its
+		// quorum as long as it takes, as Kafka's does).
+		b.cluster.run()
+		b.log.Info("waiting to be unfenced by the controller quorum before serving", "listen", ln.Addr().String(), "node_id", cfg.NodeID)
+		if err := b.cluster.awaitUnfenced(ctx); err != nil {
+			b.close(false)
+			return nil, err
+		}
+	}
 	b.wg.Add(1)
 	go b.acceptLoop()
-	b.startLogManager()
-	if b.cluster != nil {
-		b.cluster.run()
-	}
-	started = true
 	b.ready.Store(true)
 	b.log.Info("gregor: ready", "listen", ln.Addr().String(), "advertise", advertise,
 		"node_id", cfg.NodeID, "data_dir", cfg.DataDir, "topics", len(b.catalog.byName))
@@ -229,13 +253,18 @@ func (b *Broker) ClusterID() string {
 // Close stops accepting connections, closes the open ones, waits for their
 // requests to finish, syncs and closes every partition log. It is safe to
 // call more than once.
-func (b *Broker) Close() error {
+func (b *Broker) Close() error { return b.close(true) }
+
+// close is Close; Start, failing after the listener opened, closes without
+// a controlled shutdown (a broker never unfenced leads nothing to hand
+// over).
+func (b *Broker) close(controlled bool) error {
 	b.closeOnce.Do(func() {
 		b.ready.Store(false)
 		if b.cfg.testHooks.closing != nil {
 			b.cfg.testHooks.closing(b)
 		}
-		if b.cluster != nil {
+		if b.cluster != nil && controlled {
 			b.cluster.controlledShutdown() // serving on, until its leaderships moved
 		}
 		b.cancel()

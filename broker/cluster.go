@@ -257,6 +257,9 @@ func (c *cluster) registerAndHeartbeat() {
 			}
 			c.epoch.Store(epoch)
 			c.b.log.Info("registered with the controller quorum", "broker_epoch", epoch)
+			// Heartbeat at once, as Kafka's BrokerLifecycleManager: a
+			// starting broker serves only once a heartbeat unfences it.
+			continue
 		} else {
 			res, err := c.heartbeat(ctx)
 			cancel()
@@ -271,8 +274,12 @@ func (c *cluster) registerAndHeartbeat() {
 					return
 				}
 				continue
-			case res.IsFenced && res.IsCaughtUp:
-				// Unfencing takes the next heartbeat; do not wait long.
+			case res.IsFenced:
+				// Still fenced: catching up with the metadata log, or caught
+				// up and unfenced by the next heartbeat. Report again soon
+				// rather than after a whole interval (Kafka's broker, while
+				// starting, heartbeats every 10 ms), as a starting broker
+				// serves only once unfenced (Start).
 				if !wait(backoff) {
 					return
 				}
@@ -490,6 +497,32 @@ func (c *cluster) waitFor(ctx context.Context, cond func(*metadata.Image) bool) 
 			return false
 		}
 	}
+}
+
+// awaitUnfenced waits until the catalogue has applied an image in which
+// this incarnation is registered and unfenced: the broker has caught up
+// with the metadata log (the controller unfences only a broker whose
+// heartbeat reports an offset at or past its registration), and has
+// applied everything up to the record that unfenced it, so its view of the
+// cluster is complete. Start serves only after it (Kafka's BrokerServer
+// enables request processing at the same point). It fails when ctx ends,
+// saying how far the broker got.
+func (c *cluster) awaitUnfenced(ctx context.Context) error {
+	self := c.b.cfg.NodeID
+	if c.waitFor(ctx, func(im *metadata.Image) bool {
+		br := im.Brokers[self]
+		return br != nil && br.IncarnationID == c.incarnation && !br.Fenced
+	}) {
+		return nil
+	}
+	state := "not registered with the active controller"
+	switch epoch := c.epoch.Load(); {
+	case c.ctrl.Leader() < 0:
+		state = "no active controller (the quorum has no majority)"
+	case epoch >= 0:
+		state = fmt.Sprintf("registered (broker epoch %d) but still fenced", epoch)
+	}
+	return fmt.Errorf("broker: not unfenced by the controller quorum before the start-up deadline: %s: %w", state, context.Cause(ctx))
 }
 
 func sortedTopicIDs(im *metadata.Image) []metadata.UUID {

@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -74,14 +77,15 @@ func startClusterWith(t *testing.T, n int, adjust func(*Config)) *testCluster {
 			adjust(&cfg)
 		}
 		tc.cfgs[id] = cfg
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		b, err := Start(ctx, cfg)
-		cancel()
-		if err != nil {
-			t.Fatalf("starting node %d: %v", id, err)
-		}
-		tc.nodes[id] = b
 	}
+	// A cluster node's Start returns once it is unfenced, which takes a
+	// quorum: the nodes start together.
+	ids := make([]int32, 0, n)
+	for id := int32(1); id <= int32(n); id++ {
+		ids = append(ids, id)
+	}
+	started, errs := tc.startNodes(ids, func(id int32) Config { return tc.cfgs[id] })
+	maps.Copy(tc.nodes, started)
 	t.Cleanup(func() {
 		for id, b := range tc.nodes {
 			if !tc.closed[id] {
@@ -91,8 +95,43 @@ func startClusterWith(t *testing.T, n int, adjust func(*Config)) *testCluster {
 			}
 		}
 	})
+	for _, err := range errs {
+		t.Fatal(err)
+	}
 	tc.waitForBrokers(tc.live(), len(tc.nodes))
 	return tc
+}
+
+// startNodes starts the nodes ids concurrently, each with the config cfg
+// returns (called before any starts), within a 60 s start-up deadline
+// each, and returns those started and the errors of those that did not.
+func (tc *testCluster) startNodes(ids []int32, cfg func(int32) Config) (map[int32]*Broker, []error) {
+	cfgs := map[int32]Config{}
+	for _, id := range ids {
+		cfgs[id] = cfg(id)
+	}
+	var (
+		mu      sync.Mutex
+		wg      sync.WaitGroup
+		started = map[int32]*Broker{}
+		errs    []error
+	)
+	for _, id := range ids {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			b, err := Start(ctx, cfgs[id])
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, fmt.Errorf("starting node %d: %w", id, err))
+				return
+			}
+			started[id] = b
+		})
+	}
+	wg.Wait()
+	return started, errs
 }
 
 func (tc *testCluster) live() []int32 {
@@ -106,26 +145,31 @@ func (tc *testCluster) live() []int32 {
 	return ids
 }
 
-// restart starts a closed node again with its data dir, on its old
-// controller address.
-func (tc *testCluster) restart(id int32) {
+// restart starts closed nodes again with their data dirs, on their old
+// controller addresses. They start together: a node serves only once the
+// quorum has unfenced it, so restarting the nodes of a whole cluster one
+// by one would wait forever on the first.
+func (tc *testCluster) restart(ids ...int32) {
 	tc.t.Helper()
-	cfg := tc.cfgs[id]
-	addr := cfg.controllerListener.Addr().String()
-	cfg.controllerListener = nil
-	var err error
-	waitLong(tc.t, fmt.Sprintf("node %d's controller port to be free", id), func() bool {
-		cfg.controllerListener, err = net.Listen("tcp", addr)
-		return err == nil
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	b, err := Start(ctx, cfg)
-	if err != nil {
-		tc.t.Fatalf("restarting node %d: %v", id, err)
+	for _, id := range ids {
+		cfg := tc.cfgs[id]
+		addr := cfg.controllerListener.Addr().String()
+		cfg.controllerListener = nil
+		var err error
+		waitLong(tc.t, fmt.Sprintf("node %d's controller port to be free", id), func() bool {
+			cfg.controllerListener, err = net.Listen("tcp", addr)
+			return err == nil
+		})
+		tc.cfgs[id] = cfg
 	}
-	tc.nodes[id] = b
-	tc.closed[id] = false
+	started, errs := tc.startNodes(ids, func(id int32) Config { return tc.cfgs[id] })
+	for id, b := range started {
+		tc.nodes[id] = b
+		tc.closed[id] = false
+	}
+	for _, err := range errs {
+		tc.t.Fatal(err)
+	}
 }
 
 func (tc *testCluster) close(id int32) {
@@ -594,4 +638,115 @@ func (b *Broker) groupCoordinatorOf(t *testing.T, groupID string) int32 {
 		t.Fatalf("FindCoordinator %s: %+v", groupID, resp)
 	}
 	return resp.Coordinators[0].NodeID
+}
+
+// TestClusterNodeServesOnlyOnceUnfenced restarts one node of a stopped
+// cluster alone: with no majority nothing can unfence it, so, as Kafka's
+// broker, it binds its listener but answers nothing, and Start does not
+// return (or fails at its deadline, cleaning up). Once the other voters are
+// back it is unfenced, and a request sent early into the accept backlog is
+// answered with the complete view: every topic, and the broker itself.
+func TestClusterNodeServesOnlyOnceUnfenced(t *testing.T) {
+	tc := startCluster(t, 3)
+	ctx := testCtx(t)
+	if _, err := kadm.NewClient(tc.client(1)).CreateTopic(ctx, 4, 3, nil, "early"); err != nil {
+		t.Fatalf("CreateTopic: %v", err)
+	}
+	for _, id := range tc.live() {
+		waitLong(t, fmt.Sprintf("node %d to know the topic", id), func() bool {
+			md := tc.metadata(id)
+			return len(md.Topics) == 1 && len(md.Topics[0].Partitions) == 4
+		})
+	}
+	for _, id := range tc.live() {
+		tc.close(id)
+	}
+
+	// rebind binds node 1's old controller port again for a new start.
+	rebind := func() Config {
+		cfg := tc.cfgs[1]
+		addr := cfg.controllerListener.Addr().String()
+		var err error
+		waitLong(t, "node 1's controller port to be free", func() bool {
+			cfg.controllerListener, err = net.Listen("tcp", addr)
+			return err == nil
+		})
+		return cfg
+	}
+
+	// Alone, it fails at its start-up deadline, saying why, and leaves
+	// nothing behind: its listener is closed.
+	cfg := rebind()
+	var addr string
+	cfg.testHooks.listening = func(b *Broker) { addr = b.listener.Addr().String() }
+	shortCtx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	b, err := Start(shortCtx, cfg)
+	cancel()
+	if err == nil {
+		b.Close()
+		t.Fatal("a node of a quorum without a majority started")
+	}
+	if !strings.Contains(err.Error(), "not unfenced") || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Start without a quorum: %v", err)
+	}
+	if nc, err := net.DialTimeout("tcp", addr, 5*time.Second); err == nil {
+		nc.Close()
+		t.Fatalf("the listener %s of a node that failed to start still accepts dials", addr)
+	}
+
+	// Started again with a long deadline, it waits: a dial lands in the
+	// listener's backlog, and the request sent on it is not answered.
+	cfg = rebind()
+	listening := make(chan string, 1)
+	cfg.testHooks.listening = func(b *Broker) { listening <- b.listener.Addr().String() }
+	type result struct {
+		b   *Broker
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+		defer cancel()
+		b, err := Start(ctx, cfg)
+		done <- result{b, err}
+	}()
+	early := dialRaw(t, <-listening)
+	req := kmsg.NewPtrMetadataRequest()
+	req.SetVersion(12)
+	corr := early.send(req)
+	early.nc.SetReadDeadline(time.Now().Add(3 * time.Second))
+	if n, err := early.nc.Read(make([]byte, 1)); n > 0 || err == nil {
+		t.Fatal("a node that is not unfenced answered a request")
+	} else if ne, ok := err.(net.Error); !ok || !ne.Timeout() {
+		t.Fatalf("a node that is not unfenced: %v, want no answer yet", err)
+	}
+	select {
+	case r := <-done:
+		t.Fatalf("Start returned (%v) while the quorum had no majority", r.err)
+	default:
+	}
+
+	// The quorum back, it is unfenced and serves; the early request is
+	// answered with the topic and the brokers unfenced by then, itself
+	// among them.
+	tc.restart(2, 3)
+	r := <-done
+	if r.err != nil {
+		t.Fatalf("starting node 1 once the quorum is back: %v", r.err)
+	}
+	tc.nodes[1], tc.closed[1] = r.b, false
+	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	resp.SetVersion(req.GetVersion())
+	early.readResponse(corr, resp)
+	if len(resp.Topics) != 1 || resp.Topics[0].Topic == nil || *resp.Topics[0].Topic != "early" || len(resp.Topics[0].Partitions) != 4 {
+		t.Fatalf("the early Metadata request was answered with topics %+v", resp.Topics)
+	}
+	if !slices.ContainsFunc(resp.Brokers, func(br kmsg.MetadataResponseBroker) bool { return br.NodeID == 1 }) {
+		t.Fatalf("the early Metadata request was answered without node 1: %+v", resp.Brokers)
+	}
+	tc.waitForBrokers(tc.live(), 3)
+	md := tc.metadata(1)
+	if len(md.Topics) != 1 || len(md.Topics[0].Partitions) != 4 {
+		t.Fatalf("node 1's Metadata after the restart: %+v", md.Topics)
+	}
 }

@@ -230,6 +230,7 @@ type Config struct {
 		// the leader it fetches from; a test blocks it to slow a follower.
 		replicaFetch func(leader int32)
 		closing      func(*Broker) // in Close, after readiness is withdrawn, before anything stops
+		listening    func(*Broker) // in Start, once the Kafka listener is bound, before it accepts
 	}
 }
 

@@ -93,9 +93,7 @@ func TestClusterApiVersionsListsTheFeaturesOfTheMetadataLog(t *testing.T) {
 	for _, id := range tc.live() {
 		tc.close(id)
 	}
-	for _, id := range []int32{1, 2, 3} {
-		tc.restart(id)
-	}
+	tc.restart(1, 2, 3)
 	tc.waitForBrokers(tc.live(), 3)
 	for _, id := range tc.live() {
 		waitLong(t, fmt.Sprintf("node %d to reapply its metadata log", id), func() bool {

@@ -574,9 +574,7 @@ func TestReplicationSurvivesAFullRestart(t *testing.T) {
 			t.Fatalf("node %d checkpointed high watermark %d (%v), want %d", id, hw, ok, end)
 		}
 	}
-	for id := int32(1); id <= 3; id++ {
-		tc.restart(id)
-	}
+	tc.restart(1, 2, 3)
 	tc.waitForBrokers(tc.live(), 3)
 	waitLong(t, "a leader with all three replicas in its ISR", func() bool {
 		l := tc.leaderOf(1, "restart", 0)

@@ -85,6 +85,13 @@ func runServe(c *cli.Context) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	b, err := broker.Start(ctx, cfg)
+	if err != nil && ctx.Err() != nil {
+		// Stopped by a signal before it served: a cluster node still
+		// waiting for its quorum to unfence it. A requested stop, not a
+		// failure.
+		logger.Info("gregor: stopped before serving", "reason", err)
+		return nil
+	}
 	if err != nil {
 		// The broker names topic configs; say which broker key set it.
 		for topic, origin := range origins {

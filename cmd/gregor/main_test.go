@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"strings"
@@ -150,5 +151,68 @@ func TestServeRefusesBadFlags(t *testing.T) {
 		if err == nil {
 			t.Fatalf("%q started: %s", args, out)
 		}
+	}
+}
+
+// TestServeWaitsForItsQuorumAndStopsCleanly starts a cluster node whose
+// quorum's other voter never comes: it is never unfenced, so it binds its
+// listener but is not ready (/readyz 503, no readiness line), and a signal
+// stops it cleanly.
+func TestServeWaitsForItsQuorumAndStopsCleanly(t *testing.T) {
+	ctrl, httpAddr := freePort(t), freePort(t)
+	args := "serve --node-id 1 --listen 127.0.0.1:0 --data-dir " + t.TempDir() + " --http-listen " + httpAddr +
+		" --controller-listen " + ctrl + " --controller-quorum 1@" + ctrl + ",2@" + freePort(t)
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), "GREGOR_RUN_MAIN="+args)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	lines := make(chan string, 1000)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	var logs []string
+	deadline := time.After(60 * time.Second)
+	for waiting := false; !waiting; {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("gregor exited while waiting for its quorum; its log:\n%s", strings.Join(logs, "\n"))
+			}
+			logs = append(logs, l)
+			waiting = strings.Contains(l, "waiting to be unfenced")
+		case <-deadline:
+			t.Fatalf("gregor did not log that it waits for its quorum; its log:\n%s", strings.Join(logs, "\n"))
+		}
+	}
+	resp, err := http.Get("http://" + httpAddr + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("/readyz of a node its quorum has not unfenced: %s", resp.Status)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	for l := range lines {
+		logs = append(logs, l)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("gregor did not exit cleanly on SIGTERM while waiting for its quorum: %v; its log:\n%s", err, strings.Join(logs, "\n"))
+	}
+	all := strings.Join(logs, "\n")
+	if strings.Contains(all, "gregor: ready") || !strings.Contains(all, "gregor: stopped before serving") {
+		t.Fatalf("gregor's log while waiting for its quorum and stopped:\n%s", all)
 	}
 }
