@@ -4,12 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
+	"os"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/IBM/sarama"
 )
+
+// failoverLogOnce turns sarama's logger on for the leader-failover scenario.
+var failoverLogOnce sync.Once
 
 type saramaAdapter struct {
 	addrs []string
@@ -159,8 +164,15 @@ func (s *saramaAdapter) Produce(ctx context.Context, topic string, recs []Record
 		cfg.Producer.Idempotent = true
 		cfg.Net.MaxOpenRequests = 1
 		cfg.Producer.Flush.Bytes = 4096
+		// Without a frequency sarama flushes a batch only once it holds Flush.Bytes, and warns
+		// that "messages may not get flushed": leader-failover hung twice in CI on the round that
+		// was in flight when the leader was killed (24 of its records on the killed leader).
+		cfg.Producer.Flush.Frequency = 5 * time.Millisecond
 	}
 	if opts.Failover {
+		// sarama's own log goes to the adapter's stderr (kept in the cell's log): what it did
+		// around the leader's kill is what a failure here needs explained.
+		failoverLogOnce.Do(func() { sarama.Logger = log.New(os.Stderr, "[sarama] ", log.LstdFlags|log.Lmicroseconds) })
 		// sarama gives up after 3 retries 100 ms apart by default: too soon for a leader election.
 		cfg.Producer.Retry.Max = 60
 		cfg.Producer.Retry.Backoff = 500 * time.Millisecond
