@@ -231,6 +231,14 @@ func topicDefault(topicConfig string) func(*Broker) (string, bool) {
 }
 
 var brokerConfigDefs = []brokerConfig{
+	{"add.partitions.to.txn.retry.backoff.max.ms", kindInt, "How long a transactions V2 produce keeps asking the transaction coordinator to add its partition after CONCURRENT_TRANSACTIONS.", func(b *Broker) (string, bool) {
+		v := *b.cfg.AddPartitionsToTxnRetryBackoffMaxMs
+		return strconv.FormatInt(v, 10), v != 100
+	}},
+	{"add.partitions.to.txn.retry.backoff.ms", kindInt, "How long a transactions V2 produce waits before asking again.", func(b *Broker) (string, bool) {
+		v := b.cfg.AddPartitionsToTxnRetryBackoffMs
+		return strconv.FormatInt(v, 10), v != 20
+	}},
 	{"advertised.listeners", kindList, "Address clients are told to connect to.", func(b *Broker) (string, bool) {
 		return fmt.Sprintf("PLAINTEXT://%s:%d", b.advertised.host, b.advertised.port), b.cfg.Advertise != ""
 	}},

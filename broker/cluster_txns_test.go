@@ -92,11 +92,12 @@ func TestClusterTransactionsAcrossBrokers(t *testing.T) {
 		// Seeded with a node that is not the coordinator, so that the
 		// client finds it through FindCoordinator.
 		seed := tc.nodes[coords[id]%3+1].Addr()
-		// A transaction's first produce that reaches its leader before
-		// the markers of the previous one is NOT_ENOUGH_REPLICAS (the
-		// coordinator answers CONCURRENT_TRANSACTIONS), as on Kafka;
-		// franz-go retries it after a metadata refresh, at most every
-		// MetadataMinAge (5 s by default).
+		// A V1 transaction's first produce that reaches its leader
+		// before the markers of the previous one is NOT_ENOUGH_REPLICAS
+		// (the coordinator answers CONCURRENT_TRANSACTIONS), as on
+		// Kafka; franz-go retries it after a metadata refresh, at most
+		// every MetadataMinAge (5 s by default). A V2 one is asked again
+		// by the leader for add.partitions.to.txn.retry.backoff.max.ms.
 		opts = append(opts, kgo.MetadataMinAge(50*time.Millisecond))
 		cl := newTxnProducer(t, seed, id, "tx", opts...)
 		for round := range 3 {

@@ -91,6 +91,17 @@ type Config struct {
 	// TransactionStateLogMinISR is transaction.state.log.min.isr, the
 	// min.insync.replicas of __transaction_state in cluster mode. Default 2.
 	TransactionStateLogMinISR int32
+	// AddPartitionsToTxnRetryBackoffMs is
+	// add.partitions.to.txn.retry.backoff.ms: how long a transactions V2
+	// produce waits before asking the transaction coordinator again to add
+	// its partition after CONCURRENT_TRANSACTIONS. Default 20.
+	AddPartitionsToTxnRetryBackoffMs int64
+	// AddPartitionsToTxnRetryBackoffMaxMs is
+	// add.partitions.to.txn.retry.backoff.max.ms: how long, from its first
+	// question, such a produce keeps asking before it answers the client
+	// CONCURRENT_TRANSACTIONS (at most the 30 s request timeout; 0: it
+	// answers at once). Default 100.
+	AddPartitionsToTxnRetryBackoffMaxMs *int64
 	// TransactionMaxTimeoutMs is transaction.max.timeout.ms: a longer
 	// transaction timeout is INVALID_TRANSACTION_TIMEOUT. Default 900000.
 	TransactionMaxTimeoutMs int32
@@ -287,6 +298,13 @@ func (c *Config) setDefaults() {
 	}
 	if c.TransactionStateLogNumPartitions <= 0 {
 		c.TransactionStateLogNumPartitions = 50
+	}
+	if c.AddPartitionsToTxnRetryBackoffMs <= 0 {
+		c.AddPartitionsToTxnRetryBackoffMs = 20
+	}
+	if c.AddPartitionsToTxnRetryBackoffMaxMs == nil {
+		d := int64(100)
+		c.AddPartitionsToTxnRetryBackoffMaxMs = &d
 	}
 	if c.TransactionMaxTimeoutMs <= 0 {
 		c.TransactionMaxTimeoutMs = 900_000

@@ -23,9 +23,11 @@ package broker
 // translate the coordinator's: a partition not in the transaction is
 // TRANSACTION_ABORTABLE for Produce v11 and INVALID_TXN_STATE before
 // ("Partition was not added to the transaction"); PRODUCER_FENCED is
-// INVALID_PRODUCER_EPOCH; CONCURRENT_TRANSACTIONS (the transaction is
-// completing) and coordinator unavailability are NOT_ENOUGH_REPLICAS, which
-// every client retries; INVALID_PRODUCER_ID_MAPPING is passed on. A
+// INVALID_PRODUCER_EPOCH; CONCURRENT_TRANSACTIONS (the previous
+// transaction is completing) is asked again for a while for Produce v12+
+// and then passed on, and is NOT_ENOUGH_REPLICAS before v12; coordinator
+// unavailability is NOT_ENOUGH_REPLICAS, which every client retries without
+// a metadata refresh; INVALID_PRODUCER_ID_MAPPING is passed on. A
 // request with a transactional batch but no transactional id is refused
 // whole before anything else: TRANSACTIONAL_ID_AUTHORIZATION_FAILED for
 // every partition, as KafkaApis.handleProduceRequest answers it.
@@ -33,6 +35,7 @@ package broker
 import (
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -58,42 +61,32 @@ func (b *Broker) verifyTxnBatch(r *request, req *kmsg.ProduceRequest, p *partiti
 	}
 	p.appendMu.Unlock()
 
-	tp := txn.Partition{Topic: p.topic, Partition: p.index}
-	var top int16
-	var parts map[txn.Partition]int16
-	guard := lastTxnGuard.Add(1)
-	local, node, code := b.txnCoordinatorOf(*req.TransactionID)
-	var err error
-	switch {
-	case code != 0:
-	case !local:
-		guard, code = b.verifyTxnBatchRemotely(r, node, *req.TransactionID, p, pid, epoch, req.Version < 12, guard)
-	default:
-		code, err = b.txns.call(r, func(c *txn.Coordinator, now int64) {
-			if req.Version >= 12 {
-				// Transactions V2: the produce adds its partition (Kafka's
-				// leader sends AddPartitionsToTxn v5 without verifyOnly).
-				top = c.AddPartitions(now, *req.TransactionID, pid, epoch, []txn.Partition{tp}, 2)
-			} else {
-				top, parts = c.VerifyPartitions(*req.TransactionID, pid, epoch, []txn.Partition{tp})
-			}
-			if top == 0 && parts[tp] == 0 {
-				// Set on the coordinator's goroutine, which writes every
-				// marker: the markers of the producer's previous transaction
-				// are all written by now and cannot remove this guard; only
-				// the markers of the transaction just verified can.
-				p.setTxnGuard(pid, guard)
-			}
-		})
-	}
-	if err != nil {
-		return 0, nil, "", err
-	}
-	if code == 0 {
-		code = top
-	}
-	if code == 0 {
-		code = parts[tp]
+	// Transactions V2: the produce adds its partition, and a
+	// CONCURRENT_TRANSACTIONS (the producer's previous transaction is
+	// still writing its markers, common right after EndTxn) is asked
+	// again every add.partitions.to.txn.retry.backoff.ms until
+	// add.partitions.to.txn.retry.backoff.max.ms (at most the request
+	// timeout) has passed since the first question, as Kafka's
+	// ReplicaManager does for the addPartition operation.
+	add := req.Version >= 12
+	start := time.Now()
+	maxWait := min(time.Duration(*b.cfg.AddPartitionsToTxnRetryBackoffMaxMs)*time.Millisecond, interBrokerRequestTimeout)
+	var guard uint64
+	var code int16
+	for {
+		var err error
+		guard, code, err = b.askTxnCoordinator(r, req, p, pid, epoch, add)
+		if err != nil {
+			return 0, nil, "", err
+		}
+		if !add || code != kerr.ConcurrentTransactions.Code || time.Since(start) >= maxWait {
+			break
+		}
+		select {
+		case <-time.After(time.Duration(b.cfg.AddPartitionsToTxnRetryBackoffMs) * time.Millisecond):
+		case <-r.ctx.Done():
+			return 0, nil, "", r.ctx.Err()
+		}
 	}
 	switch code {
 	case 0:
@@ -105,11 +98,64 @@ func (b *Broker) verifyTxnBatch(r *request, req *kmsg.ProduceRequest, p *partiti
 			return 0, kerr.TransactionAbortable, "", nil
 		}
 		return 0, kerr.InvalidTxnState, "Partition was not added to the transaction", nil
-	case kerr.ConcurrentTransactions.Code, kerr.NetworkException.Code, kerr.CoordinatorLoadInProgress.Code,
+	case kerr.ConcurrentTransactions.Code:
+		if add {
+			// Kafka 4 passes it on to a transactions V2 producer, which
+			// retries it: it is common while a commit completes.
+			return 0, kerr.ConcurrentTransactions, "", nil
+		}
+		return 0, kerr.NotEnoughReplicas, fmt.Sprintf("Unable to verify the partition has been added to the transaction. Underlying error: %s", kerr.ErrorForCode(code)), nil
+	case kerr.NetworkException.Code, kerr.CoordinatorLoadInProgress.Code,
 		kerr.CoordinatorNotAvailable.Code, kerr.NotCoordinator.Code:
 		return 0, kerr.NotEnoughReplicas, fmt.Sprintf("Unable to verify the partition has been added to the transaction. Underlying error: %s", kerr.ErrorForCode(code)), nil
 	}
 	return 0, kerr.ErrorForCode(code).(*kerr.Error), "", nil
+}
+
+// askTxnCoordinator asks the transaction coordinator of req's
+// transactional id once whether (add false) or that (add true) producer
+// pid's transaction at epoch holds p, in process or on its node, and
+// returns the guard of a positive answer and the coordinator's code for p.
+func (b *Broker) askTxnCoordinator(r *request, req *kmsg.ProduceRequest, p *partition, pid int64, epoch int16, add bool) (uint64, int16, error) {
+	id := *req.TransactionID
+	tp := txn.Partition{Topic: p.topic, Partition: p.index}
+	guard := lastTxnGuard.Add(1)
+	local, node, code := b.txnCoordinatorOf(id)
+	switch {
+	case code != 0:
+		return 0, code, nil
+	case !local:
+		guard, code = b.verifyTxnBatchRemotely(r, node, id, p, pid, epoch, !add, guard)
+		return guard, code, nil
+	}
+	var top int16
+	var parts map[txn.Partition]int16
+	code, err := b.txns.call(r, func(c *txn.Coordinator, now int64) {
+		if add {
+			// Transactions V2: the produce adds its partition (Kafka's
+			// leader sends AddPartitionsToTxn v5 without verifyOnly).
+			top = c.AddPartitions(now, id, pid, epoch, []txn.Partition{tp}, 2)
+		} else {
+			top, parts = c.VerifyPartitions(id, pid, epoch, []txn.Partition{tp})
+		}
+		if top == 0 && parts[tp] == 0 {
+			// Set on the coordinator's goroutine, which writes every
+			// marker: the markers of the producer's previous transaction
+			// are all written by now and cannot remove this guard; only
+			// the markers of the transaction just verified can.
+			p.setTxnGuard(pid, guard)
+		}
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	if code == 0 {
+		code = top
+	}
+	if code == 0 {
+		code = parts[tp]
+	}
+	return guard, code, nil
 }
 
 // hasTransactionalRecords is Kafka's RequestUtils.hasTransactionalRecords:

@@ -1,10 +1,16 @@
 package broker
 
 import (
+	"fmt"
+	"log/slog"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-broker/gregor/storage"
 )
 
 // The transaction APIs driven with raw requests, for versions and
@@ -329,5 +335,81 @@ func TestTxnVerifyTxnOffsetCommit(t *testing.T) {
 		if e := verify(ctx, tt.tid, tt.pid, tt.epoch, tt.group, tt.add); e != tt.want {
 			t.Errorf("%s: %v, want %v", tt.name, e, tt.want)
 		}
+	}
+}
+
+// TestTxnProduceWhileTheLastTransactionCompletes checks what a
+// transactional produce gets while the producer's previous transaction is
+// still writing its markers (held here by a marker that cannot be written
+// into partition 1 until the fault is lifted), as Kafka's ReplicaManager
+// answers it: Produce v12+ (transactions V2, which adds its partition)
+// asks again every add.partitions.to.txn.retry.backoff.ms and answers
+// CONCURRENT_TRANSACTIONS once add.partitions.to.txn.retry.backoff.max.ms
+// has passed, or succeeds if the markers are written by then; Produce v11
+// (verification only) is NOT_ENOUGH_REPLICAS at once.
+func TestTxnProduceWhileTheLastTransactionCompletes(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		tv2     bool
+		maxMs   int64
+		lift    bool // lift the fault while the produce waits
+		want    *kerr.Error
+		minWait time.Duration
+	}{
+		{name: "v12 past the retry max", tv2: true, maxMs: 100, want: kerr.ConcurrentTransactions, minWait: 100 * time.Millisecond},
+		{name: "v12 without retries", tv2: true, maxMs: 0, want: kerr.ConcurrentTransactions},
+		{name: "v12 until the markers are written", tv2: true, maxMs: 5000, lift: true},
+		{name: "v11", tv2: false, maxMs: 5000, want: kerr.NotEnoughReplicas},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ffs := storage.NewFaultFS(storage.NewMemFS(), nil)
+			maxMs := tt.maxMs
+			b := startBroker(t, Config{FS: ffs, DataDir: "/data", Logger: slog.New(slog.DiscardHandler),
+				AddPartitionsToTxnRetryBackoffMaxMs: &maxMs})
+			c := dialRaw(t, b.Addr())
+			createTopic(t, c, "t", 2, nil)
+			pid, epoch := rawInitTxnOK(t, c, "busy", 60000)
+			produceVersion, endVersion := int16(12), int16(5)
+			if !tt.tv2 {
+				produceVersion, endVersion = 11, 4
+				for _, p := range []int32{0, 1} {
+					wantTxnCode(t, "AddPartitionsToTxn", rawAddPartitions(t, c, 3, "busy", pid, epoch, "t", p)[p], nil)
+				}
+			}
+			id := kmsg.StringPtr("busy")
+			for _, p := range []int32{0, 1} {
+				req := produceRequest(produceVersion, -1, "t", p, txnBatch(t, pid, epoch, 0, 1, "first"))
+				req.TransactionID = id
+				wantTxnCode(t, fmt.Sprintf("produce to t-%d", p), c.do(req).(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode, nil)
+			}
+			ffs.Arm(faultsUnder("/data/t-1", storage.ErrInjected, storage.OpWrite))
+			wantTxnCode(t, "EndTxn", rawEndTxn(t, c, endVersion, "busy", pid, epoch, true), nil)
+			next := epoch
+			if tt.tv2 {
+				next++ // V2 bumps the epoch at every end
+			}
+			seq := int32(0)
+			if !tt.tv2 {
+				seq = 1
+			}
+			req := produceRequest(produceVersion, -1, "t", 0, txnBatch(t, pid, next, seq, 1, "second"))
+			req.TransactionID = id
+			if tt.lift {
+				time.AfterFunc(50*time.Millisecond, func() { ffs.Arm(nil) })
+			}
+			start := time.Now()
+			got := c.do(req).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+			waited := time.Since(start)
+			wantTxnCode(t, "produce of the next transaction", got.ErrorCode, tt.want)
+			if waited < tt.minWait {
+				t.Errorf("answered after %v, before the retry max %v", waited, tt.minWait)
+			}
+			if tt.want == kerr.NotEnoughReplicas {
+				if want := "Unable to verify the partition has been added to the transaction. Underlying error: CONCURRENT_TRANSACTIONS"; got.ErrorMessage == nil || !strings.Contains(*got.ErrorMessage, want) {
+					t.Errorf("message %v, want it to contain %q", got.ErrorMessage, want)
+				}
+			}
+			ffs.Arm(nil)
+		})
 	}
 }

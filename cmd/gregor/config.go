@@ -203,6 +203,8 @@ func applyPropertiesWithOrigins(dst *broker.Config, props map[string]setting, lo
 		{"group.consumer.heartbeat.interval.ms", 1, math.MaxInt32, func(n int64) { cfg.GroupConsumerHeartbeatIntervalMs = int32(n) }},
 		{"group.consumer.max.size", 1, math.MaxInt32, func(n int64) { cfg.GroupConsumerMaxSize = int(n) }},
 		{"transaction.state.log.num.partitions", 1, math.MaxInt32, func(n int64) { cfg.TransactionStateLogNumPartitions = int32(n) }},
+		{"add.partitions.to.txn.retry.backoff.ms", 1, math.MaxInt32, func(n int64) { cfg.AddPartitionsToTxnRetryBackoffMs = n }},
+		{"add.partitions.to.txn.retry.backoff.max.ms", 0, math.MaxInt32, func(n int64) { cfg.AddPartitionsToTxnRetryBackoffMaxMs = &n }},
 		{"transaction.max.timeout.ms", 1, math.MaxInt32, func(n int64) { cfg.TransactionMaxTimeoutMs = int32(n) }},
 		{"transaction.abort.timed.out.transaction.cleanup.interval.ms", 1, math.MaxInt32, func(n int64) { cfg.TransactionAbortTimedOutTransactionCleanupIntervalMs = n }},
 		{"transactional.id.expiration.ms", 1, math.MaxInt32, func(n int64) { cfg.TransactionalIDExpirationMs = n }},
