@@ -323,6 +323,26 @@ func TestApplyPropertiesInternalTopicReplication(t *testing.T) {
 	}
 }
 
+// TestApplyPropertiesAddPartitionsRetry reads the two settings of a
+// transactions V2 produce's retries, whose max may be 0 and whose backoff
+// may not.
+func TestApplyPropertiesAddPartitionsRetry(t *testing.T) {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var cfg broker.Config
+	if err := applyProperties(&cfg, props(
+		"add.partitions.to.txn.retry.backoff.ms", "5",
+		"add.partitions.to.txn.retry.backoff.max.ms", "0",
+	), quiet); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.AddPartitionsToTxnRetryBackoffMs != 5 || cfg.AddPartitionsToTxnRetryBackoffMaxMs == nil || *cfg.AddPartitionsToTxnRetryBackoffMaxMs != 0 {
+		t.Fatalf("got backoff %d, max %v; want 5, 0", cfg.AddPartitionsToTxnRetryBackoffMs, cfg.AddPartitionsToTxnRetryBackoffMaxMs)
+	}
+	if err := applyProperties(&cfg, props("add.partitions.to.txn.retry.backoff.ms", "0"), quiet); err == nil {
+		t.Fatal("add.partitions.to.txn.retry.backoff.ms=0 was accepted")
+	}
+}
+
 // runServeConfig runs the CLI with args and environ and returns the
 // configuration serve would start the broker with.
 func runServeConfig(t *testing.T, environ []string, args ...string) (broker.Config, error) {
