@@ -427,11 +427,13 @@ func (c *Coordinator) completeJoin(g *group, now int64) {
 	if len(g.members) == 0 {
 		g.protocol = ""
 		g.leader = ""
+		g.subscribedTopics = g.computeSubscribedTopics()
 		g.transition(Empty, now)
 		c.storeGroup(g)
 		return
 	}
 	g.protocol = g.selectProtocol()
+	g.subscribedTopics = g.computeSubscribedTopics()
 	g.transition(CompletingRebalance, now)
 	if g.members[g.leader] == nil {
 		g.leader = g.order[0]

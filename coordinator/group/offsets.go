@@ -1,6 +1,7 @@
 package group
 
 import (
+	"encoding/binary"
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -250,8 +251,11 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 // DeleteOffsets handles an OffsetDelete (Kafka's
-// OffsetMetadataManager.deleteOffsets and ClassicGroup.validateOffsetDelete):
-// only an empty group may lose offsets, NON_EMPTY_GROUP otherwise.
+// OffsetMetadataManager.deleteOffsets and the groups' validateOffsetDelete):
+// an unknown or dead group is GROUP_ID_NOT_FOUND; a classic group with
+// members is NON_EMPTY_GROUP unless its protocol type is "consumer"; then
+// each partition of a topic the group subscribes to is
+// GROUP_SUBSCRIBED_TO_TOPIC and the offsets of the others are deleted.
 func (c *Coordinator) DeleteOffsets(now int64, id ReplyID, req OffsetDeleteRequest) {
 	res := &OffsetDeleteResult{}
 	g := c.groups[req.GroupID]
@@ -259,9 +263,8 @@ func (c *Coordinator) DeleteOffsets(now int64, id ReplyID, req OffsetDeleteReque
 	case g == nil || g.state == Dead:
 		res.ErrorCode = kerr.GroupIDNotFound.Code
 	case g.cg != nil:
-		// Kafka's ConsumerGroup.validateOffsetDelete accepts any state;
-		// partitions of topics a member subscribes to are refused below.
-	case g.state != Empty:
+		// Kafka's ConsumerGroup.validateOffsetDelete accepts any state.
+	case g.state != Empty && g.protocolType != ConsumerProtocolType:
 		res.ErrorCode = kerr.NonEmptyGroup.Code
 	}
 	if res.ErrorCode != 0 {
@@ -270,9 +273,10 @@ func (c *Coordinator) DeleteOffsets(now int64, id ReplyID, req OffsetDeleteReque
 	}
 	for _, t := range req.Topics {
 		tr := TopicResult{Topic: t.Topic}
+		subscribed := g.subscribesTo(t.Topic)
 		for _, p := range t.Partitions {
 			tp := topicPartition{t.Topic, p}
-			if g.cg != nil && g.cg.subscribesTo(t.Topic) {
+			if subscribed {
 				tr.Partitions = append(tr.Partitions, PartitionResult{Partition: p, ErrorCode: kerr.GroupSubscribedToTopic.Code})
 				continue
 			}
@@ -284,6 +288,80 @@ func (c *Coordinator) DeleteOffsets(now int64, id ReplyID, req OffsetDeleteReque
 		res.Topics = append(res.Topics, tr)
 	}
 	c.reply(id, res)
+}
+
+// subscribesTo is Kafka's Group.isSubscribedToTopic. A classic group whose
+// members' subscriptions are unknown counts as subscribed to everything
+// if its protocol type is "consumer", as in Kafka.
+func (g *group) subscribesTo(topic string) bool {
+	if g.cg != nil {
+		return g.cg.subscribesTo(topic)
+	}
+	if g.subscribedTopics == nil {
+		return g.protocolType == ConsumerProtocolType
+	}
+	return g.subscribedTopics[topic]
+}
+
+// computeSubscribedTopics is Kafka's ClassicGroup.computeSubscribedTopics:
+// for protocol type "consumer", the union of the topics in the members'
+// metadata for the chosen protocol, each read as the version 0 prefix of
+// ConsumerProtocolSubscription; nil if the type is another, no protocol is
+// chosen yet, or a member's metadata does not parse.
+func (g *group) computeSubscribedTopics() map[string]bool {
+	if g.protocolType != ConsumerProtocolType {
+		return nil
+	}
+	out := map[string]bool{}
+	if len(g.members) == 0 {
+		return out
+	}
+	if g.protocol == "" {
+		return nil
+	}
+	for _, m := range g.members {
+		topics, ok := subscriptionTopics(m.metadata(g.protocol))
+		if !ok {
+			return nil
+		}
+		for _, t := range topics {
+			out[t] = true
+		}
+	}
+	return out
+}
+
+// subscriptionTopics reads the topics of a ConsumerProtocolSubscription:
+// a version (at least 0), a topic array and nullable user data, the
+// prefix every version starts with.
+func subscriptionTopics(b []byte) ([]string, bool) {
+	if len(b) < 6 || int16(binary.BigEndian.Uint16(b)) < 0 {
+		return nil, false
+	}
+	n := int32(binary.BigEndian.Uint32(b[2:]))
+	b = b[6:]
+	if n < 0 || int64(n)*2 > int64(len(b)) {
+		return nil, false
+	}
+	topics := make([]string, 0, n)
+	for range n {
+		if len(b) < 2 {
+			return nil, false
+		}
+		l := int16(binary.BigEndian.Uint16(b))
+		if l < 0 || int(l) > len(b)-2 {
+			return nil, false
+		}
+		topics = append(topics, string(b[2:2+int(l)]))
+		b = b[2+int(l):]
+	}
+	if len(b) < 4 {
+		return nil, false
+	}
+	if l := int32(binary.BigEndian.Uint32(b)); l < -1 || int64(l) > int64(len(b)-4) {
+		return nil, false
+	}
+	return topics, true
 }
 
 // expireOffsets removes offsets past retention (Kafka's
