@@ -193,6 +193,7 @@ func heartbeatError(e *kerr.Error, format string, args ...any) *ConsumerHeartbea
 // ConsumerGroupHeartbeat handles one ConsumerGroupHeartbeat; the answer is
 // immediate. topics is the cluster's topics now.
 func (c *Coordinator) ConsumerGroupHeartbeat(now int64, id ReplyID, req ConsumerHeartbeatRequest, topics Topics) {
+	c.fireDueTimers(req.GroupID, now, topics)
 	c.reply(id, c.consumerHeartbeat(now, req, topics))
 }
 
@@ -808,15 +809,15 @@ func (c *Coordinator) fenceConsumerMember(g *group, m *consumerMember, topics To
 
 // tickConsumerGroup fences members whose session expired and members that
 // did not revoke their partitions within their rebalance timeout.
-func (c *Coordinator) tickConsumerGroup(g *group, now int64) {
+func (c *Coordinator) tickConsumerGroup(g *group, now int64, topics Topics) {
 	cg := g.cg
 	for _, id := range cg.sortedMemberIDs() {
 		m := cg.members[id]
 		switch {
 		case now >= m.sessionDeadline:
-			c.fenceConsumerMember(g, m, nil)
+			c.fenceConsumerMember(g, m, topics)
 		case m.rebalanceDeadline > 0 && now >= m.rebalanceDeadline && m.epoch == m.rebalanceEpoch:
-			c.fenceConsumerMember(g, m, nil)
+			c.fenceConsumerMember(g, m, topics)
 		}
 	}
 }

@@ -103,6 +103,7 @@ type OffsetDeleteResult struct {
 // CommitOffsets handles an OffsetCommit (Kafka's
 // OffsetMetadataManager.commitOffset and ClassicGroup.validateOffsetCommit).
 func (c *Coordinator) CommitOffsets(now int64, id ReplyID, req CommitRequest) {
+	c.fireDueTimers(req.GroupID, now, nil)
 	e := c.validateCommit(now, req)
 	g := c.groups[req.GroupID]
 	c.reply(id, c.commitEach(now, e, req.Topics, func(tp topicPartition, co committedOffset) {
@@ -192,6 +193,7 @@ func (c *Coordinator) validateCommit(now int64, req CommitRequest) *kerr.Error {
 // retries until the transaction ends; without it, the committed offset is
 // answered as if the transaction did not exist.
 func (c *Coordinator) FetchOffsets(now int64, id ReplyID, req FetchRequest) {
+	c.fireDueTimers(req.GroupID, now, nil)
 	c.reply(id, c.fetchOffsets(req))
 }
 
@@ -257,6 +259,7 @@ func sortedKeys[V any](m map[string]V) []string {
 // each partition of a topic the group subscribes to is
 // GROUP_SUBSCRIBED_TO_TOPIC and the offsets of the others are deleted.
 func (c *Coordinator) DeleteOffsets(now int64, id ReplyID, req OffsetDeleteRequest) {
+	c.fireDueTimers(req.GroupID, now, nil)
 	res := &OffsetDeleteResult{}
 	g := c.groups[req.GroupID]
 	switch {
