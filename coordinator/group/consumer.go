@@ -687,7 +687,10 @@ func (c *Coordinator) computeNext(cg *consumerGroup, m *consumerMember, epoch in
 			if m.assigned.has(t, p) {
 				continue
 			}
-			if _, held := cg.partitionEpoch[tp{t, p}]; held {
+			// A partition the member itself still has pending revocation
+			// is not unreleased: only one member holds a partition at a
+			// time (Kafka 4's CurrentAssignmentBuilder).
+			if _, held := cg.partitionEpoch[tp{t, p}]; held && !m.pendingRevocation.has(t, p) {
 				unreleased = true
 				continue
 			}

@@ -303,3 +303,28 @@ func TestConsumerSlidingResubscriptionTranscript(t *testing.T) {
 	}
 	checkGoldenText(t, "sliding", c.log.String())
 }
+
+// TestConsumerPartitionPendingRevocationComesBackAtOnce: a member told to
+// revoke topic a re-subscribes to a before acknowledging; once it has
+// revoked, it gets a back in the same heartbeat as b, since the only
+// holder of a's partitions was itself (Kafka 4's CurrentAssignmentBuilder
+// does not count a member's own pending revocations as unreleased).
+func TestConsumerPartitionPendingRevocationComesBackAtOnce(t *testing.T) {
+	h := newConsumerHarness(t, Config{})
+	h.addTopic("a", 2)
+	h.addTopic("b", 2)
+	r := ok(t, h.join("m", "a"))
+	r = ok(t, h.beat("m", r.MemberEpoch, r.Assignment))
+	r = ok(t, h.hb(ConsumerHeartbeatRequest{MemberID: "m", MemberEpoch: r.MemberEpoch, RebalanceTimeoutMs: -1, SubscribedTopicNames: []string{"b"}}))
+	if countPartitions(r.Assignment) != 0 {
+		t.Fatalf("revocation of a: %+v", r.Assignment)
+	}
+	r = ok(t, h.hb(ConsumerHeartbeatRequest{MemberID: "m", MemberEpoch: r.MemberEpoch, RebalanceTimeoutMs: -1, SubscribedTopicNames: []string{"a", "b"}}))
+	r = ok(t, h.beat("m", r.MemberEpoch, []OwnedTopic{}))
+	if countPartitions(r.Assignment) != 4 {
+		t.Fatalf("after the revocation: %d partitions, want a's and b's 4", countPartitions(r.Assignment))
+	}
+	if m := h.c.groups["g"].cg.members["m"]; m.state != memberStable {
+		t.Fatalf("member state %v", m.state)
+	}
+}
