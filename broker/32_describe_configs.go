@@ -13,7 +13,8 @@ package broker
 // DEFAULT_CONFIG (5). BROKER (4), named by this node's id or "" (the
 // cluster-wide defaults, which Gregor has none of, so the list is empty),
 // lists the broker settings Gregor has, in Kafka's vocabulary, all read-only
-// and STATIC_BROKER_CONFIG or DEFAULT_CONFIG.
+// and STATIC_BROKER_CONFIG or DEFAULT_CONFIG; broker.rack, whose default is
+// null, is listed unset with a null value and no synonym, as Kafka does.
 // ConfigNames, when non-empty, filters the list. IncludeSynonyms adds, in
 // Kafka's order, the topic value, the broker synonym (log.segment.bytes for
 // segment.bytes) when set statically, and the default under the synonym's
@@ -119,6 +120,7 @@ func handleDescribeConfigs(b *Broker, r *request, req *kmsg.DescribeConfigsReque
 type describedConfig struct {
 	name     string
 	value    string
+	null     bool // the value is null: a config without a default, unset
 	source   int8
 	readOnly bool
 	kind     configKind
@@ -129,8 +131,10 @@ type describedConfig struct {
 func (c describedConfig) wire(req *kmsg.DescribeConfigsRequest) kmsg.DescribeConfigsResponseResourceConfig {
 	out := kmsg.NewDescribeConfigsResponseResourceConfig()
 	out.Name = c.name
-	value := c.value
-	out.Value = &value
+	if !c.null {
+		value := c.value
+		out.Value = &value
+	}
 	out.ReadOnly = c.readOnly
 	out.Source = kmsg.ConfigSource(c.source)
 	out.IsDefault = c.source == sourceDefault
@@ -216,6 +220,11 @@ type brokerConfig struct {
 	value func(b *Broker) (value string, explicit bool)
 }
 
+// nullDefaultBrokerConfigs are the broker configs whose default is null
+// (Kafka's broker.rack): unset, one is listed with a null value, source
+// DEFAULT_CONFIG and no synonym, as Kafka's ConfigHelper lists it.
+var nullDefaultBrokerConfigs = map[string]bool{"broker.rack": true}
+
 func fixed(v string) func(*Broker) (string, bool) {
 	return func(*Broker) (string, bool) { return v, false }
 }
@@ -244,6 +253,9 @@ var brokerConfigDefs = []brokerConfig{
 	}},
 	{"auto.create.topics.enable", kindBoolean, "Whether Metadata and Produce create missing topics.", func(b *Broker) (string, bool) {
 		return strconv.FormatBool(*b.cfg.AutoCreateTopics), !*b.cfg.AutoCreateTopics
+	}},
+	{"broker.rack", kindString, "Rack of this broker, for rack-aware replica placement and fetching from the closest replica.", func(b *Broker) (string, bool) {
+		return b.cfg.BrokerRack, b.cfg.BrokerRack != ""
 	}},
 	{"broker.id", kindInt, "This node's id (the same as node.id).", func(b *Broker) (string, bool) {
 		return strconv.Itoa(int(b.cfg.NodeID)), true
@@ -303,6 +315,11 @@ func (b *Broker) brokerConfigs() []describedConfig {
 	out := make([]describedConfig, 0, len(brokerConfigDefs))
 	for _, c := range brokerConfigDefs {
 		v, explicit := c.value(b)
+		if nullDefaultBrokerConfigs[c.name] && !explicit {
+			out = append(out, describedConfig{name: c.name, null: true, source: sourceDefault, readOnly: true, kind: c.kind, doc: c.doc,
+				synonyms: []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{}})
+			continue
+		}
 		source := sourceDefault
 		if explicit {
 			source = sourceStaticBroker

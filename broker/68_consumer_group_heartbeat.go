@@ -10,7 +10,8 @@ package broker
 // (KIP-1082): the client names itself, and an empty member id is
 // INVALID_REQUEST; v1 adds SubscribedTopicRegex, matched with Go's regexp
 // (RE2 syntax, as Kafka's RE2/J) against the whole topic name, internal
-// topics excluded.
+// topics excluded, and resolved at the group's next heartbeat: as from
+// Kafka, the literal topics come first, the regex's a heartbeat later.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"

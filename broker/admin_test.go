@@ -157,6 +157,30 @@ func TestDescribeConfigsBroker(t *testing.T) {
 	if got := findConfig(t, res, "num.partitions"); got.Source != kmsg.ConfigSource(sourceStaticBroker) {
 		t.Errorf("num.partitions source %v, want static broker", got.Source)
 	}
+	// broker.rack, unset: listed with a null value, as Kafka lists a
+	// config whose default is null.
+	if got := findConfig(t, res, "broker.rack"); got.Value != nil || got.Source != kmsg.ConfigSource(sourceDefault) || !got.ReadOnly {
+		t.Errorf("unset broker.rack: %+v", got)
+	}
+}
+
+// TestDescribeConfigsBrokerRack: a broker with broker.rack set lists it,
+// read-only, STATIC_BROKER_CONFIG, with itself as the one synonym; the
+// name filter finds it.
+func TestDescribeConfigsBrokerRack(t *testing.T) {
+	b := startBroker(t, Config{NodeID: 1, BrokerRack: "rack-a"})
+	c := dialRaw(t, b.Addr())
+	req := describeConfigsReq(4, configResource(resourceBroker, "1", "broker.rack"))
+	req.IncludeSynonyms = true
+	res := c.do(req).(*kmsg.DescribeConfigsResponse).Resources[0]
+	if len(res.Configs) != 1 {
+		t.Fatalf("configs %+v", res.Configs)
+	}
+	got := res.Configs[0]
+	if got.Value == nil || *got.Value != "rack-a" || got.Source != kmsg.ConfigSource(sourceStaticBroker) || !got.ReadOnly ||
+		got.ConfigType != kmsg.ConfigType(kindString) || synonymNames(got) != "broker.rack/4" {
+		t.Fatalf("broker.rack: %+v (synonyms %s)", got, synonymNames(got))
+	}
 }
 
 func incrementalReq(validateOnly bool, resources ...kmsg.IncrementalAlterConfigsRequestResource) *kmsg.IncrementalAlterConfigsRequest {

@@ -152,8 +152,17 @@ func TestGroupRequestsBadInput(t *testing.T) {
 	wantErr(t, "commit", c.do(commitReq(2, "g", member, gen, "t", 7)).(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode, nil)
 	del.Groups = []string{"g"}
 	wantErr(t, "delete a group with members", c.do(del).(*kmsg.DeleteGroupsResponse).Groups[0].ErrorCode, kerr.NonEmptyGroup)
+	// OffsetDelete on a group with members is answered per partition: its
+	// member subscribes to t (Kafka's GROUP_SUBSCRIBED_TO_TOPIC).
 	od.Group = "g"
-	wantErr(t, "offset delete, group with members", c.do(od).(*kmsg.OffsetDeleteResponse).ErrorCode, kerr.NonEmptyGroup)
+	odt := kmsg.NewOffsetDeleteRequestTopic()
+	odt.Topic = "t"
+	odp := kmsg.NewOffsetDeleteRequestTopicPartition()
+	odt.Partitions = []kmsg.OffsetDeleteRequestTopicPartition{odp}
+	od.Topics = []kmsg.OffsetDeleteRequestTopic{odt}
+	odr := c.do(od).(*kmsg.OffsetDeleteResponse)
+	wantErr(t, "offset delete, group with members", odr.ErrorCode, nil)
+	wantErr(t, "offset delete, subscribed topic", odr.Topics[0].Partitions[0].ErrorCode, kerr.GroupSubscribedToTopic)
 
 	// Every OffsetFetch version reads the commit back.
 	for v := int16(1); v <= 7; v++ {

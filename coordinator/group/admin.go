@@ -130,6 +130,7 @@ type DeleteGroupsResult struct{ Groups []DeleteGroupResult }
 func (c *Coordinator) DeleteGroups(now int64, id ReplyID, ids []string) {
 	res := &DeleteGroupsResult{}
 	for _, gid := range ids {
+		c.fireDueTimers(gid, now, nil)
 		r := DeleteGroupResult{GroupID: gid}
 		g := c.groups[gid]
 		switch {

@@ -103,6 +103,7 @@ func strp(s string) *string { return &s }
 // JoinGroup handles a JoinGroup; its answer may come with a later event
 // (Kafka's GroupMetadataManager.classicGroupJoin).
 func (c *Coordinator) JoinGroup(now int64, id ReplyID, req JoinRequest) {
+	c.fireDueTimers(req.GroupID, now, nil)
 	fail := func(e *kerr.Error) {
 		c.reply(id, &JoinResult{ErrorCode: e.Code, Generation: -1, MemberID: req.MemberID})
 	}
@@ -427,11 +428,13 @@ func (c *Coordinator) completeJoin(g *group, now int64) {
 	if len(g.members) == 0 {
 		g.protocol = ""
 		g.leader = ""
+		g.subscribedTopics = g.computeSubscribedTopics()
 		g.transition(Empty, now)
 		c.storeGroup(g)
 		return
 	}
 	g.protocol = g.selectProtocol()
+	g.subscribedTopics = g.computeSubscribedTopics()
 	g.transition(CompletingRebalance, now)
 	if g.members[g.leader] == nil {
 		g.leader = g.order[0]
@@ -487,6 +490,7 @@ func (c *Coordinator) afterRemoval(g *group, now int64) {
 // SyncGroup handles a SyncGroup (Kafka's classicGroupSync). A follower's
 // request waits for the leader's in CompletingRebalance.
 func (c *Coordinator) SyncGroup(now int64, id ReplyID, req SyncRequest) {
+	c.fireDueTimers(req.GroupID, now, nil)
 	fail := func(e *kerr.Error) { c.reply(id, &SyncResult{ErrorCode: e.Code}) }
 	g := c.groups[req.GroupID]
 	if g == nil {
@@ -554,6 +558,7 @@ func (g *group) syncResult(m *member) *SyncResult {
 
 // Heartbeat handles a Heartbeat (Kafka's classicGroupHeartbeat).
 func (c *Coordinator) Heartbeat(now int64, id ReplyID, req HeartbeatRequest) {
+	c.fireDueTimers(req.GroupID, now, nil)
 	code := c.heartbeat(now, req)
 	c.reply(id, &HeartbeatResult{ErrorCode: errCode(code)})
 }
@@ -595,6 +600,7 @@ func errCode(e *kerr.Error) int16 {
 // LeaveGroup handles a LeaveGroup (Kafka's classicGroupLeave). A v0-v2
 // request carries one member and its error is the top-level error.
 func (c *Coordinator) LeaveGroup(now int64, id ReplyID, req LeaveRequest) {
+	c.fireDueTimers(req.GroupID, now, nil)
 	res := &LeaveResult{}
 	g := c.groups[req.GroupID]
 	switch {

@@ -300,3 +300,54 @@ func TestLeaderLeavesNewLeaderChosen(t *testing.T) {
 		t.Fatalf("after leader left: %+v", r)
 	}
 }
+
+// TestDeleteGroupsTheMomentSessionsExpire: static members that closed
+// without leaving; a DeleteGroups sent exactly session.timeout.ms after
+// their last heartbeat, with no Tick in between, finds the group Empty and
+// deletes it, as Kafka's timer has expired the members by then; a
+// millisecond earlier it is NON_EMPTY_GROUP.
+func TestDeleteGroupsTheMomentSessionsExpire(t *testing.T) {
+	h := newHarness(t, Config{})
+	a := h.joinResult(h.join(JoinRequest{GroupID: "g", ClientID: "a", InstanceID: sp("ia"), SessionTimeoutMs: 6000})).MemberID
+	h.sync(SyncRequest{GroupID: "g", Generation: 1, MemberID: a})
+	h.wantCode(h.heartbeat(HeartbeatRequest{GroupID: "g", Generation: 1, MemberID: a, InstanceID: sp("ia")}), nil)
+	last := h.now
+	deleteGroup := func(now int64) int16 {
+		h.now = now
+		id := h.id()
+		h.c.DeleteGroups(now, id, []string{"g"})
+		h.drain()
+		return h.results[id].(*DeleteGroupsResult).Groups[0].ErrorCode
+	}
+	if code := deleteGroup(last + 5999); code != kerr.NonEmptyGroup.Code {
+		t.Fatalf("before the session ends: %s", errName(code))
+	}
+	if code := deleteGroup(last + 6000); code != 0 {
+		t.Fatalf("when the session ends: %s", errName(code))
+	}
+	if d := h.describe("g"); d[0].State != "Dead" {
+		t.Fatalf("after delete: %+v", d)
+	}
+	h.checkGolden("expiry")
+}
+
+// TestConsumerGroupDeleteTheMomentSessionsExpire: the same for a KIP-848
+// group whose only member stopped heartbeating.
+func TestConsumerGroupDeleteTheMomentSessionsExpire(t *testing.T) {
+	h := newConsumerHarness(t, Config{ConsumerSessionTimeoutMs: 6000})
+	h.addTopic("t", 2)
+	ok(t, h.join("m", "t"))
+	deleteGroup := func(now int64) int16 {
+		h.now = now
+		h.id++
+		h.c.DeleteGroups(now, h.id, []string{"g"})
+		return h.c.Ready().Replies[0].Result.(*DeleteGroupsResult).Groups[0].ErrorCode
+	}
+	start := h.now
+	if code := deleteGroup(start + 5999); code != kerr.NonEmptyGroup.Code {
+		t.Fatalf("before the session ends: %s", errName(code))
+	}
+	if code := deleteGroup(start + 6000); code != 0 {
+		t.Fatalf("when the session ends: %s", errName(code))
+	}
+}

@@ -90,12 +90,18 @@ type consumerGroup struct {
 	// partitionEpoch is the epoch of the member that holds each partition
 	// (assigned or pending revocation): Kafka's currentPartitionEpoch.
 	partitionEpoch map[tp]int32
+	// resolvedRegex holds the subscription regexes in use that have been
+	// resolved. A regex is resolved at the group's next heartbeat after the
+	// one that brought it, as Kafka resolves regexes asynchronously: the
+	// heartbeat that subscribes to a regex gets the literal topics, a later
+	// one the topics the regex matches.
+	resolvedRegex map[string]bool
 }
 
 func newConsumerGroup() *consumerGroup {
 	return &consumerGroup{
 		members: map[string]*consumerMember{}, static: map[string]string{},
-		target: map[string]assignment{}, partitionEpoch: map[tp]int32{},
+		target: map[string]assignment{}, partitionEpoch: map[tp]int32{}, resolvedRegex: map[string]bool{},
 	}
 }
 
@@ -193,6 +199,7 @@ func heartbeatError(e *kerr.Error, format string, args ...any) *ConsumerHeartbea
 // ConsumerGroupHeartbeat handles one ConsumerGroupHeartbeat; the answer is
 // immediate. topics is the cluster's topics now.
 func (c *Coordinator) ConsumerGroupHeartbeat(now int64, id ReplyID, req ConsumerHeartbeatRequest, topics Topics) {
+	c.fireDueTimers(req.GroupID, now, topics)
 	c.reply(id, c.consumerHeartbeat(now, req, topics))
 }
 
@@ -274,6 +281,7 @@ func (c *Coordinator) consumerHeartbeat(now int64, req ConsumerHeartbeatRequest,
 		return res
 	}
 	cg := g.cg
+	cg.resolveRegexes()
 	if req.MemberID == "" {
 		req.MemberID = c.cfg.NewMemberID(req.ClientID) // v0: the coordinator names new members
 	}
@@ -518,18 +526,32 @@ func toOwned(a assignment) []OwnedTopic {
 	return out
 }
 
+// resolveRegexes resolves every regex a member subscribes to and forgets
+// the resolutions no member uses any more (Kafka's
+// maybeUpdateRegularExpressions and its asynchronous resolution, which
+// Gregor completes at the group's next heartbeat).
+func (cg *consumerGroup) resolveRegexes() {
+	inUse := map[string]bool{}
+	for _, m := range cg.members {
+		if m.subscribedTopicRegex != "" {
+			inUse[m.subscribedTopicRegex] = true
+		}
+	}
+	cg.resolvedRegex = inUse
+}
+
 // subscribedTopics returns the names of the existing topics m subscribes
-// to, by name or by regex. Go's regexp (RE2 syntax) stands in for Kafka's
-// RE2/J; the two accept the same syntax for everything but rare
-// constructs. A regex must match the whole topic name, as in Kafka.
-func (m *consumerMember) subscribedTopics(topics Topics) []string {
+// to, by name or by a resolved regex. Go's regexp (RE2 syntax) stands in
+// for Kafka's RE2/J; the two accept the same syntax for everything but
+// rare constructs. A regex must match the whole topic name, as in Kafka.
+func (cg *consumerGroup) subscribedTopics(m *consumerMember, topics Topics) []string {
 	var out []string
 	for _, n := range m.subscribedTopicNames {
 		if _, ok := topics[n]; ok {
 			out = append(out, n)
 		}
 	}
-	if m.re != nil {
+	if m.re != nil && cg.resolvedRegex[m.subscribedTopicRegex] {
 		for n, t := range topics {
 			if !t.Internal && m.re.MatchString(n) {
 				out = append(out, n)
@@ -547,7 +569,7 @@ func (m *consumerMember) subscribedTopics(topics Topics) []string {
 func (cg *consumerGroup) subscriptionHash(topics Topics) int64 {
 	names := map[string]bool{}
 	for _, m := range cg.members {
-		for _, n := range m.subscribedTopics(topics) {
+		for _, n := range cg.subscribedTopics(m, topics) {
 			names[n] = true
 		}
 	}
@@ -592,7 +614,7 @@ func (c *Coordinator) computeTargetAssignment(g *group, topics Topics) {
 	for _, id := range cg.sortedMemberIDs() {
 		m := cg.members[id]
 		am := assignorMember{id: id, topics: map[TopicID]bool{}, current: cg.target[id]}
-		for _, n := range m.subscribedTopics(topics) {
+		for _, n := range cg.subscribedTopics(m, topics) {
 			t := topics[n]
 			am.topics[t.ID] = true
 			in.partitions[t.ID] = t.Partitions
@@ -686,7 +708,10 @@ func (c *Coordinator) computeNext(cg *consumerGroup, m *consumerMember, epoch in
 			if m.assigned.has(t, p) {
 				continue
 			}
-			if _, held := cg.partitionEpoch[tp{t, p}]; held {
+			// A partition the member itself still has pending revocation
+			// is not unreleased: only one member holds a partition at a
+			// time (Kafka 4's CurrentAssignmentBuilder).
+			if _, held := cg.partitionEpoch[tp{t, p}]; held && !m.pendingRevocation.has(t, p) {
 				unreleased = true
 				continue
 			}
@@ -808,15 +833,15 @@ func (c *Coordinator) fenceConsumerMember(g *group, m *consumerMember, topics To
 
 // tickConsumerGroup fences members whose session expired and members that
 // did not revoke their partitions within their rebalance timeout.
-func (c *Coordinator) tickConsumerGroup(g *group, now int64) {
+func (c *Coordinator) tickConsumerGroup(g *group, now int64, topics Topics) {
 	cg := g.cg
 	for _, id := range cg.sortedMemberIDs() {
 		m := cg.members[id]
 		switch {
 		case now >= m.sessionDeadline:
-			c.fenceConsumerMember(g, m, nil)
+			c.fenceConsumerMember(g, m, topics)
 		case m.rebalanceDeadline > 0 && now >= m.rebalanceDeadline && m.epoch == m.rebalanceEpoch:
-			c.fenceConsumerMember(g, m, nil)
+			c.fenceConsumerMember(g, m, topics)
 		}
 	}
 }

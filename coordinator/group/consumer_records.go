@@ -488,6 +488,9 @@ func (c *Coordinator) finishConsumerLoad(now int64) {
 		}
 		cg := g.cg
 		cg.partitionEpoch = map[tp]int32{}
+		// The regexes of loaded members were resolved before they were
+		// written (Kafka replays their resolution records).
+		cg.resolveRegexes()
 		for id, m := range cg.members {
 			if m.sessionDeadline == 0 {
 				delete(cg.members, id)

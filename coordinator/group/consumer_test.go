@@ -345,12 +345,22 @@ func TestConsumerRegexSubscription(t *testing.T) {
 	h.addTopic("payments", 1)
 	h.topics["__consumer_offsets"] = TopicInfo{Name: "__consumer_offsets", ID: TopicID{9}, Partitions: 50, Internal: true}
 	re := "orders-.*"
+	// The regex is resolved after the heartbeat that brings it: the next
+	// one gets its topics.
 	r := ok(t, h.hb(ConsumerHeartbeatRequest{MemberID: "m", RebalanceTimeoutMs: 1000, SubscribedTopicRegex: &re, TopicPartitions: []OwnedTopic{}}))
-	if countPartitions(r.Assignment) != 2 {
-		t.Fatalf("regex: %+v", r)
+	if countPartitions(r.Assignment) != 0 || r.MemberEpoch != 1 {
+		t.Fatalf("regex, first heartbeat: %+v", r)
+	}
+	r = ok(t, h.beat("m", r.MemberEpoch, []OwnedTopic{}))
+	if countPartitions(r.Assignment) != 2 || r.MemberEpoch != 2 {
+		t.Fatalf("regex, resolved: %+v", r)
 	}
 	all := ".*"
+	// Until the new regex is resolved the member subscribes to nothing
+	// (Kafka's resolution is per regex): it revokes, and then gets the
+	// new regex's topics.
 	r = ok(t, h.hb(ConsumerHeartbeatRequest{MemberID: "m", MemberEpoch: r.MemberEpoch, RebalanceTimeoutMs: -1, SubscribedTopicRegex: &all}))
+	r = ok(t, h.beat("m", r.MemberEpoch, []OwnedTopic{}))
 	if countPartitions(r.Assignment) != 3 {
 		t.Fatalf(".* must not match internal topics: %+v", r)
 	}
@@ -366,6 +376,43 @@ func TestConsumerRegexSubscription(t *testing.T) {
 		SubscribedTopicRegex: &none, TopicPartitions: []OwnedTopic{}}))
 	if countPartitions(n.Assignment) != 1 {
 		t.Fatalf("join with names and an empty regex: %+v", n)
+	}
+}
+
+// TestConsumerRegexAndLiteralTopicsArriveInTwoSteps is issue #26 case 2,
+// in Kafka's order (GroupMetadataManager resolves a regex asynchronously;
+// Kafka 4.2.2 answers the same on the wire): the joining heartbeat is
+// assigned the literal topic at epoch 1, the next one the regex-matched
+// topics too at epoch 2. A second member with the same, already resolved,
+// regex gets its share at once; after a replay the regex stays resolved.
+func TestConsumerRegexAndLiteralTopicsArriveInTwoSteps(t *testing.T) {
+	h := newConsumerHarness(t, Config{})
+	h.addTopic("a_topic_regex_1", 4)
+	h.addTopic("b_topic_regex_2", 4)
+	h.addTopic("literal", 2)
+	re := "^.*topic_regex.*"
+	r := ok(t, h.hb(ConsumerHeartbeatRequest{MemberID: "m", RebalanceTimeoutMs: 30000, SubscribedTopicNames: []string{"literal"},
+		SubscribedTopicRegex: &re, TopicPartitions: []OwnedTopic{}}))
+	if countPartitions(r.Assignment) != 2 || r.MemberEpoch != 1 {
+		t.Fatalf("first heartbeat: epoch %d, %d partitions, want the literal topic's 2 at epoch 1", r.MemberEpoch, countPartitions(r.Assignment))
+	}
+	r = ok(t, h.beat("m", r.MemberEpoch, r.Assignment))
+	if countPartitions(r.Assignment) != 10 || r.MemberEpoch != 2 {
+		t.Fatalf("second heartbeat: epoch %d, %d partitions, want 10 at epoch 2", r.MemberEpoch, countPartitions(r.Assignment))
+	}
+	n := ok(t, h.hb(ConsumerHeartbeatRequest{MemberID: "n", RebalanceTimeoutMs: 30000, SubscribedTopicRegex: &re, TopicPartitions: []OwnedTopic{}}))
+	if n.MemberEpoch != 3 {
+		t.Fatalf("second member with a resolved regex: epoch %d, want 3", n.MemberEpoch)
+	}
+	c2 := New(Config{})
+	for _, rec := range h.records {
+		if err := c2.Load(h.now, rec.Key, rec.Value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c2.LoadDone(h.now)
+	if got := c2.groups["g"].cg.resolvedRegex[re]; !got {
+		t.Fatal("regex not resolved after replay")
 	}
 }
 

@@ -192,18 +192,29 @@ func (c *Coordinator) record(groupID string, key, value []byte) {
 // past their retention.
 func (c *Coordinator) Tick(now int64) {
 	for _, id := range c.sortedGroupIDs() {
-		g := c.groups[id]
-		switch {
-		case g == nil:
-		case g.cg != nil:
-			c.tickConsumerGroup(g, now)
-		default:
-			c.tickGroup(g, now)
-		}
+		c.fireDueTimers(id, now, nil)
 	}
 	if now >= c.nextExpiryCheck {
 		c.nextExpiryCheck = now + c.cfg.OffsetsRetentionCheckIntervalMs
 		c.expireOffsets(now)
+	}
+}
+
+// fireDueTimers fires the timers of group id that are due by now: member
+// sessions, pending members, join, sync and rebalance timeouts. Every
+// request about a group calls it first, so the request sees the group as
+// Kafka's timer, which fires at the deadline itself, would have left it,
+// not as the driver's last Tick did: a DeleteGroups sent the moment the
+// members' sessions end finds the group Empty. topics, when not nil, is
+// the topic image for a consumer group's subscription hash.
+func (c *Coordinator) fireDueTimers(id string, now int64, topics Topics) {
+	g := c.groups[id]
+	switch {
+	case g == nil:
+	case g.cg != nil:
+		c.tickConsumerGroup(g, now, topics)
+	default:
+		c.tickGroup(g, now)
 	}
 }
 

@@ -185,20 +185,26 @@ func (h *harness) parked(id ReplyID) bool {
 // checkGolden compares the transcript with testdata/<name>.txt.
 func (h *harness) checkGolden(name string) {
 	h.t.Helper()
+	checkGoldenText(h.t, name, h.log.String())
+}
+
+// checkGoldenText compares got with testdata/<name>.txt (rewriting it
+// with -update).
+func checkGoldenText(t *testing.T, name, got string) {
+	t.Helper()
 	path := filepath.Join("testdata", name+".txt")
-	got := h.log.String()
 	if *update {
 		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			h.t.Fatal(err)
+			t.Fatal(err)
 		}
 		return
 	}
 	want, err := os.ReadFile(path)
 	if err != nil {
-		h.t.Fatalf("%v (run with -update to create it)", err)
+		t.Fatalf("%v (run with -update to create it)", err)
 	}
 	if string(want) != got {
-		h.t.Errorf("transcript differs from %s (run with -update to accept):\n%s", path, diff(string(want), got))
+		t.Errorf("transcript differs from %s (run with -update to accept):\n%s", path, diff(string(want), got))
 	}
 }
 

@@ -1,6 +1,7 @@
 package group
 
 import (
+	"encoding/binary"
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -102,6 +103,7 @@ type OffsetDeleteResult struct {
 // CommitOffsets handles an OffsetCommit (Kafka's
 // OffsetMetadataManager.commitOffset and ClassicGroup.validateOffsetCommit).
 func (c *Coordinator) CommitOffsets(now int64, id ReplyID, req CommitRequest) {
+	c.fireDueTimers(req.GroupID, now, nil)
 	e := c.validateCommit(now, req)
 	g := c.groups[req.GroupID]
 	c.reply(id, c.commitEach(now, e, req.Topics, func(tp topicPartition, co committedOffset) {
@@ -191,6 +193,7 @@ func (c *Coordinator) validateCommit(now int64, req CommitRequest) *kerr.Error {
 // retries until the transaction ends; without it, the committed offset is
 // answered as if the transaction did not exist.
 func (c *Coordinator) FetchOffsets(now int64, id ReplyID, req FetchRequest) {
+	c.fireDueTimers(req.GroupID, now, nil)
 	c.reply(id, c.fetchOffsets(req))
 }
 
@@ -250,18 +253,21 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 // DeleteOffsets handles an OffsetDelete (Kafka's
-// OffsetMetadataManager.deleteOffsets and ClassicGroup.validateOffsetDelete):
-// only an empty group may lose offsets, NON_EMPTY_GROUP otherwise.
+// OffsetMetadataManager.deleteOffsets and the groups' validateOffsetDelete):
+// an unknown or dead group is GROUP_ID_NOT_FOUND; a classic group with
+// members is NON_EMPTY_GROUP unless its protocol type is "consumer"; then
+// each partition of a topic the group subscribes to is
+// GROUP_SUBSCRIBED_TO_TOPIC and the offsets of the others are deleted.
 func (c *Coordinator) DeleteOffsets(now int64, id ReplyID, req OffsetDeleteRequest) {
+	c.fireDueTimers(req.GroupID, now, nil)
 	res := &OffsetDeleteResult{}
 	g := c.groups[req.GroupID]
 	switch {
 	case g == nil || g.state == Dead:
 		res.ErrorCode = kerr.GroupIDNotFound.Code
 	case g.cg != nil:
-		// Kafka's ConsumerGroup.validateOffsetDelete accepts any state;
-		// partitions of topics a member subscribes to are refused below.
-	case g.state != Empty:
+		// Kafka's ConsumerGroup.validateOffsetDelete accepts any state.
+	case g.state != Empty && g.protocolType != ConsumerProtocolType:
 		res.ErrorCode = kerr.NonEmptyGroup.Code
 	}
 	if res.ErrorCode != 0 {
@@ -270,9 +276,10 @@ func (c *Coordinator) DeleteOffsets(now int64, id ReplyID, req OffsetDeleteReque
 	}
 	for _, t := range req.Topics {
 		tr := TopicResult{Topic: t.Topic}
+		subscribed := g.subscribesTo(t.Topic)
 		for _, p := range t.Partitions {
 			tp := topicPartition{t.Topic, p}
-			if g.cg != nil && g.cg.subscribesTo(t.Topic) {
+			if subscribed {
 				tr.Partitions = append(tr.Partitions, PartitionResult{Partition: p, ErrorCode: kerr.GroupSubscribedToTopic.Code})
 				continue
 			}
@@ -284,6 +291,80 @@ func (c *Coordinator) DeleteOffsets(now int64, id ReplyID, req OffsetDeleteReque
 		res.Topics = append(res.Topics, tr)
 	}
 	c.reply(id, res)
+}
+
+// subscribesTo is Kafka's Group.isSubscribedToTopic. A classic group whose
+// members' subscriptions are unknown counts as subscribed to everything
+// if its protocol type is "consumer", as in Kafka.
+func (g *group) subscribesTo(topic string) bool {
+	if g.cg != nil {
+		return g.cg.subscribesTo(topic)
+	}
+	if g.subscribedTopics == nil {
+		return g.protocolType == ConsumerProtocolType
+	}
+	return g.subscribedTopics[topic]
+}
+
+// computeSubscribedTopics is Kafka's ClassicGroup.computeSubscribedTopics:
+// for protocol type "consumer", the union of the topics in the members'
+// metadata for the chosen protocol, each read as the version 0 prefix of
+// ConsumerProtocolSubscription; nil if the type is another, no protocol is
+// chosen yet, or a member's metadata does not parse.
+func (g *group) computeSubscribedTopics() map[string]bool {
+	if g.protocolType != ConsumerProtocolType {
+		return nil
+	}
+	out := map[string]bool{}
+	if len(g.members) == 0 {
+		return out
+	}
+	if g.protocol == "" {
+		return nil
+	}
+	for _, m := range g.members {
+		topics, ok := subscriptionTopics(m.metadata(g.protocol))
+		if !ok {
+			return nil
+		}
+		for _, t := range topics {
+			out[t] = true
+		}
+	}
+	return out
+}
+
+// subscriptionTopics reads the topics of a ConsumerProtocolSubscription:
+// a version (at least 0), a topic array and nullable user data, the
+// prefix every version starts with.
+func subscriptionTopics(b []byte) ([]string, bool) {
+	if len(b) < 6 || int16(binary.BigEndian.Uint16(b)) < 0 {
+		return nil, false
+	}
+	n := int32(binary.BigEndian.Uint32(b[2:]))
+	b = b[6:]
+	if n < 0 || int64(n)*2 > int64(len(b)) {
+		return nil, false
+	}
+	topics := make([]string, 0, n)
+	for range n {
+		if len(b) < 2 {
+			return nil, false
+		}
+		l := int16(binary.BigEndian.Uint16(b))
+		if l < 0 || int(l) > len(b)-2 {
+			return nil, false
+		}
+		topics = append(topics, string(b[2:2+int(l)]))
+		b = b[2+int(l):]
+	}
+	if len(b) < 4 {
+		return nil, false
+	}
+	if l := int32(binary.BigEndian.Uint32(b)); l < -1 || int64(l) > int64(len(b)-4) {
+		return nil, false
+	}
+	return topics, true
 }
 
 // expireOffsets removes offsets past retention (Kafka's

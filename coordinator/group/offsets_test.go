@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func commitOne(group string, gen int32, member, topic string, partition int32, offset int64) CommitRequest {
@@ -47,11 +48,14 @@ func TestOffsetsTranscript(t *testing.T) {
 	if len(all.Topics) != 1 || all.Topics[0].Partitions[0].Offset != 5 {
 		t.Fatalf("fetch all: %s", describeResult(all))
 	}
-	// Offsets and groups with members cannot be deleted.
+	// A group with members cannot be deleted. Its offsets can, but for
+	// topics it subscribes to: its members' metadata ("m-a") is no
+	// ConsumerProtocolSubscription, so, as in Kafka, a "consumer" group
+	// then counts as subscribed to every topic.
 	id := h.id()
 	h.c.DeleteOffsets(h.now, id, OffsetDeleteRequest{GroupID: "g", Topics: []FetchTopic{{Topic: "t", Partitions: []int32{0}}}})
 	h.drain()
-	if r := h.results[id].(*OffsetDeleteResult); r.ErrorCode != kerr.NonEmptyGroup.Code {
+	if r := h.results[id].(*OffsetDeleteResult); r.ErrorCode != 0 || r.Topics[0].Partitions[0].ErrorCode != kerr.GroupSubscribedToTopic.Code {
 		t.Fatalf("offset delete: %s", describeResult(r))
 	}
 	id = h.id()
@@ -82,6 +86,68 @@ func TestOffsetsTranscript(t *testing.T) {
 		t.Fatalf("groups left: %+v", l)
 	}
 	h.checkGolden("offsets")
+}
+
+// TestOffsetDeleteOnClassicGroupAnswersPerPartition: Kafka's
+// OffsetMetadataManager.deleteOffsets with ClassicGroup.validateOffsetDelete
+// and isSubscribedToTopic: a "consumer" group with members answers per
+// partition, GROUP_SUBSCRIBED_TO_TOPIC for the topics in its members'
+// subscriptions (from the generation's protocol metadata, also after
+// replay), and deletes the others; a group of another protocol type with
+// members is NON_EMPTY_GROUP; an unknown group GROUP_ID_NOT_FOUND.
+func TestOffsetDeleteOnClassicGroupAnswersPerPartition(t *testing.T) {
+	h := newHarness(t, Config{})
+	sub := kmsg.ConsumerMemberMetadata{Version: 1, Topics: []string{"t"}}
+	a := h.joinResult(h.join(JoinRequest{GroupID: "c", ClientID: "a",
+		Protocols: []Protocol{{Name: "range", Metadata: sub.AppendTo(nil)}}})).MemberID
+	h.sync(SyncRequest{GroupID: "c", Generation: 1, MemberID: a})
+	h.wantCode(h.commit(commitOne("c", 1, a, "t", 0, 5)), nil)
+	h.wantCode(h.commit(commitOne("c", 1, a, "u", 0, 7)), nil)
+	k := h.joinResult(h.join(JoinRequest{GroupID: "k", ClientID: "k", ProtocolType: "connect"})).MemberID
+	h.sync(SyncRequest{GroupID: "k", Generation: 1, MemberID: k})
+
+	del := func(c *Coordinator, group string) *OffsetDeleteResult {
+		c.DeleteOffsets(h.now, 1, OffsetDeleteRequest{GroupID: group, Topics: []FetchTopic{
+			{Topic: "t", Partitions: []int32{0, 1}}, {Topic: "u", Partitions: []int32{0}}}})
+		e := c.Ready()
+		h.records = append(h.records, e.Records...)
+		return e.Replies[0].Result.(*OffsetDeleteResult)
+	}
+	// Replayed, the group knows its subscriptions as well.
+	c2 := New(Config{})
+	for _, r := range h.records {
+		if err := c2.Load(h.now, r.Key, r.Value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, c := range map[string]*Coordinator{"live": h.c, "replayed": c2} {
+		if got, want := describeResult(del(c, "c")), "offset-delete OK [t-0:GROUP_SUBSCRIBED_TO_TOPIC t-1:GROUP_SUBSCRIBED_TO_TOPIC u-0:OK]"; got != want {
+			t.Errorf("%s: %s, want %s", name, got, want)
+		}
+		if f := c.fetchOffsets(FetchRequest{GroupID: "c"}); describeResult(f) != `fetch OK [t-0=5(e0,"md")]` {
+			t.Errorf("%s: after delete %s", name, describeResult(f))
+		}
+		if got := del(c, "k"); got.ErrorCode != kerr.NonEmptyGroup.Code || len(got.Topics) != 0 {
+			t.Errorf("%s: connect group: %s", name, describeResult(got))
+		}
+		if got := del(c, "nope"); got.ErrorCode != kerr.GroupIDNotFound.Code {
+			t.Errorf("%s: unknown group: %s", name, describeResult(got))
+		}
+	}
+}
+
+func TestSubscriptionTopicsParsesTheVersion0Prefix(t *testing.T) {
+	for v := int16(0); v <= 3; v++ {
+		md := kmsg.ConsumerMemberMetadata{Version: v, Topics: []string{"a", "b"}, UserData: []byte("x")}
+		if got, ok := subscriptionTopics(md.AppendTo(nil)); !ok || !reflect.DeepEqual(got, []string{"a", "b"}) {
+			t.Errorf("v%d: %v %v", v, got, ok)
+		}
+	}
+	for _, b := range [][]byte{nil, []byte("m-a"), {0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 0}, {0, 0, 0, 0, 0, 1, 0, 5, 'a'}, {0, 0, 0, 0, 0, 0}} {
+		if got, ok := subscriptionTopics(b); ok {
+			t.Errorf("%x parsed as %v", b, got)
+		}
+	}
 }
 
 // TestReplayRebuildsGroupsAndOffsets: the records a coordinator writes,

@@ -193,6 +193,7 @@ func (c *Coordinator) load(now int64, pid *int64, key, value []byte) error {
 		if len(g.members) > 0 {
 			g.state = Stable
 		}
+		g.subscribedTopics = g.computeSubscribedTopics()
 		c.groups[k.Group] = g
 	case consumerGroupMetadataType, consumerGroupPartitionMetaType, consumerMemberMetadataType,
 		targetAssignmentMetadataType, targetAssignmentMemberType, currentMemberAssignmentType, regularExpressionType:

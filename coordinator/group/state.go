@@ -123,6 +123,13 @@ type group struct {
 
 	offsets map[topicPartition]committedOffset
 
+	// subscribedTopics is what the members of a group of protocol type
+	// "consumer" subscribe to, taken from their protocol metadata when a
+	// generation starts and when the group is loaded (Kafka's
+	// ClassicGroup.subscribedTopics); nil when unknown (another protocol
+	// type, or metadata that does not parse).
+	subscribedTopics map[string]bool
+
 	// cg is set for a group of type "consumer" (KIP-848); the classic
 	// fields above are then unused but for protocolType.
 	cg *consumerGroup

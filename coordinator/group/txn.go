@@ -70,6 +70,7 @@ type TxnCommitRequest struct {
 // OffsetMetadataManager.commitTransactionalOffset): the answer is a
 // *CommitResult; the offsets wait for CompleteTransaction.
 func (c *Coordinator) CommitTxnOffsets(now int64, id ReplyID, req TxnCommitRequest) {
+	c.fireDueTimers(req.GroupID, now, nil)
 	e := c.validateTxnCommit(req)
 	if e == nil && req.AppendError != nil {
 		e = req.AppendError

@@ -210,6 +210,9 @@ class Adapter:
       describe_group(group, topic) -> (state name, [partitions of topic per member])
       committed_offsets(group, topic, partitions) -> [offset or -1 per partition]
       new_group_consumer(group, topic, protocol) -> obj with assigned(), poll(seconds), commit(), close()
+      new_resubscribing_consumer(group) -> obj with subscribe([topics]), assignment() -> {(topic, p)},
+                                                poll(seconds), close(): a KIP-848 consumer whose
+                                                subscription changes (consumer-group-848-resubscribe)
     """
 
 
@@ -579,12 +582,46 @@ def sc_consumer_group(a, topic, o, protocol="classic"):
     o.expect("committed_after", [102, 102, 102, 102, 101, 101], after)
 
 
+RESUBSCRIBE_TOPICS, RESUBSCRIBE_PARTITIONS, RESUBSCRIBE_WINDOW = 30, 4, 5
+
+
+def sc_consumer_group_848_resubscribe(a, topic, o):
+    """consumer-group-848-resubscribe (scenarios.md): a sliding-window subscription, issue #26."""
+    if not hasattr(a, "new_resubscribing_consumer"):
+        raise NotApplicable("the adapter has no resubscribing KIP-848 consumer")
+    names = ["%s-%02d" % (topic, i) for i in range(RESUBSCRIBE_TOPICS)]
+    for n in names:
+        create_topic(a, n, RESUBSCRIBE_PARTITIONS)
+    c = a.new_resubscribing_consumer(topic + "-g")
+    checks = []
+    try:
+        for i in range(len(names)):
+            sub = names[i:i + RESUBSCRIBE_WINDOW]
+            c.subscribe(sub)
+            c.poll(0.001)
+            if i % 5 != 0 and i != len(names) - 1:
+                continue
+            want = {(n, p) for n in sub for p in range(RESUBSCRIBE_PARTITIONS)}
+            if not poll_until(lambda: c.assignment() == want or c.poll(0.02), WAIT, interval=0):
+                got = c.assignment()
+                o.put("checks", checks)
+                raise ScenarioFailed("step %d: assignment never became the %d partitions of %s..%s; holds %d (%d of "
+                                     "them outside the subscription)" % (i, len(want), sub[0], sub[-1], len(got),
+                                                                         len(got - want)))
+            checks.append(len(want))
+    finally:
+        c.close()
+    o.put("checks", checks)
+    o.expect("checks", [20, 20, 20, 20, 20, 20, 4], checks)
+
+
 def scenarios():
     m = {
         "admin-topics": sc_admin_topics,
         "offsets-by-timestamp": sc_offsets_by_timestamp,
         "consumer-group": sc_consumer_group,
         "consumer-group-848": lambda a, t, o: sc_consumer_group(a, t, o, "consumer"),
+        "consumer-group-848-resubscribe": sc_consumer_group_848_resubscribe,
         "idempotent-producer": lambda a, t, o: produce_consume(a, t, o, "none", True),
         "transactions": sc_transactions,
         "configs": sc_configs,

@@ -132,6 +132,27 @@ class GroupConsumer:
             self.c.close()
 
 
+class ResubscribingConsumer:
+    """A KIP-848 consumer whose subscription changes, with a rebalance callback installed (the
+    callbacks leave the incremental assign and unassign to the client)."""
+
+    def __init__(self, bootstrap, group):
+        self.c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "consumer",
+                           "enable.auto.commit": False, "auto.offset.reset": "earliest", **QUIET})
+
+    def subscribe(self, topics):
+        self.c.subscribe(list(topics), on_assign=lambda c, ps: None, on_revoke=lambda c, ps: None)
+
+    def assignment(self):
+        return {(tp.topic, tp.partition) for tp in self.c.assignment()}
+
+    def poll(self, seconds):
+        _poll(self.c, seconds)
+
+    def close(self):
+        self.c.close()
+
+
 class ConfluentAdapter:
     failover = True  # leader-failover: librdkafka's idempotent producer
 
@@ -245,6 +266,9 @@ class ConfluentAdapter:
 
     def new_group_consumer(self, group, topic, protocol):
         return GroupConsumer(self.bootstrap, group, topic, protocol)
+
+    def new_resubscribing_consumer(self, group):
+        return ResubscribingConsumer(self.bootstrap, group)
 
 
 if __name__ == "__main__":
