@@ -79,6 +79,7 @@ final class Scenarios {
             case "configs" -> configs(a);
             case "delete-records" -> deleteRecords(a);
             case "leader-failover" -> leaderFailover(a);
+            case "consume-transform-produce" -> consumeTransformProduce(a);
             // helper for the kafka-cli adapter: no CLI tool can set record timestamps
             case "_seed-offsets-by-timestamp" -> seedOffsetsByTimestamp(a);
             default -> throw new NotApplicable("scenario '" + a.scenario() + "' is not implemented by the java adapter");
@@ -645,5 +646,259 @@ final class Scenarios {
         o.expect("first_consumed", 40L, o.observed.get("first_consumed"));
         o.expect("consumed", 60, recs.size());
         return o;
+    }
+
+    // ------------------------------------------------ consume-transform-produce
+
+    /** consume-transform-produce (scenarios.md): input records, at most this many a poll (and a transaction). */
+    private static final int CTP_RECORDS = 3000, CTP_PARTITIONS = 3, CTP_MAX_POLL = 200;
+    /** The late member joins once this many records are committed; member 0 leaves after CTP_LEAVE_AT. */
+    private static final int CTP_JOIN_AT = 1000, CTP_LEAVE_AT = 2000;
+    private static final long CTP_LOOP_MS = 40_000;
+
+    /** The transform: the value upper-cased (the generator's values are lower-case ASCII letters). */
+    static byte[] upper(byte[] v) {
+        byte[] out = v.clone();
+        for (int j = 0; j < out.length; j++) {
+            if (out[j] >= 'a' && out[j] <= 'z') out[j] -= 32;
+        }
+        return out;
+    }
+
+    /** One member of the group: a read_committed consumer and a transactional producer of its own. */
+    static final class TransformMember implements AutoCloseable {
+        final KafkaConsumer<byte[], byte[]> consumer;
+        final KafkaProducer<byte[], byte[]> producer;
+        final String output;
+        int committed, transactions, aborted;
+        private boolean closed;
+
+        TransformMember(Args a, String group, String input, String output, String txnId, int n) {
+            this.output = output;
+            producer = producer(a, Map.of(
+                    ProducerConfig.TRANSACTIONAL_ID_CONFIG, txnId,
+                    ProducerConfig.CLIENT_ID_CONFIG, "compat-java-ctp-producer-" + n,
+                    // a member that dies inside a transaction must not hold back the output's LSO for long
+                    ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, 10_000));
+            producer.initTransactions();
+            consumer = consumer(a, Map.of(
+                    ConsumerConfig.GROUP_ID_CONFIG, group,
+                    ConsumerConfig.CLIENT_ID_CONFIG, "compat-java-ctp-member-" + n,
+                    ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed",
+                    ConsumerConfig.MAX_POLL_RECORDS_CONFIG, CTP_MAX_POLL,
+                    ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, 1000));
+            consumer.subscribe(List.of(input));
+        }
+
+        /**
+         * One turn: poll once and, if records came, one transaction with their transforms and the consumed
+         * offsets. Returns the records committed (0 when none came or the transaction was aborted); throws on
+         * an error that is fatal for the producer (fenced, ...).
+         */
+        int step() {
+            ConsumerRecords<byte[], byte[]> recs = consumer.poll(POLL);
+            if (recs.isEmpty()) return 0;
+            Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
+            Map<TopicPartition, Long> first = new HashMap<>();
+            producer.beginTransaction();
+            try {
+                for (ConsumerRecord<byte[], byte[]> r : recs) {
+                    producer.send(new ProducerRecord<>(output, r.partition(), r.timestamp(), r.key(), upper(r.value()),
+                            r.headers()));
+                    TopicPartition tp = new TopicPartition(r.topic(), r.partition());
+                    first.putIfAbsent(tp, r.offset());
+                    offsets.put(tp, new OffsetAndMetadata(r.offset() + 1));
+                }
+                producer.sendOffsetsToTransaction(offsets, consumer.groupMetadata());
+                producer.commitTransaction();
+            } catch (org.apache.kafka.common.errors.ProducerFencedException
+                     | org.apache.kafka.common.errors.FencedInstanceIdException
+                     | org.apache.kafka.common.errors.OutOfOrderSequenceException
+                     | org.apache.kafka.common.errors.AuthorizationException
+                     | org.apache.kafka.common.errors.UnsupportedVersionException e) {
+                throw e;
+            } catch (org.apache.kafka.common.KafkaException e) {
+                // abortable (a rebalance got in the way: CommitFailedException, ...): abort, and read again
+                // from where the aborted transaction began what this member still owns
+                System.err.println("ctp: aborting a transaction of " + recs.count() + " records: " + Main.describe(e));
+                producer.abortTransaction();
+                aborted++;
+                Set<TopicPartition> owned = consumer.assignment();
+                for (Map.Entry<TopicPartition, Long> f : first.entrySet()) {
+                    if (owned.contains(f.getKey())) consumer.seek(f.getKey(), f.getValue());
+                }
+                return 0;
+            }
+            committed += recs.count();
+            transactions++;
+            return recs.count();
+        }
+
+        /** Pauses (or resumes) fetching from what the member holds; a paused member still takes part in rebalances. */
+        void hold(boolean pause) {
+            if (closed) return;
+            if (pause) consumer.pause(consumer.assignment());
+            else consumer.resume(consumer.assignment());
+        }
+
+        @Override
+        public void close() {
+            if (closed) return;
+            closed = true;
+            try {
+                consumer.close();
+            } finally {
+                producer.close(Duration.ofSeconds(5));
+            }
+        }
+    }
+
+    static Outcome consumeTransformProduce(Args a) throws Exception {
+        Outcome o = new Outcome();
+        String in = a.topic(), out = in + "-out", group = in + "-g";
+        List<TransformMember> members = new ArrayList<>();
+        List<TransformMember> active = new ArrayList<>();
+        List<String> fatal = new ArrayList<>();
+        try (Admin admin = admin(a)) {
+            createTopic(admin, in, CTP_PARTITIONS);
+            createTopic(admin, out, CTP_PARTITIONS);
+            try (KafkaProducer<byte[], byte[]> p = producer(a, Map.of())) {
+                produce(p, in, 0, CTP_RECORDS, CTP_PARTITIONS, 1);
+            }
+            List<Long> ends = new ArrayList<>();
+            try (KafkaConsumer<byte[], byte[]> c = consumer(a, Map.of())) {
+                Map<TopicPartition, Long> m = c.endOffsets(partitions(in));
+                for (TopicPartition tp : partitions(in)) ends.add(m.get(tp));
+            }
+            o.put("input_end_offsets", ends);
+
+            int committed = 0;
+            boolean leftMidWay = false, left = false, holding = false;
+            List<Long> groupCommitted = List.of();
+            try {
+                for (int n = 0; n < 2; n++) {
+                    members.add(new TransformMember(a, group, in, out, in + "-tx-" + n, n));
+                    active.add(members.get(n));
+                }
+                long deadline = System.currentTimeMillis() + CTP_LOOP_MS;
+                long nextCheck = 0;
+                while (System.currentTimeMillis() < deadline && !active.isEmpty()) {
+                    for (TransformMember m : new ArrayList<>(active)) {
+                        try {
+                            committed += m.step();
+                        } catch (Exception e) {
+                            int n = members.indexOf(m);
+                            System.err.println("ctp: member " + n + " failed:");
+                            e.printStackTrace();
+                            fatal.add("member " + n + ": " + Main.errorName(e) + " (" + Main.describe(e) + ")");
+                            active.remove(m);
+                            m.close();
+                        }
+                    }
+                    if (members.size() == 2 && committed >= CTP_JOIN_AT) {
+                        System.err.println("ctp: member 2 joins at " + committed + " committed");
+                        members.add(new TransformMember(a, group, in, out, in + "-tx-2", 2));
+                        active.add(members.get(2));
+                        // the others wait (polling, so that they rejoin) until member 2 has partitions
+                        holding = true;
+                        for (TransformMember m : active) {
+                            if (m != members.get(2)) m.hold(true);
+                        }
+                    }
+                    if (holding && !members.get(2).consumer.assignment().isEmpty()) {
+                        System.err.println("ctp: member 2 has " + members.get(2).consumer.assignment() + "; the others resume");
+                        holding = false;
+                        for (TransformMember m : active) m.hold(false);
+                    }
+                    if (!left && members.size() == 3 && members.get(2).committed > 0 && committed >= CTP_LEAVE_AT) {
+                        System.err.println("ctp: member 0 leaves at " + committed + " committed");
+                        left = true;
+                        leftMidWay = committed < CTP_RECORDS;
+                        active.remove(members.get(0));
+                        members.get(0).close();
+                    }
+                    if (committed >= CTP_RECORDS && System.currentTimeMillis() >= nextCheck) {
+                        groupCommitted = committed(admin, group, in, CTP_PARTITIONS);
+                        if (groupCommitted.equals(ends)) break;
+                        nextCheck = System.currentTimeMillis() + 500;
+                    }
+                }
+            } finally {
+                for (TransformMember m : members) {
+                    try {
+                        m.close();
+                    } catch (Exception e) {
+                        System.err.println("ctp: closing a member: " + Main.describe(e));
+                    }
+                }
+            }
+            groupCommitted = committed(admin, group, in, CTP_PARTITIONS);
+
+            // read the output back under read_committed
+            int[] seen = new int[CTP_RECORDS];
+            int count = 0, bad = 0;
+            String firstBad = null;
+            for (TopicPartition tp : partitions(out)) {
+                for (ConsumerRecord<byte[], byte[]> r : readAll(a, tp, IsolationLevel.READ_COMMITTED)) {
+                    count++;
+                    int i = Records.indexOf(r.key());
+                    String why = null;
+                    if (i < 0 || i >= CTP_RECORDS) why = "key " + Records.text(r.key());
+                    else if (r.partition() != i % CTP_PARTITIONS) why = "record " + i + " in partition " + r.partition();
+                    else if (!java.util.Arrays.equals(r.value(), upper(Records.value(i)))) why = "value of record " + i;
+                    else if (!Records.headerText(r.headers()).equals(Records.headerText(Records.headers(i)))) why = "headers of record " + i;
+                    else if (r.timestamp() != Records.timestamp(i)) why = "timestamp of record " + i;
+                    if (why != null) {
+                        if (bad++ == 0) firstBad = why;
+                        continue;
+                    }
+                    seen[i]++;
+                }
+            }
+            int distinct = 0, duplicates = 0;
+            for (int s : seen) {
+                if (s > 0) distinct++;
+                if (s > 1) duplicates += s - 1;
+            }
+            int missing = CTP_RECORDS - distinct;
+            List<Integer> per = new ArrayList<>();
+            int transactions = 0, aborted = 0;
+            for (TransformMember m : members) {
+                per.add(m.committed);
+                transactions += m.transactions;
+                aborted += m.aborted;
+            }
+            boolean late = members.size() == 3 && members.get(2).committed > 0;
+            o.put("output_count", count);
+            o.put("distinct", distinct);
+            o.put("duplicates", duplicates);
+            o.put("missing", missing);
+            o.put("transformed_ok", bad == 0);
+            o.put("exactly_once", duplicates == 0 && missing == 0 && bad == 0);
+            o.put("committed", groupCommitted);
+            o.put("members", members.size());
+            o.put("late_member_processed", late);
+            o.put("left_mid_way", leftMidWay);
+            o.put("per_member", per);
+            o.put("transactions", transactions);
+            o.put("aborted_transactions", aborted);
+            o.check(fatal.isEmpty(), "fatal member errors: " + String.join("; ", fatal));
+            o.expect("input_end_offsets", List.of(1000L, 1000L, 1000L), ends);
+            o.expect("output_count", CTP_RECORDS, count);
+            o.expect("duplicates", 0, duplicates);
+            o.expect("missing", 0, missing);
+            o.check(bad == 0, bad + " output records are not the transform of an input record (first: " + firstBad + ")");
+            o.expect("committed", ends, groupCommitted);
+            o.expect("members", 3, members.size());
+            o.check(late, "the late member committed no records");
+            o.check(leftMidWay, "member 0 did not leave while records remained");
+        }
+        return o;
+    }
+
+    static List<TopicPartition> partitions(String topic) {
+        List<TopicPartition> out = new ArrayList<>();
+        for (int p = 0; p < CTP_PARTITIONS; p++) out.add(new TopicPartition(topic, p));
+        return out;
     }
 }
