@@ -210,6 +210,9 @@ class Adapter:
       describe_group(group, topic) -> (state name, [partitions of topic per member])
       committed_offsets(group, topic, partitions) -> [offset or -1 per partition]
       new_group_consumer(group, topic, protocol) -> obj with assigned(), poll(seconds), commit(), close()
+      new_transform_member(group, input, output, txn_id) -> obj with step(seconds) -> (committed, aborted),
+                                                hold(pause), assigned(), close()
+                                                (optional: consume-transform-produce)
     """
 
 
@@ -579,6 +582,150 @@ def sc_consumer_group(a, topic, o, protocol="classic"):
     o.expect("committed_after", [102, 102, 102, 102, 101, 101], after)
 
 
+# consume-transform-produce (scenarios.md): the input's records, at most CTP_MAX_POLL a poll (and a
+# transaction); the late member joins once CTP_JOIN_AT records are committed, member 0 leaves after CTP_LEAVE_AT.
+CTP_RECORDS, CTP_PARTITIONS, CTP_MAX_POLL = 3000, 3, 200
+CTP_JOIN_AT, CTP_LEAVE_AT, CTP_LOOP = 1000, 2000, 40.0
+
+
+def transform(value):
+    """The scenario's transform of a value: upper-cased (the generator writes lower-case letters)."""
+    return value.upper()
+
+
+def sc_consume_transform_produce(a, topic, o):
+    """Members made by the adapter's new_transform_member(group, input, output, txn_id) -> obj with
+    step(seconds) -> (records committed, aborted) (raises on an error fatal for the member), hold(pause)
+    (pause or resume fetching; a paused member still takes part in rebalances), assigned() (input
+    partitions held) and close()."""
+    if not hasattr(a, "new_transform_member"):
+        raise NotApplicable("consume-transform-produce is not written for this client")
+    src, out, group = topic, topic + "-out", topic + "-g"
+    create_topic(a, src, CTP_PARTITIONS)
+    create_topic(a, out, CTP_PARTITIONS)
+    a.produce(src, gen_records(0, CTP_RECORDS, 1, CTP_PARTITIONS), "none", False)
+    ends = [a.list_offset(src, p, -1, False) for p in range(CTP_PARTITIONS)]
+    o.put("input_end_offsets", ends)
+
+    members = []  # [member, committed, transactions, aborted, closed]
+
+    def join(n):
+        members.append([a.new_transform_member(group, src, out, "%s-tx-%d" % (topic, n)), 0, 0, 0, False])
+
+    def close(m):
+        if not m[4]:
+            m[4] = True
+            try:
+                m[0].close()
+            except Exception as e:  # noqa: BLE001
+                sys.stderr.write("ctp: closing a member: %r\n" % (e,))
+
+    committed, left, left_mid_way, holding, fatal = 0, False, False, False, []
+    try:
+        join(0)
+        join(1)
+        deadline = time.monotonic() + CTP_LOOP
+        next_check = 0.0
+        while time.monotonic() < deadline:
+            live = [m for m in members if not m[4]]
+            if not live:
+                break
+            for m in live:
+                n = members.index(m)
+                try:
+                    c, aborted = m[0].step(0.1)
+                except Exception as e:  # noqa: BLE001
+                    traceback.print_exc(file=sys.stderr)
+                    fatal.append("member %d: %s (%s)" % (n, name_of(e), e))
+                    close(m)
+                    continue
+                committed += c
+                m[1] += c
+                m[2] += 1 if c else 0
+                m[3] += 1 if aborted else 0
+            if len(members) == 2 and committed >= CTP_JOIN_AT:
+                sys.stderr.write("ctp: member 2 joins at %d committed\n" % committed)
+                join(2)
+                # the others wait (polling, so that they rejoin) until member 2 has partitions
+                holding = True
+                for m in members[:2]:
+                    if not m[4]:
+                        m[0].hold(True)
+            if holding and members[2][0].assigned() > 0:
+                sys.stderr.write("ctp: member 2 has %d partitions; the others resume\n" % members[2][0].assigned())
+                holding = False
+                for m in members[:2]:
+                    if not m[4]:
+                        m[0].hold(False)
+            if not left and len(members) == 3 and members[2][1] > 0 and committed >= CTP_LEAVE_AT:
+                sys.stderr.write("ctp: member 0 leaves at %d committed\n" % committed)
+                left, left_mid_way = True, committed < CTP_RECORDS
+                close(members[0])
+            if committed >= CTP_RECORDS and time.monotonic() >= next_check:
+                try:
+                    if a.committed_offsets(group, src, CTP_PARTITIONS) == ends:
+                        break
+                except Exception:  # noqa: BLE001
+                    pass
+                next_check = time.monotonic() + 0.5
+    finally:
+        for m in members:
+            close(m)
+    group_committed = a.committed_offsets(group, src, CTP_PARTITIONS)
+
+    seen = [0] * CTP_RECORDS
+    count, bad, first_bad = 0, 0, None
+    for p in range(CTP_PARTITIONS):
+        for r in read_to_end(a, out, p, True):
+            count += 1
+            i = index_of(r.key)
+            why = None
+            if not 0 <= i < CTP_RECORDS:
+                why = "key %r" % (r.key,)
+            else:
+                g = gen_record(i, 1, CTP_PARTITIONS)
+                if r.partition != g.partition:
+                    why = "record %d in partition %d" % (i, r.partition)
+                elif r.value != transform(g.value):
+                    why = "value of record %d" % i
+                elif header_text(r.headers) != header_text(g.headers):
+                    why = "headers of record %d" % i
+                elif r.timestamp != g.timestamp:
+                    why = "timestamp of record %d" % i
+            if why:
+                bad += 1
+                first_bad = first_bad or why
+                continue
+            seen[i] += 1
+    distinct = sum(1 for s in seen if s)
+    duplicates = sum(s - 1 for s in seen if s > 1)
+    missing = CTP_RECORDS - distinct
+    late = len(members) == 3 and members[2][1] > 0
+    o.put("output_count", count)
+    o.put("distinct", distinct)
+    o.put("duplicates", duplicates)
+    o.put("missing", missing)
+    o.put("transformed_ok", bad == 0)
+    o.put("exactly_once", duplicates == 0 and missing == 0 and bad == 0)
+    o.put("committed", group_committed)
+    o.put("members", len(members))
+    o.put("late_member_processed", late)
+    o.put("left_mid_way", left_mid_way)
+    o.put("per_member", [m[1] for m in members])
+    o.put("transactions", sum(m[2] for m in members))
+    o.put("aborted_transactions", sum(m[3] for m in members))
+    o.check(not fatal, "fatal member errors: " + "; ".join(fatal))
+    o.expect("input_end_offsets", [1000, 1000, 1000], ends)
+    o.expect("output_count", CTP_RECORDS, count)
+    o.expect("duplicates", 0, duplicates)
+    o.expect("missing", 0, missing)
+    o.check(bad == 0, "%d output records are not the transform of an input record (first: %s)" % (bad, first_bad))
+    o.expect("committed", ends, group_committed)
+    o.expect("members", 3, len(members))
+    o.check(late, "the late member committed no records")
+    o.check(left_mid_way, "member 0 did not leave while records remained")
+
+
 def scenarios():
     m = {
         "admin-topics": sc_admin_topics,
@@ -590,6 +737,7 @@ def scenarios():
         "configs": sc_configs,
         "delete-records": sc_delete_records,
         "leader-failover": sc_leader_failover,
+        "consume-transform-produce": sc_consume_transform_produce,
     }
     for c in CODECS:
         m["produce-consume-" + c] = (lambda codec: lambda a, t, o: produce_consume(a, t, o, codec))(c)
