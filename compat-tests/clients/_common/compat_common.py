@@ -583,9 +583,10 @@ def sc_consumer_group(a, topic, o, protocol="classic"):
 
 
 # consume-transform-produce (scenarios.md): the input's records, at most CTP_MAX_POLL a poll (and a
-# transaction); the late member joins once CTP_JOIN_AT records are committed, member 0 leaves after CTP_LEAVE_AT.
+# transaction); the late member joins once CTP_JOIN_AT records are committed (at most 800 by then, so every
+# partition, of 1000, still has records to do); member 0 leaves once the late member has committed records.
 CTP_RECORDS, CTP_PARTITIONS, CTP_MAX_POLL = 3000, 3, 200
-CTP_JOIN_AT, CTP_LEAVE_AT, CTP_LOOP = 1000, 2000, 40.0
+CTP_JOIN_AT, CTP_LOOP = 400, 40.0
 
 
 def transform(value):
@@ -620,10 +621,18 @@ def sc_consume_transform_produce(a, topic, o):
             except Exception as e:  # noqa: BLE001
                 sys.stderr.write("ctp: closing a member: %r\n" % (e,))
 
-    committed, left, left_mid_way, holding, fatal = 0, False, False, False, []
+    def hold(pause):
+        for m in members:
+            if not m[4]:
+                m[0].hold(pause)
+
+    # A member that joins holds the others (they poll, so that they rejoin, but fetch nothing) until it
+    # has partitions: else the members already there may do all the work before it is in.
+    committed, left, left_mid_way, joiner, fatal = 0, False, False, 1, []
     try:
         join(0)
         join(1)
+        members[0][0].hold(True)
         deadline = time.monotonic() + CTP_LOOP
         next_check = 0.0
         while time.monotonic() < deadline:
@@ -643,21 +652,17 @@ def sc_consume_transform_produce(a, topic, o):
                 m[1] += c
                 m[2] += 1 if c else 0
                 m[3] += 1 if aborted else 0
+            if joiner >= 0 and (members[joiner][4] or members[joiner][0].assigned() > 0):
+                sys.stderr.write("ctp: member %d has %d partitions at %d committed; the others resume\n"
+                                 % (joiner, members[joiner][0].assigned(), committed))
+                hold(False)
+                joiner = -1
             if len(members) == 2 and committed >= CTP_JOIN_AT:
                 sys.stderr.write("ctp: member 2 joins at %d committed\n" % committed)
+                hold(True)
                 join(2)
-                # the others wait (polling, so that they rejoin) until member 2 has partitions
-                holding = True
-                for m in members[:2]:
-                    if not m[4]:
-                        m[0].hold(True)
-            if holding and members[2][0].assigned() > 0:
-                sys.stderr.write("ctp: member 2 has %d partitions; the others resume\n" % members[2][0].assigned())
-                holding = False
-                for m in members[:2]:
-                    if not m[4]:
-                        m[0].hold(False)
-            if not left and len(members) == 3 and members[2][1] > 0 and committed >= CTP_LEAVE_AT:
+                joiner = 2
+            if not left and len(members) == 3 and members[2][1] > 0:
                 sys.stderr.write("ctp: member 0 leaves at %d committed\n" % committed)
                 left, left_mid_way = True, committed < CTP_RECORDS
                 close(members[0])

@@ -138,7 +138,7 @@ class TransformMember:
     transactional producer of its own, which sends the consumed offsets to each transaction."""
 
     def __init__(self, bootstrap, group, topic, output, txn_id):
-        self.output = output
+        self.output, self.txn_id = output, txn_id
         self.p = Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id, "acks": "all",
                            # a member that dies inside a transaction must not hold back the output's LSO
                            "transaction.timeout.ms": 10000, **QUIET})
@@ -146,7 +146,16 @@ class TransformMember:
         self.c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
                            "auto.offset.reset": "earliest", "isolation.level": "read_committed",
                            "heartbeat.interval.ms": 1000, **QUIET})
-        self.c.subscribe([topic])
+        self.held = False
+        self.c.subscribe([topic], on_assign=self._assigned)
+
+    def _assigned(self, c, parts):
+        sys.stderr.write("ctp: %s is assigned %s\n" % (self.txn_id, sorted(tp.partition for tp in parts)))
+        c.assign(parts)
+        # librdkafka keeps a partition's pause across assignments: set it either way, so that a rebalance
+        # neither releases a held member nor leaves a released one paused
+        if parts:
+            (c.pause if self.held else c.resume)(parts)
 
     def step(self, seconds):
         msgs = self.c.consume(num_messages=CTP_MAX_POLL, timeout=seconds)
@@ -157,6 +166,14 @@ class TransformMember:
                     raise _kerr(KafkaException(m.error()))
                 continue
             recs.append(m)
+        if recs and self.held:
+            # pause does not take back what librdkafka fetched before it: put it back
+            first = {}
+            for m in recs:
+                first.setdefault(m.partition(), m.offset())
+            for p, off in first.items():
+                self.c.seek(TopicPartition(recs[0].topic(), p, off))
+            return 0, False
         if not recs:
             return 0, False
         offsets, first = {}, {}
@@ -192,6 +209,7 @@ class TransformMember:
         return len(recs), False
 
     def hold(self, pause):
+        self.held = pause
         parts = self.c.assignment()
         if parts:
             (self.c.pause if pause else self.c.resume)(parts)

@@ -458,6 +458,7 @@ func (f *franzAdapter) NewTransformMember(ctx context.Context, group, input, out
 		return func(_ context.Context, _ *kgo.Client, ps map[string][]int32) {
 			m.mu.Lock()
 			defer m.mu.Unlock()
+			fmt.Fprintf(os.Stderr, "ctp: %s assigned=%v %v\n", txnID, add, ps[input])
 			for _, p := range ps[input] {
 				if add {
 					m.assigned[p] = true

@@ -723,13 +723,13 @@ func consumerGroup(ctx context.Context, a Adapter, newConsumer func(ctx context.
 }
 
 // consume-transform-produce (scenarios.md): the input's records, at most ctpMaxPoll a poll (and a
-// transaction); the late member joins once ctpJoinAt records are committed, member 0 leaves after ctpLeaveAt.
+// transaction); the late member joins once ctpJoinAt records are committed (at most 800 by then, so every
+// partition, of 1000, still has records to do); member 0 leaves once the late member has committed records.
 const (
 	ctpRecords    = 3000
 	ctpPartitions = 3
 	ctpMaxPoll    = 200
-	ctpJoinAt     = 1000
-	ctpLeaveAt    = 2000
+	ctpJoinAt     = 400
 	ctpLoop       = 40 * time.Second
 )
 
@@ -816,12 +816,23 @@ func scConsumeTransformProduce(ctx context.Context, a Adapter, topic string, o *
 		members = append(members, &ctpMember{m: m})
 		return nil
 	}
+	// A member that joins holds the others (they poll, so that they rejoin, but fetch nothing) until it has
+	// partitions: else the members already there may do all the work before it is in.
+	hold := func(pause bool) {
+		for _, m := range members {
+			if !m.closed {
+				m.m.Hold(pause)
+			}
+		}
+	}
+	joiner := 1
 	for n := 0; n < 2; n++ {
 		if err := join(n); err != nil {
 			return err
 		}
 	}
-	committed, left, leftMidWay, holding := 0, false, false, false
+	members[0].m.Hold(true)
+	committed, left, leftMidWay := 0, false, false
 	var fatal []string
 	var groupCommitted []int64
 	deadline := time.Now().Add(ctpLoop)
@@ -853,29 +864,21 @@ loop:
 		if live == 0 {
 			break
 		}
+		if joiner >= 0 && (members[joiner].closed || members[joiner].m.Assigned() > 0) {
+			fmt.Fprintf(os.Stderr, "ctp: member %d has %d partitions at %d committed; the others resume\n",
+				joiner, members[joiner].m.Assigned(), committed)
+			hold(false)
+			joiner = -1
+		}
 		if len(members) == 2 && committed >= ctpJoinAt {
 			fmt.Fprintf(os.Stderr, "ctp: member 2 joins at %d committed\n", committed)
+			hold(true)
 			if err := join(2); err != nil {
 				return err
 			}
-			// the others wait (polling, so that they rejoin) until member 2 has partitions
-			holding = true
-			for _, m := range members[:2] {
-				if !m.closed {
-					m.m.Hold(true)
-				}
-			}
+			joiner = 2
 		}
-		if holding && members[2].m.Assigned() > 0 {
-			fmt.Fprintf(os.Stderr, "ctp: member 2 has %d partitions; the others resume\n", members[2].m.Assigned())
-			holding = false
-			for _, m := range members[:2] {
-				if !m.closed {
-					m.m.Hold(false)
-				}
-			}
-		}
-		if !left && len(members) == 3 && members[2].committed > 0 && committed >= ctpLeaveAt {
+		if !left && len(members) == 3 && members[2].committed > 0 {
 			fmt.Fprintf(os.Stderr, "ctp: member 0 leaves at %d committed\n", committed)
 			left, leftMidWay = true, committed < ctpRecords
 			members[0].close()

@@ -652,8 +652,11 @@ final class Scenarios {
 
     /** consume-transform-produce (scenarios.md): input records, at most this many a poll (and a transaction). */
     private static final int CTP_RECORDS = 3000, CTP_PARTITIONS = 3, CTP_MAX_POLL = 200;
-    /** The late member joins once this many records are committed; member 0 leaves after CTP_LEAVE_AT. */
-    private static final int CTP_JOIN_AT = 1000, CTP_LEAVE_AT = 2000;
+    /**
+     * The late member joins once this many records are committed: at most 800 by then, so every partition still
+     * has records to do (a partition has 1000). Member 0 leaves once the late member has committed records.
+     */
+    private static final int CTP_JOIN_AT = 400;
     private static final long CTP_LOOP_MS = 40_000;
 
     /** The transform: the value upper-cased (the generator's values are lower-case ASCII letters). */
@@ -671,7 +674,7 @@ final class Scenarios {
         final KafkaProducer<byte[], byte[]> producer;
         final String output;
         int committed, transactions, aborted;
-        private boolean closed;
+        private boolean closed, held;
 
         TransformMember(Args a, String group, String input, String output, String txnId, int n) {
             this.output = output;
@@ -687,7 +690,16 @@ final class Scenarios {
                     ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed",
                     ConsumerConfig.MAX_POLL_RECORDS_CONFIG, CTP_MAX_POLL,
                     ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, 1000));
-            consumer.subscribe(List.of(input));
+            consumer.subscribe(List.of(input), new ConsumerRebalanceListener() {
+                @Override
+                public void onPartitionsRevoked(java.util.Collection<TopicPartition> parts) {}
+
+                @Override
+                public void onPartitionsAssigned(java.util.Collection<TopicPartition> parts) {
+                    System.err.println("ctp: member " + n + " is assigned " + parts);
+                    if (held) consumer.pause(parts); // a rebalance must not release a held member
+                }
+            });
         }
 
         /**
@@ -737,6 +749,7 @@ final class Scenarios {
         /** Pauses (or resumes) fetching from what the member holds; a paused member still takes part in rebalances. */
         void hold(boolean pause) {
             if (closed) return;
+            held = pause;
             if (pause) consumer.pause(consumer.assignment());
             else consumer.resume(consumer.assignment());
         }
@@ -773,13 +786,17 @@ final class Scenarios {
             o.put("input_end_offsets", ends);
 
             int committed = 0;
-            boolean leftMidWay = false, left = false, holding = false;
+            boolean leftMidWay = false, left = false;
             List<Long> groupCommitted = List.of();
             try {
+                // A member that joins holds the others (they poll, so that they rejoin, but fetch nothing) until
+                // it has partitions: else the members already there may do all the work before it is in.
+                int joiner = 1;
                 for (int n = 0; n < 2; n++) {
                     members.add(new TransformMember(a, group, in, out, in + "-tx-" + n, n));
                     active.add(members.get(n));
                 }
+                members.get(0).hold(true);
                 long deadline = System.currentTimeMillis() + CTP_LOOP_MS;
                 long nextCheck = 0;
                 while (System.currentTimeMillis() < deadline && !active.isEmpty()) {
@@ -795,22 +812,19 @@ final class Scenarios {
                             m.close();
                         }
                     }
+                    if (joiner >= 0 && (members.get(joiner).closed || !members.get(joiner).consumer.assignment().isEmpty())) {
+                        System.err.println("ctp: member " + joiner + " has partitions at " + committed + " committed; the others resume");
+                        for (TransformMember m : active) m.hold(false);
+                        joiner = -1;
+                    }
                     if (members.size() == 2 && committed >= CTP_JOIN_AT) {
                         System.err.println("ctp: member 2 joins at " + committed + " committed");
+                        for (TransformMember m : active) m.hold(true);
                         members.add(new TransformMember(a, group, in, out, in + "-tx-2", 2));
                         active.add(members.get(2));
-                        // the others wait (polling, so that they rejoin) until member 2 has partitions
-                        holding = true;
-                        for (TransformMember m : active) {
-                            if (m != members.get(2)) m.hold(true);
-                        }
+                        joiner = 2;
                     }
-                    if (holding && !members.get(2).consumer.assignment().isEmpty()) {
-                        System.err.println("ctp: member 2 has " + members.get(2).consumer.assignment() + "; the others resume");
-                        holding = false;
-                        for (TransformMember m : active) m.hold(false);
-                    }
-                    if (!left && members.size() == 3 && members.get(2).committed > 0 && committed >= CTP_LEAVE_AT) {
+                    if (!left && members.size() == 3 && members.get(2).committed > 0) {
                         System.err.println("ctp: member 0 leaves at " + committed + " committed");
                         left = true;
                         leftMidWay = committed < CTP_RECORDS;
