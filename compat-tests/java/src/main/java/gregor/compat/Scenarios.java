@@ -658,6 +658,7 @@ final class Scenarios {
      */
     private static final int CTP_JOIN_AT = 400;
     private static final long CTP_LOOP_MS = 40_000;
+    private static final Duration CTP_BACK_TO_BACK_POLL = Duration.ofMillis(10);
 
     /** The transform: the value upper-cased (the generator's values are lower-case ASCII letters). */
     static byte[] upper(byte[] v) {
@@ -707,8 +708,8 @@ final class Scenarios {
          * offsets. Returns the records committed (0 when none came or the transaction was aborted); throws on
          * an error that is fatal for the producer (fenced, ...).
          */
-        int step() {
-            ConsumerRecords<byte[], byte[]> recs = consumer.poll(POLL);
+        int step(Duration poll) {
+            ConsumerRecords<byte[], byte[]> recs = consumer.poll(poll);
             if (recs.isEmpty()) return 0;
             Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
             Map<TopicPartition, Long> first = new HashMap<>();
@@ -802,7 +803,11 @@ final class Scenarios {
                 while (System.currentTimeMillis() < deadline && !active.isEmpty()) {
                     for (TransformMember m : new ArrayList<>(active)) {
                         try {
-                            committed += m.step();
+                            // a turn is up to two transactions back to back: the second begins as soon as the
+                            // first is committed, as a member that does not wait between transactions does
+                            int c = m.step(POLL);
+                            if (c > 0) c += m.step(CTP_BACK_TO_BACK_POLL);
+                            committed += c;
                         } catch (Exception e) {
                             int n = members.indexOf(m);
                             System.err.println("ctp: member " + n + " failed:");
