@@ -447,18 +447,19 @@ type franzTransformMember struct {
 	s      *kgo.GroupTransactSession
 	input  string
 	output string
+	txnID  string
 
 	mu       sync.Mutex
 	assigned map[int32]bool // the input partitions held, from the session's callbacks
 }
 
 func (f *franzAdapter) NewTransformMember(ctx context.Context, group, input, output, txnID string) (TransformMember, error) {
-	m := &franzTransformMember{input: input, output: output, assigned: map[int32]bool{}}
+	m := &franzTransformMember{input: input, output: output, txnID: txnID, assigned: map[int32]bool{}}
 	track := func(add bool) func(context.Context, *kgo.Client, map[string][]int32) {
 		return func(_ context.Context, _ *kgo.Client, ps map[string][]int32) {
 			m.mu.Lock()
 			defer m.mu.Unlock()
-			fmt.Fprintf(os.Stderr, "ctp: %s assigned=%v %v\n", txnID, add, ps[input])
+			ctpLog("%s assigned=%v %v\n", txnID, add, ps[input])
 			for _, p := range ps[input] {
 				if add {
 					m.assigned[p] = true
@@ -468,7 +469,13 @@ func (f *franzAdapter) NewTransformMember(ctx context.Context, group, input, out
 			}
 		}
 	}
-	s, err := kgo.NewGroupTransactSession(
+	var debug []kgo.Opt
+	if os.Getenv("COMPAT_DEBUG") != "" { // franz-go's own log, for a failing or slow run
+		debug = append(debug, kgo.WithLogger(kgo.BasicLogger(os.Stderr, kgo.LogLevelDebug, func() string {
+			return fmt.Sprintf("+%.3fs %s ", time.Since(ctpStart).Seconds(), txnID)
+		})))
+	}
+	s, err := kgo.NewGroupTransactSession(append(debug,
 		kgo.SeedBrokers(strings.Split(f.bootstrap, ",")...),
 		kgo.OnPartitionsAssigned(track(true)),
 		kgo.OnPartitionsRevoked(track(false)),
@@ -485,7 +492,7 @@ func (f *franzAdapter) NewTransformMember(ctx context.Context, group, input, out
 		kgo.RequireStableFetchOffsets(),
 		kgo.HeartbeatInterval(time.Second), // members notice rebalances sooner
 		kgo.FetchMaxWait(500*time.Millisecond),
-	)
+	)...)
 	if err != nil {
 		return nil, err
 	}
@@ -522,16 +529,22 @@ func (m *franzTransformMember) Step(ctx context.Context, d time.Duration) (int, 
 		return 0, false, fmt.Errorf("begin: %w (%v)", franzErr(err), err)
 	}
 	end := kgo.TryCommit
+	began := time.Now()
 	if err := m.s.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		fmt.Fprintf(os.Stderr, "ctp: produce in a transaction failed, aborting: %v\n", err)
+		ctpLog("produce in a transaction failed, aborting: %v\n", err)
 		end = kgo.TryAbort
 	}
+	produced := time.Now()
 	committed, err := m.s.End(ctx, end)
+	if d := time.Since(began); d > 500*time.Millisecond {
+		ctpLog("%s: a slow transaction of %d records: produce %v, end %v (committed %v, err %v)\n",
+			m.txnID, len(recs), produced.Sub(began).Round(time.Millisecond), time.Since(produced).Round(time.Millisecond), committed, err)
+	}
 	if err != nil {
 		return 0, false, fmt.Errorf("end transaction: %w (%v)", franzErr(err), err)
 	}
 	if !committed {
-		fmt.Fprintf(os.Stderr, "ctp: a transaction of %d records was aborted\n", len(recs))
+		ctpLog("a transaction of %d records was aborted\n", len(recs))
 		return 0, true, nil
 	}
 	return len(recs), false, nil

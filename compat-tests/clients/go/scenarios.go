@@ -735,6 +735,14 @@ const (
 	ctpBackToBackPoll = 10 * time.Millisecond
 )
 
+// ctpStart is when the process started; ctpLog prefixes its lines with the time since, so that a log
+// shows where a slow run spent its time.
+var ctpStart = time.Now()
+
+func ctpLog(format string, a ...any) {
+	fmt.Fprintf(os.Stderr, "ctp: +%.3fs "+format, append([]any{time.Since(ctpStart).Seconds()}, a...)...)
+}
+
 // TransformMember is one member of consume-transform-produce's group: a read_committed consumer and a
 // transactional producer of its own.
 type TransformMember interface {
@@ -852,7 +860,7 @@ loop:
 			for _, d := range []time.Duration{100 * time.Millisecond, ctpBackToBackPoll} {
 				c, aborted, err := m.m.Step(ctx, d)
 				if err != nil {
-					fmt.Fprintf(os.Stderr, "ctp: member %d failed: %v\n", n, err)
+					ctpLog("member %d failed: %v\n", n, err)
 					fatal = append(fatal, fmt.Sprintf("member %d: %s (%v)", n, NameOf(err), err))
 					m.close()
 					break
@@ -872,13 +880,13 @@ loop:
 			break
 		}
 		if joiner >= 0 && (members[joiner].closed || members[joiner].m.Assigned() > 0) {
-			fmt.Fprintf(os.Stderr, "ctp: member %d has %d partitions at %d committed; the others resume\n",
+			ctpLog("member %d has %d partitions at %d committed; the others resume\n",
 				joiner, members[joiner].m.Assigned(), committed)
 			hold(false)
 			joiner = -1
 		}
 		if len(members) == 2 && committed >= ctpJoinAt {
-			fmt.Fprintf(os.Stderr, "ctp: member 2 joins at %d committed\n", committed)
+			ctpLog("member 2 joins at %d committed\n", committed)
 			hold(true)
 			if err := join(2); err != nil {
 				return err
@@ -886,7 +894,7 @@ loop:
 			joiner = 2
 		}
 		if !left && len(members) == 3 && members[2].committed > 0 {
-			fmt.Fprintf(os.Stderr, "ctp: member 0 leaves at %d committed\n", committed)
+			ctpLog("member 0 leaves at %d committed\n", committed)
 			left, leftMidWay = true, committed < ctpRecords
 			members[0].close()
 		}
