@@ -492,6 +492,10 @@ func (f *franzAdapter) NewTransformMember(ctx context.Context, group, input, out
 		kgo.RequireStableFetchOffsets(),
 		kgo.HeartbeatInterval(time.Second), // members notice rebalances sooner
 		kgo.FetchMaxWait(500*time.Millisecond),
+		// A transaction begun right after the last one committed may have its first produce answered
+		// CONCURRENT_TRANSACTIONS (Kafka) while the markers are written; franz-go retries it after a
+		// metadata refresh, which it spaces by MetadataMinAge (5 s by default: 20-25 s of a run).
+		kgo.MetadataMinAge(500*time.Millisecond),
 	)...)
 	if err != nil {
 		return nil, err
