@@ -583,10 +583,11 @@ def sc_consumer_group(a, topic, o, protocol="classic"):
 
 
 # consume-transform-produce (scenarios.md): the input's records, at most CTP_MAX_POLL a poll (and a
-# transaction); the late member joins once CTP_JOIN_AT records are committed (at most 800 by then, so every
-# partition, of 1000, still has records to do); member 0 leaves once the late member has committed records.
+# transaction); the late member joins once CTP_JOIN_AT records are committed (fewer than 1000 by then: the
+# check follows a round, in which the two members commit at most 800; so no partition of 1000 is done);
+# member 0 leaves once the late member has committed records.
 CTP_RECORDS, CTP_PARTITIONS, CTP_MAX_POLL = 3000, 3, 200
-CTP_JOIN_AT, CTP_LOOP = 400, 40.0
+CTP_JOIN_AT, CTP_LOOP = 200, 40.0
 CTP_BACK_TO_BACK_POLL = 0.01  # the poll of a turn's second transaction, which follows the first at once
 
 

@@ -723,13 +723,14 @@ func consumerGroup(ctx context.Context, a Adapter, newConsumer func(ctx context.
 }
 
 // consume-transform-produce (scenarios.md): the input's records, at most ctpMaxPoll a poll (and a
-// transaction); the late member joins once ctpJoinAt records are committed (at most 800 by then, so every
-// partition, of 1000, still has records to do); member 0 leaves once the late member has committed records.
+// transaction); the late member joins once ctpJoinAt records are committed (fewer than 1000 by then: the check
+// follows a round, in which the two members commit at most 800; so no partition of 1000 is done); member 0
+// leaves once the late member has committed records.
 const (
 	ctpRecords    = 3000
 	ctpPartitions = 3
 	ctpMaxPoll    = 200
-	ctpJoinAt     = 400
+	ctpJoinAt     = 200
 	ctpLoop       = 40 * time.Second
 	// ctpBackToBackPoll is the poll of a turn's second transaction, which follows the first at once.
 	ctpBackToBackPoll = 10 * time.Millisecond
