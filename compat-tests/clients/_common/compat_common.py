@@ -213,6 +213,9 @@ class Adapter:
       new_resubscribing_consumer(group) -> obj with subscribe([topics]), assignment() -> {(topic, p)},
                                                 poll(seconds), close(): a KIP-848 consumer whose
                                                 subscription changes (consumer-group-848-resubscribe)
+      new_transform_member(group, input, output, txn_id) -> obj with step(seconds) -> (committed, aborted),
+                                                hold(pause), assigned(), close()
+                                                (optional: consume-transform-produce)
     """
 
 
@@ -615,6 +618,164 @@ def sc_consumer_group_848_resubscribe(a, topic, o):
     o.expect("checks", [20, 20, 20, 20, 20, 20, 4], checks)
 
 
+# consume-transform-produce (scenarios.md): the input's records, at most CTP_MAX_POLL a poll (and a
+# transaction); the late member joins once CTP_JOIN_AT records are committed (fewer than 1000 by then: the
+# check follows a round, in which the two members commit at most 800; so no partition of 1000 is done);
+# the busier of members 0 and 1 leaves once the late member has committed records.
+CTP_RECORDS, CTP_PARTITIONS, CTP_MAX_POLL = 3000, 3, 200
+CTP_JOIN_AT, CTP_LOOP = 200, 40.0
+CTP_BACK_TO_BACK_POLL = 0.01  # the poll of a turn's second transaction, which follows the first at once
+
+
+def transform(value):
+    """The scenario's transform of a value: upper-cased (the generator writes lower-case letters)."""
+    return value.upper()
+
+
+def sc_consume_transform_produce(a, topic, o):
+    """Members made by the adapter's new_transform_member(group, input, output, txn_id) -> obj with
+    step(seconds) -> (records committed, aborted) (raises on an error fatal for the member), hold(pause)
+    (pause or resume fetching; a paused member still takes part in rebalances), assigned() (input
+    partitions held) and close()."""
+    if not hasattr(a, "new_transform_member"):
+        raise NotApplicable("consume-transform-produce is not written for this client")
+    src, out, group = topic, topic + "-out", topic + "-g"
+    create_topic(a, src, CTP_PARTITIONS)
+    create_topic(a, out, CTP_PARTITIONS)
+    a.produce(src, gen_records(0, CTP_RECORDS, 1, CTP_PARTITIONS), "none", False)
+    ends = [a.list_offset(src, p, -1, False) for p in range(CTP_PARTITIONS)]
+    o.put("input_end_offsets", ends)
+
+    members = []  # [member, committed, transactions, aborted, closed]
+
+    def join(n):
+        members.append([a.new_transform_member(group, src, out, "%s-tx-%d" % (topic, n)), 0, 0, 0, False])
+
+    def close(m):
+        if not m[4]:
+            m[4] = True
+            try:
+                m[0].close()
+            except Exception as e:  # noqa: BLE001
+                sys.stderr.write("ctp: closing a member: %r\n" % (e,))
+
+    def hold(pause):
+        for m in members:
+            if not m[4]:
+                m[0].hold(pause)
+
+    # A member that joins holds the others (they poll, so that they rejoin, but fetch nothing) until it
+    # has partitions: else the members already there may do all the work before it is in.
+    committed, left, left_mid_way, joiner, fatal = 0, False, False, 1, []
+    try:
+        join(0)
+        join(1)
+        members[0][0].hold(True)
+        deadline = time.monotonic() + CTP_LOOP
+        next_check = 0.0
+        while time.monotonic() < deadline:
+            live = [m for m in members if not m[4]]
+            if not live:
+                break
+            for m in live:
+                n = members.index(m)
+                # a turn is up to two transactions back to back: the second begins as soon as the first
+                # is committed, as a member that does not wait between transactions does
+                for poll in (0.1, CTP_BACK_TO_BACK_POLL):
+                    try:
+                        c, aborted = m[0].step(poll)
+                    except Exception as e:  # noqa: BLE001
+                        traceback.print_exc(file=sys.stderr)
+                        fatal.append("member %d: %s (%s)" % (n, name_of(e), e))
+                        close(m)
+                        break
+                    committed += c
+                    m[1] += c
+                    m[2] += 1 if c else 0
+                    m[3] += 1 if aborted else 0
+                    if not c:
+                        break
+            if joiner >= 0 and (members[joiner][4] or members[joiner][0].assigned() > 0):
+                sys.stderr.write("ctp: member %d has %d partitions at %d committed; the others resume\n"
+                                 % (joiner, members[joiner][0].assigned(), committed))
+                hold(False)
+                joiner = -1
+            if len(members) == 2 and committed >= CTP_JOIN_AT:
+                sys.stderr.write("ctp: member 2 joins at %d committed\n" % committed)
+                hold(True)
+                join(2)
+                joiner = 2
+            if not left and len(members) == 3 and members[2][1] > 0:
+                # the one of members 0 and 1 that has done more leaves, handing its partitions on
+                leaver = 0 if members[0][1] >= members[1][1] else 1
+                sys.stderr.write("ctp: member %d leaves at %d committed\n" % (leaver, committed))
+                left, left_mid_way = True, committed < CTP_RECORDS
+                close(members[leaver])
+            if committed >= CTP_RECORDS and time.monotonic() >= next_check:
+                try:
+                    if a.committed_offsets(group, src, CTP_PARTITIONS) == ends:
+                        break
+                except Exception:  # noqa: BLE001
+                    pass
+                next_check = time.monotonic() + 0.5
+    finally:
+        for m in members:
+            close(m)
+    group_committed = a.committed_offsets(group, src, CTP_PARTITIONS)
+
+    seen = [0] * CTP_RECORDS
+    count, bad, first_bad = 0, 0, None
+    for p in range(CTP_PARTITIONS):
+        for r in read_to_end(a, out, p, True):
+            count += 1
+            i = index_of(r.key)
+            why = None
+            if not 0 <= i < CTP_RECORDS:
+                why = "key %r" % (r.key,)
+            else:
+                g = gen_record(i, 1, CTP_PARTITIONS)
+                if r.partition != g.partition:
+                    why = "record %d in partition %d" % (i, r.partition)
+                elif r.value != transform(g.value):
+                    why = "value of record %d" % i
+                elif header_text(r.headers) != header_text(g.headers):
+                    why = "headers of record %d" % i
+                elif r.timestamp != g.timestamp:
+                    why = "timestamp of record %d" % i
+            if why:
+                bad += 1
+                first_bad = first_bad or why
+                continue
+            seen[i] += 1
+    distinct = sum(1 for s in seen if s)
+    duplicates = sum(s - 1 for s in seen if s > 1)
+    missing = CTP_RECORDS - distinct
+    late = len(members) == 3 and members[2][1] > 0
+    o.put("output_count", count)
+    o.put("distinct", distinct)
+    o.put("duplicates", duplicates)
+    o.put("missing", missing)
+    o.put("transformed_ok", bad == 0)
+    o.put("exactly_once", duplicates == 0 and missing == 0 and bad == 0)
+    o.put("committed", group_committed)
+    o.put("members", len(members))
+    o.put("late_member_processed", late)
+    o.put("left_mid_way", left_mid_way)
+    o.put("per_member", [m[1] for m in members])
+    o.put("transactions", sum(m[2] for m in members))
+    o.put("aborted_transactions", sum(m[3] for m in members))
+    o.check(not fatal, "fatal member errors: " + "; ".join(fatal))
+    o.expect("input_end_offsets", [1000, 1000, 1000], ends)
+    o.expect("output_count", CTP_RECORDS, count)
+    o.expect("duplicates", 0, duplicates)
+    o.expect("missing", 0, missing)
+    o.check(bad == 0, "%d output records are not the transform of an input record (first: %s)" % (bad, first_bad))
+    o.expect("committed", ends, group_committed)
+    o.expect("members", 3, len(members))
+    o.check(late, "the late member committed no records")
+    o.check(left_mid_way, "no member left while records remained")
+
+
 def scenarios():
     m = {
         "admin-topics": sc_admin_topics,
@@ -627,6 +788,7 @@ def scenarios():
         "configs": sc_configs,
         "delete-records": sc_delete_records,
         "leader-failover": sc_leader_failover,
+        "consume-transform-produce": sc_consume_transform_produce,
     }
     for c in CODECS:
         m["produce-consume-" + c] = (lambda codec: lambda a, t, o: produce_consume(a, t, o, codec))(c)

@@ -13,7 +13,8 @@ from confluent_kafka import (  # noqa: E402
 from confluent_kafka.admin import (  # noqa: E402
     AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, OffsetSpec, ResourceType)
 
-from compat_common import REPLICATION_FACTOR, CodeError, Record, ScenarioFailed, config_source_name, main  # noqa: E402
+from compat_common import (  # noqa: E402
+    CTP_MAX_POLL, REPLICATION_FACTOR, CodeError, Record, ScenarioFailed, config_source_name, main, transform)
 
 QUIET = {"log_level": 3}
 TIMEOUT = 30
@@ -153,6 +154,97 @@ class ResubscribingConsumer:
         self.c.close()
 
 
+class TransformMember:
+    """A consume-transform-produce member (scenarios.md): a read_committed consumer in the group and a
+    transactional producer of its own, which sends the consumed offsets to each transaction."""
+
+    def __init__(self, bootstrap, group, topic, output, txn_id):
+        self.output, self.txn_id = output, txn_id
+        self.p = Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id, "acks": "all",
+                           # a member that dies inside a transaction must not hold back the output's LSO
+                           "transaction.timeout.ms": 10000, **QUIET})
+        self.p.init_transactions(TIMEOUT)
+        self.c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+                           "auto.offset.reset": "earliest", "isolation.level": "read_committed",
+                           "heartbeat.interval.ms": 1000, **QUIET})
+        self.held = False
+        self.c.subscribe([topic], on_assign=self._assigned)
+
+    def _assigned(self, c, parts):
+        sys.stderr.write("ctp: %s is assigned %s\n" % (self.txn_id, sorted(tp.partition for tp in parts)))
+        c.assign(parts)
+        # librdkafka keeps a partition's pause across assignments: set it either way, so that a rebalance
+        # neither releases a held member nor leaves a released one paused
+        if parts:
+            (c.pause if self.held else c.resume)(parts)
+
+    def step(self, seconds):
+        msgs = self.c.consume(num_messages=CTP_MAX_POLL, timeout=seconds)
+        recs = []
+        for m in msgs:
+            if m.error():
+                if m.error().fatal():
+                    raise _kerr(KafkaException(m.error()))
+                continue
+            recs.append(m)
+        if recs and self.held:
+            # pause does not take back what librdkafka fetched before it: put it back
+            first = {}
+            for m in recs:
+                first.setdefault(m.partition(), m.offset())
+            for p, off in first.items():
+                self.c.seek(TopicPartition(recs[0].topic(), p, off))
+            return 0, False
+        if not recs:
+            return 0, False
+        offsets, first = {}, {}
+        self.p.begin_transaction()
+        try:
+            for m in recs:
+                while True:
+                    try:
+                        self.p.produce(self.output, key=m.key(), value=transform(m.value()), partition=m.partition(),
+                                       headers=m.headers(), timestamp=m.timestamp()[1])
+                        break
+                    except BufferError:
+                        self.p.poll(0.1)
+                first.setdefault(m.partition(), m.offset())
+                offsets[m.partition()] = m.offset() + 1
+            self.p.send_offsets_to_transaction(
+                [TopicPartition(m.topic(), p, off) for p, off in offsets.items()],
+                self.c.consumer_group_metadata(), TIMEOUT)
+            self.p.commit_transaction(TIMEOUT)
+        except KafkaException as e:
+            err = e.args[0]
+            if not err.txn_requires_abort():
+                raise _kerr(e) from None
+            # abortable (a rebalance got in the way, ...): abort, and read again from where the aborted
+            # transaction began what this member still owns
+            sys.stderr.write("ctp: aborting a transaction of %d records: %s\n" % (len(recs), err))
+            self.p.abort_transaction(TIMEOUT)
+            owned = {tp.partition for tp in self.c.assignment()}
+            for p, off in first.items():
+                if p in owned:
+                    self.c.seek(TopicPartition(recs[0].topic(), p, off))
+            return 0, True
+        return len(recs), False
+
+    def hold(self, pause):
+        self.held = pause
+        parts = self.c.assignment()
+        if parts:
+            (self.c.pause if pause else self.c.resume)(parts)
+
+    def assigned(self):
+        return len(self.c.assignment())
+
+    def close(self):
+        try:
+            self.c.close()
+        finally:
+            self.p.flush(5)
+
+
 class ConfluentAdapter:
     failover = True  # leader-failover: librdkafka's idempotent producer
 
@@ -269,6 +361,9 @@ class ConfluentAdapter:
 
     def new_resubscribing_consumer(self, group):
         return ResubscribingConsumer(self.bootstrap, group)
+
+    def new_transform_member(self, group, topic, output, txn_id):
+        return TransformMember(self.bootstrap, group, topic, output, txn_id)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -439,3 +440,133 @@ func (g *franzGroupConsumer) Close() error {
 	}
 	return nil
 }
+
+// franzTransformMember is a consume-transform-produce member: a kgo.GroupTransactSession, which aborts a
+// transaction that a rebalance got in the way of and rewinds to the committed offsets itself.
+type franzTransformMember struct {
+	s      *kgo.GroupTransactSession
+	input  string
+	output string
+	txnID  string
+
+	mu       sync.Mutex
+	assigned map[int32]bool // the input partitions held, from the session's callbacks
+}
+
+func (f *franzAdapter) NewTransformMember(ctx context.Context, group, input, output, txnID string) (TransformMember, error) {
+	m := &franzTransformMember{input: input, output: output, txnID: txnID, assigned: map[int32]bool{}}
+	track := func(add bool) func(context.Context, *kgo.Client, map[string][]int32) {
+		return func(_ context.Context, _ *kgo.Client, ps map[string][]int32) {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			ctpLog("%s assigned=%v %v\n", txnID, add, ps[input])
+			for _, p := range ps[input] {
+				if add {
+					m.assigned[p] = true
+				} else {
+					delete(m.assigned, p)
+				}
+			}
+		}
+	}
+	var debug []kgo.Opt
+	if os.Getenv("COMPAT_DEBUG") != "" { // franz-go's own log, for a failing or slow run
+		debug = append(debug, kgo.WithLogger(kgo.BasicLogger(os.Stderr, kgo.LogLevelDebug, func() string {
+			return fmt.Sprintf("+%.3fs %s ", time.Since(ctpStart).Seconds(), txnID)
+		})))
+	}
+	s, err := kgo.NewGroupTransactSession(append(debug,
+		kgo.SeedBrokers(strings.Split(f.bootstrap, ",")...),
+		kgo.OnPartitionsAssigned(track(true)),
+		kgo.OnPartitionsRevoked(track(false)),
+		kgo.OnPartitionsLost(track(false)),
+		kgo.TransactionalID(txnID),
+		// a member that dies inside a transaction must not hold back the output's LSO for long
+		kgo.TransactionTimeout(10*time.Second),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ConsumerGroup(group),
+		kgo.ConsumeTopics(input),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.RequireStableFetchOffsets(),
+		kgo.HeartbeatInterval(time.Second), // members notice rebalances sooner
+		kgo.FetchMaxWait(500*time.Millisecond),
+		// A transaction begun right after the last one committed may have its first produce answered
+		// CONCURRENT_TRANSACTIONS (Kafka) while the markers are written; franz-go retries it after a
+		// metadata refresh, which it spaces by MetadataMinAge (5 s by default: 20-25 s of a run).
+		kgo.MetadataMinAge(500*time.Millisecond),
+	)...)
+	if err != nil {
+		return nil, err
+	}
+	m.s = s
+	return m, nil
+}
+
+func (m *franzTransformMember) Step(ctx context.Context, d time.Duration) (int, bool, error) {
+	pctx, cancel := context.WithTimeout(ctx, d)
+	fs := m.s.PollRecords(pctx, ctpMaxPoll)
+	cancel()
+	for _, e := range fs.Errors() {
+		if errors.Is(e.Err, context.DeadlineExceeded) || errors.Is(e.Err, context.Canceled) {
+			continue
+		}
+		return 0, false, fmt.Errorf("poll: %w (%v)", franzErr(e.Err), e.Err)
+	}
+	var recs []*kgo.Record
+	fs.EachRecord(func(r *kgo.Record) {
+		out := &kgo.Record{
+			Topic:     m.output,
+			Partition: r.Partition,
+			Key:       r.Key,
+			Value:     Transform(r.Value),
+			Headers:   r.Headers,
+			Timestamp: r.Timestamp,
+		}
+		recs = append(recs, out)
+	})
+	if len(recs) == 0 {
+		return 0, false, nil
+	}
+	if err := m.s.Begin(); err != nil {
+		return 0, false, fmt.Errorf("begin: %w (%v)", franzErr(err), err)
+	}
+	end := kgo.TryCommit
+	began := time.Now()
+	if err := m.s.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		ctpLog("produce in a transaction failed, aborting: %v\n", err)
+		end = kgo.TryAbort
+	}
+	produced := time.Now()
+	committed, err := m.s.End(ctx, end)
+	if d := time.Since(began); d > 500*time.Millisecond {
+		ctpLog("%s: a slow transaction of %d records: produce %v, end %v (committed %v, err %v)\n",
+			m.txnID, len(recs), produced.Sub(began).Round(time.Millisecond), time.Since(produced).Round(time.Millisecond), committed, err)
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("end transaction: %w (%v)", franzErr(err), err)
+	}
+	if !committed {
+		ctpLog("a transaction of %d records was aborted\n", len(recs))
+		return 0, true, nil
+	}
+	return len(recs), false, nil
+}
+
+// Hold pauses the input topic, which stays paused across rebalances until resumed.
+func (m *franzTransformMember) Hold(pause bool) {
+	if pause {
+		m.s.Client().PauseFetchTopics(m.input)
+	} else {
+		m.s.Client().ResumeFetchTopics(m.input)
+	}
+}
+
+func (m *franzTransformMember) Assigned() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.assigned)
+}
+
+func (m *franzTransformMember) Close() { m.s.Close() }

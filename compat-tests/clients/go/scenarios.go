@@ -6,8 +6,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"reflect"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 )
@@ -87,15 +89,16 @@ const waitFor = 30 * time.Second
 
 func scenarios() map[string]scenarioFunc {
 	m := map[string]scenarioFunc{
-		"admin-topics":         scAdminTopics,
-		"offsets-by-timestamp": scOffsetsByTimestamp,
-		"consumer-group":       scConsumerGroup,
-		"consumer-group-848":   scConsumerGroup848,
-		"idempotent-producer":  scIdempotent,
-		"transactions":         scTransactions,
-		"configs":              scConfigs,
-		"delete-records":       scDeleteRecords,
-		"leader-failover":      scLeaderFailover,
+		"admin-topics":              scAdminTopics,
+		"offsets-by-timestamp":      scOffsetsByTimestamp,
+		"consumer-group":            scConsumerGroup,
+		"consumer-group-848":        scConsumerGroup848,
+		"idempotent-producer":       scIdempotent,
+		"transactions":              scTransactions,
+		"configs":                   scConfigs,
+		"delete-records":            scDeleteRecords,
+		"leader-failover":           scLeaderFailover,
+		"consume-transform-produce": scConsumeTransformProduce,
 	}
 	for _, c := range Codecs {
 		codec := c
@@ -716,5 +719,283 @@ func consumerGroup(ctx context.Context, a Adapter, newConsumer func(ctx context.
 	o.Expect("resumed_old", 0, old)
 	o.Expect("new_seen", 10, fresh)
 	o.Expect("committed_after", []int64{102, 102, 102, 102, 101, 101}, after)
+	return nil
+}
+
+// consume-transform-produce (scenarios.md): the input's records, at most ctpMaxPoll a poll (and a
+// transaction); the late member joins once ctpJoinAt records are committed (fewer than 1000 by then: the check
+// follows a round, in which the two members commit at most 800; so no partition of 1000 is done); the busier of
+// members 0 and 1 leaves once the late member has committed records.
+const (
+	ctpRecords    = 3000
+	ctpPartitions = 3
+	ctpMaxPoll    = 200
+	ctpJoinAt     = 200
+	ctpLoop       = 40 * time.Second
+	// ctpBackToBackPoll is the poll of a turn's second transaction, which follows the first at once.
+	ctpBackToBackPoll = 10 * time.Millisecond
+)
+
+// ctpStart is when the process started; ctpLog prefixes its lines with the time since, so that a log
+// shows where a slow run spent its time.
+var ctpStart = time.Now()
+
+func ctpLog(format string, a ...any) {
+	fmt.Fprintf(os.Stderr, "ctp: +%.3fs "+format, append([]any{time.Since(ctpStart).Seconds()}, a...)...)
+}
+
+// TransformMember is one member of consume-transform-produce's group: a read_committed consumer and a
+// transactional producer of its own.
+type TransformMember interface {
+	// Step polls once (about d) and, if records came, runs one transaction with their transforms and the
+	// consumed offsets. It returns the records committed (0 when none came or the transaction was
+	// aborted: then aborted is true and the member reads again from its committed offsets); an error is
+	// fatal for the member.
+	Step(ctx context.Context, d time.Duration) (committed int, aborted bool, err error)
+	// Hold pauses (true) or resumes fetching; a paused member still takes part in rebalances.
+	Hold(pause bool)
+	// Assigned is the number of input partitions the member holds.
+	Assigned() int
+	Close()
+}
+
+// TransformAdapter is an Adapter whose client runs consume-transform-produce.
+type TransformAdapter interface {
+	NewTransformMember(ctx context.Context, group, input, output, txnID string) (TransformMember, error)
+}
+
+// Transform is the scenario's transform of a value: upper-cased (the generator writes lower-case letters).
+func Transform(v []byte) []byte {
+	out := make([]byte, len(v))
+	for i, b := range v {
+		if b >= 'a' && b <= 'z' {
+			b -= 'a' - 'A'
+		}
+		out[i] = b
+	}
+	return out
+}
+
+type ctpMember struct {
+	m                        TransformMember
+	committed, txns, aborted int
+	closed                   bool
+}
+
+func (c *ctpMember) close() {
+	if !c.closed {
+		c.closed = true
+		c.m.Close()
+	}
+}
+
+func scConsumeTransformProduce(ctx context.Context, a Adapter, topic string, o *Outcome) error {
+	ta, ok := a.(TransformAdapter)
+	if !ok {
+		return na("consume-transform-produce is not written for this client")
+	}
+	in, out, group := topic, topic+"-out", topic+"-g"
+	for _, t := range []string{in, out} {
+		if err := createTopic(ctx, a, t, ctpPartitions); err != nil {
+			return err
+		}
+	}
+	if err := a.Produce(ctx, in, GenRecords(0, ctpRecords, 1, ctpPartitions), ProduceOpts{Codec: "none"}); err != nil {
+		return fmt.Errorf("produce the input: %w", err)
+	}
+	ends := make([]int64, ctpPartitions)
+	for p := range ends {
+		end, err := a.ListOffset(ctx, in, int32(p), -1, false)
+		if err != nil {
+			return fmt.Errorf("input end offset: %w", err)
+		}
+		ends[p] = end
+	}
+	o.Put("input_end_offsets", ends)
+
+	var members []*ctpMember
+	defer func() {
+		for _, m := range members {
+			m.close()
+		}
+	}()
+	join := func(n int) error {
+		m, err := ta.NewTransformMember(ctx, group, in, out, fmt.Sprintf("%s-tx-%d", topic, n))
+		if err != nil {
+			return fmt.Errorf("member %d: %w", n, err)
+		}
+		members = append(members, &ctpMember{m: m})
+		return nil
+	}
+	// A member that joins holds the others (they poll, so that they rejoin, but fetch nothing) until it has
+	// partitions: else the members already there may do all the work before it is in.
+	hold := func(pause bool) {
+		for _, m := range members {
+			if !m.closed {
+				m.m.Hold(pause)
+			}
+		}
+	}
+	joiner := 1
+	for n := 0; n < 2; n++ {
+		if err := join(n); err != nil {
+			return err
+		}
+	}
+	members[0].m.Hold(true)
+	committed, left, leftMidWay := 0, false, false
+	var fatal []string
+	var groupCommitted []int64
+	deadline := time.Now().Add(ctpLoop)
+	var nextCheck time.Time
+loop:
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		live := 0
+		for n, m := range members {
+			if m.closed {
+				continue
+			}
+			live++
+			// a turn is up to two transactions back to back: the second begins as soon as the first is
+			// committed, as a member that does not wait between transactions does
+			for _, d := range []time.Duration{100 * time.Millisecond, ctpBackToBackPoll} {
+				c, aborted, err := m.m.Step(ctx, d)
+				if err != nil {
+					ctpLog("member %d failed: %v\n", n, err)
+					fatal = append(fatal, fmt.Sprintf("member %d: %s (%v)", n, NameOf(err), err))
+					m.close()
+					break
+				}
+				committed += c
+				m.committed += c
+				if aborted {
+					m.aborted++
+				}
+				if c == 0 {
+					break
+				}
+				m.txns++
+			}
+		}
+		if live == 0 {
+			break
+		}
+		if joiner >= 0 && (members[joiner].closed || members[joiner].m.Assigned() > 0) {
+			ctpLog("member %d has %d partitions at %d committed; the others resume\n",
+				joiner, members[joiner].m.Assigned(), committed)
+			hold(false)
+			joiner = -1
+		}
+		if len(members) == 2 && committed >= ctpJoinAt {
+			ctpLog("member 2 joins at %d committed\n", committed)
+			hold(true)
+			if err := join(2); err != nil {
+				return err
+			}
+			joiner = 2
+		}
+		if !left && len(members) == 3 && members[2].committed > 0 {
+			// the one of members 0 and 1 that has done more leaves, handing its partitions on
+			leaver := 0
+			if members[1].committed > members[0].committed {
+				leaver = 1
+			}
+			ctpLog("member %d leaves at %d committed\n", leaver, committed)
+			left, leftMidWay = true, committed < ctpRecords
+			members[leaver].close()
+		}
+		if committed >= ctpRecords && time.Now().After(nextCheck) {
+			groupCommitted, _ = a.CommittedOffsets(ctx, group, in, ctpPartitions)
+			if sameJSON(groupCommitted, ends) {
+				break loop
+			}
+			nextCheck = time.Now().Add(500 * time.Millisecond)
+		}
+	}
+	for _, m := range members {
+		m.close()
+	}
+	groupCommitted, err := a.CommittedOffsets(ctx, group, in, ctpPartitions)
+	if err != nil {
+		return fmt.Errorf("committed offsets: %w", err)
+	}
+
+	seen := make([]int, ctpRecords)
+	count, bad, firstBad := 0, 0, ""
+	for p := int32(0); p < ctpPartitions; p++ {
+		recs, err := readToEnd(ctx, a, out, p, true)
+		if err != nil {
+			return fmt.Errorf("read the output: %w", err)
+		}
+		for _, r := range recs {
+			count++
+			i := IndexOf(r.Key)
+			var why string
+			if i < 0 || i >= ctpRecords {
+				why = fmt.Sprintf("key %q", r.Key)
+			} else {
+				g := GenRecord(i, 1, ctpPartitions)
+				switch {
+				case r.Partition != g.Partition:
+					why = fmt.Sprintf("record %d in partition %d", i, r.Partition)
+				case string(r.Value) != string(Transform(g.Value)):
+					why = fmt.Sprintf("value of record %d", i)
+				case HeaderText(r.Headers) != HeaderText(g.Headers):
+					why = fmt.Sprintf("headers of record %d", i)
+				case r.Timestamp != g.Timestamp:
+					why = fmt.Sprintf("timestamp of record %d", i)
+				}
+			}
+			if why != "" {
+				if bad == 0 {
+					firstBad = why
+				}
+				bad++
+				continue
+			}
+			seen[i]++
+		}
+	}
+	distinct, duplicates := 0, 0
+	for _, s := range seen {
+		if s > 0 {
+			distinct++
+		}
+		if s > 1 {
+			duplicates += s - 1
+		}
+	}
+	missing := ctpRecords - distinct
+	per := make([]int, len(members))
+	txns, aborted := 0, 0
+	for n, m := range members {
+		per[n] = m.committed
+		txns += m.txns
+		aborted += m.aborted
+	}
+	late := len(members) == 3 && members[2].committed > 0
+	o.Put("output_count", count)
+	o.Put("distinct", distinct)
+	o.Put("duplicates", duplicates)
+	o.Put("missing", missing)
+	o.Put("transformed_ok", bad == 0)
+	o.Put("exactly_once", duplicates == 0 && missing == 0 && bad == 0)
+	o.Put("committed", groupCommitted)
+	o.Put("members", len(members))
+	o.Put("late_member_processed", late)
+	o.Put("left_mid_way", leftMidWay)
+	o.Put("per_member", per)
+	o.Put("transactions", txns)
+	o.Put("aborted_transactions", aborted)
+	o.Check(len(fatal) == 0, "fatal member errors: %s", strings.Join(fatal, "; "))
+	o.Expect("input_end_offsets", []int64{1000, 1000, 1000}, ends)
+	o.Expect("output_count", ctpRecords, count)
+	o.Expect("duplicates", 0, duplicates)
+	o.Expect("missing", 0, missing)
+	o.Check(bad == 0, "%d output records are not the transform of an input record (first: %s)", bad, firstBad)
+	o.Expect("committed", ends, groupCommitted)
+	o.Expect("members", 3, len(members))
+	o.Check(late, "the late member committed no records")
+	o.Check(leftMidWay, "no member left while records remained")
 	return nil
 }

@@ -79,6 +79,7 @@ final class Scenarios {
             case "configs" -> configs(a);
             case "delete-records" -> deleteRecords(a);
             case "leader-failover" -> leaderFailover(a);
+            case "consume-transform-produce" -> consumeTransformProduce(a);
             // helper for the kafka-cli adapter: no CLI tool can set record timestamps
             case "_seed-offsets-by-timestamp" -> seedOffsetsByTimestamp(a);
             default -> throw new NotApplicable("scenario '" + a.scenario() + "' is not implemented by the java adapter");
@@ -645,5 +646,281 @@ final class Scenarios {
         o.expect("first_consumed", 40L, o.observed.get("first_consumed"));
         o.expect("consumed", 60, recs.size());
         return o;
+    }
+
+    // ------------------------------------------------ consume-transform-produce
+
+    /** consume-transform-produce (scenarios.md): input records, at most this many a poll (and a transaction). */
+    private static final int CTP_RECORDS = 3000, CTP_PARTITIONS = 3, CTP_MAX_POLL = 200;
+    /**
+     * The late member joins once this many records are committed: fewer than 1000 by then (the check follows a
+     * round, in which the two members commit at most 800), so no partition of 1000 is done. The busier of members
+     * 0 and 1 leaves once the late member has committed records.
+     */
+    private static final int CTP_JOIN_AT = 200;
+    private static final long CTP_LOOP_MS = 40_000;
+    private static final Duration CTP_BACK_TO_BACK_POLL = Duration.ofMillis(10);
+
+    /** The transform: the value upper-cased (the generator's values are lower-case ASCII letters). */
+    static byte[] upper(byte[] v) {
+        byte[] out = v.clone();
+        for (int j = 0; j < out.length; j++) {
+            if (out[j] >= 'a' && out[j] <= 'z') out[j] -= 32;
+        }
+        return out;
+    }
+
+    /** One member of the group: a read_committed consumer and a transactional producer of its own. */
+    static final class TransformMember implements AutoCloseable {
+        final KafkaConsumer<byte[], byte[]> consumer;
+        final KafkaProducer<byte[], byte[]> producer;
+        final String output;
+        int committed, transactions, aborted;
+        private boolean closed, held;
+
+        TransformMember(Args a, String group, String input, String output, String txnId, int n) {
+            this.output = output;
+            producer = producer(a, Map.of(
+                    ProducerConfig.TRANSACTIONAL_ID_CONFIG, txnId,
+                    ProducerConfig.CLIENT_ID_CONFIG, "compat-java-ctp-producer-" + n,
+                    // a member that dies inside a transaction must not hold back the output's LSO for long
+                    ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, 10_000));
+            producer.initTransactions();
+            consumer = consumer(a, Map.of(
+                    ConsumerConfig.GROUP_ID_CONFIG, group,
+                    ConsumerConfig.CLIENT_ID_CONFIG, "compat-java-ctp-member-" + n,
+                    ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed",
+                    ConsumerConfig.MAX_POLL_RECORDS_CONFIG, CTP_MAX_POLL,
+                    ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, 1000));
+            consumer.subscribe(List.of(input), new ConsumerRebalanceListener() {
+                @Override
+                public void onPartitionsRevoked(java.util.Collection<TopicPartition> parts) {}
+
+                @Override
+                public void onPartitionsAssigned(java.util.Collection<TopicPartition> parts) {
+                    System.err.println("ctp: member " + n + " is assigned " + parts);
+                    if (held) consumer.pause(parts); // a rebalance must not release a held member
+                }
+            });
+        }
+
+        /**
+         * One turn: poll once and, if records came, one transaction with their transforms and the consumed
+         * offsets. Returns the records committed (0 when none came or the transaction was aborted); throws on
+         * an error that is fatal for the producer (fenced, ...).
+         */
+        int step(Duration poll) {
+            ConsumerRecords<byte[], byte[]> recs = consumer.poll(poll);
+            if (recs.isEmpty()) return 0;
+            Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
+            Map<TopicPartition, Long> first = new HashMap<>();
+            producer.beginTransaction();
+            try {
+                for (ConsumerRecord<byte[], byte[]> r : recs) {
+                    producer.send(new ProducerRecord<>(output, r.partition(), r.timestamp(), r.key(), upper(r.value()),
+                            r.headers()));
+                    TopicPartition tp = new TopicPartition(r.topic(), r.partition());
+                    first.putIfAbsent(tp, r.offset());
+                    offsets.put(tp, new OffsetAndMetadata(r.offset() + 1));
+                }
+                producer.sendOffsetsToTransaction(offsets, consumer.groupMetadata());
+                producer.commitTransaction();
+            } catch (org.apache.kafka.common.errors.ProducerFencedException
+                     | org.apache.kafka.common.errors.FencedInstanceIdException
+                     | org.apache.kafka.common.errors.OutOfOrderSequenceException
+                     | org.apache.kafka.common.errors.AuthorizationException
+                     | org.apache.kafka.common.errors.UnsupportedVersionException e) {
+                throw e;
+            } catch (org.apache.kafka.common.KafkaException e) {
+                // abortable (a rebalance got in the way: CommitFailedException, ...): abort, and read again
+                // from where the aborted transaction began what this member still owns
+                System.err.println("ctp: aborting a transaction of " + recs.count() + " records: " + Main.describe(e));
+                producer.abortTransaction();
+                aborted++;
+                Set<TopicPartition> owned = consumer.assignment();
+                for (Map.Entry<TopicPartition, Long> f : first.entrySet()) {
+                    if (owned.contains(f.getKey())) consumer.seek(f.getKey(), f.getValue());
+                }
+                return 0;
+            }
+            committed += recs.count();
+            transactions++;
+            return recs.count();
+        }
+
+        /** Pauses (or resumes) fetching from what the member holds; a paused member still takes part in rebalances. */
+        void hold(boolean pause) {
+            if (closed) return;
+            held = pause;
+            if (pause) consumer.pause(consumer.assignment());
+            else consumer.resume(consumer.assignment());
+        }
+
+        @Override
+        public void close() {
+            if (closed) return;
+            closed = true;
+            try {
+                consumer.close();
+            } finally {
+                producer.close(Duration.ofSeconds(5));
+            }
+        }
+    }
+
+    static Outcome consumeTransformProduce(Args a) throws Exception {
+        Outcome o = new Outcome();
+        String in = a.topic(), out = in + "-out", group = in + "-g";
+        List<TransformMember> members = new ArrayList<>();
+        List<TransformMember> active = new ArrayList<>();
+        List<String> fatal = new ArrayList<>();
+        try (Admin admin = admin(a)) {
+            createTopic(admin, in, CTP_PARTITIONS);
+            createTopic(admin, out, CTP_PARTITIONS);
+            try (KafkaProducer<byte[], byte[]> p = producer(a, Map.of())) {
+                produce(p, in, 0, CTP_RECORDS, CTP_PARTITIONS, 1);
+            }
+            List<Long> ends = new ArrayList<>();
+            try (KafkaConsumer<byte[], byte[]> c = consumer(a, Map.of())) {
+                Map<TopicPartition, Long> m = c.endOffsets(partitions(in));
+                for (TopicPartition tp : partitions(in)) ends.add(m.get(tp));
+            }
+            o.put("input_end_offsets", ends);
+
+            int committed = 0;
+            boolean leftMidWay = false, left = false;
+            List<Long> groupCommitted = List.of();
+            try {
+                // A member that joins holds the others (they poll, so that they rejoin, but fetch nothing) until
+                // it has partitions: else the members already there may do all the work before it is in.
+                int joiner = 1;
+                for (int n = 0; n < 2; n++) {
+                    members.add(new TransformMember(a, group, in, out, in + "-tx-" + n, n));
+                    active.add(members.get(n));
+                }
+                members.get(0).hold(true);
+                long deadline = System.currentTimeMillis() + CTP_LOOP_MS;
+                long nextCheck = 0;
+                while (System.currentTimeMillis() < deadline && !active.isEmpty()) {
+                    for (TransformMember m : new ArrayList<>(active)) {
+                        try {
+                            // a turn is up to two transactions back to back: the second begins as soon as the
+                            // first is committed, as a member that does not wait between transactions does
+                            int c = m.step(POLL);
+                            if (c > 0) c += m.step(CTP_BACK_TO_BACK_POLL);
+                            committed += c;
+                        } catch (Exception e) {
+                            int n = members.indexOf(m);
+                            System.err.println("ctp: member " + n + " failed:");
+                            e.printStackTrace();
+                            fatal.add("member " + n + ": " + Main.errorName(e) + " (" + Main.describe(e) + ")");
+                            active.remove(m);
+                            m.close();
+                        }
+                    }
+                    if (joiner >= 0 && (members.get(joiner).closed || !members.get(joiner).consumer.assignment().isEmpty())) {
+                        System.err.println("ctp: member " + joiner + " has partitions at " + committed + " committed; the others resume");
+                        for (TransformMember m : active) m.hold(false);
+                        joiner = -1;
+                    }
+                    if (members.size() == 2 && committed >= CTP_JOIN_AT) {
+                        System.err.println("ctp: member 2 joins at " + committed + " committed");
+                        for (TransformMember m : active) m.hold(true);
+                        members.add(new TransformMember(a, group, in, out, in + "-tx-2", 2));
+                        active.add(members.get(2));
+                        joiner = 2;
+                    }
+                    if (!left && members.size() == 3 && members.get(2).committed > 0) {
+                        // the one of members 0 and 1 that has done more leaves, handing its partitions on
+                        int leaver = members.get(0).committed >= members.get(1).committed ? 0 : 1;
+                        System.err.println("ctp: member " + leaver + " leaves at " + committed + " committed");
+                        left = true;
+                        leftMidWay = committed < CTP_RECORDS;
+                        active.remove(members.get(leaver));
+                        members.get(leaver).close();
+                    }
+                    if (committed >= CTP_RECORDS && System.currentTimeMillis() >= nextCheck) {
+                        groupCommitted = committed(admin, group, in, CTP_PARTITIONS);
+                        if (groupCommitted.equals(ends)) break;
+                        nextCheck = System.currentTimeMillis() + 500;
+                    }
+                }
+            } finally {
+                for (TransformMember m : members) {
+                    try {
+                        m.close();
+                    } catch (Exception e) {
+                        System.err.println("ctp: closing a member: " + Main.describe(e));
+                    }
+                }
+            }
+            groupCommitted = committed(admin, group, in, CTP_PARTITIONS);
+
+            // read the output back under read_committed
+            int[] seen = new int[CTP_RECORDS];
+            int count = 0, bad = 0;
+            String firstBad = null;
+            for (TopicPartition tp : partitions(out)) {
+                for (ConsumerRecord<byte[], byte[]> r : readAll(a, tp, IsolationLevel.READ_COMMITTED)) {
+                    count++;
+                    int i = Records.indexOf(r.key());
+                    String why = null;
+                    if (i < 0 || i >= CTP_RECORDS) why = "key " + Records.text(r.key());
+                    else if (r.partition() != i % CTP_PARTITIONS) why = "record " + i + " in partition " + r.partition();
+                    else if (!java.util.Arrays.equals(r.value(), upper(Records.value(i)))) why = "value of record " + i;
+                    else if (!Records.headerText(r.headers()).equals(Records.headerText(Records.headers(i)))) why = "headers of record " + i;
+                    else if (r.timestamp() != Records.timestamp(i)) why = "timestamp of record " + i;
+                    if (why != null) {
+                        if (bad++ == 0) firstBad = why;
+                        continue;
+                    }
+                    seen[i]++;
+                }
+            }
+            int distinct = 0, duplicates = 0;
+            for (int s : seen) {
+                if (s > 0) distinct++;
+                if (s > 1) duplicates += s - 1;
+            }
+            int missing = CTP_RECORDS - distinct;
+            List<Integer> per = new ArrayList<>();
+            int transactions = 0, aborted = 0;
+            for (TransformMember m : members) {
+                per.add(m.committed);
+                transactions += m.transactions;
+                aborted += m.aborted;
+            }
+            boolean late = members.size() == 3 && members.get(2).committed > 0;
+            o.put("output_count", count);
+            o.put("distinct", distinct);
+            o.put("duplicates", duplicates);
+            o.put("missing", missing);
+            o.put("transformed_ok", bad == 0);
+            o.put("exactly_once", duplicates == 0 && missing == 0 && bad == 0);
+            o.put("committed", groupCommitted);
+            o.put("members", members.size());
+            o.put("late_member_processed", late);
+            o.put("left_mid_way", leftMidWay);
+            o.put("per_member", per);
+            o.put("transactions", transactions);
+            o.put("aborted_transactions", aborted);
+            o.check(fatal.isEmpty(), "fatal member errors: " + String.join("; ", fatal));
+            o.expect("input_end_offsets", List.of(1000L, 1000L, 1000L), ends);
+            o.expect("output_count", CTP_RECORDS, count);
+            o.expect("duplicates", 0, duplicates);
+            o.expect("missing", 0, missing);
+            o.check(bad == 0, bad + " output records are not the transform of an input record (first: " + firstBad + ")");
+            o.expect("committed", ends, groupCommitted);
+            o.expect("members", 3, members.size());
+            o.check(late, "the late member committed no records");
+            o.check(leftMidWay, "no member left while records remained");
+        }
+        return o;
+    }
+
+    static List<TopicPartition> partitions(String topic) {
+        List<TopicPartition> out = new ArrayList<>();
+        for (int p = 0; p < CTP_PARTITIONS; p++) out.add(new TopicPartition(topic, p));
+        return out;
     }
 }
