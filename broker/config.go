@@ -76,6 +76,16 @@ type Config struct {
 	// GroupConsumerAssignors is group.consumer.assignors: "uniform" and/or
 	// "range", the first being the default. Default uniform,range.
 	GroupConsumerAssignors []string
+	// GroupConsumerAssignmentIntervalMs is
+	// group.consumer.assignment.interval.ms (Kafka 4.3+): a consumer
+	// group's target assignment is computed at most once per interval. Nil
+	// means Kafka's 1000; 0 computes it at the heartbeat that needs it.
+	GroupConsumerAssignmentIntervalMs *int64
+	// GroupConsumerAssignorOffloadEnable is
+	// group.consumer.assignor.offload.enable (Kafka 4.3+): the heartbeat
+	// that starts a target computation is answered before it lands. Nil
+	// means Kafka's true.
+	GroupConsumerAssignorOffloadEnable *bool
 
 	// Transaction coordinator settings (broker/txns.go), Kafka's names.
 
@@ -280,6 +290,14 @@ func (c *Config) setDefaults() {
 	if c.GroupInitialRebalanceDelayMs == nil {
 		d := int64(3000)
 		c.GroupInitialRebalanceDelayMs = &d
+	}
+	if c.GroupConsumerAssignmentIntervalMs == nil {
+		d := int64(1000)
+		c.GroupConsumerAssignmentIntervalMs = &d
+	}
+	if c.GroupConsumerAssignorOffloadEnable == nil {
+		on := true
+		c.GroupConsumerAssignorOffloadEnable = &on
 	}
 	if c.OffsetsRetentionMinutes <= 0 {
 		c.OffsetsRetentionMinutes = 10080

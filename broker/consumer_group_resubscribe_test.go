@@ -19,13 +19,11 @@ import (
 // assignment in between must still end each fifth step, and the last, with
 // exactly the partitions of its current subscription.
 //
-// librdkafka's own test also unsubscribes every seventh step. That variant
-// is left out here: librdkafka (2.11 to 2.16) can stop heartbeating for
-// good after the leave when a heartbeat response that revokes partitions
-// is handled between its queued subscribe and unsubscribe operations,
-// which a coordinator that answers within a millisecond makes likely (see
-// docs/architecture.md, Groups). The coordinator's answers in that
-// sequence are Kafka's (coordinator/group/testdata/sliding.txt).
+// librdkafka's own test also unsubscribes every seventh step; that
+// variant is TestConsumerGroupUnsubscribeWhileSlidingConverges
+// (consumer_group_unsubscribe_test.go), which needs Kafka 4.3+'s
+// assignment interval and offloaded assignor (see docs/architecture.md,
+// Groups).
 
 const (
 	slideTopics     = 24 // topics sw-00 .. sw-23

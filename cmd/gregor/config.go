@@ -182,6 +182,8 @@ func applyPropertiesWithOrigins(dst *broker.Config, props map[string]setting, lo
 	}
 
 	noCleanerThreads := false
+	// Kafka's defaults of the bounds of group.consumer.assignment.interval.ms.
+	minAssignMs, maxAssignMs := int64(0), int64(15000)
 	ints := []struct {
 		key    string
 		lo, hi int64
@@ -202,6 +204,9 @@ func applyPropertiesWithOrigins(dst *broker.Config, props map[string]setting, lo
 		{"group.consumer.session.timeout.ms", 1, math.MaxInt32, func(n int64) { cfg.GroupConsumerSessionTimeoutMs = int32(n) }},
 		{"group.consumer.heartbeat.interval.ms", 1, math.MaxInt32, func(n int64) { cfg.GroupConsumerHeartbeatIntervalMs = int32(n) }},
 		{"group.consumer.max.size", 1, math.MaxInt32, func(n int64) { cfg.GroupConsumerMaxSize = int(n) }},
+		{"group.consumer.assignment.interval.ms", 0, math.MaxInt32, func(n int64) { cfg.GroupConsumerAssignmentIntervalMs = &n }},
+		{"group.consumer.min.assignment.interval.ms", 0, math.MaxInt32, func(n int64) { minAssignMs = n }},
+		{"group.consumer.max.assignment.interval.ms", 0, math.MaxInt32, func(n int64) { maxAssignMs = n }},
 		{"transaction.state.log.num.partitions", 1, math.MaxInt32, func(n int64) { cfg.TransactionStateLogNumPartitions = int32(n) }},
 		{"add.partitions.to.txn.retry.backoff.ms", 1, math.MaxInt32, func(n int64) { cfg.AddPartitionsToTxnRetryBackoffMs = n }},
 		{"add.partitions.to.txn.retry.backoff.max.ms", 0, math.MaxInt32, func(n int64) { cfg.AddPartitionsToTxnRetryBackoffMaxMs = &n }},
@@ -232,6 +237,20 @@ func applyPropertiesWithOrigins(dst *broker.Config, props map[string]setting, lo
 		if n, ok := integer(s.key, s.lo, s.hi); ok {
 			s.set(n)
 		}
+	}
+
+	// Kafka's GroupCoordinatorConfig requires the interval within its
+	// bounds, which also bound a group's consumer.assignment.interval.ms.
+	if minAssignMs > maxAssignMs {
+		bad("group.consumer.min.assignment.interval.ms", "must be less than or equal to group.consumer.max.assignment.interval.ms")
+	}
+	if v := cfg.GroupConsumerAssignmentIntervalMs; v != nil && (*v < minAssignMs || *v > maxAssignMs) {
+		bad("group.consumer.assignment.interval.ms", fmt.Sprintf("must be between group.consumer.min.assignment.interval.ms (%d) and group.consumer.max.assignment.interval.ms (%d)", minAssignMs, maxAssignMs))
+	}
+
+	handled["group.consumer.assignor.offload.enable"] = true
+	if b, ok := boolean("group.consumer.assignor.offload.enable"); ok {
+		cfg.GroupConsumerAssignorOffloadEnable = b
 	}
 
 	// group.consumer.assignors: Kafka takes class names or the short names

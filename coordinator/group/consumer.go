@@ -8,8 +8,9 @@ package group
 // In short: every change of a member's subscription, every member joining or
 // leaving and every change of the subscribed topics' partitions bumps the
 // group epoch. When the group epoch is ahead of the target assignment epoch,
-// the next heartbeat computes a new target assignment with the group's
-// server assignor. Each member then moves towards its target on its own
+// a new target assignment is computed with the group's server assignor, at
+// once or once group.consumer.assignment.interval.ms allows
+// (consumer_assign.go). Each member then moves towards its target on its own
 // heartbeats: it first revokes what it must give up (staying in its epoch,
 // state UNREVOKED_PARTITIONS), then takes the target epoch and the partitions
 // that are free; partitions still held by another member come later
@@ -96,6 +97,15 @@ type consumerGroup struct {
 	// heartbeat that subscribes to a regex gets the literal topics, a later
 	// one the topics the regex matches.
 	resolvedRegex map[string]bool
+
+	// computed tells whether this coordinator computed a target for the
+	// group, and computedAt when it last did; computeAt, when not 0, is
+	// when the next computation is due, with the topic image
+	// computeTopics (consumer_assign.go).
+	computed      bool
+	computedAt    int64
+	computeAt     int64
+	computeTopics Topics
 }
 
 func newConsumerGroup() *consumerGroup {
@@ -391,10 +401,9 @@ func (c *Coordinator) consumerHeartbeat(now int64, req ConsumerHeartbeatRequest,
 		c.record(g.id, consumerGroupKey(g.id), consumerGroupValue(cg))
 	}
 
-	// 2. A new target assignment when the group epoch moved on.
-	if cg.epoch > cg.assignmentEpoch {
-		c.computeTargetAssignment(g, topics)
-	}
+	// 2. A new target assignment when the group epoch moved on, now or
+	// once group.consumer.assignment.interval.ms allows (consumer_assign.go).
+	c.maybeComputeTarget(g, now, topics)
 
 	// 3. Reconcile the member with its target.
 	before := member.assigned
@@ -832,9 +841,14 @@ func (c *Coordinator) fenceConsumerMember(g *group, m *consumerMember, topics To
 }
 
 // tickConsumerGroup fences members whose session expired and members that
-// did not revoke their partitions within their rebalance timeout.
-func (c *Coordinator) tickConsumerGroup(g *group, now int64, topics Topics) {
+// did not revoke their partitions within their rebalance timeout, then
+// runs a target computation that is due and may run at a request
+// (fromTick: at the driver's Tick, which runs any due computation).
+func (c *Coordinator) tickConsumerGroup(g *group, now int64, topics Topics, fromTick bool) {
 	cg := g.cg
+	if fromTick || !c.cfg.ConsumerAssignorOffload {
+		defer c.fireTargetComputation(g, now, topics)
+	}
 	for _, id := range cg.sortedMemberIDs() {
 		m := cg.members[id]
 		switch {

@@ -49,6 +49,18 @@ type Config struct {
 	// "uniform,range"). Only "uniform" and "range" exist; other names are
 	// ignored (the broker's configuration parser refuses them).
 	ConsumerAssignors []string
+	// ConsumerAssignmentIntervalMs is group.consumer.assignment.interval.ms
+	// (Kafka 4.3+, KIP-1263; Kafka's default 1000): a consumer group's
+	// target assignment is computed at most once per interval. The zero
+	// value, 0, computes it at the heartbeat that finds the group epoch
+	// ahead, as Kafka before 4.3 did.
+	ConsumerAssignmentIntervalMs int64
+	// ConsumerAssignorOffload is group.consumer.assignor.offload.enable
+	// (Kafka 4.3+; Kafka's default true): the assignor runs off the
+	// heartbeat path, so the heartbeat that starts a computation is
+	// answered before it lands (consumer_assign.go). The zero value, false,
+	// runs it inline.
+	ConsumerAssignorOffload bool
 }
 
 // Defaults of Config, Kafka's.
@@ -192,7 +204,7 @@ func (c *Coordinator) record(groupID string, key, value []byte) {
 // past their retention.
 func (c *Coordinator) Tick(now int64) {
 	for _, id := range c.sortedGroupIDs() {
-		c.fireDueTimers(id, now, nil)
+		c.fireTimers(id, now, nil, true)
 	}
 	if now >= c.nextExpiryCheck {
 		c.nextExpiryCheck = now + c.cfg.OffsetsRetentionCheckIntervalMs
@@ -207,12 +219,20 @@ func (c *Coordinator) Tick(now int64) {
 // not as the driver's last Tick did: a DeleteGroups sent the moment the
 // members' sessions end finds the group Empty. topics, when not nil, is
 // the topic image for a consumer group's subscription hash.
+//
+// An offloaded target computation (ConsumerAssignorOffload) lands only at
+// a Tick, as Kafka's lands in a write of its own after the assignor thread
+// is done, not within a request that arrives meanwhile.
 func (c *Coordinator) fireDueTimers(id string, now int64, topics Topics) {
+	c.fireTimers(id, now, topics, false)
+}
+
+func (c *Coordinator) fireTimers(id string, now int64, topics Topics, fromTick bool) {
 	g := c.groups[id]
 	switch {
 	case g == nil:
 	case g.cg != nil:
-		c.tickConsumerGroup(g, now, topics)
+		c.tickConsumerGroup(g, now, topics, fromTick)
 	default:
 		c.tickGroup(g, now)
 	}
