@@ -25,6 +25,14 @@ HERE = Path(__file__).resolve().parent
 KAFKA_SH = HERE / "kafka" / "kafka.sh"
 
 NODES = 3
+# The reference is Kafka 4.2.2, whose group coordinator computes a KIP-848 target assignment on the
+# heartbeat that needs it; Gregor follows Kafka 4.4's defaults (an assignment interval of 1 s and an
+# offloaded assignor), so in a differential run it is set to 4.2.2's behaviour.
+GREGOR_AS_KAFKA_4_2 = {
+    "group.consumer.assignment.interval.ms": "0",
+    "group.consumer.assignor.offload.enable": "false",
+}
+
 # Broker configs both clusters run with (kafka.sh writes the same into each node's server.properties).
 CLUSTER_CONFIG = {
     "default.replication.factor": "3",
@@ -250,7 +258,7 @@ class GregorCluster(ClusterTarget):
         self.dir.mkdir(parents=True, exist_ok=True)
         ports = {n: (free_port(), free_port()) for n in range(1, NODES + 1)}
         quorum = ",".join(f"{n}@127.0.0.1:{c}" for n, (_, c) in sorted(ports.items()))
-        overrides = [a for k, v in CLUSTER_CONFIG.items() for a in ("--override", f"{k}={v}")]
+        overrides = [a for k, v in {**CLUSTER_CONFIG, **GREGOR_AS_KAFKA_4_2}.items() for a in ("--override", f"{k}={v}")]
         for n, (p, c) in ports.items():
             data = self.dir / f"node-{n}"
             data.mkdir(exist_ok=True)

@@ -231,8 +231,9 @@ class GregorTarget(Target):
         port = cluster.free_port()
         logf = open(self.dir / "gregor.log", "w")
         # The HTTP listener (metrics, health) on a free port: parallel runs never compete for 9644.
+        as_reference = [a for k, v in cluster.GREGOR_AS_KAFKA_4_2.items() for a in ("--override", f"{k}={v}")]
         cmd = [str(self.binary), "serve", "--listen", f"127.0.0.1:{port}", "--data-dir", str(data),
-               "--http-listen", "127.0.0.1:0", *self.extra]
+               "--http-listen", "127.0.0.1:0", *as_reference, *self.extra]
         logf.write("$ " + " ".join(cmd) + "\n")
         logf.flush()
         self.proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,

@@ -63,7 +63,12 @@ func run(kafkaAddr, only string, verbose bool) int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	g, err := broker.Start(ctx, broker.Config{NumPartitions: 1, Logger: logger})
+	// Kafka 4.2.2, the reference, computes a KIP-848 target assignment on
+	// the heartbeat that needs it: no assignment interval, no offloaded
+	// assignor (Gregor's defaults are Kafka 4.4's).
+	noInterval, noOffload := int64(0), false
+	g, err := broker.Start(ctx, broker.Config{NumPartitions: 1, Logger: logger,
+		GroupConsumerAssignmentIntervalMs: &noInterval, GroupConsumerAssignorOffloadEnable: &noOffload})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "rawdiff: starting gregor:", err)
 		return 2
