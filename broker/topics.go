@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gregor-broker/gregor/storage"
+	"github.com/gregor-broker/gregor/vfs"
 )
 
 // topic is one topic's metadata and its partitions. The partitions slice only
@@ -125,7 +126,7 @@ func (e effectiveTopicConfig) storageConfig() storage.Config {
 // catalog holds the topics. Its methods that change topics must be called
 // with Broker.mu held for writing; lookups with it held for reading.
 type catalog struct {
-	fs        storage.FS
+	fs        vfs.FS
 	dir       string
 	clusterID string
 	byName    map[string]*topic
@@ -407,7 +408,7 @@ func newClusterID() string {
 	return string(out)
 }
 
-func readAll(fsys storage.FS, name string) ([]byte, error) {
+func readAll(fsys vfs.FS, name string) ([]byte, error) {
 	f, err := fsys.OpenFile(name, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, err
@@ -424,7 +425,7 @@ func readAll(fsys storage.FS, name string) ([]byte, error) {
 	return buf, nil
 }
 
-func writeAtomic(fsys storage.FS, name string, data []byte) error {
+func writeAtomic(fsys vfs.FS, name string, data []byte) error {
 	tmp := name + ".tmp"
 	f, err := fsys.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {

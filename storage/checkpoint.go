@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/gregor-broker/gregor/vfs"
 )
 
 const (
@@ -34,7 +36,7 @@ type checkpoint struct {
 
 // readCheckpoint returns found=false when there is no file. A file that does
 // not parse is corruption: it is only ever replaced whole by rename.
-func readCheckpoint(fsys FS, dir string) (cp checkpoint, found bool, err error) {
+func readCheckpoint(fsys vfs.FS, dir string) (cp checkpoint, found bool, err error) {
 	path := filepath.Join(dir, checkpointName)
 	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
 	if errors.Is(err, os.ErrNotExist) {
@@ -87,7 +89,7 @@ func readCheckpoint(fsys FS, dir string) (cp checkpoint, found bool, err error) 
 
 // writeCheckpoint replaces the checkpoint durably: write a temporary file,
 // fsync it, rename it over the old one, fsync the directory.
-func writeCheckpoint(fsys FS, dir string, cp checkpoint) error {
+func writeCheckpoint(fsys vfs.FS, dir string, cp checkpoint) error {
 	tmp := filepath.Join(dir, checkpointTempName)
 	f, err := fsys.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
@@ -115,7 +117,7 @@ func writeCheckpoint(fsys FS, dir string, cp checkpoint) error {
 
 // writeCleanShutdown leaves the marker that lets the next Open skip the
 // recovery scan. Everything it vouches for must be durable before it.
-func writeCleanShutdown(fsys FS, dir string) error {
+func writeCleanShutdown(fsys vfs.FS, dir string) error {
 	f, err := fsys.OpenFile(filepath.Join(dir, cleanShutdownName), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err == nil {
 		err = f.Sync()

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/gregor-broker/gregor/vfs"
 )
 
 // Log compaction, Kafka's LogCleaner for one log: keep the latest record of
@@ -486,7 +488,7 @@ func (cl *cleaner) cleanGroup(group []*segment, res *CleanResult) (err error) {
 	l := cl.log
 	base := group[0].base
 	out := newSegment(l.dir, base, cl.cfg)
-	files := map[string]*File{logSuffix: &out.log, indexSuffix: &out.idxFile, timeIndexSuffix: &out.timeFile}
+	files := map[string]*vfs.File{logSuffix: &out.log, indexSuffix: &out.idxFile, timeIndexSuffix: &out.timeFile}
 	for suffix, f := range files {
 		if *f, err = l.fsys.OpenFile(segmentPath(l.dir, base, suffix)+cleanedSuffix, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644); err != nil {
 			out.closeFiles()

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/gregor-broker/gregor/vfs"
 )
 
 // The leader-epoch checkpoint: Kafka's LeaderEpochFileCache and its
@@ -47,7 +49,7 @@ type EpochEntry struct {
 // change. Mutations run under Log.appendMu; mu (a leaf lock, taken after
 // any Log lock) lets readers run alongside them.
 type epochCache struct {
-	fsys FS
+	fsys vfs.FS
 	dir  string
 
 	mu      sync.RWMutex
@@ -302,7 +304,7 @@ func parseEpochFile(b []byte) ([]EpochEntry, error) {
 // loadEpochCache reads dir's leader-epoch checkpoint. found=false when the
 // file does not exist. A file that does not parse is a *CorruptError: it is
 // only ever replaced whole, by rename.
-func loadEpochCache(fsys FS, dir string) (c *epochCache, found bool, err error) {
+func loadEpochCache(fsys vfs.FS, dir string) (c *epochCache, found bool, err error) {
 	c = &epochCache{fsys: fsys, dir: dir}
 	path := filepath.Join(dir, leaderEpochCheckpointName)
 	b, err := readSmallFile(fsys, path, maxEpochFileBytes)
@@ -320,7 +322,7 @@ func loadEpochCache(fsys FS, dir string) (c *epochCache, found bool, err error) 
 
 // readSmallFile reads a whole file of at most limit bytes; a larger one is
 // a *CorruptError. The error matches os.ErrNotExist when there is no file.
-func readSmallFile(fsys FS, path string, limit int64) ([]byte, error) {
+func readSmallFile(fsys vfs.FS, path string, limit int64) ([]byte, error) {
 	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, err
@@ -344,7 +346,7 @@ func readSmallFile(fsys FS, path string, limit int64) ([]byte, error) {
 // name+".tmp", fsync it, rename it over name, fsync dir. A crash leaves
 // either the old file or the new one (and perhaps the temporary file,
 // which Open removes).
-func writeFileAtomically(fsys FS, dir, name string, data []byte) error {
+func writeFileAtomically(fsys vfs.FS, dir, name string, data []byte) error {
 	tmp := filepath.Join(dir, name+".tmp")
 	f, err := fsys.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {

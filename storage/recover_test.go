@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/gregor-broker/gregor/vfs"
 )
 
 // lastSegmentPath returns the .log path of the active segment.
@@ -415,7 +417,7 @@ func TestRecoveryRemovesLeftovers(t *testing.T) {
 }
 
 func TestRecoveryRefusesUnreadableCheckpoint(t *testing.T) {
-	fsys := NewMemFS()
+	fsys := vfs.NewMemFS()
 	l := mustOpen(t, fsys, "/p-0", testConfig())
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
@@ -430,7 +432,7 @@ func TestRecoveryRefusesUnreadableCheckpoint(t *testing.T) {
 // appended before a Sync survives, what came after is lost, and the log
 // opens.
 func TestCrashLosesOnlyUnsyncedData(t *testing.T) {
-	mem := NewMemFS()
+	mem := vfs.NewMemFS()
 	l := mustOpen(t, mem, "/p-0", testConfig())
 	var m model
 	fillLog(t, l, &m, 40)
@@ -462,7 +464,7 @@ func TestCrashLosesOnlyUnsyncedData(t *testing.T) {
 // unsynced tail (without that sync an earlier segment could lose its tail
 // while a later one kept data, and Open would refuse the log).
 func TestRollSyncsTheSegmentItLeaves(t *testing.T) {
-	mem := NewMemFS()
+	mem := vfs.NewMemFS()
 	l := mustOpen(t, mem, "/p-0", testConfig())
 	var m model
 	fillLog(t, l, &m, 120)

@@ -12,9 +12,10 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gregor-broker/gregor/storage"
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/gregor-broker/gregor/vfs"
 )
 
 // snapMagic opens a snapshot file; its last byte is the format version:
@@ -88,7 +89,7 @@ func decodeSnapshotFile(b []byte) (*pb.Snapshot, error) {
 
 // saveSnapshot writes s to dir atomically (temporary file, fsync, rename,
 // fsync of the directory) and removes all but the newest snapshotsKept.
-func saveSnapshot(fsys storage.FS, dir string, s *pb.Snapshot) error {
+func saveSnapshot(fsys vfs.FS, dir string, s *pb.Snapshot) error {
 	b, err := encodeSnapshotFile(s)
 	if err != nil {
 		return err
@@ -129,7 +130,7 @@ func saveSnapshot(fsys storage.FS, dir string, s *pb.Snapshot) error {
 }
 
 // snapshotNames lists dir's snapshot files, oldest first.
-func snapshotNames(fsys storage.FS, dir string) ([]string, error) {
+func snapshotNames(fsys vfs.FS, dir string) ([]string, error) {
 	des, err := fsys.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("raftnode: list %s: %w", dir, err)
@@ -148,7 +149,7 @@ func snapshotNames(fsys storage.FS, dir string) ([]string, error) {
 // there is none. A damaged newer file is skipped for an older one (the WAL
 // check that follows refuses the pair if the WAL no longer reaches back to
 // it).
-func loadSnapshot(fsys storage.FS, dir string) (*pb.Snapshot, error) {
+func loadSnapshot(fsys vfs.FS, dir string) (*pb.Snapshot, error) {
 	names, err := snapshotNames(fsys, dir)
 	if err != nil {
 		return nil, err
@@ -169,7 +170,7 @@ func loadSnapshot(fsys storage.FS, dir string) (*pb.Snapshot, error) {
 	return nil, nil
 }
 
-func readSnapshotFile(fsys storage.FS, name string) (*pb.Snapshot, error) {
+func readSnapshotFile(fsys vfs.FS, name string) (*pb.Snapshot, error) {
 	f, err := fsys.OpenFile(name, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, err

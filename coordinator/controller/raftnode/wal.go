@@ -12,9 +12,10 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gregor-broker/gregor/storage"
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/gregor-broker/gregor/vfs"
 )
 
 // The WAL's record types.
@@ -47,10 +48,10 @@ var (
 // renames it in place before the old one is removed, so exactly one file
 // is current once recovery has run.
 type wal struct {
-	fs   storage.FS
+	fs   vfs.FS
 	dir  string
 	name string
-	f    storage.File
+	f    vfs.File
 	size int64
 	buf  []byte
 }
@@ -74,7 +75,7 @@ func parseWALName(name string) (uint64, bool) {
 
 // openWAL opens or creates the WAL in dir and recovers it: a torn tail is
 // cut; damage before the tail is ErrCorrupt.
-func openWAL(fsys storage.FS, dir string) (*wal, *recoveredWAL, error) {
+func openWAL(fsys vfs.FS, dir string) (*wal, *recoveredWAL, error) {
 	if err := fsys.MkdirAll(dir, 0o755); err != nil {
 		return nil, nil, fmt.Errorf("raftnode: create %s: %w", dir, err)
 	}
@@ -149,7 +150,7 @@ func openWAL(fsys storage.FS, dir string) (*wal, *recoveredWAL, error) {
 // length of the valid prefix. A record that runs past the end, or whose CRC
 // fails when it is the last, is a torn write; damage with more bytes after
 // it is ErrCorrupt. It never allocates more than the file's size.
-func readWAL(f storage.File) (*recoveredWAL, int64, error) {
+func readWAL(f vfs.File) (*recoveredWAL, int64, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return nil, 0, err
