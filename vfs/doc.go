@@ -12,6 +12,8 @@
 //     what a power loss would leave.
 //   - FaultFS, a wrapper that fails operations as an Injector decides
 //     (FailAfter, TornWriteAfter, NoSpaceAfter).
+//   - WriteFileAtomic, the one way a small file is replaced durably
+//     (temporary file, fsync, rename, fsync of the directory).
 //
 // vfs imports nothing of the project.
 package vfs
