@@ -16,7 +16,7 @@ import (
 
 const (
 	checkpointName     = "gregor.checkpoint"
-	checkpointTempName = checkpointName + ".tmp"
+	checkpointTempName = checkpointName + vfs.TempSuffix
 	cleanShutdownName  = ".gregor_cleanshutdown"
 	checkpointVersion  = "0"
 )
@@ -87,29 +87,11 @@ func readCheckpoint(fsys vfs.FS, dir string) (cp checkpoint, found bool, err err
 	return cp, true, nil
 }
 
-// writeCheckpoint replaces the checkpoint durably: write a temporary file,
-// fsync it, rename it over the old one, fsync the directory.
+// writeCheckpoint replaces the checkpoint durably (vfs.WriteFileAtomic:
+// checkpointTempName, fsync, rename, fsync of the directory).
 func writeCheckpoint(fsys vfs.FS, dir string, cp checkpoint) error {
-	tmp := filepath.Join(dir, checkpointTempName)
-	f, err := fsys.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return fmt.Errorf("storage: write checkpoint: %w", err)
-	}
 	text := fmt.Sprintf("%s\nlog-start-offset %d\nrecovery-point %d\n", checkpointVersion, cp.logStart, cp.recoveryPoint)
-	_, err = f.Write([]byte(text))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = fsys.Rename(tmp, filepath.Join(dir, checkpointName))
-	}
-	if err == nil {
-		err = fsys.SyncDir(dir)
-	}
-	if err != nil {
+	if err := vfs.WriteFileAtomic(fsys, filepath.Join(dir, checkpointName), []byte(text), 0o644); err != nil {
 		return fmt.Errorf("storage: write checkpoint: %w", err)
 	}
 	return nil

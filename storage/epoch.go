@@ -23,7 +23,7 @@ import (
 
 const (
 	leaderEpochCheckpointName = "leader-epoch-checkpoint"
-	leaderEpochTempName       = leaderEpochCheckpointName + ".tmp"
+	leaderEpochTempName       = leaderEpochCheckpointName + vfs.TempSuffix
 	leaderEpochFileVersion    = 0
 	offPartitionLeaderEpoch   = 12 // in the batch header
 
@@ -174,7 +174,7 @@ func (c *epochCache) remove() error {
 // replace persists entries and then publishes them. A failed write leaves
 // memory as it was; the file is either the old or the new version.
 func (c *epochCache) replace(entries []EpochEntry) error {
-	if err := writeFileAtomically(c.fsys, c.dir, leaderEpochCheckpointName, formatEpochFile(entries)); err != nil {
+	if err := vfs.WriteFileAtomic(c.fsys, filepath.Join(c.dir, leaderEpochCheckpointName), formatEpochFile(entries), 0o644); err != nil {
 		return fmt.Errorf("storage: write leader-epoch checkpoint: %w", err)
 	}
 	c.set(entries)
@@ -340,32 +340,6 @@ func readSmallFile(fsys vfs.FS, path string, limit int64) ([]byte, error) {
 		return nil, fmt.Errorf("storage: read %s: %w", path, err)
 	}
 	return b, nil
-}
-
-// writeFileAtomically replaces dir/name with data durably: write
-// name+".tmp", fsync it, rename it over name, fsync dir. A crash leaves
-// either the old file or the new one (and perhaps the temporary file,
-// which Open removes).
-func writeFileAtomically(fsys vfs.FS, dir, name string, data []byte) error {
-	tmp := filepath.Join(dir, name+".tmp")
-	f, err := fsys.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	err = writeFull(f, data, 0)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = fsys.Rename(tmp, filepath.Join(dir, name))
-	}
-	if err == nil {
-		err = fsys.SyncDir(dir)
-	}
-	return err
 }
 
 // rebuildEpochs derives the epoch entries from the batch headers of every
