@@ -87,34 +87,17 @@ func decodeSnapshotFile(b []byte) (*pb.Snapshot, error) {
 	return s, nil
 }
 
-// saveSnapshot writes s to dir atomically (temporary file, fsync, rename,
-// fsync of the directory) and removes all but the newest snapshotsKept.
+// saveSnapshot writes s to dir atomically (vfs.WriteFileAtomic: temporary
+// file, fsync, rename, fsync of the directory) and removes all but the
+// newest snapshotsKept.
 func saveSnapshot(fsys vfs.FS, dir string, s *pb.Snapshot) error {
 	b, err := encodeSnapshotFile(s)
 	if err != nil {
 		return err
 	}
 	name := filepath.Join(dir, snapName(s.GetMetadata().GetIndex()))
-	f, err := fsys.OpenFile(name+".tmp", os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return fmt.Errorf("raftnode: create snapshot: %w", err)
-	}
-	if _, err := f.WriteAt(b, 0); err != nil {
-		f.Close()
+	if err := vfs.WriteFileAtomic(fsys, name, b, 0o644); err != nil {
 		return fmt.Errorf("raftnode: write snapshot: %w", err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("raftnode: sync snapshot: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("raftnode: close snapshot: %w", err)
-	}
-	if err := fsys.Rename(name+".tmp", name); err != nil {
-		return fmt.Errorf("raftnode: rename snapshot: %w", err)
-	}
-	if err := fsys.SyncDir(dir); err != nil {
-		return fmt.Errorf("raftnode: sync %s: %w", dir, err)
 	}
 	names, err := snapshotNames(fsys, dir)
 	if err != nil {

@@ -85,7 +85,7 @@ func openWAL(fsys vfs.FS, dir string) (*wal, *recoveredWAL, error) {
 	}
 	var names []string
 	for _, de := range des {
-		if strings.HasSuffix(de.Name(), ".tmp") {
+		if strings.HasSuffix(de.Name(), vfs.TempSuffix) {
 			if err := fsys.Remove(filepath.Join(dir, de.Name())); err != nil {
 				return nil, nil, fmt.Errorf("raftnode: remove %s: %w", de.Name(), err)
 			}
@@ -302,8 +302,9 @@ func (w *wal) save(hs *pb.HardState, ents []*pb.Entry, sync bool) error {
 
 // compact replaces the WAL with a new file that starts after the snapshot
 // meta describes and holds hs and ents (the entries kept after the
-// compaction point). The new file is written and synced under a temporary
-// name, renamed into place, the directory synced, and only then is the old
+// compaction point). The new file is put in place with vfs.WriteFileAtomic
+// (written and synced under a temporary name, renamed, the directory
+// synced) and opened for the appends that follow; only then is the old
 // file removed.
 func (w *wal) compact(meta *pb.SnapshotMetadata, hs *pb.HardState, ents []*pb.Entry) error {
 	w.buf = w.buf[:0]
@@ -324,26 +325,13 @@ func (w *wal) compact(meta *pb.SnapshotMetadata, hs *pb.HardState, ents []*pb.En
 	if name == w.name {
 		return nil // already compacted at this index
 	}
-	tmp := filepath.Join(w.dir, name+".tmp")
-	f, err := w.fs.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return fmt.Errorf("raftnode: create WAL: %w", err)
-	}
-	if _, err := f.WriteAt(w.buf, 0); err != nil {
-		f.Close()
+	path := filepath.Join(w.dir, name)
+	if err := vfs.WriteFileAtomic(w.fs, path, w.buf, 0o644); err != nil {
 		return fmt.Errorf("raftnode: write WAL: %w", err)
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("raftnode: sync WAL: %w", err)
-	}
-	if err := w.fs.Rename(tmp, filepath.Join(w.dir, name)); err != nil {
-		f.Close()
-		return fmt.Errorf("raftnode: rename WAL: %w", err)
-	}
-	if err := w.fs.SyncDir(w.dir); err != nil {
-		f.Close()
-		return fmt.Errorf("raftnode: sync %s: %w", w.dir, err)
+	f, err := w.fs.OpenFile(path, os.O_RDWR, 0o644)
+	if err != nil {
+		return fmt.Errorf("raftnode: open WAL: %w", err)
 	}
 	old, oldName := w.f, w.name
 	w.f, w.name, w.size = f, name, int64(len(w.buf))
