@@ -104,8 +104,12 @@ func TestWriteFileAtomicPowerLossLeavesOldOrNew(t *testing.T) {
 		err := WriteFileAtomic(NewFaultFS(m, FailAfter(n, ErrInjected)), "/d/f", []byte(newData), 0o644)
 		lost := m.CrashClone()
 		got := string(readAll(t, lost, "/d/f"))
-		if got != oldData && got != newData || err == nil && got != newData {
-			t.Fatalf("stopped after %d operations (err %v): /d/f = %q after the power loss, want %q or %q",
+		if err == nil && got != newData {
+			t.Fatalf("stopped after %d operations, WriteFileAtomic returned nil, but /d/f = %q after the power loss, want %q",
+				n, got, newData)
+		}
+		if got != oldData && got != newData {
+			t.Fatalf("stopped after %d operations (%v): /d/f = %q after the power loss, want %q or %q",
 				n, err, got, oldData, newData)
 		}
 		if err == nil {

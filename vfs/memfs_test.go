@@ -132,3 +132,50 @@ func TestMemFSCrashCloneKeepsOnlySyncedContents(t *testing.T) {
 		t.Errorf("a file created in the clone shows in the original: %v", err)
 	}
 }
+
+func TestMemFSCrashCloneKeepsNamesOnlyOnceTheirDirectoryIsSynced(t *testing.T) {
+	m := NewMemFS()
+	if err := m.MkdirAll("/d", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	create(t, m, "/d/old", []byte("old"), true)
+	create(t, m, "/d/gone", []byte("gone"), true)
+	if err := m.SyncDir("/d"); err != nil {
+		t.Fatal(err)
+	}
+	create(t, m, "/d/new", []byte("new"), true)
+	if err := m.Rename("/d/new", "/d/old"); err != nil {
+		t.Fatal(err)
+	}
+	create(t, m, "/d/created", []byte("created"), true)
+	if err := m.Remove("/d/gone"); err != nil {
+		t.Fatal(err)
+	}
+
+	c := m.CrashClone()
+	if got := string(readAll(t, c, "/d/old")); got != "old" {
+		t.Errorf("after an unsynced rename over it /d/old = %q, want the old file", got)
+	}
+	if got := string(readAll(t, c, "/d/gone")); got != "gone" {
+		t.Errorf("after an unsynced removal /d/gone = %q, want it back", got)
+	}
+	for _, name := range []string{"/d/new", "/d/created"} {
+		if _, err := c.Stat(name); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s, never made durable by SyncDir, after the crash: %v, want ErrNotExist", name, err)
+		}
+	}
+
+	if err := m.SyncDir("/d"); err != nil {
+		t.Fatal(err)
+	}
+	c = m.CrashClone()
+	if got := string(readAll(t, c, "/d/old")); got != "new" {
+		t.Errorf("after the rename and SyncDir /d/old = %q, want the renamed file", got)
+	}
+	if got := string(readAll(t, c, "/d/created")); got != "created" {
+		t.Errorf("after SyncDir /d/created = %q, want it", got)
+	}
+	if _, err := c.Stat("/d/gone"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("after the removal and SyncDir /d/gone: %v, want ErrNotExist", err)
+	}
+}
