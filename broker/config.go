@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/gregor-broker/gregor/protocol"
-	"github.com/gregor-broker/gregor/storage"
+	"github.com/gregor-broker/gregor/vfs"
 )
 
 // Config configures a broker. The zero value is usable: it listens on a
@@ -39,9 +39,9 @@ type Config struct {
 	Logger *slog.Logger
 	// FS is the file system DataDir is on. Nil means the operating
 	// system's, or an in-memory one when DataDir is empty. Tests set a
-	// storage.FaultFS or a storage.MemFS (whose CrashClone shows what a
-	// power loss would leave) to inject disk faults.
-	FS storage.FS
+	// vfs.FaultFS or a vfs.MemFS (whose CrashClone shows what a power loss
+	// would leave) to inject disk faults.
+	FS vfs.FS
 
 	// Group coordinator settings (broker/groups.go), Kafka's names.
 
@@ -128,8 +128,8 @@ type Config struct {
 	TransactionRemoveExpiredTransactionCleanupIntervalMs int64
 
 	// fs, if set, replaces the data directory's file system: a test seam
-	// for storage.FaultFS. With DataDir empty the root is "/gregor".
-	fs storage.FS
+	// for vfs.FaultFS. With DataDir empty the root is "/gregor".
+	fs vfs.FS
 
 	// Log retention and compaction (logmanager.go), Kafka's names.
 
