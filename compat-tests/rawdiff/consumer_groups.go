@@ -106,7 +106,7 @@ var consumerGroupEntries = []entry{
 			r.SubscribedTopicRegex = kmsg.StringPtr("")
 			return r
 		}},
-	{name: "ConsumerGroupHeartbeat v1 regex over internal topics", setup: consumerGroupCoordinator,
+	{name: "ConsumerGroupHeartbeat v1 regex over internal topics", setup: internalTopicsSetup,
 		raw: regexOverInternalTopics},
 	{name: "ConsumerGroupHeartbeat v1 leave", setup: joinedConsumerGroup,
 		req: func(topic string) kmsg.Request { return cghb(topic, topic+"-m1", -1) }},
@@ -159,15 +159,23 @@ func memberCommit(topic string, epoch int32) kmsg.Request {
 	return req
 }
 
+// internalTopicsSetup makes both internal topics exist: a transactional
+// producer initialized, and the group coordinator of topic+"-cg" found.
+// (Kafka creates an internal topic at FindCoordinator; Gregor's single node
+// at the first request that needs it.)
+func internalTopicsSetup(c *conn, topic string) error {
+	if err := txnInitSetup(c, topic); err != nil {
+		return err
+	}
+	return waitCoordinator(c, topic+"-cg", 0)
+}
+
 // regexOverInternalTopics joins a member whose regex names the two internal
 // topics beside topic, heartbeats until its assignment has held still for
 // 1.5 s, and returns the names of the topics it was assigned: which topics
 // a broker's regex resolution lets a subscription match. (Partition counts
 // differ: the reference runs its internal topics with one partition.)
 func regexOverInternalTopics(c *conn, topic string) (any, error) {
-	if err := waitCoordinator(c, topic+"-txn", 1); err != nil {
-		return nil, err
-	}
 	req := cghb(topic, topic+"-m1", 0)
 	req.SubscribedTopicNames = nil
 	req.SubscribedTopicRegex = kmsg.StringPtr("__consumer_offsets|__transaction_state|" + topic)
