@@ -54,7 +54,7 @@ type cluster struct {
 	image  *metadata.Image // the image last applied to the catalogue
 	synced chan struct{}   // closed and replaced after each applied image
 
-	rpc controllerRPC
+	rpc *controllerRPC
 
 	// fetchers copy the partitions this broker follows from their leaders
 	// (replica_fetcher.go).
@@ -113,7 +113,7 @@ func (b *Broker) startController(dir string) error {
 	if _, err := b.catalog.fs.Stat(path.Join(dir, controller.MetadataDir)); errors.Is(err, os.ErrNotExist) && len(b.catalog.byName) > 0 {
 		return fmt.Errorf("broker: the data dir %s holds %d topics of a single-node broker and no cluster metadata; turning a single node into a cluster node is not supported yet (start cluster nodes on new data dirs)", dir, len(b.catalog.byName))
 	}
-	c := &cluster{b: b, synced: make(chan struct{}), stop: make(chan struct{})}
+	c := &cluster{b: b, rpc: newControllerRPC(""), synced: make(chan struct{}), stop: make(chan struct{})}
 	c.fetchers.c = c
 	c.epoch.Store(-1)
 	for id := range voters {

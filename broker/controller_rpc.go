@@ -2,19 +2,14 @@ package broker
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"net"
 	"strconv"
-	"sync"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gregor-broker/gregor/coordinator/controller"
-	"github.com/gregor-broker/gregor/protocol"
+	"github.com/gregor-broker/gregor/broker/peer"
 )
 
 // forwardClientID is the client id of the requests a broker sends the
@@ -31,18 +26,20 @@ const maxControllerResponse = 16 << 20
 // node, when that is not this node: one connection, one request at a time
 // (the calls are rare: a heartbeat every broker.heartbeat.interval.ms and
 // the admin writes). It dials again after any error or when the active
-// controller moves. The transaction coordinator and the partition leaders
-// use one per peer node too (txn_peers.go), with their own client id.
+// controller moves (peer.Conn). The transaction coordinator and the
+// partition leaders use one per peer node too (txn_peers.go), with their
+// own client id.
 type controllerRPC struct {
-	// clientID names the sender in the requests' headers; empty is
-	// forwardClientID. Set before the first request.
-	clientID string
+	conn peer.Conn
+}
 
-	mu     sync.Mutex
-	addr   string   // guarded by mu
-	nc     net.Conn // guarded by mu
-	corr   int32    // guarded by mu
-	closed bool     // guarded by mu
+// newControllerRPC is a connection whose requests name clientID; empty is
+// forwardClientID.
+func newControllerRPC(clientID string) *controllerRPC {
+	if clientID == "" {
+		clientID = forwardClientID
+	}
+	return &controllerRPC{conn: peer.Conn{ClientID: clientID, MaxResponseBytes: maxControllerResponse}}
 }
 
 // do sends req to the Kafka listener at addr, at the newest version this
@@ -54,79 +51,14 @@ func (r *controllerRPC) do(ctx context.Context, addr string, req kmsg.Request) (
 		return nil, fmt.Errorf("broker: api key %d is not served", req.Key())
 	}
 	req.SetVersion(h.max)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed {
-		return nil, net.ErrClosed
-	}
-	if r.nc != nil && r.addr != addr {
-		r.nc.Close()
-		r.nc = nil
-	}
-	if r.nc == nil {
-		nc, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
-		if err != nil {
-			return nil, fmt.Errorf("broker: dialling %s: %w", addr, err)
-		}
-		r.nc, r.addr = nc, addr
-	}
-	resp, err := r.roundTrip(ctx, req)
+	resp, err := r.conn.Do(ctx, addr, req)
 	if err != nil {
-		r.nc.Close()
-		r.nc = nil
-		return nil, fmt.Errorf("broker: request %d to %s: %w", req.Key(), addr, err)
+		return nil, fmt.Errorf("broker: %w", err)
 	}
 	return resp, nil
 }
 
-func (r *controllerRPC) roundTrip(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
-	deadline, ok := ctx.Deadline()
-	if !ok {
-		deadline = time.Now().Add(30 * time.Second)
-	}
-	if err := r.nc.SetDeadline(deadline); err != nil {
-		return nil, err
-	}
-	r.corr++
-	corr := r.corr
-	clientID := r.clientID
-	if clientID == "" {
-		clientID = forwardClientID
-	}
-	frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID(clientID)).AppendRequest(nil, req, corr)
-	if _, err := r.nc.Write(frame); err != nil {
-		return nil, err
-	}
-	raw, err := protocol.ReadFrame(r.nc, maxControllerResponse, nil)
-	if err != nil {
-		if errors.Is(err, io.EOF) {
-			err = io.ErrUnexpectedEOF
-		}
-		return nil, err
-	}
-	got, body, err := protocol.ParseResponseHeader(raw, req.IsFlexible())
-	if err != nil {
-		return nil, err
-	}
-	if got != corr {
-		return nil, fmt.Errorf("correlation id %d, want %d", got, corr)
-	}
-	resp := req.ResponseKind()
-	if err := resp.ReadFrom(body); err != nil {
-		return nil, fmt.Errorf("malformed response: %w", err)
-	}
-	return resp, nil
-}
-
-func (r *controllerRPC) close() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.closed = true
-	if r.nc != nil {
-		r.nc.Close()
-		r.nc = nil
-	}
-}
+func (r *controllerRPC) close() { r.conn.Close() }
 
 // codeErr turns a response's error code into the kerr error (nil for 0).
 func codeErr(code int16, msg *string) error {

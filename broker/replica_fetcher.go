@@ -37,7 +37,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"sync"
 	"time"
@@ -45,7 +44,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/gregor-broker/gregor/protocol"
+	"github.com/gregor-broker/gregor/broker/peer"
 	"github.com/gregor-broker/gregor/protocol/batch"
 	"github.com/gregor-broker/gregor/storage"
 )
@@ -95,8 +94,7 @@ func (m *fetcherManager) update(follow map[int32][]fetchTarget) {
 				return
 			default:
 			}
-			f = &replicaFetcher{c: m.c, leader: leader, parts: map[*partition]*fetchPartition{},
-				changed: make(chan struct{}, 1), stop: make(chan struct{})}
+			f = newReplicaFetcher(m.c, leader)
 			m.byLeader[leader] = f
 			m.c.wg.Add(1)
 			go func() {
@@ -132,21 +130,18 @@ type replicaFetcher struct {
 	stop    chan struct{}
 	stopped bool // guarded by mu
 
-	// The connection, used only by run; ncDone is closed with it, and
-	// ncAddr is the leader's endpoint it was dialled at.
-	nc     net.Conn
-	ncDone chan struct{}
-	ncAddr string
-	corr   int32
+	// ctx ends when the fetcher or the cluster stops, and with it a fetch
+	// in flight on conn, which only run uses.
+	ctx    context.Context
+	cancel context.CancelFunc
+	conn   peer.Conn
 }
 
-// closeConn drops the connection, to dial again on the next fetch.
-func (f *replicaFetcher) closeConn() {
-	if f.nc != nil {
-		f.nc.Close()
-		close(f.ncDone)
-		f.nc, f.ncDone = nil, nil
-	}
+func newReplicaFetcher(c *cluster, leader int32) *replicaFetcher {
+	ctx, cancel := context.WithCancel(c.ctx)
+	return &replicaFetcher{c: c, leader: leader, parts: map[*partition]*fetchPartition{},
+		changed: make(chan struct{}, 1), stop: make(chan struct{}), ctx: ctx, cancel: cancel,
+		conn: peer.Conn{ClientID: replicaFetchClientID, MaxResponseBytes: c.b.cfg.MaxFrameBytes, DialTimeout: 10 * time.Second}}
 }
 
 // set replaces the followed partitions. A partition whose leader epoch
@@ -176,6 +171,7 @@ func (f *replicaFetcher) shutdown() {
 	if !f.stopped {
 		f.stopped = true
 		close(f.stop)
+		f.cancel()
 	}
 }
 
@@ -187,7 +183,7 @@ type sentPartition struct {
 
 // run is the fetch loop.
 func (f *replicaFetcher) run() {
-	defer f.closeConn()
+	defer f.conn.Close()
 	backoff := time.Duration(f.c.b.cfg.ReplicaFetchBackoffMs) * time.Millisecond
 	for {
 		select {
@@ -208,7 +204,6 @@ func (f *replicaFetcher) run() {
 		raw, err := f.roundTrip(req)
 		if err != nil {
 			f.c.b.log.Debug("replica fetch failed", "leader", f.leader, "err", err)
-			f.closeConn()
 			f.sleep(backoff)
 			continue
 		}
@@ -297,63 +292,19 @@ func (f *replicaFetcher) leaderAddr() (string, error) {
 	return net.JoinHostPort(host, fmt.Sprint(port)), nil
 }
 
-// roundTrip sends req on the fetcher's connection, dialling it first if
-// needed, and decodes the answer.
+// roundTrip sends req to the leader on the fetcher's connection, which
+// dials again after an error or when the leader registers another
+// endpoint (peer.Conn). A fetch may wait replica.fetch.wait.max.ms at the
+// leader, and gets 30 s more.
 func (f *replicaFetcher) roundTrip(req kmsg.Request) (kmsg.Response, error) {
 	addr, err := f.leaderAddr()
 	if err != nil {
 		return nil, err
 	}
-	if f.nc != nil && f.ncAddr != addr {
-		f.closeConn() // the leader registered again, on another endpoint
-	}
-	if f.nc == nil {
-		ctx, cancel := context.WithTimeout(f.c.ctx, 10*time.Second)
-		nc, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
-		cancel()
-		if err != nil {
-			return nil, err
-		}
-		f.nc, f.ncDone, f.ncAddr = nc, make(chan struct{}), addr
-		// The connection is closed when the fetcher stops, so that a fetch
-		// in flight ends with it.
-		go func(done chan struct{}) {
-			select {
-			case <-f.stop:
-			case <-f.c.stop:
-			case <-done:
-			}
-			nc.Close()
-		}(f.ncDone)
-	}
 	wait := time.Duration(f.c.b.cfg.ReplicaFetchWaitMaxMs) * time.Millisecond
-	if err := f.nc.SetDeadline(time.Now().Add(wait + 30*time.Second)); err != nil {
-		return nil, err
-	}
-	f.corr++
-	frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID(replicaFetchClientID)).AppendRequest(nil, req, f.corr)
-	if _, err := f.nc.Write(frame); err != nil {
-		return nil, err
-	}
-	raw, err := protocol.ReadFrame(f.nc, f.c.b.cfg.MaxFrameBytes, nil)
-	if err != nil {
-		if errors.Is(err, io.EOF) {
-			err = io.ErrUnexpectedEOF
-		}
-		return nil, err
-	}
-	got, body, err := protocol.ParseResponseHeader(raw, req.IsFlexible())
-	if err != nil {
-		return nil, err
-	}
-	if got != f.corr {
-		return nil, fmt.Errorf("correlation id %d, want %d", got, f.corr)
-	}
-	resp := req.ResponseKind()
-	if err := resp.ReadFrom(body); err != nil {
-		return nil, fmt.Errorf("malformed response: %w", err)
-	}
-	return resp, nil
+	ctx, cancel := context.WithTimeout(f.ctx, wait+30*time.Second)
+	defer cancel()
+	return f.conn.Do(ctx, addr, req)
 }
 
 // processResponse applies each partition's answer.
@@ -651,7 +602,6 @@ func (f *replicaFetcher) listOffset(s sentPartition, timestamp int64) (int64, er
 	req.SetVersion(handlers[2].max)
 	raw, err := f.roundTrip(req)
 	if err != nil {
-		f.closeConn()
 		return 0, err
 	}
 	resp := raw.(*kmsg.ListOffsetsResponse)

@@ -49,7 +49,7 @@ func (pc *peerClients) get(node int32) *controllerRPC {
 	}
 	c := pc.byNode[node]
 	if c == nil {
-		c = &controllerRPC{clientID: pc.clientID}
+		c = newControllerRPC(pc.clientID)
 		pc.byNode[node] = c
 	}
 	return c
