@@ -1,10 +1,7 @@
 package group
 
 import (
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -12,8 +9,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden transcripts in testdata")
 
 // harness drives a Coordinator the way broker/groups.go does, with a fake
 // clock, and writes a transcript of every event and its effects.
@@ -40,11 +35,11 @@ func (h *harness) id() ReplyID { h.nextID++; return h.nextID }
 func (h *harness) drain() {
 	e := h.c.Ready()
 	for _, r := range e.Records {
-		h.logf("  record %s", describeRecord(r))
+		h.logf("record %s", describeRecord(r))
 		h.records = append(h.records, r)
 	}
 	for _, r := range e.Replies {
-		h.logf("  reply #%d %s", r.ID, describeResult(r.Result))
+		h.logf("reply #%d %s", r.ID, describeResult(r.Result))
 		h.results[r.ID] = r.Result
 	}
 }
@@ -180,49 +175,6 @@ func (h *harness) wantCode(id ReplyID, want *kerr.Error) {
 func (h *harness) parked(id ReplyID) bool {
 	_, done := h.results[id]
 	return !done
-}
-
-// checkGolden compares the transcript with testdata/<name>.txt.
-func (h *harness) checkGolden(name string) {
-	h.t.Helper()
-	checkGoldenText(h.t, name, h.log.String())
-}
-
-// checkGoldenText compares got with testdata/<name>.txt (rewriting it
-// with -update).
-func checkGoldenText(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name+".txt")
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if string(want) != got {
-		t.Errorf("transcript differs from %s (run with -update to accept):\n%s", path, diff(string(want), got))
-	}
-}
-
-func diff(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	for i := 0; i < len(w) || i < len(g); i++ {
-		var wl, gl string
-		if i < len(w) {
-			wl = w[i]
-		}
-		if i < len(g) {
-			gl = g[i]
-		}
-		if wl != gl {
-			return fmt.Sprintf("line %d:\n  want %s\n  got  %s", i+1, wl, gl)
-		}
-	}
-	return ""
 }
 
 func optStr(s *string) string {
