@@ -273,6 +273,9 @@ func describeRecord(r Record) string {
 		}
 		return fmt.Sprintf("offset %s/%s-%d v%d offset=%d epoch=%d metadata=%q", k.Group, k.Topic, k.Partition, v.Version, v.Offset, v.LeaderEpoch, v.Metadata)
 	}
+	if version > groupKeyVersion {
+		return describeConsumerRecord(version, r)
+	}
 	k := kmsg.NewGroupMetadataKey()
 	if err := k.ReadFrom(r.Key); err != nil {
 		return "bad group key: " + err.Error()
@@ -291,4 +294,37 @@ func describeRecord(r Record) string {
 	sort.Strings(ms)
 	return fmt.Sprintf("group %s v%d type=%s gen=%d protocol=%s leader=%s members=[%s]", k.Group, v.Version, v.ProtocolType,
 		v.Generation, optStr(v.Protocol), optStr(v.Leader), strings.Join(ms, " "))
+}
+
+// describeConsumerRecord names a KIP-848 record by its type and key fields
+// (group, and member or regex); its value is shown only as present or a
+// tombstone.
+func describeConsumerRecord(recordType int16, r Record) string {
+	names := map[int16]string{
+		consumerGroupMetadataType:      "cg-metadata",
+		consumerGroupPartitionMetaType: "cg-partition-metadata",
+		consumerMemberMetadataType:     "cg-member",
+		targetAssignmentMetadataType:   "cg-target-metadata",
+		targetAssignmentMemberType:     "cg-target-member",
+		currentMemberAssignmentType:    "cg-current-assignment",
+		regularExpressionType:          "cg-regex",
+	}
+	name, ok := names[recordType]
+	if !ok {
+		name = fmt.Sprintf("type-%d", recordType)
+	}
+	var fields []string
+	for b := r.Key[2:]; len(b) >= 2; {
+		n := int(b[0])<<8 | int(b[1])
+		if len(b) < 2+n {
+			break
+		}
+		fields = append(fields, string(b[2:2+n]))
+		b = b[2+n:]
+	}
+	value := "value"
+	if r.Value == nil {
+		value = "tombstone"
+	}
+	return fmt.Sprintf("%s %s %s", name, strings.Join(fields, "/"), value)
 }
