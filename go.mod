@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/IBM/sarama v1.61.1
+	github.com/cockroachdb/datadriven v1.0.3
 	github.com/confluentinc/confluent-kafka-go/v2 v2.11.1
 	github.com/golang/snappy v1.0.0
 	github.com/klauspost/compress v1.20.4
@@ -35,6 +36,7 @@ require (
 	github.com/jcmturner/rpc/v2 v2.0.3 // indirect
 	github.com/kr/text v0.2.0 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
+	github.com/pmezard/go-difflib v1.0.0 // indirect
 	github.com/prometheus/procfs v0.16.1 // indirect
 	github.com/rcrowley/go-metrics v0.0.0-20250401214520-65e299d6c5c9 // indirect
 	github.com/russross/blackfriday/v2 v2.1.0 // indirect

@@ -9,73 +9,6 @@ import (
 
 func sp(s string) *string { return &s }
 
-// TestRebalanceTranscript walks a group through the KIP-394 join, a stable
-// generation, a second member joining, a member leaving and a member whose
-// session times out, against testdata/rebalance.txt.
-func TestRebalanceTranscript(t *testing.T) {
-	h := newHarness(t, Config{})
-	// KIP-394: a v4+ dynamic member first gets its id.
-	j := h.join(JoinRequest{GroupID: "g", ClientID: "a", RequireKnownMemberID: true})
-	h.wantCode(j, kerr.MemberIDRequired)
-	a := h.joinResult(j).MemberID
-	j = h.join(JoinRequest{GroupID: "g", MemberID: a, ClientID: "a", RequireKnownMemberID: true})
-	ja := h.joinResult(j)
-	if ja.Leader != a || ja.Generation != 1 || len(ja.Members) != 1 {
-		t.Fatalf("first join: %+v", ja)
-	}
-	s := h.sync(SyncRequest{GroupID: "g", Generation: 1, MemberID: a, Assignments: map[string][]byte{a: []byte("p0,p1")}})
-	if got := string(h.syncResult(s).Assignment); got != "p0,p1" {
-		t.Fatalf("assignment %q", got)
-	}
-	h.describe("g")
-
-	// b joins: a's heartbeat says rebalance, a rejoins, both get gen 2.
-	jb := h.join(JoinRequest{GroupID: "g", ClientID: "b", RequireKnownMemberID: true})
-	b := h.joinResult(jb).MemberID
-	jb = h.join(JoinRequest{GroupID: "g", MemberID: b, ClientID: "b", RequireKnownMemberID: true})
-	if !h.parked(jb) {
-		t.Fatal("b's join should wait for a")
-	}
-	h.wantCode(h.heartbeat(HeartbeatRequest{GroupID: "g", Generation: 1, MemberID: a}), kerr.RebalanceInProgress)
-	ja2 := h.join(JoinRequest{GroupID: "g", MemberID: a, ClientID: "a", RequireKnownMemberID: true})
-	if h.joinResult(ja2).Generation != 2 || h.joinResult(jb).Generation != 2 || len(h.joinResult(ja2).Members) != 2 {
-		t.Fatalf("gen 2 joins: %+v %+v", h.joinResult(ja2), h.joinResult(jb))
-	}
-	// The follower's sync waits for the leader's.
-	sb := h.sync(SyncRequest{GroupID: "g", Generation: 2, MemberID: b})
-	if !h.parked(sb) {
-		t.Fatal("follower sync answered before the leader's")
-	}
-	// A sync of the old generation is fenced.
-	h.wantCode(h.sync(SyncRequest{GroupID: "g", Generation: 1, MemberID: a}), kerr.IllegalGeneration)
-	h.sync(SyncRequest{GroupID: "g", Generation: 2, MemberID: a, Assignments: map[string][]byte{a: []byte("p0"), b: []byte("p1")}})
-	if got := string(h.syncResult(sb).Assignment); got != "p1" {
-		t.Fatalf("b's assignment %q", got)
-	}
-	h.describe("g")
-
-	// b leaves; a rebalances alone into gen 3.
-	h.leave(LeaveRequest{GroupID: "g", Members: []LeaveMember{{MemberID: b}}})
-	h.wantCode(h.heartbeat(HeartbeatRequest{GroupID: "g", Generation: 2, MemberID: a}), kerr.RebalanceInProgress)
-	ja3 := h.join(JoinRequest{GroupID: "g", MemberID: a, ClientID: "a", RequireKnownMemberID: true})
-	if h.joinResult(ja3).Generation != 3 {
-		t.Fatalf("gen 3: %+v", h.joinResult(ja3))
-	}
-	h.sync(SyncRequest{GroupID: "g", Generation: 3, MemberID: a, Assignments: map[string][]byte{a: []byte("p0,p1")}})
-
-	// a stops heartbeating: after its session timeout it is gone and the
-	// group is Empty at generation 4.
-	h.advance(9999)
-	h.describe("g")
-	h.advance(1)
-	d := h.describe("g")
-	if d[0].State != "Empty" || len(d[0].Members) != 0 {
-		t.Fatalf("after session timeout: %+v", d[0])
-	}
-	h.wantCode(h.heartbeat(HeartbeatRequest{GroupID: "g", Generation: 3, MemberID: a}), kerr.UnknownMemberID)
-	h.checkGolden("rebalance")
-}
-
 // TestJoinV0NeedsNoMemberID: below v4 a new member is admitted at once.
 func TestJoinV0NeedsNoMemberID(t *testing.T) {
 	h := newHarness(t, Config{})
@@ -161,42 +94,6 @@ func TestSyncAndHeartbeatFencing(t *testing.T) {
 		res.Members[2].ErrorCode != kerr.UnknownMemberID.Code {
 		t.Fatalf("leave: %s", describeResult(res))
 	}
-}
-
-// TestStaticMemberRejoinKeepsAssignment: KIP-345. A static member that
-// restarts (no member id) in a Stable group gets a new id at once without a
-// rebalance; its old id is fenced.
-func TestStaticMemberRejoinKeepsAssignment(t *testing.T) {
-	h := newHarness(t, Config{})
-	a := h.joinResult(h.join(JoinRequest{GroupID: "g", ClientID: "a", InstanceID: sp("ia"), RequireKnownMemberID: true})).MemberID
-	h.sync(SyncRequest{GroupID: "g", Generation: 1, MemberID: a, InstanceID: sp("ia")})
-	jb := h.join(JoinRequest{GroupID: "g", ClientID: "b", InstanceID: sp("ib"), RequireKnownMemberID: true})
-	ja := h.join(JoinRequest{GroupID: "g", MemberID: a, ClientID: "a", InstanceID: sp("ia"), RequireKnownMemberID: true})
-	b := h.joinResult(jb).MemberID
-	h.sync(SyncRequest{GroupID: "g", Generation: 2, MemberID: a, InstanceID: sp("ia"), Assignments: map[string][]byte{a: []byte("A"), b: []byte("B")}})
-	_ = ja
-	// b restarts, with different metadata (it owns nothing now): the
-	// selected protocol does not change, so there is no rebalance.
-	jb2 := h.join(JoinRequest{GroupID: "g", ClientID: "b", InstanceID: sp("ib"), RequireKnownMemberID: true,
-		Protocols: []Protocol{{Name: "range", Metadata: []byte("restarted")}}})
-	r := h.joinResult(jb2)
-	if r.ErrorCode != 0 || r.Generation != 2 || r.MemberID == b {
-		t.Fatalf("static rejoin: %+v", r)
-	}
-	s := h.sync(SyncRequest{GroupID: "g", Generation: 2, MemberID: r.MemberID, InstanceID: sp("ib")})
-	if string(h.syncResult(s).Assignment) != "B" {
-		t.Fatalf("assignment after static rejoin: %q", h.syncResult(s).Assignment)
-	}
-	h.wantCode(h.heartbeat(HeartbeatRequest{GroupID: "g", Generation: 2, MemberID: b, InstanceID: sp("ib")}), kerr.FencedInstanceID)
-	if d := h.describe("g"); d[0].State != "Stable" {
-		t.Fatalf("state %s", d[0].State)
-	}
-	// The static leader restarts: v9 gets the members and SkipAssignment.
-	jl := h.join(JoinRequest{GroupID: "g", ClientID: "a", InstanceID: sp("ia"), RequireKnownMemberID: true, SupportsSkipAssignment: true})
-	if r := h.joinResult(jl); !r.SkipAssignment || len(r.Members) != 2 || r.Leader != r.MemberID {
-		t.Fatalf("static leader rejoin: %+v", r)
-	}
-	h.checkGolden("static")
 }
 
 // TestInitialRebalanceDelay: group.initial.rebalance.delay.ms holds the
@@ -299,36 +196,6 @@ func TestLeaderLeavesNewLeaderChosen(t *testing.T) {
 	if r.Leader != b || r.Generation != 3 {
 		t.Fatalf("after leader left: %+v", r)
 	}
-}
-
-// TestDeleteGroupsTheMomentSessionsExpire: static members that closed
-// without leaving; a DeleteGroups sent exactly session.timeout.ms after
-// their last heartbeat, with no Tick in between, finds the group Empty and
-// deletes it, as Kafka's timer has expired the members by then; a
-// millisecond earlier it is NON_EMPTY_GROUP.
-func TestDeleteGroupsTheMomentSessionsExpire(t *testing.T) {
-	h := newHarness(t, Config{})
-	a := h.joinResult(h.join(JoinRequest{GroupID: "g", ClientID: "a", InstanceID: sp("ia"), SessionTimeoutMs: 6000})).MemberID
-	h.sync(SyncRequest{GroupID: "g", Generation: 1, MemberID: a})
-	h.wantCode(h.heartbeat(HeartbeatRequest{GroupID: "g", Generation: 1, MemberID: a, InstanceID: sp("ia")}), nil)
-	last := h.now
-	deleteGroup := func(now int64) int16 {
-		h.now = now
-		id := h.id()
-		h.c.DeleteGroups(now, id, []string{"g"})
-		h.drain()
-		return h.results[id].(*DeleteGroupsResult).Groups[0].ErrorCode
-	}
-	if code := deleteGroup(last + 5999); code != kerr.NonEmptyGroup.Code {
-		t.Fatalf("before the session ends: %s", errName(code))
-	}
-	if code := deleteGroup(last + 6000); code != 0 {
-		t.Fatalf("when the session ends: %s", errName(code))
-	}
-	if d := h.describe("g"); d[0].State != "Dead" {
-		t.Fatalf("after delete: %+v", d)
-	}
-	h.checkGolden("expiry")
 }
 
 // TestConsumerGroupDeleteTheMomentSessionsExpire: the same for a KIP-848

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/rand"
 	"sort"
-	"strings"
 	"testing"
 )
 
@@ -156,104 +155,6 @@ func simOnce(t *testing.T, seed int64) string {
 	return ""
 }
 
-// slidingClient is a KIP-848 member driven the way librdkafka drives one:
-// each heartbeat carries only what changed (null subscription, null owned
-// partitions), and the client revokes or takes partitions when the test
-// says so. Every heartbeat, its answer and the group's state afterwards
-// go into a transcript.
-type slidingClient struct {
-	h      *consumerHarness
-	log    strings.Builder
-	names  map[TopicID]string
-	id     string
-	epoch  int32
-	owned  []OwnedTopic // what the client holds
-	target []OwnedTopic // the last assignment the coordinator sent
-	n      int
-}
-
-func (c *slidingClient) ownedString(ts []OwnedTopic) string {
-	if ts == nil {
-		return "null"
-	}
-	var parts []string
-	for _, t := range ts {
-		var ps []string
-		for _, p := range t.Partitions {
-			ps = append(ps, fmt.Sprint(p))
-		}
-		parts = append(parts, c.names[t.TopicID]+":"+strings.Join(ps, ","))
-	}
-	sort.Strings(parts)
-	return "[" + strings.Join(parts, " ") + "]"
-}
-
-func (c *slidingClient) send(req ConsumerHeartbeatRequest) *ConsumerHeartbeatResult {
-	c.h.t.Helper()
-	c.n++
-	req.MemberID = c.id
-	names := "null"
-	if req.SubscribedTopicNames != nil {
-		names = "[" + strings.Join(req.SubscribedTopicNames, " ") + "]"
-	}
-	fmt.Fprintf(&c.log, "#%d heartbeat epoch=%d names=%s owned=%s rebalance=%d\n", c.n, req.MemberEpoch, names, c.ownedString(req.TopicPartitions), req.RebalanceTimeoutMs)
-	res := c.h.hb(req)
-	a := "none"
-	if res.Assignment != nil {
-		a = c.ownedString(res.Assignment)
-		c.target = res.Assignment
-	}
-	fmt.Fprintf(&c.log, "  reply %s epoch=%d assignment=%s\n", errName(res.ErrorCode), res.MemberEpoch, a)
-	c.epoch = res.MemberEpoch
-	for _, g := range c.h.c.ConsumerGroupDescribe([]string{"g"}) {
-		if g.ErrorCode != 0 {
-			fmt.Fprintf(&c.log, "  group %s\n", errName(g.ErrorCode))
-			continue
-		}
-		fmt.Fprintf(&c.log, "  group %s epoch=%d assignment-epoch=%d", g.State, g.Epoch, g.AssignmentEpoch)
-		for _, m := range g.Members {
-			st := c.h.c.groups["g"].cg.members[m.MemberID].state
-			fmt.Fprintf(&c.log, " %s(epoch=%d %s assigned=%s target=%s)", m.MemberID, m.MemberEpoch, st, c.ownedString(m.Assignment), c.ownedString(m.TargetAssign))
-		}
-		fmt.Fprintln(&c.log)
-	}
-	return res
-}
-
-// subscribe sends a new subscription and nothing else, as librdkafka does
-// when the application calls subscribe.
-func (c *slidingClient) subscribe(topics ...string) {
-	c.send(ConsumerHeartbeatRequest{MemberEpoch: c.epoch, RebalanceTimeoutMs: -1, SubscribedTopicNames: topics})
-}
-
-// revoke gives up what the last assignment no longer holds and says so.
-func (c *slidingClient) revoke() {
-	var kept []OwnedTopic
-	for _, t := range c.owned {
-		var ps []int32
-		for _, p := range t.Partitions {
-			for _, a := range c.target {
-				if a.TopicID == t.TopicID && contains32(a.Partitions, p) {
-					ps = append(ps, p)
-				}
-			}
-		}
-		if len(ps) > 0 {
-			kept = append(kept, OwnedTopic{TopicID: t.TopicID, Partitions: ps})
-		}
-	}
-	c.owned = append([]OwnedTopic{}, kept...)
-	fmt.Fprintf(&c.log, "client revokes, holds %s\n", c.ownedString(c.owned))
-	c.send(ConsumerHeartbeatRequest{MemberEpoch: c.epoch, RebalanceTimeoutMs: -1, TopicPartitions: c.owned})
-}
-
-// take takes the whole last assignment and acknowledges it.
-func (c *slidingClient) take() {
-	c.owned = append([]OwnedTopic{}, c.target...)
-	fmt.Fprintf(&c.log, "client takes, holds %s\n", c.ownedString(c.owned))
-	c.send(ConsumerHeartbeatRequest{MemberEpoch: c.epoch, RebalanceTimeoutMs: -1, TopicPartitions: c.owned})
-}
-
 func contains32(ps []int32, p int32) bool {
 	for _, q := range ps {
 		if q == p {
@@ -261,47 +162,6 @@ func contains32(ps []int32, p int32) bool {
 		}
 	}
 	return false
-}
-
-// TestConsumerSlidingResubscriptionTranscript is issue #26's sequence on
-// the state machine, against testdata/sliding.txt: a member changes its
-// subscription twice before revoking anything, revokes late, leaves and
-// rejoins under the same member id (librdkafka's unsubscribe and
-// subscribe), and every step ends with the assignment of its current
-// subscription; a heartbeat carrying only changed fields (null
-// subscription, null owned partitions) changes nothing else.
-func TestConsumerSlidingResubscriptionTranscript(t *testing.T) {
-	h := newConsumerHarness(t, Config{})
-	c := &slidingClient{h: h, names: map[TopicID]string{}, id: "m"}
-	for i := range 8 {
-		n := fmt.Sprintf("t%d", i)
-		c.names[h.addTopic(n, 2)] = n
-	}
-	c.send(ConsumerHeartbeatRequest{MemberEpoch: 0, RebalanceTimeoutMs: 30000, SubscribedTopicNames: []string{"t0", "t1", "t2"}, TopicPartitions: []OwnedTopic{}})
-	c.take()
-	// Two new subscriptions before the client revokes anything.
-	c.subscribe("t1", "t2", "t3")
-	c.subscribe("t2", "t3", "t4")
-	c.send(ConsumerHeartbeatRequest{MemberEpoch: c.epoch, RebalanceTimeoutMs: -1})
-	c.revoke()
-	c.revoke()
-	c.take()
-	// A subscription whose revocation the client acknowledges at once.
-	c.subscribe("t3", "t4", "t5")
-	c.revoke()
-	c.take()
-	// unsubscribe, then subscribe: leave, and join again as the same member.
-	c.send(ConsumerHeartbeatRequest{MemberEpoch: leaveEpoch, RebalanceTimeoutMs: -1})
-	c.owned = nil
-	c.send(ConsumerHeartbeatRequest{MemberEpoch: 0, RebalanceTimeoutMs: 30000, SubscribedTopicNames: []string{"t5", "t6", "t7"}, TopicPartitions: []OwnedTopic{}})
-	c.take()
-	// A full heartbeat (after an error, librdkafka sends every field):
-	// the assignment comes back whole though unchanged.
-	c.send(ConsumerHeartbeatRequest{MemberEpoch: c.epoch, RebalanceTimeoutMs: 30000, SubscribedTopicNames: []string{"t5", "t6", "t7"}, TopicPartitions: c.owned})
-	if got := c.ownedString(c.owned); got != "[t5:0,1 t6:0,1 t7:0,1]" {
-		t.Fatalf("ends with %s", got)
-	}
-	checkGoldenText(t, "sliding", c.log.String())
 }
 
 // TestConsumerPartitionPendingRevocationComesBackAtOnce: a member told to
