@@ -8,8 +8,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/gregor-broker/gregor/coordinator/controller"
 	"github.com/gregor-broker/gregor/broker/peer"
+	"github.com/gregor-broker/gregor/coordinator/controller"
 )
 
 // forwardClientID is the client id of the requests a broker sends the
