@@ -124,9 +124,24 @@ func intConfig[T ~int | ~int16 | ~int32 | ~int64](name, field string, kind confi
 
 // optionalConfig is an integer key whose zero is a value: nil is unset.
 func optionalConfig(name, field string, kind configKind, def, lo, hi int64, doc string, at func(*Config) **int64) BrokerConfig {
-	return BrokerConfig{Name: name, Field: field, Default: strconv.FormatInt(def, 10), Doc: doc, kind: kind, lo: lo, hi: hi,
+	c := pointerConfig(def, func(v string) (int64, error) { return parseInteger(v, lo, hi) },
+		func(v int64) string { return strconv.FormatInt(v, 10) }, at)
+	c.Name, c.Field, c.Doc, c.kind, c.lo, c.hi = name, field, doc, kind, lo, hi
+	return c
+}
+
+// boolConfig is a boolean key: nil is unset.
+func boolConfig(name, field string, def bool, doc string, at func(*Config) **bool) BrokerConfig {
+	c := pointerConfig(def, parseBoolean, strconv.FormatBool, at)
+	c.Name, c.Field, c.Doc, c.kind = name, field, doc, kindBoolean
+	return c
+}
+
+// pointerConfig is a key kept in a pointer field of Config, nil when unset.
+func pointerConfig[T comparable](def T, parse func(string) (T, error), format func(T) string, at func(*Config) **T) BrokerConfig {
+	return BrokerConfig{Default: format(def),
 		parse: func(c *Config, v string) error {
-			n, err := parseInteger(v, lo, hi)
+			n, err := parse(v)
 			if err == nil {
 				*at(c) = &n
 			}
@@ -140,30 +155,7 @@ func optionalConfig(name, field string, kind configKind, def, lo, hi int64, doc 
 		},
 		current: func(b *Broker) (string, bool) {
 			v := **at(&b.cfg)
-			return strconv.FormatInt(v, 10), v != def
-		},
-	}
-}
-
-// boolConfig is a boolean key: nil is unset.
-func boolConfig(name, field string, def bool, doc string, at func(*Config) **bool) BrokerConfig {
-	return BrokerConfig{Name: name, Field: field, Default: strconv.FormatBool(def), Doc: doc, kind: kindBoolean,
-		parse: func(c *Config, v string) error {
-			b, err := parseBoolean(v)
-			if err == nil {
-				*at(c) = &b
-			}
-			return err
-		},
-		fill: func(c *Config) {
-			if *at(c) == nil {
-				d := def
-				*at(c) = &d
-			}
-		},
-		current: func(b *Broker) (string, bool) {
-			v := **at(&b.cfg)
-			return strconv.FormatBool(v), v != def
+			return format(v), v != def
 		},
 	}
 }
