@@ -282,7 +282,6 @@ func (b *Broker) produceTo(r *request, req *kmsg.ProduceRequest, t *topic, p *pa
 		// Kafka corrects a batch whose header disagrees with its records.
 		batch.SetMaxTimestamp(one, false, info.MaxTimestamp)
 	}
-	batch.SetPartitionLeaderEpoch(one, p.LeaderEpoch())
 	out, err := p.AppendGuarded(partition.OriginClient, one, now, guard)
 	switch {
 	case err != nil:

@@ -509,12 +509,13 @@ const (
 	OriginCoordinator
 )
 
-// Append appends one validated batch of origin, stamped and ready to
-// store, to p's log. A batch with a producer id is first checked against
-// the producer state, and the state is updated once the append succeeded;
-// the check and the append are atomic with respect to other appends to p.
-// now (Unix ms) drives expiry. A non-nil error is the log's and nothing
-// was appended.
+// Append appends one validated batch of origin, ready to store, to p's
+// log, stamped with the leader epoch it is appended at (AppendOutcome's
+// LeaderEpoch). A batch with a producer id is first checked against the
+// producer state, and the state is updated once the append succeeded; the
+// check, the stamp and the append are atomic with respect to other appends
+// to p. now (Unix ms) drives expiry. A non-nil error is the log's and
+// nothing was appended.
 func (p *Partition) Append(origin Origin, one []byte, now int64) (AppendOutcome, error) {
 	return p.AppendGuarded(origin, one, now, Unguarded)
 }
@@ -538,7 +539,7 @@ func (p *Partition) AppendGuarded(origin Origin, one []byte, now int64, guard ui
 	}
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
-	epoch := int32(0)
+	epoch := p.leaderEpoch.Load() // 0 on a single node
 	if p.cluster.Load() != nil {
 		// In cluster mode the role may have changed since the caller
 		// looked: only the leader appends, stamping its current epoch.
@@ -546,8 +547,9 @@ func (p *Partition) AppendGuarded(origin Origin, one []byte, now int64, guard ui
 		if epoch, leading = p.LeaderEpochIfLeading(); !leading {
 			return AppendOutcome{Refused: kerr.NotLeaderForPartition, Message: fmt.Sprintf("This broker does not lead partition %s-%d", p.topic, p.index)}, nil
 		}
-		batch.SetPartitionLeaderEpoch(one, epoch)
 	}
+	// The batch's leader epoch is stamped here, once, under appendMu.
+	batch.SetPartitionLeaderEpoch(one, epoch)
 	idempotent := h.ProducerID >= 0
 	if idempotent {
 		p.producers.maybeRemoveExpired(now)
