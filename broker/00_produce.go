@@ -275,14 +275,20 @@ func (b *Broker) produceTo(r *request, req *kmsg.ProduceRequest, t *topic, p *pa
 			return -1, 0
 		}
 	}
+	// stored is the header as the batch is stored, once stamped: the
+	// partition's producer state takes it from Validate rather than
+	// parsing the batch again.
+	stored := info.Header
 	if cfg.logAppendTime {
 		batch.SetLogAppendTime(one, now)
 		sp.LogAppendTime = now
+		stored.MaxTimestamp = now
 	} else if info.MaxTimestamp != info.Header.MaxTimestamp {
 		// Kafka corrects a batch whose header disagrees with its records.
 		batch.SetMaxTimestamp(one, false, info.MaxTimestamp)
+		stored.MaxTimestamp = info.MaxTimestamp
 	}
-	out, err := p.AppendGuarded(partition.OriginClient, one, now, guard)
+	out, err := p.AppendParsed(partition.OriginClient, one, &stored, now, guard)
 	switch {
 	case err != nil:
 		b.log.Error("append failed", "topic", p.Topic(), "partition", p.Index(), "err", err)

@@ -2,7 +2,8 @@
 // with its producer state. A Partition owns the partition's log
 // (storage.Log) and what must change in step with it:
 //
-//   - appends: Append and AppendGuarded check a batch against the producer
+//   - appends: Append, AppendGuarded and AppendParsed (for a header the
+//     caller parsed already) check a batch against the producer
 //     state (duplicates, producer epochs, sequences, and the guard of a
 //     transaction verification) and stamp the leader epoch, as one step
 //     with the append; WriteTxnMarker appends a transaction marker and

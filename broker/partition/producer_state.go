@@ -537,6 +537,16 @@ func (p *Partition) AppendGuarded(origin Origin, one []byte, now int64, guard ui
 	if err != nil {
 		return AppendOutcome{}, err
 	}
+	return p.AppendParsed(origin, one, &h, now, guard)
+}
+
+// AppendParsed is AppendGuarded for a batch whose header the caller has
+// parsed already (a produced batch's, from batch.Validate), so that it is
+// not parsed again. Of h it reads the producer id, epoch and base
+// sequence, the last offset delta, the transactional flag and the max
+// timestamp, which must be one's as stored, after any stamp of the
+// caller's.
+func (p *Partition) AppendParsed(origin Origin, one []byte, h *batch.Header, now int64, guard uint64) (AppendOutcome, error) {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	epoch := p.leaderEpoch.Load() // 0 on a single node
@@ -557,9 +567,9 @@ func (p *Partition) AppendGuarded(origin Origin, one []byte, now int64, guard ui
 			if e, msg := p.producers.checkEpoch(h.ProducerID, h.ProducerEpoch); e != nil {
 				return AppendOutcome{Refused: e, Message: fmt.Sprintf("%s in partition %s-%d", msg, p.topic, p.index)}, nil
 			}
-		} else if dup, ok := p.producers.duplicate(&h); ok {
+		} else if dup, ok := p.producers.duplicate(h); ok {
 			return AppendOutcome{BaseOffset: dup.firstOffset(), End: dup.lastOffset + 1, Duplicate: true, Timestamp: dup.timestamp, LeaderEpoch: epoch}, nil
-		} else if e, msg := p.producers.check(&h); e != nil {
+		} else if e, msg := p.producers.check(h); e != nil {
 			return AppendOutcome{Refused: e, Message: fmt.Sprintf("%s in partition %s-%d", msg, p.topic, p.index)}, nil
 		}
 	}
@@ -591,7 +601,7 @@ func (p *Partition) AppendGuarded(origin Origin, one []byte, now int64, guard ui
 		p.takeSnapshot(first)
 	}
 	if idempotent {
-		p.producers.update(&h, first)
+		p.producers.update(h, first)
 	}
 	return AppendOutcome{BaseOffset: first, End: last + 1, LeaderEpoch: epoch}, nil
 }
