@@ -31,7 +31,7 @@ package broker
 // INVALID_RECORD naming each (v8+), as Kafka's LogValidator.
 //
 // A batch with a producer id goes through the producer state
-// (producer_state.go) as it is appended: a retry of one of the producer's
+// (partition/producer_state.go) as it is appended: a retry of one of the producer's
 // last five batches succeeds with the original offset and is not stored
 // again; an older epoch is INVALID_PRODUCER_EPOCH, a sequence that does not
 // follow OUT_OF_ORDER_SEQUENCE_NUMBER. Clients may not write internal topics
@@ -47,7 +47,7 @@ package broker
 // connections share one fsync (group commit), and the partitions of one
 // request are fsynced in parallel. acks=0 never waits for it: the fsync runs
 // in the background. Under flush.messages=1 consumers see the batch only
-// once it is fsynced (partition.highWatermark), as in Kafka. A failed fsync
+// once it is fsynced (partition.HighWatermark), as in Kafka. A failed fsync
 // fails the partition's log and answers KAFKA_STORAGE_ERROR, as does any
 // append error; the log then refuses writes until the broker restarts, and
 // its data stays readable.
@@ -67,6 +67,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-broker/gregor/broker/partition"
 	"github.com/gregor-broker/gregor/protocol/batch"
 )
 
@@ -90,7 +91,7 @@ func handleProduce(b *Broker, r *request, req *kmsg.ProduceRequest) (kmsg.Respon
 			sp := kmsg.NewProduceResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = -1, -1, -1
-			var p *partition
+			var p *partition.Partition
 			if t != nil {
 				p = b.partition(t, rp.Partition)
 			}
@@ -99,7 +100,7 @@ func handleProduce(b *Broker, r *request, req *kmsg.ProduceRequest) (kmsg.Respon
 				sp.ErrorCode = kerr.UnknownTopicID.Code
 			case p == nil:
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			case p.notLeader():
+			case p.NotLeader():
 				sp.ErrorCode = kerr.NotLeaderForPartition.Code
 				if req.Version >= 10 {
 					b.cluster.produceCurrentLeader(p, &sp, resp)
@@ -114,7 +115,7 @@ func handleProduce(b *Broker, r *request, req *kmsg.ProduceRequest) (kmsg.Respon
 					msg := "Cannot append to internal topic " + t.name
 					sp.ErrorMessage = &msg
 				}
-			case req.Acks == -1 && p.cluster.Load() != nil && !enoughISR(t, p, &sp, req.Version):
+			case req.Acks == -1 && p.State() != nil && !enoughISR(t, p, &sp, req.Version):
 				// NOT_ENOUGH_REPLICAS, nothing appended.
 			default:
 				if end, epoch := b.produceTo(r, req, t, p, rp.Records, &sp); end >= 0 {
@@ -127,7 +128,7 @@ func handleProduce(b *Broker, r *request, req *kmsg.ProduceRequest) (kmsg.Respon
 	}
 	if req.Acks == 0 {
 		for _, f := range flushes {
-			f.p.log.FlushAfterAppendAsync(f.end)
+			f.p.Log().FlushAfterAppendAsync(f.end)
 		}
 		b.throttleProduce(r) // muted without an answer, as Kafka
 		return nil, nil
@@ -146,7 +147,7 @@ func handleProduce(b *Broker, r *request, req *kmsg.ProduceRequest) (kmsg.Respon
 // partition, the offset after the batch, and where its answer is in the
 // response.
 type pendingFlush struct {
-	p                *partition
+	p                *partition.Partition
 	t                *topic
 	end              int64
 	epoch            int32 // the leader epoch of the append (cluster mode)
@@ -160,21 +161,21 @@ type pendingFlush struct {
 func (b *Broker) awaitFlushes(resp *kmsg.ProduceResponse, flushes []pendingFlush) {
 	errs := make([]error, len(flushes))
 	if len(flushes) == 1 {
-		errs[0] = flushes[0].p.log.FlushAfterAppend(flushes[0].end)
+		errs[0] = flushes[0].p.Log().FlushAfterAppend(flushes[0].end)
 	} else {
 		var wg sync.WaitGroup
 		for i, f := range flushes {
-			wg.Go(func() { errs[i] = f.p.log.FlushAfterAppend(f.end) })
+			wg.Go(func() { errs[i] = f.p.Log().FlushAfterAppend(f.end) })
 		}
 		wg.Wait()
 	}
 	for i, err := range errs {
 		f := flushes[i]
 		if err == nil {
-			f.p.appended() // the high watermark may have waited for the fsync
+			f.p.Appended() // the high watermark may have waited for the fsync
 			continue
 		}
-		b.log.Error("flush failed", "topic", f.p.topic, "partition", f.p.index, "err", err)
+		b.log.Error("flush failed", "topic", f.p.Topic(), "partition", f.p.Index(), "err", err)
 		sp := &resp.Topics[f.topic].Partitions[f.partition]
 		sp.ErrorCode = kerr.KafkaStorageError.Code
 		sp.ErrorMessage = nil
@@ -186,7 +187,7 @@ func (b *Broker) awaitFlushes(resp *kmsg.ProduceResponse, flushes []pendingFlush
 // It returns the offset after the batch when one was appended (or found to
 // be a duplicate) and the flush policy must be applied to it, else -1, and
 // the leader epoch it was appended at.
-func (b *Broker) produceTo(r *request, req *kmsg.ProduceRequest, t *topic, p *partition, records []byte, sp *kmsg.ProduceResponseTopicPartition) (int64, int32) {
+func (b *Broker) produceTo(r *request, req *kmsg.ProduceRequest, t *topic, p *partition.Partition, records []byte, sp *kmsg.ProduceResponseTopicPartition) (int64, int32) {
 	fail := func(e *kerr.Error, msg string) {
 		sp.ErrorCode = e.Code
 		if msg != "" && req.Version >= 8 {
@@ -199,7 +200,7 @@ func (b *Broker) produceTo(r *request, req *kmsg.ProduceRequest, t *topic, p *pa
 	// ReplicaManager lists (corrupt, too large) carry -1.
 	failInLog := func(e *kerr.Error, msg string) {
 		fail(e, msg)
-		sp.LogStartOffset = p.log.StartOffset()
+		sp.LogStartOffset = p.Log().StartOffset()
 	}
 	one, err := singleBatch(records)
 	if err != nil {
@@ -232,7 +233,7 @@ func (b *Broker) produceTo(r *request, req *kmsg.ProduceRequest, t *topic, p *pa
 		fail(batchErrorCode(err), err.Error())
 		return -1, 0
 	}
-	guard := unguarded
+	guard := partition.Unguarded
 	if info.Transactional() {
 		g, e, msg, err := b.verifyTxnBatch(r, req, p, &info.Header)
 		if err != nil {
@@ -248,7 +249,7 @@ func (b *Broker) produceTo(r *request, req *kmsg.ProduceRequest, t *topic, p *pa
 	}
 	if cfg.compact && info.NullKeys > 0 { // walk the records only when Validate counted a null key
 		if bad := nullKeys(one, r); len(bad) > 0 {
-			msg := fmt.Sprintf("Compacted topic cannot accept message without key in topic partition %s-%d.", p.topic, p.index)
+			msg := fmt.Sprintf("Compacted topic cannot accept message without key in topic partition %s-%d.", p.Topic(), p.Index())
 			failInLog(kerr.InvalidRecord, fmt.Sprintf("One or more records have been rejected due to %d record errors in total: %s", len(bad), msg))
 			if req.Version >= 8 {
 				for _, i := range bad {
@@ -274,32 +275,37 @@ func (b *Broker) produceTo(r *request, req *kmsg.ProduceRequest, t *topic, p *pa
 			return -1, 0
 		}
 	}
+	// stored is the header as the batch is stored, once stamped: the
+	// partition's producer state takes it from Validate rather than
+	// parsing the batch again.
+	stored := info.Header
 	if cfg.logAppendTime {
 		batch.SetLogAppendTime(one, now)
 		sp.LogAppendTime = now
+		stored.MaxTimestamp = now
 	} else if info.MaxTimestamp != info.Header.MaxTimestamp {
 		// Kafka corrects a batch whose header disagrees with its records.
 		batch.SetMaxTimestamp(one, false, info.MaxTimestamp)
+		stored.MaxTimestamp = info.MaxTimestamp
 	}
-	batch.SetPartitionLeaderEpoch(one, p.leaderEpoch.Load())
-	out, err := p.appendGuarded(originClient, one, now, guard)
+	out, err := p.AppendParsed(partition.OriginClient, one, &stored, now, guard)
 	switch {
 	case err != nil:
-		b.log.Error("append failed", "topic", p.topic, "partition", p.index, "err", err)
+		b.log.Error("append failed", "topic", p.Topic(), "partition", p.Index(), "err", err)
 		fail(kerr.KafkaStorageError, "")
 		return -1, 0
-	case out.refused != nil:
-		fail(out.refused, out.message)
+	case out.Refused != nil:
+		fail(out.Refused, out.Message)
 		return -1, 0
-	case out.duplicate:
-		sp.LogAppendTime = out.timestamp
+	case out.Duplicate:
+		sp.LogAppendTime = out.Timestamp
 	default:
-		p.appended()
+		p.Appended()
 		t.metrics.produced(len(one), info.NumRecords)
 	}
-	sp.BaseOffset = out.baseOffset
-	sp.LogStartOffset = p.log.StartOffset()
-	return out.end, out.leaderEpoch
+	sp.BaseOffset = out.BaseOffset
+	sp.LogStartOffset = p.Log().StartOffset()
+	return out.End, out.LeaderEpoch
 }
 
 // singleBatch returns the one batch a v3+ partition entry must hold. As in

@@ -55,6 +55,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-broker/gregor/broker/partition"
 	"github.com/gregor-broker/gregor/storage"
 )
 
@@ -117,12 +118,12 @@ func fetch(b *Broker, r *request, req *kmsg.FetchRequest) (kmsg.Response, error)
 			wake = make(chan struct{}, 1)
 		}
 		for _, p := range parts {
-			p.watch(wake)
+			p.Watch(wake)
 		}
 		// Re-check once registered: an append may have landed in between.
 		if t2, _, _ := b.readFetch(req, reply, replica); t2 >= int(req.MinBytes) {
 			for _, p := range parts {
-				p.unwatch(wake)
+				p.Unwatch(wake)
 			}
 			return reply, nil
 		}
@@ -135,7 +136,7 @@ func fetch(b *Broker, r *request, req *kmsg.FetchRequest) (kmsg.Response, error)
 		}
 		timer.Stop()
 		for _, p := range parts {
-			p.unwatch(wake)
+			p.Unwatch(wake)
 		}
 		if r.ctx.Err() != nil {
 			return nil, r.ctx.Err()
@@ -146,7 +147,7 @@ func fetch(b *Broker, r *request, req *kmsg.FetchRequest) (kmsg.Response, error)
 // readFetch fills reply from the logs, replacing what an earlier call put
 // there, and returns the record bytes gathered, whether any partition
 // failed, and the partitions read.
-func (b *Broker) readFetch(req *kmsg.FetchRequest, reply *fetchReply, replica int32) (total int, anyError bool, parts []*partition) {
+func (b *Broker) readFetch(req *kmsg.FetchRequest, reply *fetchReply, replica int32) (total int, anyError bool, parts []*partition.Partition) {
 	resp := reply.FetchResponse
 	reply.release()
 	reply.leaderThrottledBytes = 0
@@ -171,7 +172,7 @@ func (b *Broker) readFetch(req *kmsg.FetchRequest, reply *fetchReply, replica in
 			// themselves go in reply.records.
 			sp.RecordBatches = []byte{}
 			var records storage.Slice
-			var p *partition
+			var p *partition.Partition
 			if t != nil {
 				p = b.partition(t, rp.Partition)
 			}
@@ -184,7 +185,7 @@ func (b *Broker) readFetch(req *kmsg.FetchRequest, reply *fetchReply, replica in
 				// Kafka's error-only partition answer has an empty, non-null
 				// list of aborted transactions.
 				sp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
-			case p.notLeader() && !b.readsAsFollower(req, p):
+			case p.NotLeader() && !b.readsAsFollower(req, p):
 				sp.ErrorCode = kerr.NotLeaderForPartition.Code
 				sp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
 				if req.Version >= 12 {
@@ -224,19 +225,19 @@ func (b *Broker) readFetch(req *kmsg.FetchRequest, reply *fetchReply, replica in
 
 // readPartition fills sp's fields but the records, and returns the records
 // as a slice of the log, which the caller must release.
-func (b *Broker) readPartition(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopicPartition, p *partition, limit int, minOneBatch bool, sp *kmsg.FetchResponseTopicPartition) storage.Slice {
-	if e := checkLeaderEpoch(rp.CurrentLeaderEpoch, p.leaderEpoch.Load()); e != nil {
+func (b *Broker) readPartition(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopicPartition, p *partition.Partition, limit int, minOneBatch bool, sp *kmsg.FetchResponseTopicPartition) storage.Slice {
+	if e := checkLeaderEpoch(rp.CurrentLeaderEpoch, p.LeaderEpoch()); e != nil {
 		sp.ErrorCode = e.Code
 		return storage.Slice{}
 	}
-	hw, lso := p.highWatermark(), p.lastStableOffset()
+	hw, lso := p.HighWatermark(), p.LastStableOffset()
 	upTo := hw
 	if req.IsolationLevel == 1 {
 		upTo = lso
 		sp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
 	}
-	start := p.log.StartOffset()
-	if rp.FetchOffset < start || rp.FetchOffset > p.log.EndOffset() {
+	start := p.Log().StartOffset()
+	if rp.FetchOffset < start || rp.FetchOffset > p.Log().EndOffset() {
 		sp.ErrorCode = kerr.OffsetOutOfRange.Code
 		return storage.Slice{}
 	}
@@ -244,12 +245,12 @@ func (b *Broker) readPartition(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopic
 	if limit <= 0 && !minOneBatch {
 		return storage.Slice{}
 	}
-	records, err := p.log.ReadSlice(rp.FetchOffset, max(limit, 0), upTo)
+	records, err := p.Log().ReadSlice(rp.FetchOffset, max(limit, 0), upTo)
 	if err != nil {
 		if errors.Is(err, storage.ErrOffsetOutOfRange) {
 			sp.ErrorCode = kerr.OffsetOutOfRange.Code
 		} else {
-			b.log.Error("read failed", "topic", p.topic, "partition", p.index, "err", err)
+			b.log.Error("read failed", "topic", p.Topic(), "partition", p.Index(), "err", err)
 			sp.ErrorCode = kerr.KafkaStorageError.Code
 		}
 		sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
@@ -262,7 +263,7 @@ func (b *Broker) readPartition(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopic
 		return storage.Slice{}
 	}
 	if req.IsolationLevel == 1 && records.Len() > 0 {
-		sp.AbortedTransactions = abortedTransactions(p.log.AbortedTxns(rp.FetchOffset, records.NextOffset()))
+		sp.AbortedTransactions = abortedTransactions(p.Log().AbortedTxns(rp.FetchOffset, records.NextOffset()))
 	}
 	return records
 }

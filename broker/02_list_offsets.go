@@ -22,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-broker/gregor/broker/partition"
 	"github.com/gregor-broker/gregor/protocol/batch"
 )
 
@@ -57,7 +58,7 @@ func handleListOffsets(b *Broker, r *request, req *kmsg.ListOffsetsRequest) (kms
 			sp := kmsg.NewListOffsetsResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
-			var p *partition
+			var p *partition.Partition
 			if t != nil {
 				p = b.partition(t, rp.Partition)
 			}
@@ -66,15 +67,15 @@ func handleListOffsets(b *Broker, r *request, req *kmsg.ListOffsetsRequest) (kms
 				sp.ErrorCode = kerr.InvalidRequest.Code
 			case p == nil:
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			case p.notLeader():
+			case p.NotLeader():
 				sp.ErrorCode = kerr.NotLeaderForPartition.Code
 			default:
-				if e := checkLeaderEpoch(rp.CurrentLeaderEpoch, p.leaderEpoch.Load()); e != nil && req.Version >= 4 {
+				if e := checkLeaderEpoch(rp.CurrentLeaderEpoch, p.LeaderEpoch()); e != nil && req.Version >= 4 {
 					sp.ErrorCode = e.Code
 					break
 				}
 				if err := b.listOffset(req, r, p, rp.Timestamp, &sp); err != nil {
-					b.log.Error("list offsets failed", "topic", p.topic, "partition", p.index, "err", err)
+					b.log.Error("list offsets failed", "topic", p.Topic(), "partition", p.Index(), "err", err)
 					sp.ErrorCode = kerr.KafkaStorageError.Code
 					sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
 				}
@@ -86,23 +87,23 @@ func handleListOffsets(b *Broker, r *request, req *kmsg.ListOffsetsRequest) (kms
 	return resp, nil
 }
 
-func (b *Broker) listOffset(req *kmsg.ListOffsetsRequest, r *request, p *partition, ts int64, sp *kmsg.ListOffsetsResponseTopicPartition) error {
-	fetchable := p.highWatermark()
+func (b *Broker) listOffset(req *kmsg.ListOffsetsRequest, r *request, p *partition.Partition, ts int64, sp *kmsg.ListOffsetsResponseTopicPartition) error {
+	fetchable := p.HighWatermark()
 	if req.IsolationLevel == 1 {
-		fetchable = p.lastStableOffset()
+		fetchable = p.LastStableOffset()
 	}
 	v := req.Version
 	switch {
 	case ts == latestTimestamp:
-		sp.Offset, sp.LeaderEpoch = fetchable, p.leaderEpoch.Load()
+		sp.Offset, sp.LeaderEpoch = fetchable, p.LeaderEpoch()
 		return nil
 	case ts == earliestTimestamp, ts == earliestLocalTimestamp && v >= 8:
-		sp.Offset, sp.LeaderEpoch = p.log.StartOffset(), p.leaderEpoch.Load()
+		sp.Offset, sp.LeaderEpoch = p.Log().StartOffset(), p.LeaderEpoch()
 		return nil
 	case ts == latestTieredTimestamp && v >= 9, ts == earliestPendingUploadTimestamp && v >= 11:
 		return nil // no tiered storage: none
 	case ts == maxTimestamp && v >= 7:
-		one, found, err := p.log.MaxTimestampBatch()
+		one, found, err := p.Log().MaxTimestampBatch()
 		if err != nil || !found {
 			return err
 		}
@@ -111,7 +112,7 @@ func (b *Broker) listOffset(req *kmsg.ListOffsetsRequest, r *request, p *partiti
 		sp.ErrorCode = kerr.UnsupportedVersion.Code
 		return nil
 	default:
-		one, found, err := p.log.BatchAtTimestamp(ts)
+		one, found, err := p.Log().BatchAtTimestamp(ts)
 		if err != nil || !found {
 			return err
 		}

@@ -147,19 +147,19 @@ func (b *Broker) topicMetadata(req *kmsg.MetadataRequest, t *topic) kmsg.Metadat
 	}
 	for _, p := range b.partitions(t) {
 		mp := kmsg.NewMetadataResponseTopicPartition()
-		mp.Partition = p.index
-		if st := p.cluster.Load(); st != nil {
-			mp.Leader, mp.LeaderEpoch = st.leader, st.leaderEpoch
-			mp.Replicas, mp.ISR = st.replicas, st.isr
-			mp.OfflineReplicas = b.cluster.offline(st.replicas)
-			if st.leader < 0 {
+		mp.Partition = p.Index()
+		if st := p.State(); st != nil {
+			mp.Leader, mp.LeaderEpoch = st.Leader, st.LeaderEpoch
+			mp.Replicas, mp.ISR = st.Replicas, st.ISR
+			mp.OfflineReplicas = b.cluster.offline(st.Replicas)
+			if st.Leader < 0 {
 				mp.ErrorCode = kerr.LeaderNotAvailable.Code
 			}
 			mt.Partitions = append(mt.Partitions, mp)
 			continue
 		}
 		mp.Leader = b.cfg.NodeID
-		mp.LeaderEpoch = p.leaderEpoch.Load()
+		mp.LeaderEpoch = p.LeaderEpoch()
 		mp.Replicas = []int32{b.cfg.NodeID}
 		mp.ISR = []int32{b.cfg.NodeID}
 		mp.OfflineReplicas = []int32{}

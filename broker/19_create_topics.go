@@ -22,6 +22,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-broker/gregor/broker/partition"
 )
 
 func init() { register(19, 0, 7, handleCreateTopics) }
@@ -96,10 +98,10 @@ func handleCreateTopics(b *Broker, r *request, req *kmsg.CreateTopicsRequest) (k
 // createdReplicationFactor is the replication factor of a topic just
 // created: the number of replicas of its first partition in the metadata
 // image in cluster mode, 1 on a single node.
-func createdReplicationFactor(parts []*partition) int16 {
+func createdReplicationFactor(parts []*partition.Partition) int16 {
 	if len(parts) > 0 {
-		if st := parts[0].cluster.Load(); st != nil {
-			return int16(len(st.replicas))
+		if st := parts[0].State(); st != nil {
+			return int16(len(st.Replicas))
 		}
 	}
 	return 1

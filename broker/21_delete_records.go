@@ -33,6 +33,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-broker/gregor/broker/partition"
 	"github.com/gregor-broker/gregor/storage"
 )
 
@@ -49,7 +50,7 @@ func handleDeleteRecords(b *Broker, r *request, req *kmsg.DeleteRecordsRequest) 
 			sp := kmsg.NewDeleteRecordsResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.LowWatermark = -1
-			var p *partition
+			var p *partition.Partition
 			if t != nil {
 				p = b.partition(t, rp.Partition)
 			}
@@ -58,14 +59,14 @@ func handleDeleteRecords(b *Broker, r *request, req *kmsg.DeleteRecordsRequest) 
 				sp.ErrorCode = kerr.InvalidTopicException.Code
 			case p == nil:
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			case p.notLeader():
+			case p.NotLeader():
 				sp.ErrorCode = kerr.NotLeaderForPartition.Code
 			default:
 				if low, required, kErr := b.deleteRecords(t, p, rp.Offset); kErr != nil {
 					sp.ErrorCode = kErr.Code
 				} else {
 					sp.LowWatermark = low
-					if p.cluster.Load() != nil {
+					if p.State() != nil {
 						waits = append(waits, lowWatermarkWait{p: p, required: required, topic: ti, partition: len(st.Partitions)})
 					}
 				}
@@ -84,7 +85,7 @@ func handleDeleteRecords(b *Broker, r *request, req *kmsg.DeleteRecordsRequest) 
 
 // lowWatermarkWait is a DeleteRecords partition waiting for its followers.
 type lowWatermarkWait struct {
-	p                *partition
+	p                *partition.Partition
 	required         int64
 	topic, partition int
 }
@@ -95,11 +96,11 @@ type lowWatermarkWait struct {
 func awaitLowWatermarks(r *request, timeoutMs int32, resp *kmsg.DeleteRecordsResponse, waits []lowWatermarkWait) error {
 	wake := make(chan struct{}, 1)
 	for _, w := range waits {
-		w.p.watch(wake)
+		w.p.Watch(wake)
 	}
 	defer func() {
 		for _, w := range waits {
-			w.p.unwatch(wake)
+			w.p.Unwatch(wake)
 		}
 	}()
 	timer := time.NewTimer(time.Duration(max(timeoutMs, 0)) * time.Millisecond)
@@ -108,7 +109,7 @@ func awaitLowWatermarks(r *request, timeoutMs int32, resp *kmsg.DeleteRecordsRes
 		still := waits[:0]
 		for _, w := range waits {
 			sp := &resp.Topics[w.topic].Partitions[w.partition]
-			low, ok := w.p.lowWatermark()
+			low, ok := w.p.LowWatermark()
 			switch {
 			case !ok:
 				sp.ErrorCode, sp.LowWatermark = kerr.NotLeaderForPartition.Code, -1
@@ -149,7 +150,7 @@ func hasListItem(list, item string) bool {
 // deleteRecords moves p's log start offset to offset (-1: the high
 // watermark) and returns the new log start offset and the offset deleted
 // to.
-func (b *Broker) deleteRecords(t *topic, p *partition, offset int64) (int64, int64, *kerr.Error) {
+func (b *Broker) deleteRecords(t *topic, p *partition.Partition, offset int64) (int64, int64, *kerr.Error) {
 	policy, ok := b.topicConfigs(t)["cleanup.policy"]
 	if !ok {
 		policy, _ = topicDefault("cleanup.policy")(b)
@@ -158,17 +159,17 @@ func (b *Broker) deleteRecords(t *topic, p *partition, offset int64) (int64, int
 		return -1, -1, kerr.PolicyViolation
 	}
 	if offset == -1 {
-		offset = p.highWatermark()
+		offset = p.HighWatermark()
 	}
-	if offset < 0 || offset > p.highWatermark() {
+	if offset < 0 || offset > p.HighWatermark() {
 		return -1, -1, kerr.OffsetOutOfRange
 	}
-	if err := p.log.SetStartOffset(offset); err != nil {
+	if err := p.Log().SetStartOffset(offset); err != nil {
 		if errors.Is(err, storage.ErrClosed) { // deleted meanwhile
 			return -1, -1, kerr.UnknownTopicOrPartition
 		}
-		b.log.Error("deleting records failed", "topic", p.topic, "partition", p.index, "offset", offset, "err", err)
+		b.log.Error("deleting records failed", "topic", p.Topic(), "partition", p.Index(), "offset", offset, "err", err)
 		return -1, -1, kerr.KafkaStorageError
 	}
-	return p.log.StartOffset(), offset, nil
+	return p.Log().StartOffset(), offset, nil
 }

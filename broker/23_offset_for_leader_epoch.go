@@ -25,6 +25,8 @@ package broker
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-broker/gregor/broker/partition"
 )
 
 func init() { register(23, 2, 4, handleOffsetForLeaderEpoch) }
@@ -39,18 +41,18 @@ func handleOffsetForLeaderEpoch(b *Broker, r *request, req *kmsg.OffsetForLeader
 			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.LeaderEpoch, sp.EndOffset = -1, -1
-			var p *partition
+			var p *partition.Partition
 			if t != nil {
 				p = b.partition(t, rp.Partition)
 			}
 			if p == nil {
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			} else if p.notLeader() {
+			} else if p.NotLeader() {
 				sp.ErrorCode = kerr.NotLeaderForPartition.Code
-			} else if e := checkLeaderEpoch(rp.CurrentLeaderEpoch, p.leaderEpoch.Load()); e != nil {
+			} else if e := checkLeaderEpoch(rp.CurrentLeaderEpoch, p.LeaderEpoch()); e != nil {
 				sp.ErrorCode = e.Code
 			} else {
-				sp.LeaderEpoch, sp.EndOffset = p.log.EndOffsetForEpoch(rp.LeaderEpoch)
+				sp.LeaderEpoch, sp.EndOffset = p.Log().EndOffsetForEpoch(rp.LeaderEpoch)
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}

@@ -6,7 +6,7 @@ package broker
 //
 // The request a transaction coordinator sends to partition leaders to
 // complete a transaction: for each marker, a commit or abort control batch
-// for the producer in each named partition (partition.writeTxnMarker, the
+// for the producer in each named partition (partition.WriteTxnMarker, the
 // path Gregor's own coordinator takes in process for the partitions its
 // broker leads; in cluster mode it sends this request to the leaders of
 // the others, txn_marker_channel.go). Advertised, as Kafka 4.2 brokers
@@ -36,6 +36,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-broker/gregor/broker/partition"
 )
 
 func init() { registerScoped(everywhere, 27, 1, 2, handleWriteTxnMarkers) }
@@ -73,7 +75,7 @@ func handleWriteTxnMarkers(b *Broker, r *request, req *kmsg.WriteTxnMarkersReque
 // returns the partition's error code. In cluster mode it waits for the
 // in-sync replicas, or until stop is closed (the caller is going away).
 func (b *Broker) writeMarker(t *topic, index int32, m kmsg.WriteTxnMarkersRequestMarker, stop <-chan struct{}) int16 {
-	var p *partition
+	var p *partition.Partition
 	if t != nil {
 		p = b.partition(t, index)
 	}
@@ -85,41 +87,41 @@ func (b *Broker) writeMarker(t *topic, index int32, m kmsg.WriteTxnMarkersReques
 		// the marker there once its image says so.
 		return kerr.NotLeaderForPartition.Code
 	}
-	st := p.cluster.Load()
+	st := p.State()
 	minISR := 1
 	if st != nil {
 		minISR = t.effective.Load().minInsyncReplicas
-		if len(p.isrSnapshot()) < effectiveMinISR(minISR, len(st.replicas)) {
+		if len(p.ISR()) < partition.EffectiveMinISR(minISR, len(st.Replicas)) {
 			return kerr.NotEnoughReplicas.Code
 		}
 	}
-	leaderEpoch := p.leaderEpoch.Load()
-	tm := txnMarker{pid: m.ProducerID, epoch: m.ProducerEpoch, coordinatorEpoch: m.CoordinatorEpoch,
-		commit: m.Committed, transactionVersion: m.TransactionVersion}
-	var out markerOutcome
+	leaderEpoch := p.LeaderEpoch()
+	tm := partition.TxnMarker{PID: m.ProducerID, Epoch: m.ProducerEpoch, CoordinatorEpoch: m.CoordinatorEpoch,
+		Commit: m.Committed, TransactionVersion: m.TransactionVersion}
+	var out partition.MarkerOutcome
 	var err error
-	if p.topic == offsetsTopic {
+	if p.Topic() == offsetsTopic {
 		out, err = b.groups.writeMarker(p, tm)
 		if errors.Is(err, errGroupsStopped) {
 			return kerr.NotLeaderForPartition.Code
 		}
 	} else {
-		out, err = p.writeTxnMarker(tm, time.Now().UnixMilli())
+		out, err = p.WriteTxnMarker(tm, time.Now().UnixMilli())
 	}
 	switch {
 	case err != nil:
-		b.log.Error("writing a transaction marker failed", "topic", p.topic, "partition", p.index, "producer_id", m.ProducerID, "err", err)
+		b.log.Error("writing a transaction marker failed", "topic", p.Topic(), "partition", p.Index(), "producer_id", m.ProducerID, "err", err)
 		return kerr.KafkaStorageError.Code
-	case out.refused != nil:
-		b.log.Debug("transaction marker refused", "topic", p.topic, "partition", p.index, "reason", out.message)
-		return out.refused.Code
+	case out.Refused != nil:
+		b.log.Debug("transaction marker refused", "topic", p.Topic(), "partition", p.Index(), "reason", out.Message)
+		return out.Refused.Code
 	}
 	if st != nil {
 		// Kafka appends markers with acks=all: the coordinator completes
 		// the transaction only once every marker is on the in-sync
 		// replicas, so no leader change can lose one.
-		p.appended()
-		if err := awaitCoordinatorReplication(p, out.offset+1, leaderEpoch, minISR, interBrokerRequestTimeout, stop); err != nil {
+		p.Appended()
+		if err := awaitCoordinatorReplication(p, out.Offset+1, leaderEpoch, minISR, interBrokerRequestTimeout, stop); err != nil {
 			var ce *coordinatorAppendError
 			if errors.As(err, &ce) {
 				return ce.err.Code

@@ -19,6 +19,8 @@ import (
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-broker/gregor/broker/partition"
 )
 
 func init() { register(35, 1, 4, handleDescribeLogDirs) }
@@ -60,7 +62,7 @@ func handleDescribeLogDirs(b *Broker, r *request, req *kmsg.DescribeLogDirsReque
 		}
 		dt := kmsg.NewDescribeLogDirsResponseDirTopic()
 		dt.Topic = name
-		var parts []*partition
+		var parts []*partition.Partition
 		if ids := wanted[name]; ids == nil && req.Topics == nil {
 			parts = b.partitions(t)
 		} else {
@@ -73,15 +75,15 @@ func handleDescribeLogDirs(b *Broker, r *request, req *kmsg.DescribeLogDirsReque
 			}
 		}
 		for _, p := range parts {
-			st := p.cluster.Load()
-			if st != nil && !slices.Contains(st.replicas, b.cfg.NodeID) {
+			st := p.State()
+			if st != nil && !slices.Contains(st.Replicas, b.cfg.NodeID) {
 				continue // not a replica here
 			}
 			dp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
-			dp.Partition = p.index
-			dp.Size = p.log.Size()
+			dp.Partition = p.Index()
+			dp.Size = p.Log().Size()
 			if st != nil {
-				dp.OffsetLag = max(p.highWatermark()-p.log.EndOffset(), 0)
+				dp.OffsetLag = max(p.HighWatermark()-p.Log().EndOffset(), 0)
 			}
 			dt.Partitions = append(dt.Partitions, dp)
 		}

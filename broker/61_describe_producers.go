@@ -14,12 +14,12 @@ package broker
 // dropped first, as an append would.
 
 import (
-	"cmp"
-	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-broker/gregor/broker/partition"
 )
 
 func init() { register(61, 0, 0, handleDescribeProducers) }
@@ -40,7 +40,7 @@ func handleDescribeProducers(b *Broker, _ *request, req *kmsg.DescribeProducersR
 		for _, index := range rt.Partitions {
 			sp := kmsg.NewDescribeProducersResponseTopicPartition()
 			sp.Partition = index
-			var p *partition
+			var p *partition.Partition
 			if topicErr == nil {
 				p = b.partition(t, index)
 			}
@@ -49,32 +49,14 @@ func handleDescribeProducers(b *Broker, _ *request, req *kmsg.DescribeProducersR
 				sp.ErrorCode, sp.ErrorMessage = topicErr.Code, topicMsg
 			case p == nil:
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			case p.notLeader():
+			case p.NotLeader():
 				sp.ErrorCode = kerr.NotLeaderForPartition.Code
 			default:
-				sp.ActiveProducers = p.activeProducers(time.Now().UnixMilli())
+				sp.ActiveProducers = p.ActiveProducers(time.Now().UnixMilli())
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
 	return resp, nil
-}
-
-// activeProducers lists p's producer state for DescribeProducers.
-func (p *partition) activeProducers(now int64) []kmsg.DescribeProducersResponseTopicPartitionActiveProducer {
-	p.appendMu.Lock()
-	defer p.appendMu.Unlock()
-	p.producers.maybeRemoveExpired(now)
-	out := make([]kmsg.DescribeProducersResponseTopicPartitionActiveProducer, 0, len(p.producers.byID))
-	for pid, e := range p.producers.byID {
-		ap := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
-		ap.ProducerID, ap.ProducerEpoch, ap.LastSequence, ap.LastTimestamp = pid, int32(e.epoch), e.lastSeq(), e.lastTimestamp
-		ap.CoordinatorEpoch, ap.CurrentTxnStartOffset = e.coordinatorEpoch, e.txnFirstOffset
-		out = append(out, ap)
-	}
-	slices.SortFunc(out, func(a, b kmsg.DescribeProducersResponseTopicPartitionActiveProducer) int {
-		return cmp.Compare(a.ProducerID, b.ProducerID)
-	})
-	return out
 }

@@ -100,20 +100,20 @@ func handleDescribeTopicPartitions(b *Broker, r *request, req *kmsg.DescribeTopi
 		for i := first; i < upper; i++ {
 			p := parts[i]
 			sp := kmsg.NewDescribeTopicPartitionsResponseTopicPartition()
-			sp.Partition = p.index
+			sp.Partition = p.Index()
 			sp.LeaderID = b.cfg.NodeID
-			sp.LeaderEpoch = p.leaderEpoch.Load()
+			sp.LeaderEpoch = p.LeaderEpoch()
 			sp.Replicas = []int32{b.cfg.NodeID}
 			sp.ISR = []int32{b.cfg.NodeID}
 			sp.EligibleLeaderReplicas = []int32{}
 			sp.LastKnownELR = []int32{}
 			sp.OfflineReplicas = []int32{}
-			if st := p.cluster.Load(); st != nil {
+			if st := p.State(); st != nil {
 				// The image's leadership, replicas and ISR.
-				sp.LeaderID, sp.LeaderEpoch = st.leader, st.leaderEpoch
-				sp.Replicas, sp.ISR = st.replicas, st.isr
-				sp.OfflineReplicas = b.cluster.offline(st.replicas)
-				if st.leader < 0 {
+				sp.LeaderID, sp.LeaderEpoch = st.Leader, st.LeaderEpoch
+				sp.Replicas, sp.ISR = st.Replicas, st.ISR
+				sp.OfflineReplicas = b.cluster.offline(st.Replicas)
+				if st.Leader < 0 {
 					sp.ErrorCode = kerr.LeaderNotAvailable.Code
 				}
 			}

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/gregor-broker/gregor/broker/partition"
 	"github.com/gregor-broker/gregor/vfs"
 )
 
@@ -291,9 +292,9 @@ func (b *Broker) close(controlled bool) error {
 		defer b.mu.Unlock()
 		for _, t := range b.catalog.byName {
 			for _, p := range t.partitions {
-				p.close()
-				p.snapshotAtClose()
-				if err := p.log.Close(); err != nil {
+				p.Close()
+				p.SnapshotAtClose()
+				if err := p.Log().Close(); err != nil {
 					errs = append(errs, err)
 				}
 			}
@@ -366,14 +367,14 @@ func (b *Broker) lookupTopicRef(byID bool, name string, id [16]byte) *topic {
 }
 
 // partitions returns a snapshot of t's partitions.
-func (b *Broker) partitions(t *topic) []*partition {
+func (b *Broker) partitions(t *topic) []*partition.Partition {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	return t.partitions
 }
 
 // partition returns partition p of t, or nil.
-func (b *Broker) partition(t *topic, p int32) *partition {
+func (b *Broker) partition(t *topic, p int32) *partition.Partition {
 	parts := b.partitions(t)
 	if p < 0 || int(p) >= len(parts) {
 		return nil

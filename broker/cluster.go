@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-broker/gregor/broker/partition"
 	"github.com/gregor-broker/gregor/coordinator/controller"
 	"github.com/gregor-broker/gregor/coordinator/controller/metadata"
 )
@@ -81,17 +82,6 @@ type cluster struct {
 	cancel context.CancelFunc
 	stop   chan struct{}
 	wg     sync.WaitGroup
-}
-
-// partitionState is a partition's replica set and leadership from the
-// image, as this broker serves it.
-type partitionState struct {
-	leader         int32
-	leaderEpoch    int32
-	partitionEpoch int32
-	replicas       []int32
-	isr            []int32
-	local          bool // this broker leads the partition
 }
 
 // isCluster reports whether the broker runs in cluster mode.
@@ -452,18 +442,18 @@ func (c *cluster) syncImage(im *metadata.Image) {
 			}
 		}
 		for _, p := range t.partitions {
-			mp := mt.Partitions[p.index]
+			mp := mt.Partitions[p.Index()]
 			if mp == nil {
 				continue
 			}
-			st := &partitionState{
-				leader: mp.Leader, leaderEpoch: mp.LeaderEpoch, partitionEpoch: mp.PartitionEpoch,
-				replicas: mp.Replicas, isr: mp.ISR, local: mp.Leader == self,
+			st := &partition.State{
+				Leader: mp.Leader, LeaderEpoch: mp.LeaderEpoch, PartitionEpoch: mp.PartitionEpoch,
+				Replicas: mp.Replicas, ISR: mp.ISR, Local: mp.Leader == self,
 			}
 			// Published at once, under Broker.mu with the topic, so that no
 			// request sees the partition without its leadership; appends
-			// wait for the role itself (applyRoles, appendGuarded).
-			p.cluster.Store(st)
+			// wait for the role itself (applyRoles, AppendGuarded).
+			p.SetState(st)
 			roles = append(roles, roleChange{p: p, t: t, topicID: t.id, st: st})
 		}
 	}
@@ -586,26 +576,26 @@ func brokerEndpoint(br *metadata.Broker) (string, int32) {
 // leaderEndpoint returns the leader of a partition led elsewhere and its
 // endpoint, for KIP-951's current leader in Produce and Fetch responses;
 // ok is false when the partition has no leader or it is unknown.
-func (c *cluster) leaderEndpoint(p *partition) (st *partitionState, br *metadata.Broker, ok bool) {
-	st = p.cluster.Load()
-	if st == nil || st.leader < 0 {
+func (c *cluster) leaderEndpoint(p *partition.Partition) (st *partition.State, br *metadata.Broker, ok bool) {
+	st = p.State()
+	if st == nil || st.Leader < 0 {
 		return st, nil, false
 	}
 	im := c.currentImage()
-	if im == nil || im.Brokers[st.leader] == nil {
+	if im == nil || im.Brokers[st.Leader] == nil {
 		return st, nil, false
 	}
-	return st, im.Brokers[st.leader], true
+	return st, im.Brokers[st.Leader], true
 }
 
 // currentLeader fills KIP-951's current leader of a partition led
 // elsewhere into a Produce v10+ or Fetch v12+ answer (setLeader), and
 // returns the leader's broker when its endpoint belongs in the response's
 // node endpoints: not already listed (listed), and withEndpoints.
-func (c *cluster) currentLeader(p *partition, setLeader func(id, epoch int32), listed func(id int32) bool, withEndpoints bool) (*metadata.Broker, bool) {
+func (c *cluster) currentLeader(p *partition.Partition, setLeader func(id, epoch int32), listed func(id int32) bool, withEndpoints bool) (*metadata.Broker, bool) {
 	st, br, ok := c.leaderEndpoint(p)
 	if st != nil {
-		setLeader(st.leader, st.leaderEpoch)
+		setLeader(st.Leader, st.LeaderEpoch)
 	}
 	if !ok || !withEndpoints || listed(br.ID) {
 		return nil, false
@@ -625,7 +615,7 @@ func rackOf(br *metadata.Broker) *string {
 // produceCurrentLeader fills KIP-951's current leader of a partition led
 // elsewhere into a Produce v10+ answer, and the leader's endpoint into the
 // response's node endpoints, so the client re-routes at once.
-func (c *cluster) produceCurrentLeader(p *partition, sp *kmsg.ProduceResponseTopicPartition, resp *kmsg.ProduceResponse) {
+func (c *cluster) produceCurrentLeader(p *partition.Partition, sp *kmsg.ProduceResponseTopicPartition, resp *kmsg.ProduceResponse) {
 	br, ok := c.currentLeader(p,
 		func(id, epoch int32) { sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = id, epoch },
 		func(id int32) bool {
@@ -641,7 +631,7 @@ func (c *cluster) produceCurrentLeader(p *partition, sp *kmsg.ProduceResponseTop
 
 // fetchCurrentLeader is produceCurrentLeader for Fetch v12+ (node
 // endpoints from v16).
-func (c *cluster) fetchCurrentLeader(p *partition, sp *kmsg.FetchResponseTopicPartition, resp *kmsg.FetchResponse) {
+func (c *cluster) fetchCurrentLeader(p *partition.Partition, sp *kmsg.FetchResponseTopicPartition, resp *kmsg.FetchResponse) {
 	br, ok := c.currentLeader(p,
 		func(id, epoch int32) { sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = id, epoch },
 		func(id int32) bool {

@@ -19,24 +19,28 @@
 // inside the response, and a Go error returned from a handler means one
 // thing: close the connection.
 //
-// Imports: coordinator/group, coordinator/txn, protocol, protocol/batch and
-// storage of this project; never cmd.
+// A partition's own state (its log, producer state, leader epoch, high
+// watermark, role and ISR) is package partition's Partition; this package
+// reaches it only through Partition's methods.
 //
-// Lock order: Broker.mu (topic map and producer ids) before
-// partition.appendMu (an append and its producer-state check) before
-// partition.mu (fetch waiters); storage.Log's own locks come last.
-// replicaState.mu (a partition's replication state, replica.go) comes
-// after partition.appendMu and before storage.Log's locks, and is released
-// before waiters are woken (partition.mu); a replica fetcher (replica_fetcher.go) takes a
-// partition's appendMu to append, holding nothing else, and an acks=all
+// Imports: broker/partition, coordinator/group, coordinator/txn, protocol,
+// protocol/batch and storage of this project; never cmd.
+//
+// Lock order: Broker.mu (topic map and producer ids) before a partition's
+// locks, which come in the order partition.Partition documents (its
+// appendMu, an append and its producer-state check, before its replication
+// state's lock, before storage.Log's own locks; its waiters' lock a leaf).
+// Partition's methods take and release them: no caller here holds one
+// across a call. A replica fetcher (replica_fetcher.go) appends through a
+// partition's appendMu, holding nothing else, and an acks=all
 // produce waits for the high watermark holding no lock. No lock
 // is taken while holding a later one. A produce waits for the fsync its
 // flush policy demands (storage.Log.FlushAfterAppend) holding none of
 // these, so that appends from other connections join the same fsync. The group coordinator's goroutine
 // (groups.go) holds no lock of its own: it takes Broker.mu to create
-// __consumer_offsets and partition.appendMu to append to it, like any
+// __consumer_offsets and a partition's appendMu to append to it, like any
 // handler. The transaction coordinator's goroutine (txns.go) likewise
-// holds no lock of its own: it takes partition.appendMu to append to
+// holds no lock of its own: it takes a partition's appendMu to append to
 // __transaction_state, to write markers and to set a verification guard.
 // A transactional produce takes a partition's appendMu only to look at the
 // producer's open transaction and releases it before it calls the

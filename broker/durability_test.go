@@ -165,7 +165,7 @@ func TestFlushMsSyncsWithoutDelayingTheProducer(t *testing.T) {
 		t.Fatal(kerr.ErrorForCode(got.ErrorCode))
 	}
 	p := b.partition(b.lookupTopicRef(false, "ms", [16]byte{}), 0)
-	waitFor(t, "the flush.ms background fsync", func() bool { return p.log.DurableOffset() == 3 })
+	waitFor(t, "the flush.ms background fsync", func() bool { return p.Log().DurableOffset() == 3 })
 }
 
 func TestProduceAcksZeroWithFlushMessagesOneSyncsInBackground(t *testing.T) {
@@ -174,7 +174,7 @@ func TestProduceAcksZeroWithFlushMessagesOneSyncsInBackground(t *testing.T) {
 	createTopic(t, c, "z", 1, nil)
 	c.send(produceRequest(9, 0, "z", 0, makeBatch(t, batch.None, 2, time.Now().UnixMilli())))
 	p := b.partition(b.lookupTopicRef(false, "z", [16]byte{}), 0)
-	waitFor(t, "the acks=0 append to be fsynced", func() bool { return p.log.DurableOffset() == 2 })
+	waitFor(t, "the acks=0 append to be fsynced", func() bool { return p.Log().DurableOffset() == 2 })
 }
 
 // faultsUnder returns an injector failing the given operations on paths

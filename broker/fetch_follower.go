@@ -45,6 +45,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-broker/gregor/broker/partition"
 )
 
 // RackAwareReplicaSelector is the value of replica.selector.class that
@@ -80,12 +82,12 @@ func consumerFetch(req *kmsg.FetchRequest) bool { return fetchReplicaID(req) < 0
 // although another broker (or none) leads p: it is one of p's replicas and
 // req is a consumer fetch v11+. The read then goes through readPartition
 // like the leader's, against this replica's log and high watermark.
-func (b *Broker) readsAsFollower(req *kmsg.FetchRequest, p *partition) bool {
+func (b *Broker) readsAsFollower(req *kmsg.FetchRequest, p *partition.Partition) bool {
 	if req.Version < 11 || !consumerFetch(req) {
 		return false
 	}
-	st := p.cluster.Load()
-	if st == nil || st.local || !slices.Contains(st.replicas, b.cfg.NodeID) {
+	st := p.State()
+	if st == nil || st.Local || !slices.Contains(st.Replicas, b.cfg.NodeID) {
 		return false
 	}
 	b.metrics.fetchFromFollower.followerReads.Inc()
@@ -105,15 +107,15 @@ type replicaView struct {
 // readReplicaView returns the leader's view of follower id of p for a fetch
 // at offset (Kafka's DefaultReplicaView from the follower's Replica
 // state): its log end offset and time since it was last caught up, from
-// its fetches (replica.go), and whether it holds the offset. ok is false
+// its fetches (partition/replica.go), and whether it holds the offset. ok is false
 // while the leader has not seen the follower fetch since taking the lead.
-func readReplicaView(p *partition, id int32, rack string, offset, now int64) (v replicaView, ok bool) {
-	leo, caughtUp, ok := p.followerView(id)
+func readReplicaView(p *partition.Partition, id int32, rack string, offset, now int64) (v replicaView, ok bool) {
+	leo, caughtUp, ok := p.FollowerView(id)
 	if !ok {
 		return replicaView{}, false
 	}
 	return replicaView{id: id, rack: rack, logEndOffset: leo, sinceCaughtUpMs: now - caughtUp,
-		holdsFetchedOffset: offset <= leo && offset >= p.log.StartOffset()}, true
+		holdsFetchedOffset: offset <= leo && offset >= p.Log().StartOffset()}, true
 }
 
 // selectReadReplica is Kafka's RackAwareReplicaSelector.select over the
@@ -155,12 +157,12 @@ func moreCaughtUp(a, b replicaView) bool {
 // consumer fetch req (at rp) to, or -1 to serve it here: Kafka's
 // findPreferredReadReplica, with the selector configured, on the leader,
 // for a consumer fetch v11+.
-func (b *Broker) preferredReadReplica(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopicPartition, p *partition) int32 {
+func (b *Broker) preferredReadReplica(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopicPartition, p *partition.Partition) int32 {
 	if b.cfg.ReplicaSelectorClass != RackAwareReplicaSelector || !b.isCluster() || req.Version < 11 || !consumerFetch(req) {
 		return -1
 	}
-	st := p.cluster.Load()
-	if st == nil || !st.local || req.Rack == "" {
+	st := p.State()
+	if st == nil || !st.Local || req.Rack == "" {
 		return -1
 	}
 	im := b.cluster.currentImage()
@@ -174,9 +176,9 @@ func (b *Broker) preferredReadReplica(req *kmsg.FetchRequest, rp kmsg.FetchReque
 		return ""
 	}
 	self, now := b.cfg.NodeID, time.Now().UnixMilli()
-	leader := replicaView{id: self, rack: rackOf(self), logEndOffset: p.log.EndOffset()}
+	leader := replicaView{id: self, rack: rackOf(self), logEndOffset: p.Log().EndOffset()}
 	var followers []replicaView
-	for _, id := range st.isr {
+	for _, id := range st.ISR {
 		if id == self {
 			continue
 		}
@@ -196,12 +198,12 @@ func (b *Broker) preferredReadReplica(req *kmsg.FetchRequest, rp kmsg.FetchReque
 // answerWithReadReplica fills sp for a read the leader sends to replica
 // id: no records, the leader's offsets, after the leader epoch check
 // Kafka's fetchOffsetSnapshot makes.
-func (b *Broker) answerWithReadReplica(rp kmsg.FetchRequestTopicPartition, p *partition, id int32, sp *kmsg.FetchResponseTopicPartition) {
-	if e := checkLeaderEpoch(rp.CurrentLeaderEpoch, p.leaderEpoch.Load()); e != nil {
+func (b *Broker) answerWithReadReplica(rp kmsg.FetchRequestTopicPartition, p *partition.Partition, id int32, sp *kmsg.FetchResponseTopicPartition) {
+	if e := checkLeaderEpoch(rp.CurrentLeaderEpoch, p.LeaderEpoch()); e != nil {
 		sp.ErrorCode = e.Code
 		return
 	}
-	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = p.highWatermark(), p.lastStableOffset(), p.log.StartOffset()
+	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = p.HighWatermark(), p.LastStableOffset(), p.Log().StartOffset()
 	sp.PreferredReadReplica = id
 	b.metrics.fetchFromFollower.preferredReplicaTo.Inc()
 }

@@ -38,6 +38,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/gregor-broker/gregor/broker/partition"
 	"github.com/gregor-broker/gregor/coordinator/group"
 	"github.com/gregor-broker/gregor/protocol/batch"
 )
@@ -56,7 +57,7 @@ type groupCoordinator struct {
 	// Owned by the run goroutine.
 	coordCfg group.Config
 	coord    *group.Coordinator
-	parts    []*partition
+	parts    []*partition.Partition
 	loaded   map[int32]int32 // cluster mode: the partitions loaded, with their leader epochs
 	stopping <-chan struct{} // closed when the coordinator stops
 	nextID   group.ReplyID
@@ -148,18 +149,18 @@ func (gc *groupCoordinator) replayPartitions(only map[int32]bool) error {
 	}
 	for _, p := range gc.parts {
 		if led != nil {
-			if _, ok := led[p.index]; !ok {
+			if _, ok := led[p.Index()]; !ok {
 				continue // another broker coordinates its groups
 			}
 		}
-		if only != nil && !only[p.index] {
+		if only != nil && !only[p.Index()] {
 			continue
 		}
 		end := coordinatorLoadEnd(p)
-		for off := p.log.StartOffset(); off < end; {
-			data, err := p.log.Read(off, 1<<20, end)
+		for off := p.Log().StartOffset(); off < end; {
+			data, err := p.Log().Read(off, 1<<20, end)
 			if err != nil {
-				return fmt.Errorf("broker: replaying %s-%d: %w", offsetsTopic, p.index, err)
+				return fmt.Errorf("broker: replaying %s-%d: %w", offsetsTopic, p.Index(), err)
 			}
 			if len(data) == 0 {
 				break
@@ -174,7 +175,7 @@ func (gc *groupCoordinator) replayPartitions(only map[int32]bool) error {
 						return fmt.Errorf("the control batch at offset %d: %w", h.BaseOffset, err)
 					}
 					if ok {
-						gc.coord.CompleteTransaction(now, h.ProducerID, p.index, int32(len(gc.parts)), m.Commit)
+						gc.coord.CompleteTransaction(now, h.ProducerID, p.Index(), int32(len(gc.parts)), m.Commit)
 					}
 					return nil
 				}
@@ -197,7 +198,7 @@ func (gc *groupCoordinator) replayPartitions(only map[int32]bool) error {
 						// Not a record Gregor writes (a client produced
 						// to the topic, or a share or streams group
 						// record): skipped.
-						gc.b.log.Warn("skipping a record of "+offsetsTopic, "partition", p.index, "err", err)
+						gc.b.log.Warn("skipping a record of "+offsetsTopic, "partition", p.Index(), "err", err)
 					case err != nil:
 						loadErr = err
 						return false
@@ -214,7 +215,7 @@ func (gc *groupCoordinator) replayPartitions(only map[int32]bool) error {
 				return loadErr
 			})
 			if err != nil {
-				return fmt.Errorf("broker: replaying %s-%d: %w", offsetsTopic, p.index, err)
+				return fmt.Errorf("broker: replaying %s-%d: %w", offsetsTopic, p.Index(), err)
 			}
 		}
 	}
@@ -406,7 +407,7 @@ type recordBatch struct {
 // producer for transactional records: those go in a transactional batch
 // with the producer's id and epoch and no sequence, as Kafka's
 // coordinator writes them, checked for the producer epoch only
-// (originCoordinator).
+// (OriginCoordinator).
 func (gc *groupCoordinator) appendRecords(recs []group.Record) error {
 	if gc.parts == nil {
 		if err := gc.createOffsetsTopic(); err != nil {
@@ -445,10 +446,7 @@ func (gc *groupCoordinator) txnAppendError(groupID string, producer group.Produc
 		return nil
 	}
 	p := gc.parts[group.PartitionFor(groupID, int32(len(gc.parts)))]
-	p.appendMu.Lock()
-	defer p.appendMu.Unlock()
-	e, _ := p.producers.checkEpoch(producer.ID, producer.Epoch)
-	return e
+	return p.CheckProducerEpoch(producer.ID, producer.Epoch)
 }
 
 // writeMarker writes transaction marker m in p, a partition of
@@ -458,8 +456,8 @@ func (gc *groupCoordinator) txnAppendError(groupID string, producer group.Produc
 // Broker.writeMarker does for that topic, as Kafka delegates those markers
 // to its group coordinator (GroupCoordinator.completeTransaction). A
 // refused or failed marker completes nothing.
-func (gc *groupCoordinator) writeMarker(p *partition, m txnMarker) (markerOutcome, error) {
-	var out markerOutcome
+func (gc *groupCoordinator) writeMarker(p *partition.Partition, m partition.TxnMarker) (partition.MarkerOutcome, error) {
+	var out partition.MarkerOutcome
 	var werr error
 	err := gc.do(func(c *group.Coordinator, now int64) {
 		if gc.parts == nil { // created by another broker (cluster mode)
@@ -467,13 +465,13 @@ func (gc *groupCoordinator) writeMarker(p *partition, m txnMarker) (markerOutcom
 				gc.parts = gc.b.partitions(t)
 			}
 		}
-		out, werr = p.writeTxnMarker(m, now)
-		if werr == nil && out.refused == nil && len(gc.parts) > 0 {
-			c.CompleteTransaction(now, m.pid, p.index, int32(len(gc.parts)), m.commit)
+		out, werr = p.WriteTxnMarker(m, now)
+		if werr == nil && out.Refused == nil && len(gc.parts) > 0 {
+			c.CompleteTransaction(now, m.PID, p.Index(), int32(len(gc.parts)), m.Commit)
 		}
 	})
 	if err != nil {
-		return markerOutcome{}, err
+		return partition.MarkerOutcome{}, err
 	}
 	return out, werr
 }

@@ -109,7 +109,7 @@ func TestIdempotentProduceRules(t *testing.T) {
 			createTopic(t, c, topic, 1, nil)
 			p := b.lookupTopic(topic).partitions[0]
 			for j, s := range tt.steps {
-				end := p.log.EndOffset()
+				end := p.Log().EndOffset()
 				got := produceRaw(c, 9, -1, topic, 0, idempotentBatch(t, s.pid, s.epoch, s.seq, s.n, now))
 				wantOffset, wantEnd := end, end+int64(s.n)
 				switch {
@@ -125,8 +125,8 @@ func TestIdempotentProduceRules(t *testing.T) {
 					}
 					t.Fatalf("step %d %+v: error %v, want %v (%s)", j, s, err, s.want, msg)
 				}
-				if got.BaseOffset != wantOffset || p.log.EndOffset() != wantEnd {
-					t.Fatalf("step %d %+v: offset %d, log end %d; want %d, %d", j, s, got.BaseOffset, p.log.EndOffset(), wantOffset, wantEnd)
+				if got.BaseOffset != wantOffset || p.Log().EndOffset() != wantEnd {
+					t.Fatalf("step %d %+v: offset %d, log end %d; want %d, %d", j, s, got.BaseOffset, p.Log().EndOffset(), wantOffset, wantEnd)
 				}
 			}
 		})
@@ -173,30 +173,6 @@ func TestIdempotentStateIsPerPartition(t *testing.T) {
 				t.Fatalf("partition %d seq %d: %v at %d", part, seq, kerr.ErrorForCode(got.ErrorCode), got.BaseOffset)
 			}
 		}
-	}
-}
-
-func TestIdempotentProducerExpires(t *testing.T) {
-	var s producerStates
-	now := time.Now().UnixMilli()
-	s.lastSweep = now
-	h := batch.Header{ProducerID: 1, ProducerEpoch: 0, BaseSequence: 0, LastOffsetDelta: 0, MaxTimestamp: now}
-	s.update(&h, 0)
-	later := batch.Header{ProducerID: 1, ProducerEpoch: 0, BaseSequence: 7}
-	if e, _ := s.check(&later); e != kerr.OutOfOrderSequenceNumber {
-		t.Fatalf("a known producer skipping sequences: %v", e)
-	}
-	s.maybeRemoveExpired(now + producerIDExpirationCheckMs - 1)
-	s.maybeRemoveExpired(now + producerIDExpirationMs - 1)
-	if len(s.byID) != 1 {
-		t.Fatal("the producer expired early")
-	}
-	s.maybeRemoveExpired(now + producerIDExpirationMs + producerIDExpirationCheckMs)
-	if len(s.byID) != 0 {
-		t.Fatal("the producer did not expire")
-	}
-	if e, _ := s.check(&later); e != nil {
-		t.Fatalf("an expired producer is unknown and may start anywhere: %v", e)
 	}
 }
 
@@ -395,10 +371,10 @@ func TestIdempotentConcurrentConnectionsSamePID(t *testing.T) {
 		}
 	}
 	p := b.lookupTopic("race").partitions[0]
-	if end := p.log.EndOffset(); end != rounds*perBatch {
+	if end := p.Log().EndOffset(); end != rounds*perBatch {
 		t.Fatalf("log end %d, want %d", end, rounds*perBatch)
 	}
-	data, err := p.log.Read(0, math.MaxInt32, p.log.EndOffset())
+	data, err := p.Log().Read(0, math.MaxInt32, p.Log().EndOffset())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -447,7 +423,7 @@ func TestFranzGoIdempotentExactlyOnceThroughLostResponses(t *testing.T) {
 	if proxy.lost.Load() == 0 {
 		t.Fatal("the proxy lost no Produce response: nothing was retried")
 	}
-	if end := b.lookupTopic(topic).partitions[0].log.EndOffset(); end != recordsPerTest {
+	if end := b.lookupTopic(topic).partitions[0].Log().EndOffset(); end != recordsPerTest {
 		t.Fatalf("log end %d after %d lost responses, want %d", end, proxy.lost.Load(), recordsPerTest)
 	}
 	franzConsume(t, ctx, b.Addr(), topic, want)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/gregor-broker/gregor/broker/partition"
 	"github.com/gregor-broker/gregor/coordinator/controller"
 	"github.com/gregor-broker/gregor/protocol/batch"
 )
@@ -43,7 +44,7 @@ const clusterMetadataTopic = controller.MetadataDir
 
 // createInternalTopic creates the internal topic c describes, or finds it
 // if it exists, and returns its partitions.
-func (b *Broker) createInternalTopic(c topicCreation) ([]*partition, error) {
+func (b *Broker) createInternalTopic(c topicCreation) ([]*partition.Partition, error) {
 	t, kErr, msg := b.createTopic(c)
 	if errors.Is(kErr, kerr.TopicAlreadyExists) {
 		t, kErr = b.lookupTopic(c.name), nil
@@ -58,7 +59,7 @@ func (b *Broker) createInternalTopic(c topicCreation) ([]*partition, error) {
 // then waits for p's flush policy. A producer id of -1 makes an ordinary
 // batch; any other makes a transactional batch of that producer and epoch
 // with no sequence, as Kafka's coordinators write transactional offset
-// commits, checked for the producer epoch only (originCoordinator). The
+// commits, checked for the producer epoch only (OriginCoordinator). The
 // coordinator calling it is the partition's only writer, so a refusal
 // means its state is not the partition's: an error, like a failed write.
 //
@@ -69,73 +70,73 @@ func (b *Broker) createInternalTopic(c topicCreation) ([]*partition, error) {
 // NOT_ENOUGH_REPLICAS_AFTER_APPEND, NOT_LEADER_OR_FOLLOWER, or
 // REQUEST_TIMED_OUT after timeout). The coordinator's goroutine waits,
 // until stop is closed at the latest (the coordinator is stopping).
-func (b *Broker) appendCoordinatorBatch(p *partition, pid int64, epoch int16, recs []batch.Record, now int64, timeout time.Duration, stop <-chan struct{}) error {
+func (b *Broker) appendCoordinatorBatch(p *partition.Partition, pid int64, epoch int16, recs []batch.Record, now int64, timeout time.Duration, stop <-chan struct{}) error {
 	if !b.leadsHere(p) {
-		return fmt.Errorf("%w: %s-%d", errNotLocalLeader, p.topic, p.index)
+		return fmt.Errorf("%w: %s-%d", errNotLocalLeader, p.Topic(), p.Index())
 	}
-	st := p.cluster.Load()
+	st := p.State()
 	minISR := 1
 	if st != nil {
-		if t := b.lookupTopic(p.topic); t != nil {
+		if t := b.lookupTopic(p.Topic()); t != nil {
 			minISR = t.effective.Load().minInsyncReplicas
 		}
-		if isr := p.isrSnapshot(); len(isr) < effectiveMinISR(minISR, len(st.replicas)) {
-			return &coordinatorAppendError{kerr.NotEnoughReplicas, fmt.Sprintf("%s-%d has ISR %v, fewer than min.insync.replicas %d", p.topic, p.index, isr, minISR)}
+		if isr := p.ISR(); len(isr) < partition.EffectiveMinISR(minISR, len(st.Replicas)) {
+			return &coordinatorAppendError{kerr.NotEnoughReplicas, fmt.Sprintf("%s-%d has ISR %v, fewer than min.insync.replicas %d", p.Topic(), p.Index(), isr, minISR)}
 		}
 	}
 	transactional := pid >= 0
 	one, err := batch.AppendBatch(nil, batch.BuildOptions{BaseTimestamp: now, ProducerID: pid, ProducerEpoch: epoch,
-		BaseSequence: -1, PartitionLeaderEpoch: p.leaderEpoch.Load(), Transactional: transactional}, recs)
+		BaseSequence: -1, PartitionLeaderEpoch: p.LeaderEpoch(), Transactional: transactional}, recs)
 	if err != nil {
 		return err
 	}
-	origin := originClient
+	origin := partition.OriginClient
 	if transactional {
-		origin = originCoordinator
+		origin = partition.OriginCoordinator
 	}
-	out, err := p.appendBatchFrom(origin, one, now)
+	out, err := p.Append(origin, one, now)
 	if err != nil {
 		return err
 	}
-	if out.refused == kerr.NotLeaderForPartition { // the role moved since notLeader looked
-		return fmt.Errorf("%w: %s-%d", errNotLocalLeader, p.topic, p.index)
+	if out.Refused == kerr.NotLeaderForPartition { // the role moved since NotLeader looked
+		return fmt.Errorf("%w: %s-%d", errNotLocalLeader, p.Topic(), p.Index())
 	}
-	if out.refused != nil {
-		return fmt.Errorf("broker: %s-%d refused the coordinator's batch: %s", p.topic, p.index, out.message)
+	if out.Refused != nil {
+		return fmt.Errorf("broker: %s-%d refused the coordinator's batch: %s", p.Topic(), p.Index(), out.Message)
 	}
-	p.appended()
-	if err := p.log.FlushAfterAppend(out.end); err != nil {
+	p.Appended()
+	if err := p.Log().FlushAfterAppend(out.End); err != nil {
 		return err
 	}
 	if st == nil {
 		return nil
 	}
-	p.appended() // the high watermark may have waited for the fsync
-	return awaitCoordinatorReplication(p, out.end, out.leaderEpoch, minISR, timeout, stop)
+	p.Appended() // the high watermark may have waited for the fsync
+	return awaitCoordinatorReplication(p, out.End, out.LeaderEpoch, minISR, timeout, stop)
 }
 
 // awaitCoordinatorReplication waits until p's high watermark reaches end
-// (repl-core's replicationDone), timeout passes, or stop is closed.
-func awaitCoordinatorReplication(p *partition, end int64, leaderEpoch int32, minISR int, timeout time.Duration, stop <-chan struct{}) error {
+// (repl-core's ReplicationDone), timeout passes, or stop is closed.
+func awaitCoordinatorReplication(p *partition.Partition, end int64, leaderEpoch int32, minISR int, timeout time.Duration, stop <-chan struct{}) error {
 	wake := make(chan struct{}, 1)
-	p.watch(wake)
-	defer p.unwatch(wake)
+	p.Watch(wake)
+	defer p.Unwatch(wake)
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	for {
-		done, e := p.replicationDone(end, leaderEpoch, minISR)
+		done, e := p.ReplicationDone(end, leaderEpoch, minISR)
 		if done {
 			if e != nil {
-				return &coordinatorAppendError{e, fmt.Sprintf("%s-%d: waiting for the replicas", p.topic, p.index)}
+				return &coordinatorAppendError{e, fmt.Sprintf("%s-%d: waiting for the replicas", p.Topic(), p.Index())}
 			}
 			return nil
 		}
 		select {
 		case <-wake:
 		case <-timer.C:
-			return &coordinatorAppendError{kerr.RequestTimedOut, fmt.Sprintf("%s-%d: the replicas did not reach offset %d within %s", p.topic, p.index, end, timeout)}
+			return &coordinatorAppendError{kerr.RequestTimedOut, fmt.Sprintf("%s-%d: the replicas did not reach offset %d within %s", p.Topic(), p.Index(), end, timeout)}
 		case <-stop:
-			return &coordinatorAppendError{kerr.RequestTimedOut, fmt.Sprintf("%s-%d: stopped waiting for the replicas to reach offset %d", p.topic, p.index, end)}
+			return &coordinatorAppendError{kerr.RequestTimedOut, fmt.Sprintf("%s-%d: stopped waiting for the replicas to reach offset %d", p.Topic(), p.Index(), end)}
 		}
 	}
 }
@@ -161,50 +162,35 @@ const (
 
 // ledPartitions returns the partitions of parts this broker leads in
 // cluster mode, with their leader epochs.
-func ledPartitions(parts []*partition) map[int32]int32 {
+func ledPartitions(parts []*partition.Partition) map[int32]int32 {
 	led := map[int32]int32{}
 	for _, p := range parts {
-		if epoch, ok := p.ledHere(); ok {
-			led[p.index] = epoch
+		if epoch, ok := p.LedHere(); ok {
+			led[p.Index()] = epoch
 		}
 	}
 	return led
-}
-
-// ledHere reports, in cluster mode, whether this broker leads p and at
-// which leader epoch: the image names it leader and the role is applied.
-// The image is published before the role (cluster.apply), and until
-// becomeLeader has run the partition has no ISR and cannot take a
-// coordinator's write, so a coordinator must not load it or serve its
-// groups yet.
-func (p *partition) ledHere() (int32, bool) {
-	st := p.cluster.Load()
-	if st == nil || !st.local {
-		return 0, false
-	}
-	epoch, leading := p.leaderEpochIfLeading()
-	return st.leaderEpoch, leading && epoch == st.leaderEpoch
 }
 
 // coordinatorLoadEnd is how far a coordinator loads its partition p: the
 // log end in cluster mode, as Kafka's loaders read (a new leader's high
 // watermark may still be behind what its predecessor acknowledged), the
 // high watermark on a single node.
-func coordinatorLoadEnd(p *partition) int64 {
-	if p.cluster.Load() != nil {
-		return p.log.EndOffset()
+func coordinatorLoadEnd(p *partition.Partition) int64 {
+	if p.State() != nil {
+		return p.Log().EndOffset()
 	}
-	return p.highWatermark()
+	return p.HighWatermark()
 }
 
 // leadsHere reports whether this broker leads p: always on a single node;
 // in cluster mode once the image has named it leader and the role is
 // applied (a partition the catalogue has just created, whose role is not
 // applied yet, is not led).
-func (b *Broker) leadsHere(p *partition) bool {
-	if p.cluster.Load() == nil {
+func (b *Broker) leadsHere(p *partition.Partition) bool {
+	if p.State() == nil {
 		return !b.isCluster()
 	}
-	_, ok := p.ledHere()
+	_, ok := p.LedHere()
 	return ok
 }

@@ -23,6 +23,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gregor-broker/gregor/broker/partition"
 	"github.com/gregor-broker/gregor/protocol/batch"
 	"github.com/gregor-broker/gregor/storage"
 )
@@ -32,7 +33,7 @@ type logManager struct {
 	b *Broker
 
 	mu       sync.Mutex
-	cleaning map[*partition]bool // partitions a cleaner thread holds
+	cleaning map[*partition.Partition]bool // partitions a cleaner thread holds
 	// now is the clock, Unix milliseconds; tests replace it.
 	now func() int64
 	// mapEntries is the keys one cleaning round may index: Kafka's
@@ -43,7 +44,7 @@ type logManager struct {
 
 // startLogManager starts the retention task and the cleaner threads.
 func (b *Broker) startLogManager() {
-	lm := &logManager{b: b, cleaning: map[*partition]bool{}, now: nowMillis,
+	lm := &logManager{b: b, cleaning: map[*partition.Partition]bool{}, now: nowMillis,
 		mapEntries: int(min(b.cfg.LogCleanerDedupeBufferSize/int64(b.cfg.LogCleanerThreads)/24*9/10, math.MaxInt32))}
 	lm.mapEntries = max(lm.mapEntries, 1)
 	b.logs = lm
@@ -59,7 +60,7 @@ func (b *Broker) startLogManager() {
 
 // partitionRef is a partition with its topic's effective configs.
 type partitionRef struct {
-	p   *partition
+	p   *partition.Partition
 	cfg *effectiveTopicConfig
 }
 
@@ -102,15 +103,15 @@ func (lm *logManager) enforceRetention() {
 			Delete:         ref.cfg.deletePolicy,
 			RetentionMs:    ref.cfg.retentionMs,
 			RetentionBytes: ref.cfg.retentionBytes,
-			HighWatermark:  ref.p.highWatermark(),
+			HighWatermark:  ref.p.HighWatermark(),
 		}
-		res, err := ref.p.log.DeleteOldSegments(policy, now)
+		res, err := ref.p.Log().DeleteOldSegments(policy, now)
 		switch {
 		case errors.Is(err, storage.ErrClosed): // deleted meanwhile
 		case err != nil:
-			lm.b.log.Error("retention failed", "topic", ref.p.topic, "partition", ref.p.index, "err", err)
+			lm.b.log.Error("retention failed", "topic", ref.p.Topic(), "partition", ref.p.Index(), "err", err)
 		case res.Segments > 0:
-			lm.b.log.Info("retention deleted segments", "topic", ref.p.topic, "partition", ref.p.index,
+			lm.b.log.Info("retention deleted segments", "topic", ref.p.Topic(), "partition", ref.p.Index(),
 				"segments", res.Segments, "bytes", res.Bytes, "log_start_offset", res.NewStart)
 		}
 	}
@@ -120,16 +121,7 @@ func (lm *logManager) enforceRetention() {
 // topic's configs.
 func (lm *logManager) compactionPolicy(ref partitionRef) storage.CompactionPolicy {
 	p := ref.p
-	producers := map[int64]storage.ProducerLastBatch{}
-	p.appendMu.Lock()
-	for id, e := range p.producers.byID {
-		last := int64(-1) // the producer's last entry here is a transaction marker
-		if e.n > 0 {
-			last = e.batches[e.n-1].lastOffset
-		}
-		producers[id] = storage.ProducerLastBatch{LastDataOffset: last, Epoch: e.epoch}
-	}
-	p.appendMu.Unlock()
+	producers := p.ProducerLastBatches()
 	maxLag := ref.cfg.maxCompactionLagMs
 	if maxLag <= 0 {
 		maxLag = math.MaxInt64
@@ -140,9 +132,9 @@ func (lm *logManager) compactionPolicy(ref partitionRef) storage.CompactionPolic
 		MinCompactionLagMs: ref.cfg.minCompactionLagMs,
 		MaxCompactionLagMs: maxLag,
 		DeleteRetentionMs:  ref.cfg.deleteRetentionMs,
-		LastStableOffset:   p.lastStableOffset(),
+		LastStableOffset:   p.LastStableOffset(),
 		Producers:          producers,
-		AbortedTxns:        p.log.AbortedTxns,
+		AbortedTxns:        p.Log().AbortedTxns,
 		MaxMapEntries:      lm.mapEntries,
 	}
 }
@@ -177,10 +169,10 @@ func (lm *logManager) cleanFilthiest() bool {
 		if !ref.cfg.compact || lm.cleaning[ref.p] {
 			continue
 		}
-		c, err := ref.p.log.Cleanable(lm.compactionPolicy(ref), now)
+		c, err := ref.p.Log().Cleanable(lm.compactionPolicy(ref), now)
 		if err != nil {
 			if !errors.Is(err, storage.ErrClosed) {
-				lm.b.log.Warn("cleaner: cannot inspect log", "topic", ref.p.topic, "partition", ref.p.index, "err", err)
+				lm.b.log.Warn("cleaner: cannot inspect log", "topic", ref.p.Topic(), "partition", ref.p.Index(), "err", err)
 			}
 			continue
 		}
@@ -200,15 +192,15 @@ func (lm *logManager) cleanFilthiest() bool {
 		delete(lm.cleaning, best.p)
 		lm.mu.Unlock()
 	}()
-	res, err := best.p.log.Clean(lm.b.ctx, lm.compactionPolicy(best), now)
+	res, err := best.p.Log().Clean(lm.b.ctx, lm.compactionPolicy(best), now)
 	switch {
 	case err == nil:
-		lm.b.log.Info("cleaner: cleaned log", "topic", best.p.topic, "partition", best.p.index,
+		lm.b.log.Info("cleaner: cleaned log", "topic", best.p.Topic(), "partition", best.p.Index(),
 			"first_dirty", res.FirstDirty, "new_first_dirty", res.NewFirstDirty,
 			"bytes_in", res.BytesIn, "bytes_out", res.BytesOut, "records_read", res.RecordsRead, "records_kept", res.Retained)
 	case errors.Is(err, storage.ErrClosed) || lm.b.ctx.Err() != nil:
 	default:
-		lm.b.log.Error("cleaner: cleaning failed", "topic", best.p.topic, "partition", best.p.index, "err", err)
+		lm.b.log.Error("cleaner: cleaning failed", "topic", best.p.Topic(), "partition", best.p.Index(), "err", err)
 		return false // back off rather than retry a failing log at once
 	}
 	return true

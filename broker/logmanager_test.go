@@ -12,22 +12,23 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-broker/gregor/broker/partition"
 	"github.com/gregor-broker/gregor/storage"
 )
 
 // shrinkSegments makes a partition's log roll every few hundred bytes (the
 // topic config's minimum is 1 MiB), so that tests get closed segments from
 // a handful of records.
-func shrinkSegments(t *testing.T, p *partition, segmentBytes int64) {
+func shrinkSegments(t *testing.T, p *partition.Partition, segmentBytes int64) {
 	t.Helper()
 	cfg := storage.DefaultConfig()
 	cfg.SegmentBytes, cfg.FileDeleteDelay = segmentBytes, 0
-	if err := p.log.SetConfig(cfg); err != nil {
+	if err := p.Log().SetConfig(cfg); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func partitionOf(t *testing.T, b *Broker, topic string, index int32) *partition {
+func partitionOf(t *testing.T, b *Broker, topic string, index int32) *partition.Partition {
 	t.Helper()
 	tp := b.lookupTopic(topic)
 	if tp == nil {
@@ -83,11 +84,11 @@ func TestCompactedTopicConsumedAfterCleaningReturnsLatestPerKey(t *testing.T) {
 		latest[key] = value
 	}
 	waitFor(t, "the cleaner to clean the log", func() bool {
-		fd, err := p.log.FirstDirtyOffset()
+		fd, err := p.Log().FirstDirtyOffset()
 		return err == nil && fd > 0
 	})
-	firstDirty, _ := p.log.FirstDirtyOffset()
-	end := p.log.EndOffset()
+	firstDirty, _ := p.Log().FirstDirtyOffset()
+	end := p.Log().EndOffset()
 
 	consumer, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.ConsumeTopics("compacted"),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
@@ -150,9 +151,9 @@ func TestRetentionTaskDeletesByBytesAndMovesEarliest(t *testing.T) {
 		}
 	}
 	waitFor(t, "retention to bring the log under retention.bytes plus a segment", func() bool {
-		return p.log.Size() <= 2000+500 && p.log.StartOffset() > 0
+		return p.Log().Size() <= 2000+500 && p.Log().StartOffset() > 0
 	})
-	start := p.log.StartOffset()
+	start := p.Log().StartOffset()
 	offs, err := adm.ListStartOffsets(ctx, "bounded")
 	if err != nil {
 		t.Fatal(err)
@@ -199,22 +200,22 @@ func TestRetentionByTimeWithInjectedClock(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	end := p.log.EndOffset()
+	end := p.Log().EndOffset()
 	b.logs.enforceRetention() // now: nothing is a minute old
-	if p.log.StartOffset() != 0 {
-		t.Fatalf("retention deleted fresh data: start %d", p.log.StartOffset())
+	if p.Log().StartOffset() != 0 {
+		t.Fatalf("retention deleted fresh data: start %d", p.Log().StartOffset())
 	}
 	b.logs.now = func() int64 { return nowMillis() + 120_000 }
 	b.logs.enforceRetention()
-	if p.log.StartOffset() != end || p.log.EndOffset() != end || p.log.Size() != 0 {
-		t.Fatalf("after retention: start %d end %d size %d; want everything gone at %d", p.log.StartOffset(), p.log.EndOffset(), p.log.Size(), end)
+	if p.Log().StartOffset() != end || p.Log().EndOffset() != end || p.Log().Size() != 0 {
+		t.Fatalf("after retention: start %d end %d size %d; want everything gone at %d", p.Log().StartOffset(), p.Log().EndOffset(), p.Log().Size(), end)
 	}
 	// The log goes on from there.
 	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("after")}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	if p.log.EndOffset() != end+1 {
-		t.Fatalf("end %d after one more record, want %d", p.log.EndOffset(), end+1)
+	if p.Log().EndOffset() != end+1 {
+		t.Fatalf("end %d after one more record, want %d", p.Log().EndOffset(), end+1)
 	}
 }
 
@@ -256,17 +257,17 @@ func TestConsumerOffsetsCompactedAndReplayed(t *testing.T) {
 	for i := 40; i < 50; i++ {
 		commit("g", int64(i))
 	}
-	sizeBefore := p.log.Size()
+	sizeBefore := p.Log().Size()
 	lm := b.logs
 	ref := partitionRef{p: p, cfg: b.lookupTopic(offsetsTopic).effective.Load()}
 	if !ref.cfg.compact {
 		t.Fatal("__consumer_offsets is not compacted")
 	}
-	res, err := p.log.Clean(ctx, lm.compactionPolicy(ref), lm.now())
+	res, err := p.Log().Clean(ctx, lm.compactionPolicy(ref), lm.now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.BytesOut >= res.BytesIn || p.log.Size() >= sizeBefore {
+	if res.BytesOut >= res.BytesIn || p.Log().Size() >= sizeBefore {
 		t.Fatalf("cleaning did not shrink __consumer_offsets: %+v", res)
 	}
 	cl.Close()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/gregor-broker/gregor/broker/partition"
 	"github.com/gregor-broker/gregor/coordinator/group"
 )
 
@@ -50,20 +51,20 @@ func (pc partitionCollector) Describe(ch chan<- *prometheus.Desc) {
 func (pc partitionCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, t := range pc.b.metricsTopics() {
 		for _, p := range t.partitions {
-			idx := strconv.Itoa(int(p.index))
+			idx := strconv.Itoa(int(p.Index()))
 			gauge := func(d *prometheus.Desc, v int64) {
 				ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), t.name, idx)
 			}
-			gauge(descLogStartOffset, p.log.StartOffset())
-			gauge(descLogEndOffset, p.log.EndOffset())
-			gauge(descHighWatermark, p.highWatermark())
-			gauge(descPartitionSize, p.log.Size())
-			gauge(descPartitionSegment, int64(p.log.SegmentCount()))
-			if isr, replicas, leading := p.leaderISR(); leading {
+			gauge(descLogStartOffset, p.Log().StartOffset())
+			gauge(descLogEndOffset, p.Log().EndOffset())
+			gauge(descHighWatermark, p.HighWatermark())
+			gauge(descPartitionSize, p.Log().Size())
+			gauge(descPartitionSegment, int64(p.Log().SegmentCount()))
+			if isr, replicas, leading := p.LeaderISR(); leading {
 				gauge(descReplicas, int64(replicas))
 				gauge(descInSyncReplicas, int64(len(isr)))
 				under := int64(0)
-				if len(isr) < effectiveMinISR(t.minISR, replicas) {
+				if len(isr) < partition.EffectiveMinISR(t.minISR, replicas) {
 					under = 1
 				}
 				gauge(descUnderMinISR, under)
@@ -75,7 +76,7 @@ func (pc partitionCollector) Collect(ch chan<- prometheus.Metric) {
 // metricsTopic is a topic's name and partitions, copied under Broker.mu.
 type metricsTopic struct {
 	name       string
-	partitions []*partition
+	partitions []*partition.Partition
 	minISR     int // min.insync.replicas
 }
 
@@ -130,7 +131,7 @@ func (gc groupCollector) Collect(ch chan<- prometheus.Metric) {
 		if !ok {
 			if t := b.lookupTopic(topic); t != nil {
 				for _, part := range b.partitions(t) {
-					marks = append(marks, part.highWatermark())
+					marks = append(marks, part.HighWatermark())
 				}
 			}
 			hw[topic] = marks

@@ -23,22 +23,24 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-broker/gregor/broker/partition"
 )
 
 // enoughISR checks min.insync.replicas before an acks=all append, filling
 // sp with NOT_ENOUGH_REPLICAS when the ISR is too small.
-func enoughISR(t *topic, p *partition, sp *kmsg.ProduceResponseTopicPartition, version int16) bool {
-	isr, replicas, leading := p.leaderISR()
+func enoughISR(t *topic, p *partition.Partition, sp *kmsg.ProduceResponseTopicPartition, version int16) bool {
+	isr, replicas, leading := p.LeaderISR()
 	if !leading {
 		return true // the append refuses it: NOT_LEADER_OR_FOLLOWER
 	}
-	minISR := effectiveMinISR(t.effective.Load().minInsyncReplicas, replicas)
+	minISR := partition.EffectiveMinISR(t.effective.Load().minInsyncReplicas, replicas)
 	if len(isr) >= minISR {
 		return true
 	}
 	sp.ErrorCode = kerr.NotEnoughReplicas.Code
 	if version >= 8 {
-		msg := fmt.Sprintf("The size of the current ISR %v is insufficient to satisfy the min.isr requirement of %d for partition %s-%d", isr, minISR, p.topic, p.index)
+		msg := fmt.Sprintf("The size of the current ISR %v is insufficient to satisfy the min.isr requirement of %d for partition %s-%d", isr, minISR, p.Topic(), p.Index())
 		sp.ErrorMessage = &msg
 	}
 	return false
@@ -59,11 +61,11 @@ func (b *Broker) awaitReplication(r *request, req *kmsg.ProduceRequest, resp *km
 	}
 	wake := make(chan struct{}, 1)
 	for _, f := range waiting {
-		f.p.watch(wake)
+		f.p.Watch(wake)
 	}
 	defer func() {
 		for _, f := range flushes {
-			f.p.unwatch(wake)
+			f.p.Unwatch(wake)
 		}
 	}()
 	timer := time.NewTimer(time.Duration(max(req.TimeoutMillis, 0)) * time.Millisecond)
@@ -71,7 +73,7 @@ func (b *Broker) awaitReplication(r *request, req *kmsg.ProduceRequest, resp *km
 	for {
 		still := waiting[:0]
 		for _, f := range waiting {
-			done, e := f.p.replicationDone(f.end, f.epoch, f.t.effective.Load().minInsyncReplicas)
+			done, e := f.p.ReplicationDone(f.end, f.epoch, f.t.effective.Load().minInsyncReplicas)
 			if !done {
 				still = append(still, f)
 				continue

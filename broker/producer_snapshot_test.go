@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/gregor-broker/gregor/broker/partition"
 	"github.com/gregor-broker/gregor/protocol/batch"
 )
 
@@ -16,9 +17,7 @@ import (
 // or loaded from (the log start when no snapshot was found).
 func snapshotOffsetOf(b *Broker, topic string) int64 {
 	p := b.partition(b.lookupTopic(topic), 0)
-	p.appendMu.Lock()
-	defer p.appendMu.Unlock()
-	return p.producers.snapshotAt
+	return p.SnapshotOffset()
 }
 
 // produceIdempotent sends n batches of 3 records from pid, sequence 0 on,
@@ -48,7 +47,7 @@ func expectRetries(t *testing.T, c *rawConn, topic string, pid int64, epoch int1
 	t.Helper()
 	now := time.Now().UnixMilli()
 	n := len(offsets)
-	for i := n - producerBatchesRetained; i < n; i++ {
+	for i := n - partition.ProducerBatchesRetained; i < n; i++ {
 		b := idempotentBatch(t, pid, epoch, int32(3*i), 3, now)
 		if valueSize > 0 {
 			b = bigIdempotentBatch(t, pid, epoch, int32(3*i), valueSize, now)
@@ -57,7 +56,7 @@ func expectRetries(t *testing.T, c *rawConn, topic string, pid int64, epoch int1
 			t.Fatalf("retry of batch %d: %v at offset %d, want its original offset %d", i, kerr.ErrorForCode(got.ErrorCode), got.BaseOffset, offsets[i])
 		}
 	}
-	old := idempotentBatch(t, pid, epoch, int32(3*(n-producerBatchesRetained-1)), 3, now)
+	old := idempotentBatch(t, pid, epoch, int32(3*(n-partition.ProducerBatchesRetained-1)), 3, now)
 	if got := produceRaw(c, 9, -1, topic, 0, old); got.ErrorCode != kerr.OutOfOrderSequenceNumber.Code {
 		t.Fatalf("retry of a batch older than the last five: %v", kerr.ErrorForCode(got.ErrorCode))
 	}
@@ -155,7 +154,7 @@ func TestSnapshotsAtSegmentRollBoundACrashRestart(t *testing.T) {
 	pid, epoch := initProducerID(t, c, 4)
 	const valueSize = 40 << 10 // three per batch: 8 batches a segment
 	offsets := produceIdempotent(t, c, "t", pid, epoch, 30, valueSize)
-	lastRoll := b.partition(b.lookupTopic("t"), 0).log.ActiveSegmentBase()
+	lastRoll := b.partition(b.lookupTopic("t"), 0).Log().ActiveSegmentBase()
 	if lastRoll == 0 {
 		t.Fatal("no segment rolled")
 	}

@@ -191,7 +191,7 @@ func TestProduceAcksZeroSendsNoResponse(t *testing.T) {
 	resp := kmsg.NewPtrMetadataResponse()
 	resp.SetVersion(12)
 	c.readResponse(corr, resp) // the next frame answers the metadata request
-	waitFor(t, "the acks=0 records", func() bool { return b.lookupTopic("t").partitions[0].log.EndOffset() == 2 })
+	waitFor(t, "the acks=0 records", func() bool { return b.lookupTopic("t").partitions[0].Log().EndOffset() == 2 })
 }
 
 func TestCreateTopicsErrors(t *testing.T) {

@@ -79,7 +79,7 @@ func TestReassignmentMovesDataToNewReplicas(t *testing.T) {
 	for _, id := range old {
 		waitLong(t, fmt.Sprintf("old replica %d to drop its data", id), func() bool {
 			p := tc.nodes[id].lookupTopic("mv").partitions[0]
-			return p.log.EndOffset() == 0 && p.log.Size() == 0
+			return p.Log().EndOffset() == 0 && p.Log().Size() == 0
 		})
 	}
 
@@ -106,11 +106,11 @@ func TestReassignmentMovesDataToNewReplicas(t *testing.T) {
 func partitionBytes(t *testing.T, b *Broker, topic string) []byte {
 	t.Helper()
 	p := b.lookupTopic(topic).partitions[0]
-	end := p.log.EndOffset()
+	end := p.Log().EndOffset()
 	if end == 0 {
 		return nil
 	}
-	data, err := p.log.Read(p.log.StartOffset(), 64<<20, end)
+	data, err := p.Log().Read(p.Log().StartOffset(), 64<<20, end)
 	if err != nil {
 		t.Fatalf("reading %s on node %d: %v", topic, b.cfg.NodeID, err)
 	}

@@ -12,7 +12,7 @@ package broker
 // KIP-595), and no records, for it to truncate. Otherwise the read goes up
 // to the log end, not the high watermark, whatever the isolation level, and
 // the fetch offset is the follower's log end offset: the follower's state
-// is updated (replica.go), which may move the high watermark (waking
+// is updated (partition/replica.go), which may move the high watermark (waking
 // consumers and acks=all produces) or put the follower back in the ISR.
 
 import (
@@ -23,6 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-broker/gregor/broker/partition"
 	"github.com/gregor-broker/gregor/coordinator/controller/metadata"
 	"github.com/gregor-broker/gregor/storage"
 )
@@ -37,26 +38,26 @@ import (
 // A partition that a replication throttle holds back (replication_throttle.go)
 // is answered without records; throttledBytes sums the record bytes of the
 // partitions the leader's throttle lists.
-func (b *Broker) readReplica(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopicPartition, t *topic, p *partition, replica int32, limit int, minOneBatch bool, sp *kmsg.FetchResponseTopicPartition, urgent *bool, throttledBytes *int64) storage.Slice {
-	st := p.cluster.Load()
-	if st == nil || !slices.Contains(st.replicas, replica) || replica == b.cfg.NodeID {
+func (b *Broker) readReplica(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopicPartition, t *topic, p *partition.Partition, replica int32, limit int, minOneBatch bool, sp *kmsg.FetchResponseTopicPartition, urgent *bool, throttledBytes *int64) storage.Slice {
+	st := p.State()
+	if st == nil || !slices.Contains(st.Replicas, replica) || replica == b.cfg.NodeID {
 		sp.ErrorCode = kerr.NotLeaderForPartition.Code
 		return storage.Slice{}
 	}
-	if e := checkLeaderEpoch(rp.CurrentLeaderEpoch, p.leaderEpoch.Load()); e != nil {
+	if e := checkLeaderEpoch(rp.CurrentLeaderEpoch, p.LeaderEpoch()); e != nil {
 		sp.ErrorCode = e.Code
 		return storage.Slice{}
 	}
-	hw, lso, start := p.highWatermark(), p.lastStableOffset(), p.log.StartOffset()
+	hw, lso, start := p.HighWatermark(), p.LastStableOffset(), p.Log().StartOffset()
 	if req.Version >= 12 && rp.LastFetchedEpoch >= 0 {
-		epoch, end := p.log.EndOffsetForEpoch(rp.LastFetchedEpoch)
+		epoch, end := p.Log().EndOffsetForEpoch(rp.LastFetchedEpoch)
 		if epoch < rp.LastFetchedEpoch || end < rp.FetchOffset {
 			sp.DivergingEpoch.Epoch, sp.DivergingEpoch.EndOffset = epoch, end
 			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = hw, lso, start
 			return storage.Slice{}
 		}
 	}
-	leo := p.log.EndOffset()
+	leo := p.Log().EndOffset()
 	if rp.FetchOffset < start || rp.FetchOffset > leo {
 		sp.ErrorCode = kerr.OffsetOutOfRange.Code
 		return storage.Slice{}
@@ -68,12 +69,12 @@ func (b *Broker) readReplica(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopicPa
 	var records storage.Slice
 	if limit > 0 || minOneBatch {
 		var err error
-		records, err = p.log.ReadSlice(rp.FetchOffset, max(limit, 0), leo)
+		records, err = p.Log().ReadSlice(rp.FetchOffset, max(limit, 0), leo)
 		if err != nil {
 			if errors.Is(err, storage.ErrOffsetOutOfRange) {
 				sp.ErrorCode = kerr.OffsetOutOfRange.Code
 			} else {
-				b.log.Error("read failed", "topic", p.topic, "partition", p.index, "err", err)
+				b.log.Error("read failed", "topic", p.Topic(), "partition", p.Index(), "err", err)
 				sp.ErrorCode = kerr.KafkaStorageError.Code
 			}
 			return storage.Slice{}
@@ -84,22 +85,22 @@ func (b *Broker) readReplica(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopicPa
 		}
 	}
 	eligible := isrEligible(b.cluster.currentImage(), replica, req.ReplicaState.Epoch)
-	ok, moved, expand, staleHW := p.followerFetch(replica, req.ReplicaState.Epoch, rp.FetchOffset, leo, rp.CurrentLeaderEpoch, eligible, time.Now().UnixMilli())
+	ok, moved, expand, staleHW := p.FollowerFetch(replica, req.ReplicaState.Epoch, rp.FetchOffset, leo, rp.CurrentLeaderEpoch, eligible, time.Now().UnixMilli())
 	if !ok {
 		records.Release()
 		sp.ErrorCode = kerr.NotLeaderForPartition.Code
 		return storage.Slice{}
 	}
-	if p.followerLogStart(replica, rp.LogStartOffset) {
+	if p.FollowerLogStart(replica, rp.LogStartOffset) {
 		moved = true // a DeleteRecords may be waiting for it
 	}
 	if moved {
-		p.wake()
-		hw = p.highWatermark()
-		lso = p.lastStableOffset()
+		p.Wake()
+		hw = p.HighWatermark()
+		lso = p.LastStableOffset()
 	}
 	if expand != nil {
-		b.log.Info("expanding the ISR", "topic", p.topic, "partition", p.index, "isr", expand)
+		b.log.Info("expanding the ISR", "topic", p.Topic(), "partition", p.Index(), "isr", expand)
 		b.cluster.alterISR(p, t.id)
 	}
 	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = hw, lso, start

@@ -44,8 +44,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-broker/gregor/broker/partition"
 	"github.com/gregor-broker/gregor/broker/peer"
-	"github.com/gregor-broker/gregor/protocol/batch"
 	"github.com/gregor-broker/gregor/storage"
 )
 
@@ -58,7 +58,7 @@ const replicaFetchVersion = 17
 
 // fetchTarget is a partition to follow, from the image.
 type fetchTarget struct {
-	p           *partition
+	p           *partition.Partition
 	t           *topic // its throttled-replica lists (replication_throttle.go)
 	topicID     [16]byte
 	leaderEpoch int32
@@ -125,7 +125,7 @@ type replicaFetcher struct {
 	leader int32
 
 	mu      sync.Mutex
-	parts   map[*partition]*fetchPartition // guarded by mu
+	parts   map[*partition.Partition]*fetchPartition // guarded by mu
 	changed chan struct{}
 	stop    chan struct{}
 	stopped bool // guarded by mu
@@ -139,7 +139,7 @@ type replicaFetcher struct {
 
 func newReplicaFetcher(c *cluster, leader int32) *replicaFetcher {
 	ctx, cancel := context.WithCancel(c.ctx)
-	return &replicaFetcher{c: c, leader: leader, parts: map[*partition]*fetchPartition{},
+	return &replicaFetcher{c: c, leader: leader, parts: map[*partition.Partition]*fetchPartition{},
 		changed: make(chan struct{}, 1), stop: make(chan struct{}), ctx: ctx, cancel: cancel,
 		conn: peer.Conn{ClientID: replicaFetchClientID, MaxResponseBytes: c.b.cfg.MaxFrameBytes, DialTimeout: 10 * time.Second}}
 }
@@ -149,7 +149,7 @@ func newReplicaFetcher(c *cluster, leader int32) *replicaFetcher {
 // failed stays failed.
 func (f *replicaFetcher) set(targets []fetchTarget) {
 	f.mu.Lock()
-	next := make(map[*partition]*fetchPartition, len(targets))
+	next := make(map[*partition.Partition]*fetchPartition, len(targets))
 	for _, t := range targets {
 		fp := f.parts[t.p]
 		switch {
@@ -231,7 +231,7 @@ func (f *replicaFetcher) sleep(d time.Duration) {
 
 // buildRequest builds the next fetch from the partitions ready to fetch,
 // or returns how long to wait for one to be.
-func (f *replicaFetcher) buildRequest() (*kmsg.FetchRequest, map[*partition]sentPartition, time.Duration) {
+func (f *replicaFetcher) buildRequest() (*kmsg.FetchRequest, map[*partition.Partition]sentPartition, time.Duration) {
 	cfg := f.c.b.cfg
 	self := cfg.NodeID
 	req := kmsg.NewPtrFetchRequest()
@@ -240,7 +240,7 @@ func (f *replicaFetcher) buildRequest() (*kmsg.FetchRequest, map[*partition]sent
 	req.ReplicaState.ID, req.ReplicaState.Epoch = self, f.c.epoch.Load()
 	req.MaxWaitMillis, req.MinBytes, req.MaxBytes = cfg.ReplicaFetchWaitMaxMs, cfg.ReplicaFetchMinBytes, cfg.ReplicaFetchResponseMaxBytes
 	req.SessionID, req.SessionEpoch = 0, -1
-	sent := map[*partition]sentPartition{}
+	sent := map[*partition.Partition]sentPartition{}
 	wait := time.Duration(cfg.ReplicaFetchBackoffMs) * time.Millisecond
 	now := time.Now()
 	byTopic := map[[16]byte]int{}
@@ -258,10 +258,10 @@ func (f *replicaFetcher) buildRequest() (*kmsg.FetchRequest, map[*partition]sent
 			continue // until the rate is below the bound; the wait is the backoff
 		}
 		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition, rp.CurrentLeaderEpoch = p.index, fp.leaderEpoch
-		rp.FetchOffset, rp.LogStartOffset = p.log.EndOffset(), p.log.StartOffset()
+		rp.Partition, rp.CurrentLeaderEpoch = p.Index(), fp.leaderEpoch
+		rp.FetchOffset, rp.LogStartOffset = p.Log().EndOffset(), p.Log().StartOffset()
 		rp.LastFetchedEpoch = -1
-		if e, ok := p.log.LatestEpoch(); ok {
+		if e, ok := p.Log().LatestEpoch(); ok {
 			rp.LastFetchedEpoch = e
 		}
 		rp.PartitionMaxBytes = cfg.ReplicaFetchMaxBytes
@@ -308,13 +308,13 @@ func (f *replicaFetcher) roundTrip(req kmsg.Request) (kmsg.Response, error) {
 }
 
 // processResponse applies each partition's answer.
-func (f *replicaFetcher) processResponse(resp *kmsg.FetchResponse, sent map[*partition]sentPartition) {
+func (f *replicaFetcher) processResponse(resp *kmsg.FetchResponse, sent map[*partition.Partition]sentPartition) {
 	byID := map[[16]byte]map[int32]sentPartition{}
 	for p, s := range sent {
 		if byID[s.fp.topicID] == nil {
 			byID[s.fp.topicID] = map[int32]sentPartition{}
 		}
-		byID[s.fp.topicID][p.index] = s
+		byID[s.fp.topicID][p.Index()] = s
 	}
 	backoff := time.Duration(f.c.b.cfg.ReplicaFetchBackoffMs) * time.Millisecond
 	for _, rt := range resp.Topics {
@@ -335,25 +335,25 @@ func (f *replicaFetcher) processResponse(resp *kmsg.FetchResponse, sent map[*par
 				case err == nil, errors.Is(err, storage.ErrClosed):
 					// ErrClosed: the topic was deleted meanwhile; the next
 					// image drops the partition.
-				case errors.Is(err, errInvalidFromLeader), errors.Is(err, errNoProgress):
-					f.c.b.log.Warn("fetching again after a backoff", "topic", p.topic, "partition", p.index, "leader", f.leader, "err", err)
+				case errors.Is(err, partition.ErrInvalidFromLeader), errors.Is(err, partition.ErrNoProgress):
+					f.c.b.log.Warn("fetching again after a backoff", "topic", p.Topic(), "partition", p.Index(), "leader", f.leader, "err", err)
 					f.mark(s.fp, func(fp *fetchPartition) { fp.delayUntil = time.Now().Add(backoff) })
 				default:
 					f.c.b.log.Error("replicating from the leader failed; this replica stops fetching the partition",
-						"topic", p.topic, "partition", p.index, "leader", f.leader, "err", err)
+						"topic", p.Topic(), "partition", p.Index(), "leader", f.leader, "err", err)
 					f.mark(s.fp, func(fp *fetchPartition) { fp.failed = true })
 				}
 			case errors.Is(err, kerr.FencedLeaderEpoch):
 				f.c.b.log.Info("the leader has a newer leader epoch; waiting for the metadata image",
-					"topic", p.topic, "partition", p.index, "leader", f.leader, "epoch", s.fp.leaderEpoch)
+					"topic", p.Topic(), "partition", p.Index(), "leader", f.leader, "epoch", s.fp.leaderEpoch)
 				f.mark(s.fp, func(fp *fetchPartition) { fp.fenced = true })
 			case errors.Is(err, kerr.OffsetOutOfRange):
 				if err := f.outOfRange(s); err != nil {
-					f.c.b.log.Warn("resetting an out-of-range replica failed", "topic", p.topic, "partition", p.index, "err", err)
+					f.c.b.log.Warn("resetting an out-of-range replica failed", "topic", p.Topic(), "partition", p.Index(), "err", err)
 					f.mark(s.fp, func(fp *fetchPartition) { fp.delayUntil = time.Now().Add(backoff) })
 				}
 			default:
-				f.c.b.log.Debug("replica fetch of a partition refused; retrying", "topic", p.topic, "partition", p.index, "leader", f.leader, "err", err)
+				f.c.b.log.Debug("replica fetch of a partition refused; retrying", "topic", p.Topic(), "partition", p.Index(), "leader", f.leader, "err", err)
 				f.mark(s.fp, func(fp *fetchPartition) { fp.delayUntil = time.Now().Add(backoff) })
 			}
 		}
@@ -379,193 +379,30 @@ func (f *replicaFetcher) mark(fp *fetchPartition, fn func(*fetchPartition)) {
 func (f *replicaFetcher) processPartition(s sentPartition, rp *kmsg.FetchResponseTopicPartition) error {
 	p := s.fp.p
 	if rp.DivergingEpoch.Epoch >= 0 || rp.DivergingEpoch.EndOffset >= 0 {
-		return p.truncateDiverging(s.fp.leaderEpoch, rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset)
+		return p.TruncateDiverging(s.fp.leaderEpoch, rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset)
 	}
 	var end int64
 	if len(rp.RecordBatches) > 0 {
 		var err error
-		end, err = p.appendFromLeader(s.fp.leaderEpoch, s.fetchOffset, rp.RecordBatches)
+		end, err = p.AppendFromLeader(s.fp.leaderEpoch, s.fetchOffset, rp.RecordBatches)
 		if err != nil {
 			return err
 		}
 		if end > 0 {
-			if err := p.log.FlushAfterAppend(end); err != nil {
+			if err := p.Log().FlushAfterAppend(end); err != nil {
 				return err
 			}
 		}
 	}
 	f.fetched(s, rp, end)
-	moved := p.followerHW(rp.HighWatermark)
-	if start := min(rp.LogStartOffset, p.hw.Load()); start > p.log.StartOffset() {
-		if err := p.log.SetStartOffset(start); err != nil && !errors.Is(err, storage.ErrOffsetOutOfRange) {
-			return err
-		}
-	}
-	if moved || len(rp.RecordBatches) > 0 {
-		p.wake()
-	}
-	return nil
-}
-
-// errNoProgress is a diverging epoch that truncates nothing: fetching
-// again at once would get the same answer, so the partition waits
-// replica.fetch.backoff.ms.
-var errNoProgress = errors.New("broker: a diverging epoch without progress")
-
-// errInvalidFromLeader is records from the leader that fail their checks
-// (a bad CRC, a gap in the offsets): the fetch is retried after a backoff,
-// as Kafka's fetcher retries a CorruptRecordException, while a failing
-// local log stops the partition.
-var errInvalidFromLeader = errors.New("broker: invalid records from the leader")
-
-// appendFromLeader appends the whole batches of records, fetched at
-// fetchOffset at leaderEpoch, keeping their offsets, and updates the
-// producer state from them as recovery does. It returns the new log end,
-// or 0 when nothing was appended (the partition moved on meanwhile, or the
-// answer held no whole batch).
-func (p *partition) appendFromLeader(leaderEpoch int32, fetchOffset int64, records []byte) (int64, error) {
-	n := 0
-	var err error
-	splitErr := batch.Split(records, func(b []byte) error {
-		if _, cerr := batch.Check(b); cerr != nil {
-			err = cerr
-			return cerr
-		}
-		n += len(b)
-		return nil
-	})
-	if err != nil {
-		return 0, fmt.Errorf("%w: %w", errInvalidFromLeader, err)
-	}
-	if splitErr != nil && !errors.Is(splitErr, batch.ErrTruncated) {
-		return 0, fmt.Errorf("%w: %w", errInvalidFromLeader, splitErr)
-	}
-	whole := records[:n]
-	if n == 0 {
-		return 0, nil
-	}
-	p.appendMu.Lock()
-	defer p.appendMu.Unlock()
-	following := p.followingAt(leaderEpoch)
-	if !following || p.log.EndOffset() != fetchOffset {
-		return 0, nil
-	}
-	_, last, err := p.log.AppendReplicated(whole)
-	if errors.Is(err, storage.ErrInvalidBatch) {
-		return 0, fmt.Errorf("%w: %w", errInvalidFromLeader, err)
-	}
-	if err != nil {
-		return 0, err
-	}
-	// The append rolled a segment when the active one now starts at the old
-	// log end (not necessarily first: a compacted leader's offsets skip):
-	// snapshot the state of every batch before it, as a leader's roll does.
-	if base := p.log.ActiveSegmentBase(); base == fetchOffset && base > p.producers.snapshotAt {
-		p.takeSnapshot(base)
-	}
-	if err := p.replayReplicated(whole); err != nil {
-		return 0, err
-	}
-	return last + 1, nil
-}
-
-// replayReplicated updates the producer state from batches just appended
-// as a follower, as recovery replays them (producerStates.replay).
-// appendMu held.
-func (p *partition) replayReplicated(batches []byte) error {
-	now := time.Now().UnixMilli()
-	p.producers.maybeRemoveExpired(now)
-	return batch.Split(batches, func(b []byte) error {
-		h, err := batch.ParseHeader(b)
-		if err != nil {
-			return err
-		}
-		switch {
-		case h.ProducerID < 0:
-		case h.Control():
-			m, ok, err := batch.ParseEndTxnMarker(b, nil)
-			if err != nil {
-				return fmt.Errorf("broker: the control batch at offset %d: %w", h.BaseOffset, err)
-			}
-			if ok {
-				delete(p.txnGuards, h.ProducerID)
-				return p.replayMarker(&h, m)
-			}
-		default:
-			p.producers.update(&h, h.BaseOffset)
-		}
-		return nil
-	})
-}
-
-// truncateDiverging truncates a follower whose log diverges from the
-// leader's, which answered that its epoch divEpoch ends at divEnd (Kafka's
-// getOffsetTruncationState), and rebuilds the producer state.
-func (p *partition) truncateDiverging(leaderEpoch, divEpoch int32, divEnd int64) error {
-	p.appendMu.Lock()
-	defer p.appendMu.Unlock()
-	following := p.followingAt(leaderEpoch)
-	if !following || divEnd < 0 {
-		return nil
-	}
-	end := p.log.EndOffset()
-	to := truncationOffset(divEpoch, divEnd, end, p.log.EndOffsetForEpoch)
-	if to >= end {
-		// Nothing to cut, but a leader epoch this broker started at its log
-		// end while it led, with no batch after it, goes: the leader never
-		// had it (Kafka's truncateTo at the log end). Without that the
-		// next fetch would diverge at the same epoch again.
-		latest, _ := p.log.LatestEpoch()
-		if err := p.log.TruncateTo(end); err != nil {
-			return err
-		}
-		if now, _ := p.log.LatestEpoch(); now == latest {
-			return fmt.Errorf("%w: the leader's epoch %d ending at %d changes nothing here (log end %d, latest epoch %d)",
-				errNoProgress, divEpoch, divEnd, end, latest)
-		}
-		return nil
-	}
-	p.logger.Info("truncating a diverged replica", "topic", p.topic, "partition", p.index, "from", end, "to", to,
-		"leader_epoch", divEpoch, "leader_end", divEnd)
-	if err := p.log.TruncateTo(to); err != nil {
+	moved := p.FollowerHW(rp.HighWatermark)
+	if err := p.FollowLogStart(rp.LogStartOffset); err != nil {
 		return err
 	}
-	return p.reloadProducers()
-}
-
-// truncationOffset is where a follower whose log ends at logEnd truncates
-// when the leader answers that its epoch divEpoch ends at divEnd (Kafka's
-// AbstractFetcherThread.getOffsetTruncationState). localEndFor is the
-// follower's own epoch cache (Log.EndOffsetForEpoch). An epoch the follower
-// does not know takes it to the end of its largest epoch below it, from
-// where its next fetch (at that epoch) finds the rest.
-func truncationOffset(divEpoch int32, divEnd, logEnd int64, localEndFor func(int32) (int32, int64)) int64 {
-	switch {
-	case divEnd < 0:
-		return logEnd // the leader knows no offset: nothing to truncate
-	case divEpoch < 0:
-		return min(divEnd, logEnd)
+	if moved || len(rp.RecordBatches) > 0 {
+		p.Wake()
 	}
-	e, off := localEndFor(divEpoch)
-	switch {
-	case e == storage.UndefinedEpoch:
-		return min(divEnd, logEnd) // below every epoch the follower has
-	case e != divEpoch:
-		return min(off, logEnd)
-	default:
-		return min(off, divEnd, logEnd)
-	}
-}
-
-// reloadProducers rebuilds the producer state after a truncation, from the
-// latest snapshot at or below the new log end, as Kafka's truncateTo
-// rebuilds it. appendMu held.
-func (p *partition) reloadProducers() error {
-	if end := p.log.EndOffset(); p.hw.Load() > end {
-		p.hw.Store(end)
-	}
-	p.producers.reset()
-	return p.producers.load(p.log, time.Now().UnixMilli(), p.replayMarker)
+	return nil
 }
 
 // outOfRange handles OFFSET_OUT_OF_RANGE (Kafka's fetchOffsetAndTruncate):
@@ -579,13 +416,13 @@ func (f *replicaFetcher) outOfRange(s sentPartition) error {
 		return err
 	}
 	if s.fetchOffset < start {
-		return s.fp.p.startOverAt(s.fp.leaderEpoch, s.fetchOffset, start)
+		return s.fp.p.StartOverAt(s.fp.leaderEpoch, s.fetchOffset, start)
 	}
 	hw, err := f.listOffset(s, -1)
 	if err != nil {
 		return err
 	}
-	return s.fp.p.truncateAbove(s.fp.leaderEpoch, s.fetchOffset, hw)
+	return s.fp.p.TruncateAbove(s.fp.leaderEpoch, s.fetchOffset, hw)
 }
 
 // listOffset asks the leader for the partition's earliest (-2) or latest
@@ -594,9 +431,9 @@ func (f *replicaFetcher) listOffset(s sentPartition, timestamp int64) (int64, er
 	req := kmsg.NewPtrListOffsetsRequest()
 	req.ReplicaID = -1
 	rt := kmsg.NewListOffsetsRequestTopic()
-	rt.Topic = s.fp.p.topic
+	rt.Topic = s.fp.p.Topic()
 	rp := kmsg.NewListOffsetsRequestTopicPartition()
-	rp.Partition, rp.CurrentLeaderEpoch, rp.Timestamp = s.fp.p.index, s.fp.leaderEpoch, timestamp
+	rp.Partition, rp.CurrentLeaderEpoch, rp.Timestamp = s.fp.p.Index(), s.fp.leaderEpoch, timestamp
 	rt.Partitions = []kmsg.ListOffsetsRequestTopicPartition{rp}
 	req.Topics = []kmsg.ListOffsetsRequestTopic{rt}
 	req.SetVersion(handlers[2].max)
@@ -615,47 +452,10 @@ func (f *replicaFetcher) listOffset(s sentPartition, timestamp int64) (int64, er
 	return lp.Offset, nil
 }
 
-// followingAt reports whether this broker still follows the partition at
-// leaderEpoch: a fetch answer of an older leadership changes nothing.
-// appendMu held, so that the role cannot change before the log does.
-func (p *partition) followingAt(leaderEpoch int32) bool {
-	rs := &p.repl
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	return rs.role == roleFollower && rs.leaderEpoch == leaderEpoch
-}
-
-// truncateAbove truncates a follower whose log end (fetchOffset) lies past
-// the leader's to the leader's high watermark.
-func (p *partition) truncateAbove(leaderEpoch int32, fetchOffset, leaderHW int64) error {
-	p.appendMu.Lock()
-	defer p.appendMu.Unlock()
-	following := p.followingAt(leaderEpoch)
-	if !following || p.log.EndOffset() != fetchOffset || fetchOffset <= leaderHW {
-		return nil
+// notify signals ch without blocking.
+func notify(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
 	}
-	p.logger.Info("this replica's log ends past the leader's; truncating to its high watermark", "topic", p.topic, "partition", p.index,
-		"end", fetchOffset, "leader_high_watermark", leaderHW)
-	if err := p.log.TruncateTo(leaderHW); err != nil {
-		return err
-	}
-	return p.reloadProducers()
-}
-
-// startOverAt empties a follower's log to start at the leader's log start
-// offset, when its log end (fetchOffset) lies below it.
-func (p *partition) startOverAt(leaderEpoch int32, fetchOffset, leaderStart int64) error {
-	p.appendMu.Lock()
-	defer p.appendMu.Unlock()
-	following := p.followingAt(leaderEpoch)
-	if !following || p.log.EndOffset() != fetchOffset || fetchOffset >= leaderStart {
-		return nil
-	}
-	p.logger.Info("the leader's log starts past this replica's end; starting over", "topic", p.topic, "partition", p.index,
-		"end", fetchOffset, "leader_start", leaderStart)
-	if err := p.log.TruncateFullyAndStartAt(leaderStart); err != nil {
-		return err
-	}
-	p.hw.Store(leaderStart)
-	return p.reloadProducers()
 }

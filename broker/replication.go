@@ -2,7 +2,7 @@ package broker
 
 // The cluster's side of replication: roles from each image, the replica
 // fetchers, ISR changes sent to the active controller, the ISR expiry
-// check and the high watermark checkpoint (replica.go has the partition's
+// check and the high watermark checkpoint (partition/replica.go has the partition's
 // side).
 
 import (
@@ -13,16 +13,17 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/gregor-broker/gregor/broker/partition"
 	"github.com/gregor-broker/gregor/coordinator/controller"
 	"github.com/gregor-broker/gregor/coordinator/controller/metadata"
 )
 
 // roleChange is one partition's state in an applied image.
 type roleChange struct {
-	p       *partition
+	p       *partition.Partition
 	t       *topic
 	topicID [16]byte
-	st      *partitionState
+	st      *partition.State
 }
 
 // applyRoles gives every partition of an applied image its role (Kafka's
@@ -40,26 +41,26 @@ func (c *cluster) applyRoles(im *metadata.Image, roles []roleChange, current boo
 	for _, rc := range roles {
 		p, st := rc.p, rc.st
 		switch {
-		case st.leader == self:
-			if err := p.becomeLeader(st, now, b.cfg.ReplicaLagTimeMaxMs, func(id int32) bool { return isrEligible(im, id, -1) }); err != nil {
-				b.log.Error("taking the lead failed", "topic", p.topic, "partition", p.index, "err", err)
+		case st.Leader == self:
+			if err := p.BecomeLeader(st, now, b.cfg.ReplicaLagTimeMaxMs, func(id int32) bool { return isrEligible(im, id, -1) }); err != nil {
+				b.log.Error("taking the lead failed", "topic", p.Topic(), "partition", p.Index(), "err", err)
 				// Refuse produce rather than append at a wrong epoch.
-				p.cluster.Store(&partitionState{leader: st.leader, leaderEpoch: st.leaderEpoch, partitionEpoch: st.partitionEpoch,
-					replicas: st.replicas, isr: st.isr, local: false})
+				p.SetState(&partition.State{Leader: st.Leader, LeaderEpoch: st.LeaderEpoch, PartitionEpoch: st.PartitionEpoch,
+					Replicas: st.Replicas, ISR: st.ISR, Local: false})
 				continue
 			}
-			p.appended() // the high watermark may move (a lone ISR), waiters re-check
-		case slices.Contains(st.replicas, self):
-			p.becomeFollower(st)
-			p.wake() // acks=all produces waiting here fail over
-			if st.leader >= 0 {
-				follow[st.leader] = append(follow[st.leader], fetchTarget{p: p, t: rc.t, topicID: rc.topicID, leaderEpoch: st.leaderEpoch})
+			p.Appended() // the high watermark may move (a lone ISR), waiters re-check
+		case slices.Contains(st.Replicas, self):
+			p.BecomeFollower(st)
+			p.Wake() // acks=all produces waiting here fail over
+			if st.Leader >= 0 {
+				follow[st.Leader] = append(follow[st.Leader], fetchTarget{p: p, t: rc.t, topicID: rc.topicID, leaderEpoch: st.LeaderEpoch})
 			}
 		default:
-			if err := p.becomeNone(st, current); err != nil {
-				b.log.Error("removing the data of a replica no longer hosted failed", "topic", p.topic, "partition", p.index, "err", err)
+			if err := p.BecomeNone(st, current); err != nil {
+				b.log.Error("removing the data of a replica no longer hosted failed", "topic", p.Topic(), "partition", p.Index(), "err", err)
 			}
-			p.wake()
+			p.Wake()
 		}
 	}
 	c.fetchers.update(follow)
@@ -82,8 +83,8 @@ func (c *cluster) replicationLoop() {
 		case <-expiry.C:
 			now := time.Now().UnixMilli()
 			for _, tp := range c.b.allPartitions() {
-				if isr := tp.p.shrinkISR(now, cfg.ReplicaLagTimeMaxMs); isr != nil {
-					c.b.log.Info("shrinking the ISR", "topic", tp.p.topic, "partition", tp.p.index, "isr", isr)
+				if isr := tp.p.ShrinkISR(now, cfg.ReplicaLagTimeMaxMs); isr != nil {
+					c.b.log.Info("shrinking the ISR", "topic", tp.p.Topic(), "partition", tp.p.Index(), "isr", isr)
 					c.alterISR(tp.p, tp.topicID)
 				}
 			}
@@ -95,7 +96,7 @@ func (c *cluster) replicationLoop() {
 
 // topicPartition is a partition with its topic's id.
 type topicPartition struct {
-	p       *partition
+	p       *partition.Partition
 	topicID [16]byte
 }
 
@@ -117,40 +118,42 @@ func (b *Broker) allPartitions() []topicPartition {
 func (c *cluster) checkpointHighWatermarks() {
 	for _, tp := range c.b.allPartitions() {
 		p := tp.p
-		if p.cluster.Load() == nil {
+		if p.State() == nil {
 			continue
 		}
-		hw := p.hw.Load()
-		if p.hwCheckpointed.Load() == hw {
+		hw, changed := p.HighWatermarkToCheckpoint()
+		if !changed {
 			continue
 		}
-		if err := p.log.WriteHighWatermark(hw); err != nil {
-			c.b.log.Warn("checkpointing the high watermark failed", "topic", p.topic, "partition", p.index, "err", err)
+		if err := p.Log().WriteHighWatermark(hw); err != nil {
+			c.b.log.Warn("checkpointing the high watermark failed", "topic", p.Topic(), "partition", p.Index(), "err", err)
 			continue
 		}
-		p.hwCheckpointed.Store(hw)
+		p.Checkpointed(hw)
 	}
 }
 
-// alterISR sends the ISR change in flight for p (replicaState.pendingISR)
+// alterISR sends the ISR change in flight for p (the pending ISR of partition.Partition)
 // to the active controller, retrying while the controller cannot be
 // reached, until an answer, or until p's change is no longer the one in
 // flight. One goroutine per change; a partition has at most one in flight.
-func (c *cluster) alterISR(p *partition, topicID [16]byte) {
-	gen := p.alterGeneration()
+func (c *cluster) alterISR(p *partition.Partition, topicID [16]byte) {
+	gen := p.AlterGeneration()
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
 		backoff := 50 * time.Millisecond
 		for {
-			req, leaderEpoch, ok := p.alterRequest(gen)
+			ch, ok := p.AlterRequest(gen)
 			if !ok {
 				return
 			}
-			req.BrokerID, req.BrokerEpoch = c.b.cfg.NodeID, c.epoch.Load()
-			req.Partitions[0].TopicID = metadata.UUID(topicID)
+			leaderEpoch := ch.LeaderEpoch
+			req := controller.AlterPartitionRequest{BrokerID: c.b.cfg.NodeID, BrokerEpoch: c.epoch.Load(),
+				Partitions: []controller.AlterPartitionItem{{TopicID: metadata.UUID(topicID), Partition: p.Index(), LeaderEpoch: ch.LeaderEpoch,
+					PartitionEpoch: ch.PartitionEpoch, NewISR: ch.NewISR}}}
 			ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
-			res, err := c.alterPartition(ctx, req, p.followerEpochs())
+			res, err := c.alterPartition(ctx, req, p.FollowerEpochs())
 			cancel()
 			if err == nil && errors.Is(res.Err, kerr.NotController) {
 				// The controller's metadata is behind this request's epochs:
@@ -158,15 +161,15 @@ func (c *cluster) alterISR(p *partition, topicID [16]byte) {
 				err = res.Err
 			}
 			if err == nil {
-				if p.alterDone(gen, leaderEpoch, res.ISR, res.PartitionEpoch, res.Err, time.Now().UnixMilli()) {
-					p.wake()
+				if p.AlterDone(gen, leaderEpoch, res.ISR, res.PartitionEpoch, res.Err, time.Now().UnixMilli()) {
+					p.Wake()
 				}
 				if res.Err != nil {
-					c.b.log.Info("the controller refused an ISR change", "topic", p.topic, "partition", p.index, "err", res.Err)
+					c.b.log.Info("the controller refused an ISR change", "topic", p.Topic(), "partition", p.Index(), "err", res.Err)
 				}
 				return
 			}
-			c.b.log.Debug("AlterPartition failed; retrying", "topic", p.topic, "partition", p.index, "err", err)
+			c.b.log.Debug("AlterPartition failed; retrying", "topic", p.Topic(), "partition", p.Index(), "err", err)
 			t := time.NewTimer(backoff)
 			select {
 			case <-c.stop:

@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-broker/gregor/broker/partition"
 	"github.com/gregor-broker/gregor/protocol/batch"
 	"github.com/gregor-broker/gregor/storage"
 	"github.com/gregor-broker/gregor/vfs"
@@ -44,11 +45,11 @@ func (tc *testCluster) createReplicated(topic string, partitions int32, rf int16
 				return false
 			}
 			for _, p := range t.partitions {
-				st := p.cluster.Load()
-				if st == nil || st.leader < 0 {
+				st := p.State()
+				if st == nil || st.Leader < 0 {
 					return false
 				}
-				if _, leading := p.leaderEpochIfLeading(); st.leader == id && !leading {
+				if _, leading := p.LeaderEpochIfLeading(); st.Leader == id && !leading {
 					return false // the image's leader has not taken the role yet
 				}
 			}
@@ -58,7 +59,7 @@ func (tc *testCluster) createReplicated(topic string, partitions int32, rf int16
 }
 
 // part returns node id's partition idx of topic.
-func (tc *testCluster) part(id int32, topic string, idx int32) *partition {
+func (tc *testCluster) part(id int32, topic string, idx int32) *partition.Partition {
 	tc.t.Helper()
 	t := tc.nodes[id].lookupTopic(topic)
 	if t == nil {
@@ -69,31 +70,31 @@ func (tc *testCluster) part(id int32, topic string, idx int32) *partition {
 
 // leaderOf is the leader of topic's partition idx as node id's image says.
 func (tc *testCluster) leaderOf(id int32, topic string, idx int32) int32 {
-	st := tc.part(id, topic, idx).cluster.Load()
+	st := tc.part(id, topic, idx).State()
 	if st == nil {
 		return -1
 	}
-	return st.leader
+	return st.Leader
 }
 
 // isrOf is the ISR of topic's partition idx as node id's image says.
 func (tc *testCluster) isrOf(id int32, topic string, idx int32) []int32 {
-	st := tc.part(id, topic, idx).cluster.Load()
+	st := tc.part(id, topic, idx).State()
 	if st == nil {
 		return nil
 	}
-	return slices.Sorted(slices.Values(st.isr))
+	return slices.Sorted(slices.Values(st.ISR))
 }
 
 // readAll returns the bytes of p's log in [from, to).
-func readLog(t *testing.T, p *partition, from, to int64) []byte {
+func readLog(t *testing.T, p *partition.Partition, from, to int64) []byte {
 	t.Helper()
 	if to <= from {
 		return nil
 	}
-	b, err := p.log.Read(from, 1<<30, to)
+	b, err := p.Log().Read(from, 1<<30, to)
 	if err != nil {
-		t.Fatalf("reading %s-%d [%d, %d): %v", p.topic, p.index, from, to, err)
+		t.Fatalf("reading %s-%d [%d, %d): %v", p.Topic(), p.Index(), from, to, err)
 	}
 	return b
 }
@@ -108,10 +109,10 @@ func (tc *testCluster) waitReplicated(topic string, idx int32, end int64) {
 	for _, id := range live {
 		p := tc.part(id, topic, idx)
 		waitLong(tc.t, fmt.Sprintf("node %d's high watermark of %s-%d to reach %d", id, topic, idx, end), func() bool {
-			return p.highWatermark() >= end
+			return p.HighWatermark() >= end
 		})
 	}
-	from := tc.part(leader, topic, idx).log.StartOffset()
+	from := tc.part(leader, topic, idx).Log().StartOffset()
 	want := readLog(tc.t, tc.part(leader, topic, idx), from, end)
 	for _, id := range live {
 		if got := readLog(tc.t, tc.part(id, topic, idx), from, end); !bytes.Equal(got, want) {
@@ -149,12 +150,12 @@ func TestReplicationCopiesEveryRecordToEveryReplica(t *testing.T) {
 	}
 	for idx := range int32(2) {
 		leader := tc.leaderOf(1, "repl", idx)
-		end := tc.part(leader, "repl", idx).log.EndOffset()
+		end := tc.part(leader, "repl", idx).Log().EndOffset()
 		if end == 0 {
 			t.Fatalf("partition %d is empty", idx)
 		}
 		// acks=all answered: the leader's high watermark covers every record.
-		if hw := tc.part(leader, "repl", idx).highWatermark(); hw != end {
+		if hw := tc.part(leader, "repl", idx).HighWatermark(); hw != end {
 			t.Fatalf("partition %d: leader high watermark %d after acks=all, log end %d", idx, hw, end)
 		}
 		tc.waitReplicated("repl", idx, end)
@@ -198,7 +199,7 @@ func TestReplicationMinInsyncReplicas(t *testing.T) {
 	tc.createReplicated("minisr", 1, 3, map[string]*string{"min.insync.replicas": &two})
 	leader := tc.leaderOf(1, "minisr", 0)
 	var followers []int32
-	for _, id := range tc.part(1, "minisr", 0).cluster.Load().replicas {
+	for _, id := range tc.part(1, "minisr", 0).State().Replicas {
 		if id != leader {
 			followers = append(followers, id)
 		}
@@ -210,19 +211,19 @@ func TestReplicationMinInsyncReplicas(t *testing.T) {
 
 	// One follower gone: the ISR shrinks to two, acks=all still works.
 	tc.close(followers[0])
-	waitLong(t, "the ISR to shrink to two", func() bool { return len(tc.part(leader, "minisr", 0).isrSnapshot()) == 2 })
+	waitLong(t, "the ISR to shrink to two", func() bool { return len(tc.part(leader, "minisr", 0).ISR()) == 2 })
 	if sp := rawProduceAcks(t, addr, "minisr", 0, -1, 30000, 3); sp.ErrorCode != 0 {
 		t.Fatalf("acks=all with two in sync: %v", kerr.ErrorForCode(sp.ErrorCode))
 	}
 
 	// Both gone: NOT_ENOUGH_REPLICAS and nothing appended; acks=1 works.
 	tc.close(followers[1])
-	waitLong(t, "the ISR to shrink to the leader", func() bool { return len(tc.part(leader, "minisr", 0).isrSnapshot()) == 1 })
-	end := tc.part(leader, "minisr", 0).log.EndOffset()
+	waitLong(t, "the ISR to shrink to the leader", func() bool { return len(tc.part(leader, "minisr", 0).ISR()) == 1 })
+	end := tc.part(leader, "minisr", 0).Log().EndOffset()
 	if sp := rawProduceAcks(t, addr, "minisr", 0, -1, 30000, 3); sp.ErrorCode != kerr.NotEnoughReplicas.Code {
 		t.Fatalf("acks=all with the leader alone in sync: %v, want NOT_ENOUGH_REPLICAS", kerr.ErrorForCode(sp.ErrorCode))
 	}
-	if got := tc.part(leader, "minisr", 0).log.EndOffset(); got != end {
+	if got := tc.part(leader, "minisr", 0).Log().EndOffset(); got != end {
 		t.Fatalf("a refused acks=all produce moved the log end from %d to %d", end, got)
 	}
 	if sp := rawProduceAcks(t, addr, "minisr", 0, 1, 30000, 3); sp.ErrorCode != 0 {
@@ -238,7 +239,7 @@ func TestReplicationMinInsyncReplicas(t *testing.T) {
 	// A follower back: it catches up and rejoins the ISR.
 	tc.restart(followers[0])
 	waitLong(t, "the restarted follower to rejoin the ISR", func() bool {
-		return slices.Contains(tc.part(leader, "minisr", 0).isrSnapshot(), followers[0])
+		return slices.Contains(tc.part(leader, "minisr", 0).ISR(), followers[0])
 	})
 	if sp := rawProduceAcks(t, addr, "minisr", 0, -1, 30000, 3); sp.ErrorCode != 0 {
 		t.Fatalf("acks=all after the follower rejoined: %v", kerr.ErrorForCode(sp.ErrorCode))
@@ -307,13 +308,13 @@ func TestReplicationFetchErrors(t *testing.T) {
 	t.Parallel() // a cluster test waits mostly on timers; two at a time (-parallel, GOMAXPROCS)
 	tc := startCluster(t, 3)
 	tc.createReplicated("pair", 1, 2, nil)
-	st := tc.part(1, "pair", 0).cluster.Load()
-	leader := st.leader
+	st := tc.part(1, "pair", 0).State()
+	leader := st.Leader
 	var follower, outsider int32 = -1, -1
 	for _, id := range tc.live() {
 		switch {
 		case id == leader:
-		case slices.Contains(st.replicas, id):
+		case slices.Contains(st.Replicas, id):
 			follower = id
 		default:
 			outsider = id
@@ -321,7 +322,7 @@ func TestReplicationFetchErrors(t *testing.T) {
 	}
 	topicID := tc.nodes[leader].lookupTopic("pair").id
 	addr := tc.nodes[leader].Addr()
-	epoch := st.leaderEpoch
+	epoch := st.LeaderEpoch
 	cases := []struct {
 		name    string
 		epoch   int32
@@ -379,7 +380,7 @@ func TestReplicationAcksAllWaitsForASlowFollower(t *testing.T) {
 		t.Fatal(kerr.ErrorForCode(sp.ErrorCode))
 	}
 	var slowID, other int32
-	for _, id := range tc.part(leader, "slow", 0).cluster.Load().replicas {
+	for _, id := range tc.part(leader, "slow", 0).State().Replicas {
 		if id != leader {
 			if slowID == 0 {
 				slowID = id
@@ -396,8 +397,8 @@ func TestReplicationAcksAllWaitsForASlowFollower(t *testing.T) {
 	go func() { answered <- rawProduceAcks(t, addr, "slow", 0, -1, 60000, 5) }()
 	end := int64(10)
 	waitLong(t, "the append and the other follower to catch up", func() bool {
-		leo, _, ok := lp.followerView(other)
-		return lp.log.EndOffset() == end && ok && leo == end
+		leo, _, ok := lp.FollowerView(other)
+		return lp.Log().EndOffset() == end && ok && leo == end
 	})
 	select {
 	case sp := <-answered:
@@ -406,7 +407,7 @@ func TestReplicationAcksAllWaitsForASlowFollower(t *testing.T) {
 	}
 	// A consumer reads nothing past the high watermark, which waits for
 	// the slow follower.
-	hw := lp.highWatermark()
+	hw := lp.HighWatermark()
 	if hw >= end {
 		t.Fatalf("high watermark %d with a follower behind at %d", hw, end)
 	}
@@ -435,7 +436,7 @@ func TestReplicationAcksAllWaitsForASlowFollower(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatal("acks=all not answered after the follower caught up")
 	}
-	if hw := lp.highWatermark(); hw != end {
+	if hw := lp.HighWatermark(); hw != end {
 		t.Fatalf("high watermark %d after acks=all, want %d", hw, end)
 	}
 	tc.waitReplicated("slow", 0, end)
@@ -512,7 +513,7 @@ func TestReplicationFailover(t *testing.T) {
 
 	// Every acknowledged record is on the new leader, once, in order.
 	lp := tc.part(newLeader, "failover", 0)
-	hw := lp.highWatermark()
+	hw := lp.HighWatermark()
 	got := values(t, readLog(t, lp, 0, hw))
 	seen := map[string]bool{}
 	for i, v := range got {
@@ -531,7 +532,7 @@ func TestReplicationFailover(t *testing.T) {
 	}
 
 	// The old epoch is fenced, a newer one unknown.
-	epoch := lp.leaderEpoch.Load()
+	epoch := lp.LeaderEpoch()
 	topicID := tc.nodes[newLeader].lookupTopic("failover").id
 	if fp := rawFetch(t, tc.nodes[newLeader].Addr(), topicID, 0, 0, epoch-1, -1); fp.ErrorCode != kerr.FencedLeaderEpoch.Code {
 		t.Fatalf("fetch at the old epoch: %v", kerr.ErrorForCode(fp.ErrorCode))
@@ -544,9 +545,9 @@ func TestReplicationFailover(t *testing.T) {
 	// and rejoins the ISR.
 	tc.restart(oldLeader)
 	waitLong(t, "the old leader to rejoin the ISR", func() bool {
-		return slices.Contains(lp.isrSnapshot(), oldLeader)
+		return slices.Contains(lp.ISR(), oldLeader)
 	})
-	end := lp.log.EndOffset()
+	end := lp.Log().EndOffset()
 	tc.waitReplicated("failover", 0, end)
 }
 
@@ -557,7 +558,7 @@ func TestReplicationSurvivesAFullRestart(t *testing.T) {
 	cl := tc.client(1, kgo.RequiredAcks(kgo.AllISRAcks()))
 	produceSync(t, cl, "restart", 0, 50)
 	leader := tc.leaderOf(1, "restart", 0)
-	end := tc.part(leader, "restart", 0).log.EndOffset()
+	end := tc.part(leader, "restart", 0).Log().EndOffset()
 	tc.waitReplicated("restart", 0, end)
 	cl.Close()
 
@@ -582,13 +583,13 @@ func TestReplicationSurvivesAFullRestart(t *testing.T) {
 		if l < 0 {
 			return false
 		}
-		_, leading := tc.part(l, "restart", 0).leaderEpochIfLeading()
-		return leading && len(tc.part(l, "restart", 0).isrSnapshot()) == 3
+		_, leading := tc.part(l, "restart", 0).LeaderEpochIfLeading()
+		return leading && len(tc.part(l, "restart", 0).ISR()) == 3
 	})
 	cl = tc.client(2, kgo.RequiredAcks(kgo.AllISRAcks()))
 	produceSync(t, cl, "restart", 50, 50)
 	leader = tc.leaderOf(1, "restart", 0)
-	end = tc.part(leader, "restart", 0).log.EndOffset()
+	end = tc.part(leader, "restart", 0).Log().EndOffset()
 	if end != 100 {
 		t.Fatalf("log end %d after 100 records", end)
 	}
@@ -620,7 +621,7 @@ func TestReplicationFollowsTheLeadersLogStart(t *testing.T) {
 	// (Kafka's low watermark).
 	deleteTo(10)
 	for _, id := range tc.live() {
-		if start := tc.part(id, "start", 0).log.StartOffset(); start != 10 {
+		if start := tc.part(id, "start", 0).Log().StartOffset(); start != 10 {
 			t.Fatalf("node %d's log starts at %d once DeleteRecords answered, want 10", id, start)
 		}
 	}
@@ -628,21 +629,21 @@ func TestReplicationFollowsTheLeadersLogStart(t *testing.T) {
 	// A follower that is down while the leader's log start passes its end
 	// starts over at the leader's log start when it comes back.
 	var follower int32
-	for _, id := range tc.part(leader, "start", 0).cluster.Load().replicas {
+	for _, id := range tc.part(leader, "start", 0).State().Replicas {
 		if id != leader {
 			follower = id
 		}
 	}
 	tc.close(follower)
-	waitLong(t, "the ISR to shrink", func() bool { return len(tc.part(leader, "start", 0).isrSnapshot()) == 2 })
+	waitLong(t, "the ISR to shrink", func() bool { return len(tc.part(leader, "start", 0).ISR()) == 2 })
 	produceSync(t, cl, "start", 20, 20)
-	waitLong(t, "the high watermark to reach 40", func() bool { return tc.part(leader, "start", 0).highWatermark() == 40 })
+	waitLong(t, "the high watermark to reach 40", func() bool { return tc.part(leader, "start", 0).HighWatermark() == 40 })
 	deleteTo(35)
 	tc.restart(follower)
 	waitLong(t, "the follower to rejoin the ISR", func() bool {
-		return slices.Contains(tc.part(leader, "start", 0).isrSnapshot(), follower)
+		return slices.Contains(tc.part(leader, "start", 0).ISR(), follower)
 	})
-	if start := tc.part(follower, "start", 0).log.StartOffset(); start != 35 {
+	if start := tc.part(follower, "start", 0).Log().StartOffset(); start != 35 {
 		t.Fatalf("the restarted follower's log starts at %d, want 35", start)
 	}
 	tc.waitReplicated("start", 0, 40)
@@ -701,7 +702,7 @@ func TestReplicationIdempotentProducerAcrossFailover(t *testing.T) {
 		if newLeader < 0 || newLeader == leader {
 			return false
 		}
-		_, leading := tc.part(newLeader, "idem", 0).leaderEpochIfLeading()
+		_, leading := tc.part(newLeader, "idem", 0).LeaderEpochIfLeading()
 		return leading
 	})
 	// The retry of the last acknowledged batch is recognised, not stored
@@ -715,7 +716,7 @@ func TestReplicationIdempotentProducerAcrossFailover(t *testing.T) {
 	if sp := produce(newLeader, 20); sp.ErrorCode != kerr.OutOfOrderSequenceNumber.Code {
 		t.Fatalf("sequence 20 after 11: %v, want OUT_OF_ORDER_SEQUENCE_NUMBER", kerr.ErrorForCode(sp.ErrorCode))
 	}
-	if end := tc.part(newLeader, "idem", 0).log.EndOffset(); end != 12 {
+	if end := tc.part(newLeader, "idem", 0).Log().EndOffset(); end != 12 {
 		t.Fatalf("log end %d, want 12 (no duplicate)", end)
 	}
 }
@@ -808,7 +809,7 @@ func TestReplicationOldLeaderTruncatesWhatOnlyItHad(t *testing.T) {
 	if sp := rawProduceAcks(t, addr, "diverge", 0, 1, 30000, 5); sp.ErrorCode != 0 {
 		t.Fatal(kerr.ErrorForCode(sp.ErrorCode))
 	}
-	if end := tc.part(oldLeader, "diverge", 0).log.EndOffset(); end != 15 {
+	if end := tc.part(oldLeader, "diverge", 0).Log().EndOffset(); end != 15 {
 		t.Fatalf("old leader's log end %d, want 15", end)
 	}
 	tc.close(oldLeader)
@@ -818,7 +819,7 @@ func TestReplicationOldLeaderTruncatesWhatOnlyItHad(t *testing.T) {
 		if newLeader < 0 || newLeader == oldLeader {
 			return false
 		}
-		_, leading := tc.part(newLeader, "diverge", 0).leaderEpochIfLeading()
+		_, leading := tc.part(newLeader, "diverge", 0).LeaderEpochIfLeading()
 		return leading
 	})
 	gate.resume()
@@ -830,14 +831,14 @@ func TestReplicationOldLeaderTruncatesWhatOnlyItHad(t *testing.T) {
 	// which only it had, and copies the new leader's 10-12.
 	tc.restart(oldLeader)
 	waitLong(t, "the old leader to rejoin the ISR", func() bool {
-		return slices.Contains(tc.part(newLeader, "diverge", 0).isrSnapshot(), oldLeader)
+		return slices.Contains(tc.part(newLeader, "diverge", 0).ISR(), oldLeader)
 	})
 	tc.waitReplicated("diverge", 0, 13)
-	if end := tc.part(oldLeader, "diverge", 0).log.EndOffset(); end != 13 {
+	if end := tc.part(oldLeader, "diverge", 0).Log().EndOffset(); end != 13 {
 		t.Fatalf("old leader's log end %d after truncation, want 13", end)
 	}
-	epochs := tc.part(oldLeader, "diverge", 0).log.Epochs()
-	want := tc.part(newLeader, "diverge", 0).log.Epochs()
+	epochs := tc.part(oldLeader, "diverge", 0).Log().Epochs()
+	want := tc.part(newLeader, "diverge", 0).Log().Epochs()
 	if !slices.Equal(epochs, want) {
 		t.Fatalf("old leader's leader epochs %v, the new leader's %v", epochs, want)
 	}
@@ -854,7 +855,7 @@ func TestReplicationFollowerWithAFailedDiskLeavesTheISR(t *testing.T) {
 	tc.createReplicated("disk", 1, 3, nil)
 	leader := tc.leaderOf(1, "disk", 0)
 	var follower int32
-	for _, id := range tc.part(leader, "disk", 0).cluster.Load().replicas {
+	for _, id := range tc.part(leader, "disk", 0).State().Replicas {
 		if id != leader {
 			follower = id
 		}
@@ -871,16 +872,16 @@ func TestReplicationFollowerWithAFailedDiskLeavesTheISR(t *testing.T) {
 		}
 		return vfs.Fault{}
 	})
-	end := tc.part(follower, "disk", 0).log.EndOffset()
+	end := tc.part(follower, "disk", 0).Log().EndOffset()
 	answered := make(chan kmsg.ProduceResponseTopicPartition, 1)
 	go func() { answered <- rawProduceAcks(t, addr, "disk", 0, -1, 60000, 5) }()
 	waitLong(t, "the leader to drop the failed follower from the ISR", func() bool {
-		return !slices.Contains(tc.part(leader, "disk", 0).isrSnapshot(), follower)
+		return !slices.Contains(tc.part(leader, "disk", 0).ISR(), follower)
 	})
 	if sp := <-answered; sp.ErrorCode != 0 {
 		t.Fatalf("acks=all once the failed follower left the ISR: %v", kerr.ErrorForCode(sp.ErrorCode))
 	}
-	if got := tc.part(follower, "disk", 0).log.EndOffset(); got != end {
+	if got := tc.part(follower, "disk", 0).Log().EndOffset(); got != end {
 		t.Fatalf("the failed follower's log end moved from %d to %d", end, got)
 	}
 	// Its log failed; closing it reports that.

@@ -60,7 +60,6 @@ import (
 	"maps"
 	"math"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -70,6 +69,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-broker/gregor/broker/partition"
 	"github.com/gregor-broker/gregor/coordinator/controller/metadata"
 )
 
@@ -229,23 +229,14 @@ func parseThrottledReplicas(value string) *throttledReplicas {
 	return r
 }
 
-// inISR reports whether replica is in the partition's ISR as its leader
-// sees it, additions in flight included (Partition.inSyncReplicaIds).
-func (p *partition) inISR(replica int32) bool {
-	rs := &p.repl
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	return slices.Contains(rs.maximalISR(), replica)
-}
-
 // leaderThrottles reports whether the leader answers replica's fetch of p
 // without records now, and whether p is on the leader's list at all (its
 // bytes are recorded).
-func (b *Broker) leaderThrottles(t *topic, p *partition, replica int32) (throttle, listed bool) {
-	if !t.effective.Load().leaderThrottled.has(p.index, b.cfg.NodeID) {
+func (b *Broker) leaderThrottles(t *topic, p *partition.Partition, replica int32) (throttle, listed bool) {
+	if !t.effective.Load().leaderThrottled.has(p.Index(), b.cfg.NodeID) {
 		return false, false
 	}
-	return b.replQuotas.leader.exceeded() && !p.inISR(replica), true
+	return b.replQuotas.leader.exceeded() && !p.InISR(replica), true
 }
 
 // recordLeaderThrottled records the bytes of the throttled partitions of a
@@ -259,7 +250,7 @@ func (b *Broker) recordLeaderThrottled(resp kmsg.Response) {
 // followerThrottles reports whether fp is left out of the next fetch.
 // f.mu held; the quota's lock is a leaf taken after it.
 func (f *replicaFetcher) followerThrottles(fp *fetchPartition) bool {
-	return !fp.inSync && fp.t.effective.Load().followerThrottled.has(fp.p.index, f.c.b.cfg.NodeID) &&
+	return !fp.inSync && fp.t.effective.Load().followerThrottled.has(fp.p.Index(), f.c.b.cfg.NodeID) &&
 		f.c.b.replQuotas.follower.exceeded()
 }
 
@@ -272,7 +263,7 @@ func (f *replicaFetcher) followerThrottles(fp *fetchPartition) bool {
 // lock.
 func (f *replicaFetcher) fetched(s sentPartition, rp *kmsg.FetchResponseTopicPartition, end int64) {
 	fp := s.fp
-	if n := len(rp.RecordBatches); n > 0 && fp.t.effective.Load().followerThrottled.has(fp.p.index, f.c.b.cfg.NodeID) {
+	if n := len(rp.RecordBatches); n > 0 && fp.t.effective.Load().followerThrottled.has(fp.p.Index(), f.c.b.cfg.NodeID) {
 		f.c.b.replQuotas.follower.record(int64(n))
 	}
 	if end > 0 || !fp.lagKnown {

@@ -95,7 +95,7 @@ func TestReassignmentIsThrottledUntilTheThrottleIsRemoved(t *testing.T) {
 				if tp == nil {
 					return 0
 				}
-				return tp.partitions[0].log.Size()
+				return tp.partitions[0].Log().Size()
 			}
 			waitLong(t, fmt.Sprintf("%d bytes copied", watched), func() bool { return copied() >= watched })
 			elapsed := time.Since(start)

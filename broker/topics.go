@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gregor-broker/gregor/broker/partition"
 	"github.com/gregor-broker/gregor/storage"
 	"github.com/gregor-broker/gregor/vfs"
 )
@@ -30,7 +31,7 @@ type topic struct {
 	id         [16]byte
 	configs    topicConfigs
 	effective  atomic.Pointer[effectiveTopicConfig]
-	partitions []*partition
+	partitions []*partition.Partition
 	metrics    *topicMetrics // the topic's counters (metrics.go)
 }
 
@@ -133,7 +134,7 @@ type catalog struct {
 	byID      map[[16]byte]*topic
 	defaults  map[string]string
 	// clusterMode: partitions take their leader epochs from the metadata
-	// image (replica.go), not epoch 0 at open.
+	// image (partition/replica.go), not epoch 0 at open.
 	clusterMode bool
 	log         *slog.Logger // nil: slog.Default()
 	metrics     *brokerMetrics
@@ -199,7 +200,7 @@ func (c *catalog) load() error {
 	return nil
 }
 
-func (c *catalog) openPartition(t *topic, p int32) (*partition, error) {
+func (c *catalog) openPartition(t *topic, p int32) (*partition.Partition, error) {
 	sc := t.effective.Load().storageConfig()
 	if c.metrics != nil {
 		sc.SyncObserver = c.metrics.observeFsync
@@ -218,18 +219,17 @@ func (c *catalog) openPartition(t *topic, p int32) (*partition, error) {
 			return nil, fmt.Errorf("broker: syncing partition %s-%d: %w", t.name, p, err)
 		}
 	}
-	part := newPartition(t.name, p, l)
-	l.OnBackgroundFlush(part.appended)
+	part := partition.New(t.name, p, l)
+	l.OnBackgroundFlush(part.Appended)
 	if c.log != nil {
-		part.logger = c.log
+		part.SetLogger(c.log)
 	}
 	if c.clusterMode {
 		// The image gives the partition its role and leader epoch; until
 		// then its high watermark is the checkpointed one.
 		hw, _ := l.HighWatermarkCheckpoint()
-		part.hw.Store(min(max(hw, l.StartOffset()), l.EndOffset()))
-		part.hwCheckpointed.Store(part.hw.Load())
-	} else if err := l.AssignEpoch(part.leaderEpoch.Load(), l.EndOffset()); err != nil {
+		part.RestoreHighWatermark(hw)
+	} else if err := l.AssignEpoch(part.LeaderEpoch(), l.EndOffset()); err != nil {
 		// A single node takes the lead as Kafka's Partition.makeLeader
 		// does: the leader epoch starts at the log end, unless the log has
 		// reached it already. Append records it too, at the first batch
@@ -237,7 +237,7 @@ func (c *catalog) openPartition(t *topic, p int32) (*partition, error) {
 		l.Close()
 		return nil, fmt.Errorf("broker: opening partition %s-%d: %w", t.name, p, err)
 	}
-	if err := part.producers.load(l, time.Now().UnixMilli(), part.replayMarker); err != nil {
+	if err := part.LoadProducers(time.Now().UnixMilli()); err != nil {
 		l.Close()
 		return nil, fmt.Errorf("broker: rebuilding the producer state of %s-%d: %w", t.name, p, err)
 	}
@@ -258,7 +258,7 @@ func (c *catalog) createWithID(name string, id [16]byte, n int32, configs topicC
 		part, err := c.openPartition(t, p)
 		if err != nil {
 			for _, opened := range t.partitions {
-				opened.log.Delete()
+				opened.Log().Delete()
 			}
 			return nil, err
 		}
@@ -270,7 +270,7 @@ func (c *catalog) createWithID(name string, id [16]byte, n int32, configs topicC
 		delete(c.byName, name)
 		delete(c.byID, t.id)
 		for _, part := range t.partitions {
-			part.log.Delete()
+			part.Log().Delete()
 		}
 		return nil, err
 	}
@@ -280,12 +280,12 @@ func (c *catalog) createWithID(name string, id [16]byte, n int32, configs topicC
 
 // addPartitions grows t to n partitions.
 func (c *catalog) addPartitions(t *topic, n int32) error {
-	parts := append([]*partition(nil), t.partitions...)
+	parts := append([]*partition.Partition(nil), t.partitions...)
 	for p := int32(len(parts)); p < n; p++ {
 		part, err := c.openPartition(t, p)
 		if err != nil {
 			for _, added := range parts[len(t.partitions):] {
-				added.log.Delete()
+				added.Log().Delete()
 			}
 			return err
 		}
@@ -295,7 +295,7 @@ func (c *catalog) addPartitions(t *topic, n int32) error {
 	t.partitions = parts
 	if err := c.save(); err != nil {
 		for _, added := range parts[len(old):] {
-			added.log.Delete()
+			added.Log().Delete()
 		}
 		t.partitions = old
 		return err
@@ -319,12 +319,12 @@ func (c *catalog) alterConfigs(t *topic, configs topicConfigs) error {
 	sc := t.effective.Load().storageConfig()
 	var errs []error
 	for _, p := range t.partitions {
-		p.log.SetFlushPolicy(t.effective.Load().flush)
+		p.Log().SetFlushPolicy(t.effective.Load().flush)
 		// Switching to flush.messages=1 hides the unflushed tail from
 		// consumers until it is fsynced: start that now.
-		p.log.FlushAfterAppendAsync(p.log.EndOffset())
-		if err := p.log.SetConfig(sc); err != nil {
-			errs = append(errs, fmt.Errorf("broker: applying configs to %s-%d: %w", t.name, p.index, err))
+		p.Log().FlushAfterAppendAsync(p.Log().EndOffset())
+		if err := p.Log().SetConfig(sc); err != nil {
+			errs = append(errs, fmt.Errorf("broker: applying configs to %s-%d: %w", t.name, p.Index(), err))
 		}
 	}
 	return errors.Join(errs...)
@@ -342,8 +342,8 @@ func (c *catalog) remove(t *topic) error {
 	c.metrics.forgetTopic(t.name)
 	var firstErr error
 	for _, p := range t.partitions {
-		p.close()
-		if err := p.log.Delete(); err != nil && firstErr == nil {
+		p.Close()
+		if err := p.Log().Delete(); err != nil && firstErr == nil {
 			firstErr = err
 		}
 	}
@@ -387,8 +387,8 @@ func (c *catalog) save() error {
 func (c *catalog) closeAll() {
 	for _, t := range c.byName {
 		for _, p := range t.partitions {
-			p.close()
-			p.log.Close()
+			p.Close()
+			p.Log().Close()
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-broker/gregor/broker/partition"
 	"github.com/gregor-broker/gregor/protocol/batch"
 	"github.com/gregor-broker/gregor/storage"
 )
@@ -36,27 +37,27 @@ func txnBatch(t testing.TB, pid int64, epoch int16, seq int32, n int, tag string
 // appendDirect appends b to p as the produce path does once a batch is
 // accepted, without the transaction coordinator's verification, so that
 // these tests exercise the partition side alone.
-func appendDirect(t testing.TB, p *partition, b []byte) appendOutcome {
+func appendDirect(t testing.TB, p *partition.Partition, b []byte) partition.AppendOutcome {
 	t.Helper()
-	batch.SetPartitionLeaderEpoch(b, p.leaderEpoch.Load())
-	out, err := p.appendBatch(b, time.Now().UnixMilli())
+	batch.SetPartitionLeaderEpoch(b, p.LeaderEpoch())
+	out, err := p.Append(partition.OriginClient, b, time.Now().UnixMilli())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.refused == nil {
-		p.appended()
+	if out.Refused == nil {
+		p.Appended()
 	}
 	return out
 }
 
-func marker(t testing.TB, p *partition, pid int64, epoch int16, coordEpoch int32, commit bool) markerOutcome {
+func marker(t testing.TB, p *partition.Partition, pid int64, epoch int16, coordEpoch int32, commit bool) partition.MarkerOutcome {
 	t.Helper()
-	return markerTV(t, p, txnMarker{pid: pid, epoch: epoch, coordinatorEpoch: coordEpoch, commit: commit})
+	return markerTV(t, p, partition.TxnMarker{PID: pid, Epoch: epoch, CoordinatorEpoch: coordEpoch, Commit: commit})
 }
 
-func markerTV(t testing.TB, p *partition, m txnMarker) markerOutcome {
+func markerTV(t testing.TB, p *partition.Partition, m partition.TxnMarker) partition.MarkerOutcome {
 	t.Helper()
-	out, err := p.writeTxnMarker(m, time.Now().UnixMilli())
+	out, err := p.WriteTxnMarker(m, time.Now().UnixMilli())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,15 +116,15 @@ type lsoStep struct {
 	aborted   []int64
 }
 
-func checkLSO(t *testing.T, c *rawConn, p *partition, s lsoStep) {
+func checkLSO(t *testing.T, c *rawConn, p *partition.Partition, s lsoStep) {
 	t.Helper()
-	if got := p.lastStableOffset(); got != s.lso {
+	if got := p.LastStableOffset(); got != s.lso {
 		t.Fatalf("%s: LSO %d, want %d", s.name, got, s.lso)
 	}
-	if got := listCommitted(t, c, p.topic); got != s.lso {
+	if got := listCommitted(t, c, p.Topic()); got != s.lso {
 		t.Fatalf("%s: ListOffsets latest read_committed %d, want %d", s.name, got, s.lso)
 	}
-	sp, hs := fetchCommitted(t, c, p.topic, 0)
+	sp, hs := fetchCommitted(t, c, p.Topic(), 0)
 	if sp.ErrorCode != 0 || sp.HighWatermark != s.hw || sp.LastStableOffset != s.lso {
 		t.Fatalf("%s: fetch error %d, HW %d, LSO %d; want HW %d, LSO %d", s.name, sp.ErrorCode, sp.HighWatermark, sp.LastStableOffset, s.hw, s.lso)
 	}
@@ -206,49 +207,49 @@ func TestTxnStateRefusals(t *testing.T) {
 	p := partitionOf(t, b, "t", 0)
 	const pid = 77
 	appendDirect(t, p, txnBatch(t, pid, 3, 0, 1, "x"))
-	if out := appendDirect(t, p, idempotentBatch(t, pid, 3, 1, 1, time.Now().UnixMilli())); out.refused != kerr.InvalidTxnState {
-		t.Fatalf("non-transactional batch inside a transaction: %v", out.refused)
+	if out := appendDirect(t, p, idempotentBatch(t, pid, 3, 1, 1, time.Now().UnixMilli())); out.Refused != kerr.InvalidTxnState {
+		t.Fatalf("non-transactional batch inside a transaction: %v", out.Refused)
 	}
-	if out := marker(t, p, pid, 2, 5, false); out.refused != kerr.InvalidProducerEpoch {
-		t.Fatalf("marker of an older epoch: %v", out.refused)
+	if out := marker(t, p, pid, 2, 5, false); out.Refused != kerr.InvalidProducerEpoch {
+		t.Fatalf("marker of an older epoch: %v", out.Refused)
 	}
-	if out := marker(t, p, pid, 3, 5, true); out.refused != nil || out.offset != 1 {
+	if out := marker(t, p, pid, 3, 5, true); out.Refused != nil || out.Offset != 1 {
 		t.Fatalf("commit: %+v", out)
 	}
-	if out := marker(t, p, pid, 3, 4, true); out.refused != kerr.TransactionCoordinatorFenced {
-		t.Fatalf("marker of an older coordinator epoch: %v", out.refused)
+	if out := marker(t, p, pid, 3, 4, true); out.Refused != kerr.TransactionCoordinatorFenced {
+		t.Fatalf("marker of an older coordinator epoch: %v", out.Refused)
 	}
 	// A bumped epoch (TV2 markers carry epoch+1) is accepted, and the
 	// producer then continues at sequence 0 of it.
-	if out := marker(t, p, pid, 4, 5, false); out.refused != nil {
-		t.Fatalf("marker with a bumped epoch: %v", out.refused)
+	if out := marker(t, p, pid, 4, 5, false); out.Refused != nil {
+		t.Fatalf("marker with a bumped epoch: %v", out.Refused)
 	}
-	if out := appendDirect(t, p, txnBatch(t, pid, 4, 0, 1, "y")); out.refused != nil {
-		t.Fatalf("new transaction at the bumped epoch: %v", out.refused)
+	if out := appendDirect(t, p, txnBatch(t, pid, 4, 0, 1, "y")); out.Refused != nil {
+		t.Fatalf("new transaction at the bumped epoch: %v", out.Refused)
 	}
-	if p.lastStableOffset() != 3 {
-		t.Fatalf("LSO %d, want 3", p.lastStableOffset())
+	if p.LastStableOffset() != 3 {
+		t.Fatalf("LSO %d, want 3", p.LastStableOffset())
 	}
 	// Transaction version 2 (Kafka 4.2's checkProducerEpoch): the marker's
 	// epoch must be above the producer's while its transaction is open; the
 	// same epoch once the transaction is over is a retry, written again.
-	tv2 := txnMarker{pid: pid, epoch: 4, coordinatorEpoch: 5, commit: true, transactionVersion: 2}
-	if out := markerTV(t, p, tv2); out.refused != kerr.InvalidProducerEpoch {
-		t.Fatalf("TV2 marker at the open transaction's epoch: %v", out.refused)
+	tv2 := partition.TxnMarker{PID: pid, Epoch: 4, CoordinatorEpoch: 5, Commit: true, TransactionVersion: 2}
+	if out := markerTV(t, p, tv2); out.Refused != kerr.InvalidProducerEpoch {
+		t.Fatalf("TV2 marker at the open transaction's epoch: %v", out.Refused)
 	}
-	tv2.epoch = 5
-	if out := markerTV(t, p, tv2); out.refused != nil || out.offset != 4 {
+	tv2.Epoch = 5
+	if out := markerTV(t, p, tv2); out.Refused != nil || out.Offset != 4 {
 		t.Fatalf("TV2 marker with the bumped epoch: %+v", out)
 	}
-	if out := markerTV(t, p, tv2); out.refused != nil || out.offset != 5 {
+	if out := markerTV(t, p, tv2); out.Refused != nil || out.Offset != 5 {
 		t.Fatalf("TV2 marker retried: %+v", out)
 	}
-	tv2.epoch = 4
-	if out := markerTV(t, p, tv2); out.refused != kerr.InvalidProducerEpoch {
-		t.Fatalf("TV2 marker of an older epoch: %v", out.refused)
+	tv2.Epoch = 4
+	if out := markerTV(t, p, tv2); out.Refused != kerr.InvalidProducerEpoch {
+		t.Fatalf("TV2 marker of an older epoch: %v", out.Refused)
 	}
-	if p.lastStableOffset() != 6 {
-		t.Fatalf("LSO %d, want 6", p.lastStableOffset())
+	if p.LastStableOffset() != 6 {
+		t.Fatalf("LSO %d, want 6", p.LastStableOffset())
 	}
 }
 
@@ -272,7 +273,7 @@ func TestTxnStateSurvivesRestart(t *testing.T) {
 			p := partitionOf(t, first, "t", 0)
 			appendDirect(t, p, txnBatch(t, 1, 0, 0, 1, "aborted"))    // 0
 			appendDirect(t, p, txnBatch(t, 2, 0, 0, 1, "open"))       // 1
-			if out := marker(t, p, 1, 0, 7, false); out.offset != 2 { // 2
+			if out := marker(t, p, 1, 0, 7, false); out.Offset != 2 { // 2
 				t.Fatalf("abort: %+v", out)
 			}
 			dataDir := dir
@@ -291,10 +292,10 @@ func TestTxnStateSurvivesRestart(t *testing.T) {
 			c = dialRaw(t, second.Addr())
 			p = partitionOf(t, second, "t", 0)
 			checkLSO(t, c, p, lsoStep{name: "after restart", lso: 1, hw: 3, lastBatch: 0, aborted: []int64{0}})
-			if got := p.log.AbortedTxns(0, 3); !slices.Equal(got, []storage.AbortedTxn{{ProducerID: 1, FirstOffset: 0, LastOffset: 2, LastStableOffset: 1}}) {
+			if got := p.Log().AbortedTxns(0, 3); !slices.Equal(got, []storage.AbortedTxn{{ProducerID: 1, FirstOffset: 0, LastOffset: 2, LastStableOffset: 1}}) {
 				t.Fatalf("aborted transactions %+v", got)
 			}
-			if out := marker(t, p, 1, 0, 6, true); out.refused != kerr.TransactionCoordinatorFenced {
+			if out := marker(t, p, 1, 0, 6, true); out.Refused != kerr.TransactionCoordinatorFenced {
 				t.Fatalf("coordinator epoch not restored: %+v", out)
 			}
 			marker(t, p, 2, 0, 7, true) // 3
@@ -334,7 +335,7 @@ func TestWriteTxnMarkersOverTheWire(t *testing.T) {
 	const pid = 500
 	appendDirect(t, p0, txnBatch(t, pid, 2, 0, 1, "a"))
 	appendDirect(t, p1, txnBatch(t, pid, 2, 0, 1, "b"))
-	if p0.lastStableOffset() != 0 || p1.lastStableOffset() != 0 {
+	if p0.LastStableOffset() != 0 || p1.LastStableOffset() != 0 {
 		t.Fatal("open transactions do not hold the LSO")
 	}
 	codes := func(resp *kmsg.WriteTxnMarkersResponse) map[string]int16 {
@@ -362,10 +363,10 @@ func TestWriteTxnMarkersOverTheWire(t *testing.T) {
 			t.Fatalf("v%d: codes %v, want %v", version, got, want)
 		}
 	}
-	if p0.lastStableOffset() != 2 || p1.lastStableOffset() != 2 {
-		t.Fatalf("LSOs %d and %d after the markers, want 2 and 2", p0.lastStableOffset(), p1.lastStableOffset())
+	if p0.LastStableOffset() != 2 || p1.LastStableOffset() != 2 {
+		t.Fatalf("LSOs %d and %d after the markers, want 2 and 2", p0.LastStableOffset(), p1.LastStableOffset())
 	}
-	if got := p0.log.AbortedTxns(0, 2); len(got) != 1 || got[0].FirstOffset != 0 || got[0].LastOffset != 1 {
+	if got := p0.Log().AbortedTxns(0, 2); len(got) != 1 || got[0].FirstOffset != 0 || got[0].LastOffset != 1 {
 		t.Fatalf("partition 0's abort indexed as %+v", got)
 	}
 	resp := writeMarkers(t, c, 1, wireMarker(pid, 1, 3, true, "t", 0), wireMarker(pid+1, 0, 0, true, "t", 1))
@@ -424,26 +425,26 @@ func TestOffsetsSurviveAMarkerInConsumerOffsets(t *testing.T) {
 }
 
 // b2p returns the partitions of topic on b.
-func b2p(b *Broker, topic string) []*partition {
+func b2p(b *Broker, topic string) []*partition.Partition {
 	return b.partitions(b.lookupTopic(topic))
 }
 
 // TestTxnMarkerIsFlushedUnderFlushMessagesOne: with flush.messages=1 the
 // high watermark is the durable offset, so a marker must be fsynced by the
-// time writeTxnMarker returns for the transaction to become readable.
+// time WriteTxnMarker returns for the transaction to become readable.
 func TestTxnMarkerIsFlushedUnderFlushMessagesOne(t *testing.T) {
 	b := startBroker(t, Config{})
 	c := dialRaw(t, b.Addr())
 	createTopic(t, c, "t", 1, map[string]string{"flush.messages": "1"})
 	p := partitionOf(t, b, "t", 0)
 	appendDirect(t, p, txnBatch(t, 1, 0, 0, 1, "x"))
-	if err := p.log.FlushAfterAppend(p.log.EndOffset()); err != nil {
+	if err := p.Log().FlushAfterAppend(p.Log().EndOffset()); err != nil {
 		t.Fatal(err)
 	}
-	if out := marker(t, p, 1, 0, 0, true); out.refused != nil || out.offset != 1 {
+	if out := marker(t, p, 1, 0, 0, true); out.Refused != nil || out.Offset != 1 {
 		t.Fatalf("commit: %+v", out)
 	}
-	if hw, lso := p.highWatermark(), p.lastStableOffset(); hw != 2 || lso != 2 {
+	if hw, lso := p.HighWatermark(), p.LastStableOffset(); hw != 2 || lso != 2 {
 		t.Fatalf("HW %d, LSO %d after the commit marker, want 2 and 2", hw, lso)
 	}
 }

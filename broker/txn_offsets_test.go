@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-broker/gregor/broker/partition"
 	"github.com/gregor-broker/gregor/coordinator/group"
 	"github.com/gregor-broker/gregor/protocol/batch"
 	"github.com/gregor-broker/gregor/vfs"
@@ -102,7 +103,7 @@ func endTxn(t testing.TB, b *Broker, c *rawConn, groupID string, pid int64, epoc
 }
 
 // offsetsPartitionOf is the __consumer_offsets partition of groupID.
-func offsetsPartitionOf(b *Broker, groupID string) *partition {
+func offsetsPartitionOf(b *Broker, groupID string) *partition.Partition {
 	parts := b2p(b, offsetsTopic)
 	return parts[group.PartitionFor(groupID, int32(len(parts)))]
 }
@@ -133,14 +134,14 @@ func TestTxnOffsetCommitShowsAfterTheCommitMarker(t *testing.T) {
 	wantFetched(t, c, "g", "t", 2, true, -1, nil)
 
 	op := offsetsPartitionOf(b, "g")
-	if lso, hw := op.lastStableOffset(), op.highWatermark(); lso >= hw {
-		t.Fatalf("%s-%d: LSO %d, high watermark %d with a transaction open", offsetsTopic, op.index, lso, hw)
+	if lso, hw := op.LastStableOffset(), op.HighWatermark(); lso >= hw {
+		t.Fatalf("%s-%d: LSO %d, high watermark %d with a transaction open", offsetsTopic, op.Index(), lso, hw)
 	}
 	endTxn(t, b, c, "g", pid, epoch, true)
 	wantFetched(t, c, "g", "t", 0, true, 10, nil)
 	wantFetched(t, c, "g", "t", 1, true, 20, nil)
-	if lso, hw := op.lastStableOffset(), op.highWatermark(); lso != hw {
-		t.Fatalf("%s-%d: LSO %d, high watermark %d after the commit", offsetsTopic, op.index, lso, hw)
+	if lso, hw := op.LastStableOffset(), op.HighWatermark(); lso != hw {
+		t.Fatalf("%s-%d: LSO %d, high watermark %d after the commit", offsetsTopic, op.Index(), lso, hw)
 	}
 
 	// The next transaction aborts.
@@ -153,7 +154,7 @@ func TestTxnOffsetCommitShowsAfterTheCommitMarker(t *testing.T) {
 	// transactional batches of the producer, each followed in time by its
 	// marker.
 	var kinds []string
-	data, err := op.log.Read(op.log.StartOffset(), 1<<20, op.highWatermark())
+	data, err := op.Log().Read(op.Log().StartOffset(), 1<<20, op.HighWatermark())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,7 +330,7 @@ func TestTxnOffsetsSurviveRestart(t *testing.T) {
 	// The partition's producer state came back too: the open transaction
 	// holds the LSO, and an older epoch of its producer is refused.
 	op := offsetsPartitionOf(second, "g")
-	if op.lastStableOffset() >= op.highWatermark() {
+	if op.LastStableOffset() >= op.HighWatermark() {
 		t.Fatal("the open transaction does not hold the LSO after the restart")
 	}
 	endTxn(t, second, c, "g", open, e3, true)
@@ -349,7 +350,7 @@ func TestTxnOffsetsOnAFullDisk(t *testing.T) {
 	pid, epoch := initProducerID(t, c, 4)
 	mustTxnCommit(t, c, txnCommitReq(3, "g", pid, epoch, "t", map[int32]int64{0: 1}))
 	endTxn(t, b, c, "g", pid, epoch, true)
-	dir := fmt.Sprintf("/data/%s-%d", offsetsTopic, offsetsPartitionOf(b, "g").index)
+	dir := fmt.Sprintf("/data/%s-%d", offsetsTopic, offsetsPartitionOf(b, "g").Index())
 	enospc := &fs.PathError{Op: "write", Path: dir, Err: syscall.ENOSPC}
 
 	ffs.Arm(faultsUnder(dir, enospc, vfs.OpWrite))
@@ -361,7 +362,7 @@ func TestTxnOffsetsOnAFullDisk(t *testing.T) {
 
 	mustTxnCommit(t, c, txnCommitReq(3, "g", pid, epoch, "t", map[int32]int64{0: 3}))
 	ffs.Arm(faultsUnder(dir, enospc, vfs.OpWrite))
-	p := offsetsPartitionOf(b, "g").index
+	p := offsetsPartitionOf(b, "g").Index()
 	resp := writeMarkers(t, c, 1, wireMarker(pid, epoch, 0, true, offsetsTopic, p))
 	if code := resp.Markers[0].Topics[0].Partitions[0].ErrorCode; code != kerr.KafkaStorageError.Code {
 		t.Fatalf("marker on a full disk: %v, want KAFKA_STORAGE_ERROR", kerr.ErrorForCode(code))
@@ -397,12 +398,12 @@ func TestTxnOffsetsCompactedAndReplayed(t *testing.T) {
 	mustTxnCommit(t, c, txnCommitReq(3, "g", pid, epoch, "t", map[int32]int64{0: 100}))
 
 	ref := partitionRef{p: p, cfg: b.lookupTopic(offsetsTopic).effective.Load()}
-	sizeBefore := p.log.Size()
-	res, err := p.log.Clean(context.Background(), b.logs.compactionPolicy(ref), b.logs.now())
+	sizeBefore := p.Log().Size()
+	res, err := p.Log().Clean(context.Background(), b.logs.compactionPolicy(ref), b.logs.now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.BytesOut >= res.BytesIn || p.log.Size() >= sizeBefore {
+	if res.BytesOut >= res.BytesIn || p.Log().Size() >= sizeBefore {
 		t.Fatalf("cleaning did not shrink __consumer_offsets: %+v", res)
 	}
 	if err := b.Close(); err != nil {

@@ -24,6 +24,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-broker/gregor/broker/partition"
 	"github.com/gregor-broker/gregor/coordinator/group"
 	"github.com/gregor-broker/gregor/coordinator/txn"
 )
@@ -86,7 +87,7 @@ func (c *cluster) brokerAddr(id int32) (addr string, ok bool) {
 
 // txnStatePartition returns transactional id's partition of
 // __transaction_state, nil if the topic does not exist here.
-func (b *Broker) txnStatePartition(id string) *partition {
+func (b *Broker) txnStatePartition(id string) *partition.Partition {
 	t := b.lookupTopic(txnStateTopic)
 	if t == nil {
 		return nil
@@ -110,14 +111,14 @@ func (b *Broker) txnCoordinatorOf(id string) (local bool, node int32, code int16
 	if p == nil {
 		return false, -1, kerr.CoordinatorNotAvailable.Code
 	}
-	st := p.cluster.Load()
+	st := p.State()
 	switch {
-	case st != nil && st.local:
+	case st != nil && st.Local:
 		return true, b.cfg.NodeID, 0
-	case st == nil || st.leader < 0: // no leader, or no role applied yet
+	case st == nil || st.Leader < 0: // no leader, or no role applied yet
 		return false, -1, kerr.CoordinatorNotAvailable.Code
 	}
-	return false, st.leader, 0
+	return false, st.Leader, 0
 }
 
 // txnVerifier sends the questions of this broker's partition leaders and

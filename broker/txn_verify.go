@@ -13,7 +13,7 @@ package broker
 // addPartition operation), and so begins the transaction if need be.
 //
 // A positive answer leaves a guard for the producer in the partition
-// (partition.txnGuards, Kafka's VerificationGuard), set on the
+// (partition.Partition.SetTxnGuard, Kafka's VerificationGuard), set on the
 // coordinator's goroutine when it answers; a marker removes it, and the
 // append opens the transaction only if its guard is still there.
 // So a batch verified just before its transaction was aborted cannot open
@@ -40,6 +40,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-broker/gregor/broker/partition"
 	"github.com/gregor-broker/gregor/coordinator/txn"
 	"github.com/gregor-broker/gregor/protocol/batch"
 )
@@ -49,17 +50,14 @@ var lastTxnGuard atomic.Uint64
 
 // verifyTxnBatch verifies transactional batch h for partition p. It
 // returns the guard to append under, or the error to answer with.
-func (b *Broker) verifyTxnBatch(r *request, req *kmsg.ProduceRequest, p *partition, h *batch.Header) (uint64, *kerr.Error, string, error) {
+func (b *Broker) verifyTxnBatch(r *request, req *kmsg.ProduceRequest, p *partition.Partition, h *batch.Header) (uint64, *kerr.Error, string, error) {
 	if req.TransactionID == nil { // the first batch was not transactional, this one is
 		return 0, kerr.TransactionalIDAuthorizationFailed, "", nil
 	}
 	pid, epoch := h.ProducerID, h.ProducerEpoch
-	p.appendMu.Lock()
-	if e := p.producers.byID[pid]; e != nil && e.txnFirstOffset >= 0 && e.epoch == epoch {
-		p.appendMu.Unlock()
+	if p.TxnOpenAt(pid, epoch) {
 		return 0, nil, "", nil
 	}
-	p.appendMu.Unlock()
 
 	// Transactions V2: the produce adds its partition, and a
 	// CONCURRENT_TRANSACTIONS (the producer's previous transaction is
@@ -116,9 +114,9 @@ func (b *Broker) verifyTxnBatch(r *request, req *kmsg.ProduceRequest, p *partiti
 // transactional id once whether (add false) or that (add true) producer
 // pid's transaction at epoch holds p, in process or on its node, and
 // returns the guard of a positive answer and the coordinator's code for p.
-func (b *Broker) askTxnCoordinator(r *request, req *kmsg.ProduceRequest, p *partition, pid int64, epoch int16, add bool) (uint64, int16, error) {
+func (b *Broker) askTxnCoordinator(r *request, req *kmsg.ProduceRequest, p *partition.Partition, pid int64, epoch int16, add bool) (uint64, int16, error) {
 	id := *req.TransactionID
-	tp := txn.Partition{Topic: p.topic, Partition: p.index}
+	tp := txn.Partition{Topic: p.Topic(), Partition: p.Index()}
 	guard := lastTxnGuard.Add(1)
 	local, node, code := b.txnCoordinatorOf(id)
 	switch {
@@ -143,7 +141,7 @@ func (b *Broker) askTxnCoordinator(r *request, req *kmsg.ProduceRequest, p *part
 			// marker: the markers of the producer's previous transaction
 			// are all written by now and cannot remove this guard; only
 			// the markers of the transaction just verified can.
-			p.setTxnGuard(pid, guard)
+			p.SetTxnGuard(pid, guard)
 		}
 	})
 	if err != nil {
@@ -210,34 +208,14 @@ func refuseTransactionalProduce(req *kmsg.ProduceRequest, resp *kmsg.ProduceResp
 // been written, and the new guard stands. Kafka leaves that window open
 // (INVALID_TXN_STATE on the append); asking again closes it but for a
 // marker arriving between the last answer and the append.
-func (b *Broker) verifyTxnBatchRemotely(r *request, node int32, id string, p *partition, pid int64, epoch int16, verifyOnly bool, guard uint64) (uint64, int16) {
-	tp := txn.Partition{Topic: p.topic, Partition: p.index}
+func (b *Broker) verifyTxnBatchRemotely(r *request, node int32, id string, p *partition.Partition, pid int64, epoch int16, verifyOnly bool, guard uint64) (uint64, int16) {
+	tp := txn.Partition{Topic: p.Topic(), Partition: p.Index()}
 	for attempt := 1; ; attempt++ {
-		p.setTxnGuard(pid, guard)
+		p.SetTxnGuard(pid, guard)
 		code := b.txns.verifier.ask(r.ctx, node, id, pid, epoch, []txn.Partition{tp}, verifyOnly)[tp]
-		if code != 0 || p.hasTxnGuard(pid, guard) || attempt == 3 {
+		if code != 0 || p.HasTxnGuard(pid, guard) || attempt == 3 {
 			return guard, code
 		}
 		guard = lastTxnGuard.Add(1)
 	}
-}
-
-// hasTxnGuard reports whether guard is still producer pid's verification
-// in p.
-func (p *partition) hasTxnGuard(pid int64, guard uint64) bool {
-	p.appendMu.Lock()
-	defer p.appendMu.Unlock()
-	g, ok := p.txnGuards[pid]
-	return ok && g == guard
-}
-
-// setTxnGuard records guard as the verification of producer pid's
-// transaction in p.
-func (p *partition) setTxnGuard(pid int64, guard uint64) {
-	p.appendMu.Lock()
-	defer p.appendMu.Unlock()
-	if p.txnGuards == nil {
-		p.txnGuards = map[int64]uint64{}
-	}
-	p.txnGuards[pid] = guard
 }

@@ -44,6 +44,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-broker/gregor/broker/partition"
 	"github.com/gregor-broker/gregor/coordinator/group"
 	"github.com/gregor-broker/gregor/coordinator/txn"
 	"github.com/gregor-broker/gregor/protocol/batch"
@@ -64,8 +65,8 @@ type txnCoordinator struct {
 	// Owned by the run goroutine.
 	coordCfg      txn.Config
 	coord         *txn.Coordinator
-	parts         []*partition    // __transaction_state's, once it exists (stateParts)
-	loaded        map[int32]int32 // cluster mode: the partitions loaded, with their leader epochs
+	parts         []*partition.Partition // __transaction_state's, once it exists (stateParts)
+	loaded        map[int32]int32        // cluster mode: the partitions loaded, with their leader epochs
 	markersFailed bool
 	markers       markerChannel // markers for partitions led elsewhere (cluster mode)
 
@@ -137,15 +138,15 @@ func (tc *txnCoordinator) replay() error {
 	led := tc.ledPartitions()
 	for _, p := range tc.parts {
 		if led != nil {
-			if _, ok := led[p.index]; !ok {
+			if _, ok := led[p.Index()]; !ok {
 				continue // another broker coordinates its ids
 			}
 		}
 		end := coordinatorLoadEnd(p)
-		for off := p.log.StartOffset(); off < end; {
-			data, err := p.log.Read(off, 1<<20, end)
+		for off := p.Log().StartOffset(); off < end; {
+			data, err := p.Log().Read(off, 1<<20, end)
 			if err != nil {
-				return fmt.Errorf("broker: replaying %s-%d: %w", txnStateTopic, p.index, err)
+				return fmt.Errorf("broker: replaying %s-%d: %w", txnStateTopic, p.Index(), err)
 			}
 			if len(data) == 0 {
 				break
@@ -168,7 +169,7 @@ func (tc *txnCoordinator) replay() error {
 						// Not a record of Kafka's transaction log schemas (a
 						// client wrote the topic): skipped, as Kafka skips
 						// unknown keys.
-						tc.b.log.Warn("skipping a record of "+txnStateTopic, "partition", p.index, "err", err)
+						tc.b.log.Warn("skipping a record of "+txnStateTopic, "partition", p.Index(), "err", err)
 					} else {
 						loaded++
 					}
@@ -176,7 +177,7 @@ func (tc *txnCoordinator) replay() error {
 				})
 			})
 			if err != nil {
-				return fmt.Errorf("broker: replaying %s-%d: %w", txnStateTopic, p.index, err)
+				return fmt.Errorf("broker: replaying %s-%d: %w", txnStateTopic, p.Index(), err)
 			}
 		}
 	}
@@ -318,13 +319,13 @@ func (tc *txnCoordinator) writeMarkers(m txn.Marker) []txn.Partition {
 	var done []txn.Partition
 	for _, p := range m.Partitions {
 		t := tc.b.lookupTopic(p.Topic)
-		var part *partition
+		var part *partition.Partition
 		if t != nil {
 			part = tc.b.partition(t, p.Partition)
 		}
 		if part != nil && !tc.b.leadsHere(part) {
-			st := part.cluster.Load()
-			if st == nil || st.leader < 0 || !tc.queueRemote(m, km.CoordinatorEpoch, p, st.leader) {
+			st := part.State()
+			if st == nil || st.Leader < 0 || !tc.queueRemote(m, km.CoordinatorEpoch, p, st.Leader) {
 				tc.markersFailed = true // no live leader yet: routed again on the retry tick
 			}
 			continue
@@ -353,16 +354,16 @@ func (tc *txnCoordinator) coordinatorEpoch(id string) int32 {
 		return 0
 	}
 	p := parts[group.PartitionFor(id, int32(len(parts)))]
-	if st := p.cluster.Load(); st != nil {
-		return st.leaderEpoch
+	if st := p.State(); st != nil {
+		return st.LeaderEpoch
 	}
-	return p.leaderEpoch.Load()
+	return p.LeaderEpoch()
 }
 
 // stateParts returns the partitions of __transaction_state, nil while the
 // topic does not exist; in cluster mode another broker may have created
 // it since this one started.
-func (tc *txnCoordinator) stateParts() []*partition {
+func (tc *txnCoordinator) stateParts() []*partition.Partition {
 	if tc.parts == nil {
 		if t := tc.b.lookupTopic(txnStateTopic); t != nil {
 			tc.parts = tc.b.partitions(t)

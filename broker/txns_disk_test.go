@@ -57,7 +57,7 @@ func TestTxnOnAFullDisk(t *testing.T) {
 	}
 	ffs.Arm(nil)
 	waitFor(t, "the marker to be retried", func() bool { return describeRaw(t, c, "full").State == "CompleteCommit" })
-	if lso, hw := listCommitted(t, c, "t"), b2p(b, "t")[0].highWatermark(); lso != hw || hw != 3 {
+	if lso, hw := listCommitted(t, c, "t"), b2p(b, "t")[0].HighWatermark(); lso != hw || hw != 3 {
 		t.Fatalf("LSO %d, high watermark %d after the commit; want 3 and 3", lso, hw)
 	}
 }
@@ -97,7 +97,7 @@ func TestTxnPrepareCommitSurvivesRestart(t *testing.T) {
 	if s := describeRaw(t, c, "restart"); s.State != "CompleteCommit" || s.ProducerID != pid || s.ProducerEpoch != epoch {
 		t.Fatalf("after the restart: %+v, want CompleteCommit for producer %d epoch %d", s, pid, epoch)
 	}
-	if lso, hw := listCommitted(t, c, "t"), b2p(b, "t")[0].highWatermark(); lso != hw || hw != 3 {
+	if lso, hw := listCommitted(t, c, "t"), b2p(b, "t")[0].HighWatermark(); lso != hw || hw != 3 {
 		t.Fatalf("LSO %d, high watermark %d after the restart; want 3 and 3", lso, hw)
 	}
 	sp, hs := fetchCommitted(t, c, "t", 0)

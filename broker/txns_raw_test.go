@@ -139,7 +139,7 @@ func TestTxnRawBadInput(t *testing.T) {
 	wantTxnCode(t, "Produce of a transactional batch without a transactional id", sp.ErrorCode, kerr.TransactionalIDAuthorizationFailed)
 	sp = rawProduce(t, c, 11, kmsg.StringPtr("x"), "t", txnBatch(t, pid, epoch+1, 0, 2, "fenced"))
 	wantTxnCode(t, "Produce with another epoch", sp.ErrorCode, kerr.InvalidProducerEpoch)
-	if lso, hw := listCommitted(t, c, "t"), b2p(b, "t")[0].highWatermark(); lso != hw || hw != 0 {
+	if lso, hw := listCommitted(t, c, "t"), b2p(b, "t")[0].HighWatermark(); lso != hw || hw != 0 {
 		t.Fatalf("t-0: LSO %d, high watermark %d after refused transactional produce", lso, hw)
 	}
 
@@ -239,7 +239,7 @@ func TestTxnRestartInsideTransaction(t *testing.T) {
 		t.Fatalf("LSO %d after restart with the transaction open", lso)
 	}
 	wantTxnCode(t, "commit after restart", rawEndTxn(t, c, 4, "r", pid, epoch, true), nil)
-	waitFor(t, "the commit's marker", func() bool { return listCommitted(t, c, "t") == b2p(b, "t")[0].highWatermark() })
+	waitFor(t, "the commit's marker", func() bool { return listCommitted(t, c, "t") == b2p(b, "t")[0].HighWatermark() })
 	// t-0 holds r's three records, the marker of "done" (which added it
 	// without producing) and r's commit marker, all visible.
 	sp, hs := fetchCommitted(t, c, "t", 0)
@@ -287,9 +287,9 @@ func TestTxnV2RawProduceAddsAndEndBumps(t *testing.T) {
 	// EndTxn answers once the abort is decided; the marker reaches the
 	// partition after. Until it does the transaction is still open there
 	// and, as in Kafka, a batch of it is appended without verification.
-	waitFor(t, "the abort marker", func() bool { return listCommitted(t, c, "t") == b2p(b, "t")[0].highWatermark() })
+	waitFor(t, "the abort marker", func() bool { return listCommitted(t, c, "t") == b2p(b, "t")[0].HighWatermark() })
 	wantTxnCode(t, "produce at an old epoch", rawProduce(t, c, 12, kmsg.StringPtr("v2"), "t", txnBatch(t, pid, epoch+1, 1, 1, "old")).ErrorCode, kerr.InvalidProducerEpoch)
-	if lso, hw := listCommitted(t, c, "t"), b2p(b, "t")[0].highWatermark(); lso != hw || hw != 5 {
+	if lso, hw := listCommitted(t, c, "t"), b2p(b, "t")[0].HighWatermark(); lso != hw || hw != 5 {
 		t.Fatalf("LSO %d, high watermark %d; want both 5 (two records, a commit, a record, an abort)", lso, hw)
 	}
 	sp, _ := fetchCommitted(t, c, "t", 0)

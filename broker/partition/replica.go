@@ -1,11 +1,11 @@
-package broker
+package partition
 
 // A partition's replication in cluster mode: Kafka's Partition (makeLeader,
 // makeFollower, updateFollowerFetchState, maybeExpandIsr, maybeShrinkIsr,
 // maybeIncrementLeaderHW, checkEnoughReplicasReachOffset).
 //
 // Each applied metadata image gives every local partition a role
-// (cluster.applyRoles): leader when the image names this broker, follower
+// (the broker's cluster.applyRoles): leader when the image names this broker, follower
 // when this broker is another of its replicas, none otherwise.
 //
 // The leader assigns the image's leader epoch in the log's epoch cache at
@@ -18,15 +18,18 @@ package broker
 // A follower fetching up to the high watermark (and up to the start of the
 // current leader epoch) within the leader epoch joins the ISR; one not
 // caught up for replica.lag.time.max.ms leaves it. Both go through the
-// active controller as AlterPartition (isr.go); while one is in flight the
+// active controller as AlterPartition (the broker sends it: AlterRequest,
+// AlterDone); while one is in flight the
 // high watermark counts the larger of the two ISRs (Kafka's maximal ISR),
 // and only one is in flight per partition.
 //
-// A follower copies the leader's log (replica_fetcher.go); its high
+// A follower copies the leader's log (the broker's replica_fetcher.go, through
+// AppendFromLeader and the truncations in follower.go); its high
 // watermark is the leader's, capped at its own log end.
 //
-// Locks: replicaState.mu comes after partition.appendMu and before
-// storage.Log's locks; it is released before waking waiters (partition.mu).
+// Locks: replicaState.mu comes after Partition.appendMu and before
+// storage.Log's locks; it is released before waking waiters (Partition.mu).
+// See the package documentation.
 
 import (
 	"errors"
@@ -35,8 +38,6 @@ import (
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-
-	"github.com/gregor-broker/gregor/coordinator/controller"
 )
 
 // replicaRole is what this broker is for a partition.
@@ -107,7 +108,7 @@ func (rs *replicaState) maximalISR() []int32 {
 	return out
 }
 
-// becomeLeader makes this broker the partition's leader at st's leader
+// BecomeLeader makes this broker the partition's leader at st's leader
 // epoch, or, at the same epoch, takes the image's replicas and ISR. A new
 // leader epoch starts at the log end in the epoch cache; the followers'
 // states are reset, those in the ISR counted as caught up now so that they
@@ -115,39 +116,39 @@ func (rs *replicaState) maximalISR() []int32 {
 // so that no batch is stamped with the old epoch after the new one begins.
 //
 // eligible tells, from the image, whether a broker may be in an ISR.
-func (p *partition) becomeLeader(st *partitionState, now, lagMaxMs int64, eligible func(int32) bool) error {
+func (p *Partition) BecomeLeader(st *State, now, lagMaxMs int64, eligible func(int32) bool) error {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	rs := &p.repl
 	rs.mu.Lock()
-	newEpoch := rs.role != roleLeader || rs.leaderEpoch != st.leaderEpoch
+	newEpoch := rs.role != roleLeader || rs.leaderEpoch != st.LeaderEpoch
 	rs.mu.Unlock()
 	if newEpoch {
-		if err := p.log.AssignEpoch(st.leaderEpoch, p.log.EndOffset()); err != nil {
-			return fmt.Errorf("broker: assigning leader epoch %d to %s-%d: %w", st.leaderEpoch, p.topic, p.index, err)
+		if err := p.log.AssignEpoch(st.LeaderEpoch, p.log.EndOffset()); err != nil {
+			return fmt.Errorf("broker: assigning leader epoch %d to %s-%d: %w", st.LeaderEpoch, p.topic, p.index, err)
 		}
 	}
 	end := p.log.EndOffset()
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	if newEpoch {
-		rs.role, rs.leader, rs.leaderEpoch = roleLeader, st.leader, st.leaderEpoch
+		rs.role, rs.leader, rs.leaderEpoch = roleLeader, st.Leader, st.LeaderEpoch
 		rs.epochStart = end
 		rs.followers = map[int32]*followerState{}
 		rs.pendingISR = nil
 		rs.partitionEpoch = -1
-		p.leaderEpoch.Store(st.leaderEpoch)
+		p.leaderEpoch.Store(st.LeaderEpoch)
 		// The high watermark carries over (the checkpoint, or what this
 		// broker had as follower), never above the log end.
 		p.hw.Store(max(min(p.hw.Load(), end), p.log.StartOffset()))
 	}
-	if st.partitionEpoch > rs.partitionEpoch {
+	if st.PartitionEpoch > rs.partitionEpoch {
 		// A newer ISR from the controller ends any change in flight.
-		rs.isr, rs.partitionEpoch, rs.pendingISR = st.isr, st.partitionEpoch, nil
+		rs.isr, rs.partitionEpoch, rs.pendingISR = st.ISR, st.PartitionEpoch, nil
 	}
-	rs.replicas, rs.lagMaxMs = st.replicas, lagMaxMs
-	for _, id := range st.replicas {
-		if id == st.leader || rs.followers[id] != nil {
+	rs.replicas, rs.lagMaxMs = st.Replicas, lagMaxMs
+	for _, id := range st.Replicas {
+		if id == st.Leader || rs.followers[id] != nil {
 			continue
 		}
 		f := &followerState{leo: -1, lastFetchLeaderLEO: -1, logStart: -1}
@@ -157,7 +158,7 @@ func (p *partition) becomeLeader(st *partitionState, now, lagMaxMs int64, eligib
 		rs.followers[id] = f
 	}
 	for id, f := range rs.followers {
-		if !slices.Contains(st.replicas, id) {
+		if !slices.Contains(st.Replicas, id) {
 			delete(rs.followers, id)
 			continue
 		}
@@ -166,41 +167,41 @@ func (p *partition) becomeLeader(st *partitionState, now, lagMaxMs int64, eligib
 	return nil
 }
 
-// becomeFollower makes this broker a follower of st's leader (or of no
+// BecomeFollower makes this broker a follower of st's leader (or of no
 // leader, st.leader -1) at st's leader epoch. It reports whether the leader
 // or the epoch changed, which restarts the fetch from the new leader.
-func (p *partition) becomeFollower(st *partitionState) bool {
+func (p *Partition) BecomeFollower(st *State) bool {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	rs := &p.repl
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	changed := rs.role != roleFollower || rs.leaderEpoch != st.leaderEpoch || rs.leader != st.leader
-	rs.role, rs.leader, rs.leaderEpoch, rs.partitionEpoch = roleFollower, st.leader, st.leaderEpoch, st.partitionEpoch
-	rs.replicas, rs.isr, rs.pendingISR, rs.followers = st.replicas, st.isr, nil, nil
-	p.leaderEpoch.Store(st.leaderEpoch)
+	changed := rs.role != roleFollower || rs.leaderEpoch != st.LeaderEpoch || rs.leader != st.Leader
+	rs.role, rs.leader, rs.leaderEpoch, rs.partitionEpoch = roleFollower, st.Leader, st.LeaderEpoch, st.PartitionEpoch
+	rs.replicas, rs.isr, rs.pendingISR, rs.followers = st.Replicas, st.ISR, nil, nil
+	p.leaderEpoch.Store(st.LeaderEpoch)
 	if end := p.log.EndOffset(); p.hw.Load() > end {
 		p.hw.Store(end)
 	}
 	return changed
 }
 
-// becomeNone drops any role: this broker is not a replica. A broker that
+// BecomeNone drops any role: this broker is not a replica. A broker that
 // was one (a reassignment removed it) empties its log, as Kafka deletes a
 // replica it no longer hosts, so that its disk is freed and a later
 // reassignment back starts from an empty log the fetcher fills. So does a
 // restarted broker whose log holds data of a partition that an image
 // holding its own registration (current: at least as new as everything
 // before it started) no longer places here (Kafka's stray replicas).
-func (p *partition) becomeNone(st *partitionState, current bool) error {
+func (p *Partition) BecomeNone(st *State, current bool) error {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	rs := &p.repl
 	rs.mu.Lock()
 	was := rs.role
-	rs.role, rs.leader, rs.leaderEpoch = roleNone, st.leader, st.leaderEpoch
-	rs.replicas, rs.isr, rs.pendingISR, rs.followers = st.replicas, st.isr, nil, nil
-	p.leaderEpoch.Store(st.leaderEpoch)
+	rs.role, rs.leader, rs.leaderEpoch = roleNone, st.Leader, st.LeaderEpoch
+	rs.replicas, rs.isr, rs.pendingISR, rs.followers = st.Replicas, st.ISR, nil, nil
+	p.leaderEpoch.Store(st.LeaderEpoch)
 	rs.mu.Unlock()
 	if was == roleNone && !current || p.log.EndOffset() == 0 && p.log.StartOffset() == 0 {
 		return nil
@@ -213,30 +214,30 @@ func (p *partition) becomeNone(st *partitionState, current bool) error {
 	return p.reloadProducers()
 }
 
-// leading reports whether this broker leads the partition at epoch.
-func (p *partition) leading(epoch int32) bool {
+// Leading reports whether this broker leads the partition at epoch.
+func (p *Partition) Leading(epoch int32) bool {
 	rs := &p.repl
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	return rs.role == roleLeader && rs.leaderEpoch == epoch
 }
 
-// leaderEpochIfLeading returns the leader epoch when this broker leads
+// LeaderEpochIfLeading returns the leader epoch when this broker leads
 // the partition.
-func (p *partition) leaderEpochIfLeading() (int32, bool) {
+func (p *Partition) LeaderEpochIfLeading() (int32, bool) {
 	rs := &p.repl
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	return rs.leaderEpoch, rs.role == roleLeader
 }
 
-// replicationDone reports whether an acks=all append ending at end,
+// ReplicationDone reports whether an acks=all append ending at end,
 // appended at leaderEpoch, is answered (Kafka's
 // checkEnoughReplicasReachOffset): with NOT_LEADER_OR_FOLLOWER when this
 // broker no longer leads at that epoch; once the high watermark reached
 // end, with NOT_ENOUGH_REPLICAS_AFTER_APPEND when the maximal ISR is
 // smaller than minISR meanwhile, else success.
-func (p *partition) replicationDone(end int64, leaderEpoch int32, minISR int) (bool, *kerr.Error) {
+func (p *Partition) ReplicationDone(end int64, leaderEpoch int32, minISR int) (bool, *kerr.Error) {
 	rs := &p.repl
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
@@ -245,23 +246,23 @@ func (p *partition) replicationDone(end int64, leaderEpoch int32, minISR int) (b
 		return true, kerr.NotLeaderForPartition
 	case p.hw.Load() < end:
 		return false, nil
-	case len(rs.maximalISR()) < effectiveMinISR(minISR, len(rs.replicas)):
+	case len(rs.maximalISR()) < EffectiveMinISR(minISR, len(rs.replicas)):
 		return true, kerr.NotEnoughReplicasAfterAppend
 	}
 	return true, nil
 }
 
-// maybeIncrementHW moves the leader's high watermark to the smallest log
+// MaybeIncrementHW moves the leader's high watermark to the smallest log
 // end offset over the maximal ISR and the caught-up followers (Kafka's
 // maybeIncrementLeaderHW), never back. It reports whether it moved.
-func (p *partition) maybeIncrementHW(now int64) bool {
+func (p *Partition) MaybeIncrementHW(now int64) bool {
 	rs := &p.repl
 	rs.mu.Lock()
 	if rs.role != roleLeader {
 		rs.mu.Unlock()
 		return false
 	}
-	leo := p.localEnd()
+	leo := p.LocalEnd()
 	newHW := leo
 	isr := rs.maximalISR()
 	for id, f := range rs.followers {
@@ -278,7 +279,7 @@ func (p *partition) maybeIncrementHW(now int64) bool {
 	return moved
 }
 
-// followerFetch records a follower's fetch at fetchOffset (Kafka's
+// FollowerFetch records a follower's fetch at fetchOffset (Kafka's
 // updateFollowerFetchState): its log end offset and fetch time, and when it
 // was last caught up. leaderEnd is the leader's log end offset when the
 // fetch was read. It returns whether the high watermark moved and, when
@@ -292,7 +293,7 @@ func (p *partition) maybeIncrementHW(now int64) bool {
 //
 // staleHW reports that the high watermark (after this fetch) is newer than
 // the one last sent to the follower, which the caller sends now.
-func (p *partition) followerFetch(replica int32, brokerEpoch, fetchOffset, leaderEnd int64, fetchEpoch int32, eligible bool, now int64) (ok, hwMoved bool, expand []int32, staleHW bool) {
+func (p *Partition) FollowerFetch(replica int32, brokerEpoch, fetchOffset, leaderEnd int64, fetchEpoch int32, eligible bool, now int64) (ok, hwMoved bool, expand []int32, staleHW bool) {
 	rs := &p.repl
 	rs.mu.Lock()
 	f := rs.followers[replica]
@@ -318,7 +319,7 @@ func (p *partition) followerFetch(replica int32, brokerEpoch, fetchOffset, leade
 		rs.alterGen++
 	}
 	rs.mu.Unlock()
-	hwMoved = p.maybeIncrementHW(now)
+	hwMoved = p.MaybeIncrementHW(now)
 	rs.mu.Lock()
 	if hw := p.hw.Load(); hw > f.lastSentHW {
 		f.lastSentHW, staleHW = hw, true
@@ -327,9 +328,9 @@ func (p *partition) followerFetch(replica int32, brokerEpoch, fetchOffset, leade
 	return true, hwMoved, expand, staleHW
 }
 
-// followerLogStart records a follower's log start offset, from its fetch;
+// FollowerLogStart records a follower's log start offset, from its fetch;
 // it reports whether it changed, which may complete a DeleteRecords.
-func (p *partition) followerLogStart(replica int32, logStart int64) bool {
+func (p *Partition) FollowerLogStart(replica int32, logStart int64) bool {
 	rs := &p.repl
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
@@ -341,10 +342,10 @@ func (p *partition) followerLogStart(replica int32, logStart int64) bool {
 	return true
 }
 
-// lowWatermark is the smallest log start offset over the leader and the
+// LowWatermark is the smallest log start offset over the leader and the
 // followers on live brokers (Kafka's lowWatermarkIfLeader), which a
 // DeleteRecords waits for; ok is false when this broker does not lead.
-func (p *partition) lowWatermark() (low int64, ok bool) {
+func (p *Partition) LowWatermark() (low int64, ok bool) {
 	rs := &p.repl
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
@@ -360,10 +361,10 @@ func (p *partition) lowWatermark() (low int64, ok bool) {
 	return low, true
 }
 
-// shrinkISR returns the ISR without the followers not caught up for
+// ShrinkISR returns the ISR without the followers not caught up for
 // lagMaxMs (Kafka's maybeShrinkIsr), marked in flight, or nil when none is
 // out of sync or a change is already in flight.
-func (p *partition) shrinkISR(now, lagMaxMs int64) []int32 {
+func (p *Partition) ShrinkISR(now, lagMaxMs int64) []int32 {
 	rs := &p.repl
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
@@ -389,31 +390,37 @@ func (p *partition) shrinkISR(now, lagMaxMs int64) []int32 {
 	return keep
 }
 
-// alterGeneration names the ISR change in flight.
-func (p *partition) alterGeneration() uint64 {
+// AlterGeneration names the ISR change in flight.
+func (p *Partition) AlterGeneration() uint64 {
 	rs := &p.repl
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	return rs.alterGen
 }
 
-// alterRequest builds the AlterPartition of the change in flight gen (the
-// caller sets the broker and topic ids); ok is false when gen is no longer
-// in flight or this broker no longer leads.
-func (p *partition) alterRequest(gen uint64) (req controller.AlterPartitionRequest, leaderEpoch int32, ok bool) {
+// ISRChange is the ISR change in flight, what an AlterPartition asks the
+// controller for this partition.
+type ISRChange struct {
+	LeaderEpoch    int32
+	PartitionEpoch int32
+	NewISR         []int32
+}
+
+// AlterRequest returns the ISR change in flight gen, from which the
+// caller builds the AlterPartition; ok is false when gen is no longer in
+// flight or this broker no longer leads.
+func (p *Partition) AlterRequest(gen uint64) (ch ISRChange, ok bool) {
 	rs := &p.repl
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	if rs.role != roleLeader || rs.pendingISR == nil || rs.alterGen != gen {
-		return req, 0, false
+		return ch, false
 	}
-	req.Partitions = []controller.AlterPartitionItem{{Partition: p.index, LeaderEpoch: rs.leaderEpoch,
-		PartitionEpoch: rs.partitionEpoch, NewISR: slices.Clone(rs.pendingISR)}}
-	return req, rs.leaderEpoch, true
+	return ISRChange{LeaderEpoch: rs.leaderEpoch, PartitionEpoch: rs.partitionEpoch, NewISR: slices.Clone(rs.pendingISR)}, true
 }
 
-// followerEpochs returns the broker epoch each follower last fetched with.
-func (p *partition) followerEpochs() map[int32]int64 {
+// FollowerEpochs returns the broker epoch each follower last fetched with.
+func (p *Partition) FollowerEpochs() map[int32]int64 {
 	rs := &p.repl
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
@@ -424,14 +431,14 @@ func (p *partition) followerEpochs() map[int32]int64 {
 	return out
 }
 
-// alterDone applies the controller's answer to the ISR change gen, sent at
+// AlterDone applies the controller's answer to the ISR change gen, sent at
 // leaderEpoch: on success the ISR and partition epoch it returns; on
 // OPERATION_NOT_ATTEMPTED or INELIGIBLE_REPLICA the change is dropped (the
 // committed ISR stands); on any other refusal (FENCED_LEADER_EPOCH,
 // INVALID_UPDATE_VERSION, ...) it stays in flight until the next image
 // resets it, as Kafka waits for the next leader and ISR update. It reports
 // whether the high watermark moved.
-func (p *partition) alterDone(gen uint64, leaderEpoch int32, isr []int32, partitionEpoch int32, err error, now int64) bool {
+func (p *Partition) AlterDone(gen uint64, leaderEpoch int32, isr []int32, partitionEpoch int32, err error, now int64) bool {
 	rs := &p.repl
 	rs.mu.Lock()
 	if rs.role != roleLeader || rs.leaderEpoch != leaderEpoch || rs.alterGen != gen {
@@ -448,36 +455,36 @@ func (p *partition) alterDone(gen uint64, leaderEpoch int32, isr []int32, partit
 		rs.pendingISR = nil
 	}
 	rs.mu.Unlock()
-	return p.maybeIncrementHW(now)
+	return p.MaybeIncrementHW(now)
 }
 
-// leaderISR returns the committed ISR and the number of replicas, and
+// LeaderISR returns the committed ISR and the number of replicas, and
 // whether this broker leads the partition.
-func (p *partition) leaderISR() (isr []int32, replicas int, leading bool) {
+func (p *Partition) LeaderISR() (isr []int32, replicas int, leading bool) {
 	rs := &p.repl
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	return slices.Clone(rs.isr), len(rs.replicas), rs.role == roleLeader
 }
 
-// isrSnapshot returns the committed ISR.
-func (p *partition) isrSnapshot() []int32 {
+// ISR returns the committed ISR.
+func (p *Partition) ISR() []int32 {
 	rs := &p.repl
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	return slices.Clone(rs.isr)
 }
 
-// effectiveMinISR is min.insync.replicas capped at the replication
+// EffectiveMinISR is min.insync.replicas capped at the replication
 // factor, as Kafka 4's effectiveMinIsr.
-func effectiveMinISR(minISR int, replicas int) int {
+func EffectiveMinISR(minISR int, replicas int) int {
 	return max(min(minISR, replicas), 1)
 }
 
-// followerHW sets a follower's high watermark from the leader's, capped at
+// FollowerHW sets a follower's high watermark from the leader's, capped at
 // the local log end; it never moves back but for a truncation below it.
 // It reports whether it moved.
-func (p *partition) followerHW(leaderHW int64) bool {
+func (p *Partition) FollowerHW(leaderHW int64) bool {
 	hw := min(leaderHW, p.log.EndOffset())
 	if hw > p.hw.Load() {
 		p.hw.Store(hw)
@@ -486,11 +493,11 @@ func (p *partition) followerHW(leaderHW int64) bool {
 	return false
 }
 
-// followerView is the leader's view of follower id (Kafka's
+// FollowerView is the leader's view of follower id (Kafka's
 // Replica.stateSnapshot): its log end offset (-1 while unknown) and when
 // it was last caught up with the leader's log end (Unix ms). ok is false
 // when this broker does not lead the partition or id is not a follower.
-func (p *partition) followerView(id int32) (leo, lastCaughtUpMs int64, ok bool) {
+func (p *Partition) FollowerView(id int32) (leo, lastCaughtUpMs int64, ok bool) {
 	rs := &p.repl
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
@@ -499,4 +506,38 @@ func (p *partition) followerView(id int32) (leo, lastCaughtUpMs int64, ok bool) 
 		return -1, 0, false
 	}
 	return f.leo, f.lastCaughtUpMs, true
+}
+
+// HighWatermarkToCheckpoint returns the high watermark and whether it
+// differs from the one last checkpointed.
+func (p *Partition) HighWatermarkToCheckpoint() (int64, bool) {
+	hw := p.hw.Load()
+	return hw, p.hwCheckpointed.Load() != hw
+}
+
+// Checkpointed records hw as the high watermark last checkpointed.
+func (p *Partition) Checkpointed(hw int64) { p.hwCheckpointed.Store(hw) }
+
+// InISR reports whether replica is in the partition's ISR as its leader
+// sees it, additions in flight included (Partition.inSyncReplicaIds).
+func (p *Partition) InISR(replica int32) bool {
+	rs := &p.repl
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return slices.Contains(rs.maximalISR(), replica)
+}
+
+// LedHere reports, in cluster mode, whether this broker leads p and at
+// which leader epoch: the image names it leader and the role is applied.
+// The image is published before the role (the broker's cluster.apply), and until
+// BecomeLeader has run the partition has no ISR and cannot take a
+// coordinator's write, so a coordinator must not load it or serve its
+// groups yet.
+func (p *Partition) LedHere() (int32, bool) {
+	st := p.cluster.Load()
+	if st == nil || !st.Local {
+		return 0, false
+	}
+	epoch, leading := p.LeaderEpochIfLeading()
+	return st.LeaderEpoch, leading && epoch == st.LeaderEpoch
 }

@@ -1,4 +1,4 @@
-package broker
+package partition
 
 import (
 	"log/slog"
@@ -9,10 +9,10 @@ import (
 	"github.com/gregor-broker/gregor/storage"
 )
 
-// partition is one partition led by this broker. appendMu serializes
+// Partition is one partition of this broker. appendMu serializes
 // appends with the producer-state checks before them; mu guards only the
 // set of fetches waiting for new data.
-type partition struct {
+type Partition struct {
 	topic  string
 	index  int32
 	log    *storage.Log
@@ -23,8 +23,9 @@ type partition struct {
 	// follower (replica.go).
 	leaderEpoch atomic.Int32
 	// cluster is the partition's leadership from the metadata image in
-	// cluster mode (cluster.go); nil on a single node, which leads it.
-	cluster atomic.Pointer[partitionState]
+	// cluster mode (SetState, from the broker's applied image); nil on a
+	// single node, which leads it.
+	cluster atomic.Pointer[State]
 	// hw is the high watermark in cluster mode (replica.go): on the
 	// leader the smallest log end offset over the ISR, on a follower the
 	// leader's, capped at the local log end. Unused on a single node.
@@ -40,7 +41,7 @@ type partition struct {
 	appendMu  sync.Mutex
 	producers producerStates // guarded by appendMu
 	// txnGuards holds, per producer id, the token of a transaction
-	// verification in flight (txn_verify.go), Kafka's VerificationGuard: a
+	// verification in flight (SetTxnGuard), Kafka's VerificationGuard: a
 	// marker removes it, so a batch verified before its transaction ended
 	// cannot open a transaction no marker will close. Guarded by appendMu.
 	txnGuards map[int64]uint64
@@ -50,11 +51,15 @@ type partition struct {
 	closed  bool
 }
 
-func newPartition(topic string, index int32, l *storage.Log) *partition {
-	return &partition{topic: topic, index: index, log: l, logger: slog.Default(), waiters: map[chan struct{}]struct{}{}}
+// New is partition index of topic on log l, which it owns from now on.
+// Before it serves, the caller loads its producer state (LoadProducers)
+// and, in cluster mode, restores its high watermark
+// (RestoreHighWatermark).
+func New(topic string, index int32, l *storage.Log) *Partition {
+	return &Partition{topic: topic, index: index, log: l, logger: slog.Default(), waiters: map[chan struct{}]struct{}{}}
 }
 
-// highWatermark is the offset below which records are committed and visible
+// HighWatermark is the offset below which records are committed and visible
 // to consumers. With one replica, every appended record is committed - once
 // it is as durable as an acknowledgement requires: under flush.messages=1
 // only fsynced records are, since Kafka's leader fsyncs inside the append,
@@ -64,17 +69,17 @@ func newPartition(topic string, index int32, l *storage.Log) *partition {
 //
 // In cluster mode the high watermark is the replicated one (p.hw): the
 // offset every in-sync replica holds (replica.go).
-func (p *partition) highWatermark() int64 {
+func (p *Partition) HighWatermark() int64 {
 	if p.cluster.Load() != nil {
 		return p.hw.Load()
 	}
-	return p.localEnd()
+	return p.LocalEnd()
 }
 
-// localEnd is the end of what this replica holds durably enough to count
+// LocalEnd is the end of what this replica holds durably enough to count
 // as held: the log end, or under flush.messages=1 the fsynced end (see
-// highWatermark).
-func (p *partition) localEnd() int64 {
+// HighWatermark).
+func (p *Partition) LocalEnd() int64 {
 	end := p.log.EndOffset()
 	if p.log.FlushPolicy().PerAppend() {
 		return min(end, p.log.DurableOffset())
@@ -82,21 +87,21 @@ func (p *partition) localEnd() int64 {
 	return end
 }
 
-// lastStableOffset is the read_committed limit (Kafka's UnifiedLog
+// LastStableOffset is the read_committed limit (Kafka's UnifiedLog
 // lastStableOffset): the first offset of the earliest transaction still
 // open in the partition, or the high watermark when there is none or it
 // lies above. Safe without locks.
-func (p *partition) lastStableOffset() int64 {
-	hw := p.highWatermark()
+func (p *Partition) LastStableOffset() int64 {
+	hw := p.HighWatermark()
 	if first, ok := p.producers.firstUnstable(); ok && first < hw {
 		return first
 	}
 	return hw
 }
 
-// watch registers ch to be signalled (without blocking) on the next append
-// or when the partition goes away. unwatch must follow.
-func (p *partition) watch(ch chan struct{}) {
+// Watch registers ch to be signalled (without blocking) on the next append
+// or when the partition goes away. Unwatch must follow.
+func (p *Partition) Watch(ch chan struct{}) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -107,24 +112,25 @@ func (p *partition) watch(ch chan struct{}) {
 	p.mu.Unlock()
 }
 
-func (p *partition) unwatch(ch chan struct{}) {
+// Unwatch removes ch, registered by Watch.
+func (p *Partition) Unwatch(ch chan struct{}) {
 	p.mu.Lock()
 	delete(p.waiters, ch)
 	p.mu.Unlock()
 }
 
-// appended wakes every waiting fetch, and in cluster mode first lets the
+// Appended wakes every waiting fetch, and in cluster mode first lets the
 // leader's high watermark follow its log end (replica.go).
-func (p *partition) appended() {
+func (p *Partition) Appended() {
 	if p.cluster.Load() != nil {
-		p.maybeIncrementHW(time.Now().UnixMilli())
+		p.MaybeIncrementHW(time.Now().UnixMilli())
 	}
-	p.wake()
+	p.Wake()
 }
 
-// wake wakes every waiter: fetches waiting for data and acks=all produces
+// Wake wakes every waiter: fetches waiting for data and acks=all produces
 // waiting for the high watermark.
-func (p *partition) wake() {
+func (p *Partition) Wake() {
 	p.mu.Lock()
 	for ch := range p.waiters {
 		notify(ch)
@@ -132,9 +138,9 @@ func (p *partition) wake() {
 	p.mu.Unlock()
 }
 
-// close wakes every waiting fetch for good: the partition is being deleted
+// Close wakes every waiting fetch for good: the partition is being deleted
 // or the broker is stopping.
-func (p *partition) close() {
+func (p *Partition) Close() {
 	p.mu.Lock()
 	p.closed = true
 	for ch := range p.waiters {
@@ -150,10 +156,10 @@ func notify(ch chan struct{}) {
 	}
 }
 
-// notLeader reports whether, in cluster mode, another broker (or none)
+// NotLeader reports whether, in cluster mode, another broker (or none)
 // leads the partition: Produce, Fetch and ListOffsets answer
 // NOT_LEADER_OR_FOLLOWER. One atomic load; always false on a single node.
-func (p *partition) notLeader() bool {
+func (p *Partition) NotLeader() bool {
 	s := p.cluster.Load()
-	return s != nil && !s.local
+	return s != nil && !s.Local
 }

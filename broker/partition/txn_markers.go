@@ -1,4 +1,4 @@
-package broker
+package partition
 
 // Transactions on the partition side.
 //
@@ -7,17 +7,17 @@ package broker
 // (producerEntry.txnFirstOffset, Kafka's currentTxnFirstOffset), published
 // in producerStates.unstable before the batch is appended. The last stable
 // offset is the smallest such offset, else the high watermark
-// (partition.lastStableOffset); read_committed fetches and ListOffsets stop
+// (Partition.LastStableOffset); read_committed fetches and ListOffsets stop
 // there and the cleaner never passes it. While its transaction is open, a
 // producer's non-transactional batch is INVALID_TXN_STATE, and the
 // producer never expires. A transactional batch is appended only once the
 // transaction coordinator has verified that the producer's transaction
-// added the partition (txn_verify.go).
+// added the partition (the broker's txn_verify.go).
 //
 // Transaction markers: what Kafka's
 // UnifiedLog.appendAsLeader does with origin COORDINATOR, and its
 // ProducerAppendInfo.appendEndTxnMarker. The transaction coordinator
-// (txns.go) calls it through Broker.writeMarker, the path of
+// (the broker's txns.go) calls it through Broker.writeMarker, the path of
 // WriteTxnMarkers, for each partition of a transaction it completes.
 //
 // A marker is refused, nothing appended, with:
@@ -63,64 +63,64 @@ import (
 // pass it) and the coordinator's retry writes the marker again.
 var errMarkerIndex = errors.New("broker: indexing an aborted transaction failed")
 
-// markerOutcome is what writeTxnMarker did.
-type markerOutcome struct {
-	offset int64 // the marker's offset, when appended
+// MarkerOutcome is what WriteTxnMarker did.
+type MarkerOutcome struct {
+	Offset int64 // the marker's offset, when appended
 	// refused is the Kafka error the marker was refused with, and message
 	// says why; nothing was appended.
-	refused *kerr.Error
-	message string
+	Refused *kerr.Error
+	Message string
 }
 
-// txnMarker is one marker a coordinator asks a partition to write.
-type txnMarker struct {
-	pid              int64
-	epoch            int16
-	coordinatorEpoch int32
-	commit           bool
-	// transactionVersion is the client's transaction version (0 and 1
+// TxnMarker is one marker a coordinator asks a partition to write.
+type TxnMarker struct {
+	PID              int64
+	Epoch            int16
+	CoordinatorEpoch int32
+	Commit           bool
+	// TransactionVersion is the client's transaction version (0 and 1
 	// behave alike; 2 is KIP-890's epoch bump per transaction).
-	transactionVersion int8
+	TransactionVersion int8
 }
 
-// writeTxnMarker appends m at time now (Unix ms). A non-nil error is the
+// WriteTxnMarker appends m at time now (Unix ms). A non-nil error is the
 // log's: KAFKA_STORAGE_ERROR to the caller.
 //
 // The marker follows the partition's flush policy like a produce (Kafka
 // appends markers with acks=all): under flush.messages=1 the call returns
 // once it is fsynced, and the high watermark passes it only then.
-func (p *partition) writeTxnMarker(m txnMarker, now int64) (markerOutcome, error) {
+func (p *Partition) WriteTxnMarker(m TxnMarker, now int64) (MarkerOutcome, error) {
 	out, err := p.appendTxnMarker(m, now)
-	if err != nil || out.refused != nil {
+	if err != nil || out.Refused != nil {
 		return out, err
 	}
-	p.appended() // the LSO moved: wake read_committed long polls
-	if err := p.log.FlushAfterAppend(out.offset + 1); err != nil {
-		return markerOutcome{}, err
+	p.Appended() // the LSO moved: wake read_committed long polls
+	if err := p.log.FlushAfterAppend(out.Offset + 1); err != nil {
+		return MarkerOutcome{}, err
 	}
-	p.appended() // the high watermark may have waited for the fsync
+	p.Appended() // the high watermark may have waited for the fsync
 	return out, nil
 }
 
-func (p *partition) appendTxnMarker(m txnMarker, now int64) (markerOutcome, error) {
-	pid, epoch, coordinatorEpoch, commit := m.pid, m.epoch, m.coordinatorEpoch, m.commit
+func (p *Partition) appendTxnMarker(m TxnMarker, now int64) (MarkerOutcome, error) {
+	pid, epoch, coordinatorEpoch, commit := m.PID, m.Epoch, m.CoordinatorEpoch, m.Commit
 	one, err := batch.AppendEndTxnMarker(nil, pid, epoch, p.leaderEpoch.Load(), now, batch.EndTxnMarker{Commit: commit, CoordinatorEpoch: coordinatorEpoch})
 	if err != nil {
-		return markerOutcome{}, err
+		return MarkerOutcome{}, err
 	}
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	if p.cluster.Load() != nil {
 		// Only the leader writes markers, at its current epoch.
-		leaderEpoch, leading := p.leaderEpochIfLeading()
+		leaderEpoch, leading := p.LeaderEpochIfLeading()
 		if !leading {
-			return markerOutcome{refused: kerr.NotLeaderForPartition, message: fmt.Sprintf("This broker does not lead partition %s-%d", p.topic, p.index)}, nil
+			return MarkerOutcome{Refused: kerr.NotLeaderForPartition, Message: fmt.Sprintf("This broker does not lead partition %s-%d", p.topic, p.index)}, nil
 		}
 		batch.SetPartitionLeaderEpoch(one, leaderEpoch)
 	}
 	p.producers.maybeRemoveExpired(now)
 	if e := p.producers.byID[pid]; e != nil {
-		tv2 := m.transactionVersion >= 2
+		tv2 := m.TransactionVersion >= 2
 		stale := epoch < e.epoch || tv2 && epoch == e.epoch && e.txnFirstOffset >= 0
 		switch {
 		case stale:
@@ -128,27 +128,27 @@ func (p *partition) appendTxnMarker(m txnMarker, now int64) (markerOutcome, erro
 			if tv2 {
 				cmp = "<="
 			}
-			return markerOutcome{refused: kerr.InvalidProducerEpoch, message: fmt.Sprintf("Epoch of producer %d in partition %s-%d is %d, which is %s the last seen epoch %d",
+			return MarkerOutcome{Refused: kerr.InvalidProducerEpoch, Message: fmt.Sprintf("Epoch of producer %d in partition %s-%d is %d, which is %s the last seen epoch %d",
 				pid, p.topic, p.index, epoch, cmp, e.epoch)}, nil
 		case coordinatorEpoch < e.coordinatorEpoch:
-			return markerOutcome{refused: kerr.TransactionCoordinatorFenced, message: fmt.Sprintf("Invalid coordinator epoch for producerId %d in partition %s-%d: %d (zombie), %d (current)",
+			return MarkerOutcome{Refused: kerr.TransactionCoordinatorFenced, Message: fmt.Sprintf("Invalid coordinator epoch for producerId %d in partition %s-%d: %d (zombie), %d (current)",
 				pid, p.topic, p.index, coordinatorEpoch, e.coordinatorEpoch)}, nil
 		}
 	}
 	offset, _, err := p.log.Append(one)
 	if err != nil {
-		return markerOutcome{}, err
+		return MarkerOutcome{}, err
 	}
 	delete(p.txnGuards, pid) // a batch verified before this marker must not open a transaction
 	if err := p.completeTxn(pid, epoch, coordinatorEpoch, commit, offset, now); err != nil {
-		return markerOutcome{}, err
+		return MarkerOutcome{}, err
 	}
-	return markerOutcome{offset: offset}, nil
+	return MarkerOutcome{Offset: offset}, nil
 }
 
 // completeTxn applies a marker at offset to the producer state: Kafka's
 // appendEndTxnMarker, then completeTxn. appendMu held.
-func (p *partition) completeTxn(pid int64, epoch int16, coordinatorEpoch int32, commit bool, offset, ts int64) error {
+func (p *Partition) completeTxn(pid int64, epoch int16, coordinatorEpoch int32, commit bool, offset, ts int64) error {
 	e := p.producers.entry(pid)
 	if first := e.txnFirstOffset; first >= 0 && !commit {
 		lso := p.producers.firstOngoing(pid)
@@ -170,6 +170,6 @@ func (p *partition) completeTxn(pid int64, epoch int16, coordinatorEpoch int32, 
 
 // replayMarker applies a marker replayed at open, when nothing else uses
 // the partition yet.
-func (p *partition) replayMarker(h *batch.Header, m batch.EndTxnMarker) error {
+func (p *Partition) replayMarker(h *batch.Header, m batch.EndTxnMarker) error {
 	return p.completeTxn(h.ProducerID, h.ProducerEpoch, m.CoordinatorEpoch, m.Commit, h.BaseOffset, h.MaxTimestamp)
 }

@@ -1,4 +1,4 @@
-package broker
+package partition
 
 // Producer state: what a partition remembers of each idempotent producer so
 // that a retried batch is not appended twice and a batch out of order is
@@ -32,7 +32,7 @@ package broker
 //     current epoch is NO_PRODUCER_EPOCH.
 //
 // The state changes only after a successful append, and the check and the
-// append happen under partition.appendMu, so two connections producing with
+// append happen under Partition.appendMu, so two connections producing with
 // the same producer id cannot both pass the check for the same sequence.
 //
 // Expiry: a producer whose last batch's max timestamp is
@@ -70,14 +70,15 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gregor-broker/gregor/protocol/batch"
 	"github.com/gregor-broker/gregor/storage"
 )
 
 const (
-	// producerBatchesRetained is Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN.
-	producerBatchesRetained = 5
+	// ProducerBatchesRetained is Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN.
+	ProducerBatchesRetained = 5
 	// producerIDExpirationMs is Kafka's producer.id.expiration.ms default.
 	producerIDExpirationMs = int64(24 * time.Hour / time.Millisecond)
 	// producerIDExpirationCheckMs is Kafka's
@@ -101,7 +102,7 @@ type producerEntry struct {
 	epoch         int16
 	lastTimestamp int64
 	n             int // batches in use, oldest first
-	batches       [producerBatchesRetained]producerBatch
+	batches       [ProducerBatchesRetained]producerBatch
 	// coordinatorEpoch is the epoch of the transaction coordinator that
 	// wrote the producer's last marker here, -1 before any.
 	coordinatorEpoch int32
@@ -119,7 +120,7 @@ func (e *producerEntry) lastSeq() int32 {
 }
 
 // producerStates is one partition's producer state. All of it is guarded by
-// partition.appendMu.
+// Partition.appendMu.
 type producerStates struct {
 	byID      map[int64]*producerEntry
 	lastSweep int64 // when expired producers were last removed, Unix ms
@@ -133,7 +134,7 @@ type producerStates struct {
 	// unstable is one more than the smallest first offset of an ongoing
 	// transaction, 0 when there is none (Kafka's firstUnstableOffset). It
 	// is written under appendMu and read without it by fetches, through
-	// partition.lastStableOffset.
+	// Partition.LastStableOffset.
 	unstable atomic.Int64
 }
 
@@ -276,7 +277,7 @@ func (s *producerStates) checkEpoch(pid int64, epoch int16) (*kerr.Error, string
 // max timestamp as stored. A new epoch forgets the old epoch's batches.
 //
 // A transactional batch of a producer without an ongoing transaction here
-// begins one at baseOffset; appendBatch publishes that before the batch is
+// begins one at baseOffset; AppendGuarded publishes that before the batch is
 // appended, so that no read_committed fetch sees it past the LSO.
 func (s *producerStates) update(h *batch.Header, baseOffset int64) {
 	e := s.entry(h.ProducerID)
@@ -287,7 +288,7 @@ func (s *producerStates) update(h *batch.Header, baseOffset int64) {
 	if e.epoch != h.ProducerEpoch {
 		e.epoch, e.n = h.ProducerEpoch, 0
 	}
-	if e.n == producerBatchesRetained {
+	if e.n == ProducerBatchesRetained {
 		copy(e.batches[:], e.batches[1:])
 		e.n--
 	}
@@ -408,7 +409,7 @@ func (s *producerStates) replay(l *storage.Log, offset int64, onMarker markerFun
 
 // restore sets the state from snapshot entries, leaving out the producers
 // expired at now (Kafka's loadFromSnapshot) and keeping each one's last
-// producerBatchesRetained batches.
+// ProducerBatchesRetained batches.
 func (s *producerStates) restore(entries []storage.ProducerSnapshotEntry, now int64) {
 	s.byID = make(map[int64]*producerEntry, len(entries))
 	s.ongoing = nil
@@ -421,7 +422,7 @@ func (s *producerStates) restore(entries []storage.ProducerSnapshotEntry, now in
 		if e.txnFirstOffset >= 0 {
 			s.setOngoing(se.ProducerID, e.txnFirstOffset)
 		}
-		batches := se.Batches[max(len(se.Batches)-producerBatchesRetained, 0):]
+		batches := se.Batches[max(len(se.Batches)-ProducerBatchesRetained, 0):]
 		for _, b := range batches {
 			if b.LastOffset < 0 {
 				continue // a producer whose last entry is a marker has no batch
@@ -452,7 +453,7 @@ func (s *producerStates) snapshotEntries() []storage.ProducerSnapshotEntry {
 // takeSnapshot writes the state as the snapshot at offset, which must be
 // the offset every batch in the state lies below. appendMu held. A failure
 // is logged, not returned: the next start replays more of the log instead.
-func (p *partition) takeSnapshot(offset int64) {
+func (p *Partition) takeSnapshot(offset int64) {
 	if offset <= p.producers.snapshotAt {
 		return
 	}
@@ -463,105 +464,113 @@ func (p *partition) takeSnapshot(offset int64) {
 	p.producers.snapshotAt = offset
 }
 
-// snapshotAtClose saves the state at the log end before the log closes, so
+// SnapshotAtClose saves the state at the log end before the log closes, so
 // that the next start reads nothing of the log (Kafka's snapshot at
 // shutdown).
-func (p *partition) snapshotAtClose() {
+func (p *Partition) SnapshotAtClose() {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	p.takeSnapshot(p.log.EndOffset())
 }
 
-// appendOutcome is what appendBatch did with a batch.
-type appendOutcome struct {
-	// baseOffset is where the batch was appended or, for a duplicate, where
+// AppendOutcome is what Append or AppendGuarded did with a batch.
+type AppendOutcome struct {
+	// BaseOffset is where the batch was appended or, for a duplicate, where
 	// the original was.
-	baseOffset int64
+	BaseOffset int64
 	// end is the offset after the batch (or the original, for a
 	// duplicate): the flush policy must make offsets below it durable
 	// before the producer is answered.
-	end int64
+	End int64
 	// duplicate is set for a retry of a batch still in the producer state:
 	// nothing was appended, and timestamp is the original's max timestamp.
-	duplicate bool
-	timestamp int64
+	Duplicate bool
+	Timestamp int64
 	// refused is the error the producer state refuses the batch with, and
 	// message says why; nothing was appended.
-	refused *kerr.Error
-	message string
-	// leaderEpoch is the epoch the batch was appended at (cluster mode),
+	Refused *kerr.Error
+	Message string
+	// LeaderEpoch is the epoch the batch was appended at (cluster mode),
 	// which an acks=all produce waits under.
-	leaderEpoch int32
+	LeaderEpoch int32
 }
 
-// appendBatch appends one validated batch, stamped and ready to store, to
-// p's log. A batch with a producer id is first checked against the
-// producer state, and the state is updated once the append succeeded; the
-// check and the append are atomic with respect to other appends to p. now
-// (Unix ms) drives expiry. A non-nil error is the log's and nothing was
-// appended.
-func (p *partition) appendBatch(one []byte, now int64) (appendOutcome, error) {
-	return p.appendGuarded(originClient, one, now, unguarded)
-}
-
-// appendOrigin is who appends a batch, as Kafka's AppendOrigin.
-type appendOrigin int8
+// Origin is who appends a batch, as Kafka's AppendOrigin.
+type Origin int8
 
 const (
-	// originClient: a producer's batch, checked for duplicates, epoch and
+	// OriginClient: a producer's batch, checked for duplicates, epoch and
 	// sequence.
-	originClient appendOrigin = iota
-	// originCoordinator: the group coordinator's transactional offset
+	OriginClient Origin = iota
+	// OriginCoordinator: the group coordinator's transactional offset
 	// commits, written without sequences (-1) as Kafka's coordinator
 	// writes them, so only the producer epoch is checked
 	// (ProducerAppendInfo checks sequences for CLIENT appends only).
-	originCoordinator
+	OriginCoordinator
 )
 
-// appendBatchFrom is appendBatch for a batch of the given origin.
-func (p *partition) appendBatchFrom(origin appendOrigin, one []byte, now int64) (appendOutcome, error) {
-	return p.appendGuarded(origin, one, now, unguarded)
+// Append appends one validated batch of origin, ready to store, to p's
+// log, stamped with the leader epoch it is appended at (AppendOutcome's
+// LeaderEpoch). A batch with a producer id is first checked against the
+// producer state, and the state is updated once the append succeeded; the
+// check, the stamp and the append are atomic with respect to other appends
+// to p. now (Unix ms) drives expiry. A non-nil error is the log's and
+// nothing was appended.
+func (p *Partition) Append(origin Origin, one []byte, now int64) (AppendOutcome, error) {
+	return p.AppendGuarded(origin, one, now, Unguarded)
 }
 
-// unguarded is the guard of appends that are not a client's transactional
+// Unguarded is the guard of appends that are not a client's transactional
 // produce.
-const unguarded = ^uint64(0)
+const Unguarded = ^uint64(0)
 
-// appendGuarded is appendBatchFrom for a client's batch, verified with the
-// transaction coordinator under guard if it is transactional
-// (txn_verify.go; 0: not verified, because the producer's transaction was
-// already open here). If the batch would open a transaction and guard is
+// AppendGuarded is Append for a client's batch, verified with the
+// transaction coordinator under guard if it is transactional (the
+// broker's txn_verify.go sets it with SetTxnGuard; 0: not verified,
+// because the producer's transaction was already open here; Unguarded:
+// not a client's transactional produce). If the batch would open a transaction and guard is
 // not p's guard for the producer — a marker ended the transaction
 // meanwhile — it is refused with INVALID_TXN_STATE, as Kafka's UnifiedLog
 // refuses a batch whose VerificationGuard does not match.
-func (p *partition) appendGuarded(origin appendOrigin, one []byte, now int64, guard uint64) (appendOutcome, error) {
+func (p *Partition) AppendGuarded(origin Origin, one []byte, now int64, guard uint64) (AppendOutcome, error) {
 	h, err := batch.ParseHeader(one)
 	if err != nil {
-		return appendOutcome{}, err
+		return AppendOutcome{}, err
 	}
+	return p.AppendParsed(origin, one, &h, now, guard)
+}
+
+// AppendParsed is AppendGuarded for a batch whose header the caller has
+// parsed already (a produced batch's, from batch.Validate), so that it is
+// not parsed again. Of h it reads the producer id, epoch and base
+// sequence, the last offset delta, the transactional flag and the max
+// timestamp, which must be one's as stored, after any stamp of the
+// caller's.
+func (p *Partition) AppendParsed(origin Origin, one []byte, h *batch.Header, now int64, guard uint64) (AppendOutcome, error) {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
-	epoch := int32(0)
+	epoch := p.leaderEpoch.Load() // 0 on a single node
 	if p.cluster.Load() != nil {
 		// In cluster mode the role may have changed since the caller
 		// looked: only the leader appends, stamping its current epoch.
 		var leading bool
-		if epoch, leading = p.leaderEpochIfLeading(); !leading {
-			return appendOutcome{refused: kerr.NotLeaderForPartition, message: fmt.Sprintf("This broker does not lead partition %s-%d", p.topic, p.index)}, nil
+		if epoch, leading = p.LeaderEpochIfLeading(); !leading {
+			return AppendOutcome{Refused: kerr.NotLeaderForPartition, Message: fmt.Sprintf("This broker does not lead partition %s-%d", p.topic, p.index)}, nil
 		}
-		batch.SetPartitionLeaderEpoch(one, epoch)
 	}
+	// The batch's leader epoch is stamped here, once, under appendMu.
+	batch.SetPartitionLeaderEpoch(one, epoch)
 	idempotent := h.ProducerID >= 0
 	if idempotent {
 		p.producers.maybeRemoveExpired(now)
-		if origin == originCoordinator {
+		if origin == OriginCoordinator {
 			if e, msg := p.producers.checkEpoch(h.ProducerID, h.ProducerEpoch); e != nil {
-				return appendOutcome{refused: e, message: fmt.Sprintf("%s in partition %s-%d", msg, p.topic, p.index)}, nil
+				return AppendOutcome{Refused: e, Message: fmt.Sprintf("%s in partition %s-%d", msg, p.topic, p.index)}, nil
 			}
-		} else if dup, ok := p.producers.duplicate(&h); ok {
-			return appendOutcome{baseOffset: dup.firstOffset(), end: dup.lastOffset + 1, duplicate: true, timestamp: dup.timestamp, leaderEpoch: epoch}, nil
-		} else if e, msg := p.producers.check(&h); e != nil {
-			return appendOutcome{refused: e, message: fmt.Sprintf("%s in partition %s-%d", msg, p.topic, p.index)}, nil
+		} else if dup, ok := p.producers.duplicate(h); ok {
+			return AppendOutcome{BaseOffset: dup.firstOffset(), End: dup.lastOffset + 1, Duplicate: true, Timestamp: dup.timestamp, LeaderEpoch: epoch}, nil
+		} else if e, msg := p.producers.check(h); e != nil {
+			return AppendOutcome{Refused: e, Message: fmt.Sprintf("%s in partition %s-%d", msg, p.topic, p.index)}, nil
 		}
 	}
 	// A batch opening a transaction raises the LSO barrier before it is
@@ -570,9 +579,9 @@ func (p *partition) appendGuarded(origin appendOrigin, one []byte, now int64, gu
 	if e := p.producers.byID[h.ProducerID]; beginsTxn && e != nil && e.txnFirstOffset >= 0 {
 		beginsTxn = false
 	}
-	if beginsTxn && guard != unguarded {
+	if beginsTxn && guard != Unguarded {
 		if g, ok := p.txnGuards[h.ProducerID]; !ok || g != guard {
-			return appendOutcome{refused: kerr.InvalidTxnState, message: fmt.Sprintf("The transaction of producer %d ended while partition %s-%d was being verified", h.ProducerID, p.topic, p.index)}, nil
+			return AppendOutcome{Refused: kerr.InvalidTxnState, Message: fmt.Sprintf("The transaction of producer %d ended while partition %s-%d was being verified", h.ProducerID, p.topic, p.index)}, nil
 		}
 		delete(p.txnGuards, h.ProducerID)
 	}
@@ -584,7 +593,7 @@ func (p *partition) appendGuarded(origin appendOrigin, one []byte, now int64, gu
 		if beginsTxn {
 			p.producers.setOngoing(h.ProducerID, -1)
 		}
-		return appendOutcome{}, err
+		return AppendOutcome{}, err
 	}
 	if first > p.producers.snapshotAt && p.log.ActiveSegmentBase() == first {
 		// The batch rolled a new segment: snapshot the state of every batch
@@ -592,7 +601,65 @@ func (p *partition) appendGuarded(origin appendOrigin, one []byte, now int64, gu
 		p.takeSnapshot(first)
 	}
 	if idempotent {
-		p.producers.update(&h, first)
+		p.producers.update(h, first)
 	}
-	return appendOutcome{baseOffset: first, end: last + 1, leaderEpoch: epoch}, nil
+	return AppendOutcome{BaseOffset: first, End: last + 1, LeaderEpoch: epoch}, nil
+}
+
+// ProducerLastBatches returns each producer's epoch and the last offset of
+// its last data batch, -1 when its last entry here is a transaction
+// marker: what the cleaner keeps of it (storage.CompactionPolicy).
+func (p *Partition) ProducerLastBatches() map[int64]storage.ProducerLastBatch {
+	producers := map[int64]storage.ProducerLastBatch{}
+	p.appendMu.Lock()
+	for id, e := range p.producers.byID {
+		last := int64(-1) // the producer's last entry here is a transaction marker
+		if e.n > 0 {
+			last = e.batches[e.n-1].lastOffset
+		}
+		producers[id] = storage.ProducerLastBatch{LastDataOffset: last, Epoch: e.epoch}
+	}
+	p.appendMu.Unlock()
+	return producers
+}
+
+// CheckProducerEpoch is INVALID_PRODUCER_EPOCH when epoch is older than
+// producer pid's epoch here, else nil.
+func (p *Partition) CheckProducerEpoch(pid int64, epoch int16) *kerr.Error {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	e, _ := p.producers.checkEpoch(pid, epoch)
+	return e
+}
+
+// LoadProducers rebuilds the producer state when the partition opens,
+// before anything else uses it (producerStates.load).
+func (p *Partition) LoadProducers(now int64) error {
+	return p.producers.load(p.log, now, p.replayMarker)
+}
+
+// SnapshotOffset is the offset of the latest producer snapshot written or
+// loaded, or the log start offset at open when there was none.
+func (p *Partition) SnapshotOffset() int64 {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	return p.producers.snapshotAt
+}
+
+// ActiveProducers lists p's producer state for DescribeProducers.
+func (p *Partition) ActiveProducers(now int64) []kmsg.DescribeProducersResponseTopicPartitionActiveProducer {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	p.producers.maybeRemoveExpired(now)
+	out := make([]kmsg.DescribeProducersResponseTopicPartitionActiveProducer, 0, len(p.producers.byID))
+	for pid, e := range p.producers.byID {
+		ap := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
+		ap.ProducerID, ap.ProducerEpoch, ap.LastSequence, ap.LastTimestamp = pid, int32(e.epoch), e.lastSeq(), e.lastTimestamp
+		ap.CoordinatorEpoch, ap.CurrentTxnStartOffset = e.coordinatorEpoch, e.txnFirstOffset
+		out = append(out, ap)
+	}
+	slices.SortFunc(out, func(a, b kmsg.DescribeProducersResponseTopicPartitionActiveProducer) int {
+		return cmp.Compare(a.ProducerID, b.ProducerID)
+	})
+	return out
 }
