@@ -225,10 +225,6 @@ type brokerConfig struct {
 // DEFAULT_CONFIG and no synonym, as Kafka's ConfigHelper lists it.
 var nullDefaultBrokerConfigs = map[string]bool{"broker.rack": true}
 
-func fixed(v string) func(*Broker) (string, bool) {
-	return func(*Broker) (string, bool) { return v, false }
-}
-
 // topicDefault reports the broker-level value of a topic config.
 func topicDefault(topicConfig string) func(*Broker) (string, bool) {
 	return func(b *Broker) (string, bool) {

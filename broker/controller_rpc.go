@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"strconv"
 	"sync"
 	"time"
 
@@ -237,8 +236,6 @@ func (r *controllerRPC) deleteTopic(ctx context.Context, addr string, ref contro
 func forwarded(r *request) bool {
 	return r.hdr.ClientID != nil && *r.hdr.ClientID == forwardClientID
 }
-
-func nodeString(id int32) string { return strconv.Itoa(int(id)) }
 
 // createPartitions forwards one topic's CreatePartitions; the answer's
 // error is the result's.

@@ -213,14 +213,6 @@ func (p *partition) becomeNone(st *partitionState, current bool) error {
 	return p.reloadProducers()
 }
 
-// leading reports whether this broker leads the partition at epoch.
-func (p *partition) leading(epoch int32) bool {
-	rs := &p.repl
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	return rs.role == roleLeader && rs.leaderEpoch == epoch
-}
-
 // leaderEpochIfLeading returns the leader epoch when this broker leads
 // the partition.
 func (p *partition) leaderEpochIfLeading() (int32, bool) {
