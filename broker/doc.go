@@ -19,8 +19,9 @@
 // inside the response, and a Go error returned from a handler means one
 // thing: close the connection.
 //
-// Imports: coordinator/group, coordinator/txn, protocol, protocol/batch and
-// storage of this project; never cmd.
+// Imports: coordinator/group, coordinator/txn, coordinator/controller and
+// controller/metadata (cluster mode), protocol, protocol/batch and storage
+// of this project; never cmd.
 //
 // Lock order: Broker.mu (topic map and producer ids) before
 // partition.appendMu (an append and its producer-state check) before
