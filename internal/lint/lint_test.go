@@ -1,8 +1,8 @@
 // Package lint holds checks of the module as a whole that run as ordinary
-// tests under go test ./...: staticcheck over every package, and the
-// direction of the imports between the project's packages as
-// docs/architecture.md and the doc.go files state them. It has no code of
-// its own.
+// tests under go test ./...: staticcheck over every package, the direction
+// of the imports between the project's packages as docs/architecture.md
+// and the doc.go files state them, and the files that comments and docs
+// cite. It has no code of its own.
 package lint
 
 import (
