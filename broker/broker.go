@@ -14,8 +14,8 @@ import (
 	"github.com/gregor-broker/gregor/storage"
 )
 
-// Broker is a running single-node broker. Its methods are safe for
-// concurrent use.
+// Broker is a running broker: a single node, or one node of a cluster
+// (Config.ControllerQuorumVoters). Its methods are safe for concurrent use.
 type Broker struct {
 	cfg        Config
 	log        *slog.Logger

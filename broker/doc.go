@@ -2,9 +2,10 @@
 // connections, the handler for each API key, the topic and partition state,
 // and delayed operations such as long-poll fetches.
 //
-// It is also a library: Start runs a complete single-node broker in-process,
-// which is how Gregor's own integration tests, and any Go test elsewhere,
-// get a real broker:
+// It is also a library: Start runs a complete broker in-process (a single
+// node, or with Config.ControllerQuorumVoters one node of a cluster), which
+// is how Gregor's own integration tests, and any Go test elsewhere, get a
+// real broker:
 //
 //	b, err := broker.Start(ctx, broker.Config{}) // random loopback port, in-memory data
 //	...
