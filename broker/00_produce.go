@@ -106,7 +106,7 @@ func handleProduce(b *Broker, r *request, req *kmsg.ProduceRequest) (kmsg.Respon
 				}
 			case !validAcks:
 				sp.ErrorCode = kerr.InvalidRequiredAcks.Code
-			case internalTopics[t.name]:
+			case isInternalTopic(t.name):
 				// Only the coordinators write their topics (ReplicaManager
 				// refuses clients' appends to internal topics).
 				sp.ErrorCode = kerr.InvalidTopicException.Code

@@ -118,7 +118,7 @@ func handleMetadata(b *Broker, r *request, req *kmsg.MetadataRequest) (kmsg.Resp
 					mt := kmsg.NewMetadataResponseTopic()
 					mt.ErrorCode = kErr.Code
 					mt.Topic = &name
-					mt.IsInternal = internalTopics[name]
+					mt.IsInternal = isInternalTopic(name)
 					if req.Version >= 8 && req.IncludeTopicAuthorizedOperations {
 						// Kafka reports them for every topic asked for by
 						// name, existing or not (clients decode the bits).
@@ -141,7 +141,7 @@ func (b *Broker) topicMetadata(req *kmsg.MetadataRequest, t *topic) kmsg.Metadat
 	name := t.name
 	mt.Topic = &name
 	mt.TopicID = t.id
-	mt.IsInternal = internalTopics[t.name]
+	mt.IsInternal = isInternalTopic(t.name)
 	if req.Version >= 8 && req.IncludeTopicAuthorizedOperations {
 		mt.AuthorizedOperations = allTopicOperations
 	}

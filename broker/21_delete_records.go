@@ -54,7 +54,7 @@ func handleDeleteRecords(b *Broker, r *request, req *kmsg.DeleteRecordsRequest) 
 				p = b.partition(t, rp.Partition)
 			}
 			switch {
-			case internalTopics[rt.Topic]:
+			case isInternalTopic(rt.Topic):
 				sp.ErrorCode = kerr.InvalidTopicException.Code
 			case p == nil:
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code

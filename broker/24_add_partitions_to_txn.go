@@ -108,7 +108,7 @@ func (b *Broker) addPartitionsToTxn(r *request, version int16, a txnAddition) (m
 	refused := false
 	for _, p := range a.parts {
 		switch {
-		case version < 4 && internalTopics[p.Topic]:
+		case version < 4 && isInternalTopic(p.Topic):
 			codes[p] = kerr.TopicAuthorizationFailed.Code
 			refused = true
 		case !b.hasPartition(p.Topic, p.Partition):

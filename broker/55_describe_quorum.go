@@ -25,8 +25,6 @@ import (
 
 func init() { registerScoped(clusterOnly, 55, 0, 1, handleDescribeQuorum) }
 
-const clusterMetadataTopic = "__cluster_metadata"
-
 func handleDescribeQuorum(b *Broker, r *request, req *kmsg.DescribeQuorumRequest) (kmsg.Response, error) {
 	q := b.cluster.ctrl.Node().Quorum()
 	if q.Leader >= 0 && q.Leader != b.cfg.NodeID && !forwarded(r) {

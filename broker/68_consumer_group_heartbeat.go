@@ -73,7 +73,7 @@ func (b *Broker) topicImage() group.Topics {
 	defer b.mu.RUnlock()
 	out := make(group.Topics, len(b.catalog.byName))
 	for name, t := range b.catalog.byName {
-		out[name] = group.TopicInfo{Name: name, ID: t.id, Partitions: int32(len(t.partitions)), Internal: name == offsetsTopic}
+		out[name] = group.TopicInfo{Name: name, ID: t.id, Partitions: int32(len(t.partitions))}
 	}
 	return out
 }

@@ -76,7 +76,7 @@ func handleDescribeTopicPartitions(b *Broker, r *request, req *kmsg.DescribeTopi
 		st := kmsg.NewDescribeTopicPartitionsResponseTopic()
 		topicName := name
 		st.Topic = &topicName
-		st.IsInternal = internalTopics[name]
+		st.IsInternal = isInternalTopic(name)
 		st.AuthorizedOperations = allTopicOperations
 		t := b.lookupTopic(name)
 		if t == nil {

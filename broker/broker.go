@@ -11,7 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/gregor-broker/gregor/storage"
+	"github.com/gregor-broker/gregor/vfs"
 )
 
 // Broker is a running broker: a single node, or one node of a cluster
@@ -109,7 +109,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		cfg.testHooks.beforeLoad(b)
 	}
 
-	var fsys storage.FS = storage.OSFS{}
+	var fsys vfs.FS = vfs.OSFS{}
 	dir := cfg.DataDir
 	switch {
 	case cfg.FS != nil:
@@ -118,7 +118,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 			dir = "/gregor"
 		}
 	case dir == "":
-		fsys, dir = storage.NewMemFS(), "/gregor"
+		fsys, dir = vfs.NewMemFS(), "/gregor"
 	}
 	if cfg.fs != nil {
 		fsys = cfg.fs

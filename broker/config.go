@@ -5,8 +5,7 @@ import (
 	"net"
 	"time"
 
-	"github.com/gregor-broker/gregor/protocol"
-	"github.com/gregor-broker/gregor/storage"
+	"github.com/gregor-broker/gregor/vfs"
 )
 
 // Config configures a broker. The zero value is usable: it listens on a
@@ -39,9 +38,9 @@ type Config struct {
 	Logger *slog.Logger
 	// FS is the file system DataDir is on. Nil means the operating
 	// system's, or an in-memory one when DataDir is empty. Tests set a
-	// storage.FaultFS or a storage.MemFS (whose CrashClone shows what a
-	// power loss would leave) to inject disk faults.
-	FS storage.FS
+	// vfs.FaultFS or a vfs.MemFS (whose CrashClone shows what a power loss
+	// would leave) to inject disk faults.
+	FS vfs.FS
 
 	// Group coordinator settings (broker/groups.go), Kafka's names.
 
@@ -128,8 +127,8 @@ type Config struct {
 	TransactionRemoveExpiredTransactionCleanupIntervalMs int64
 
 	// fs, if set, replaces the data directory's file system: a test seam
-	// for storage.FaultFS. With DataDir empty the root is "/gregor".
-	fs storage.FS
+	// for vfs.FaultFS. With DataDir empty the root is "/gregor".
+	fs vfs.FS
 
 	// Log retention and compaction (logmanager.go), Kafka's names.
 
@@ -259,131 +258,11 @@ func (c *Config) setDefaults() {
 	if c.Listen == "" {
 		c.Listen = "127.0.0.1:0"
 	}
-	if c.MaxFrameBytes <= 0 {
-		c.MaxFrameBytes = protocol.DefaultMaxFrameBytes
-	}
-	if c.AutoCreateTopics == nil {
-		yes := true
-		c.AutoCreateTopics = &yes
-	}
-	if c.NumPartitions <= 0 {
-		c.NumPartitions = 1
-	}
-	if c.DefaultReplicationFactor <= 0 {
-		c.DefaultReplicationFactor = 1
-	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
-	}
-	if c.OffsetsTopicPartitions <= 0 {
-		c.OffsetsTopicPartitions = 50
-	}
-	if c.OffsetsTopicReplicationFactor <= 0 {
-		c.OffsetsTopicReplicationFactor = 3
-	}
-	if c.TransactionStateLogReplicationFactor <= 0 {
-		c.TransactionStateLogReplicationFactor = 3
-	}
-	if c.TransactionStateLogMinISR <= 0 {
-		c.TransactionStateLogMinISR = 2
-	}
-	if c.GroupInitialRebalanceDelayMs == nil {
-		d := int64(3000)
-		c.GroupInitialRebalanceDelayMs = &d
-	}
-	if c.GroupConsumerAssignmentIntervalMs == nil {
-		d := int64(1000)
-		c.GroupConsumerAssignmentIntervalMs = &d
-	}
-	if c.GroupConsumerAssignorOffloadEnable == nil {
-		on := true
-		c.GroupConsumerAssignorOffloadEnable = &on
-	}
-	if c.OffsetsRetentionMinutes <= 0 {
-		c.OffsetsRetentionMinutes = 10080
-	}
-	if c.QuotaWindowNum <= 0 {
-		c.QuotaWindowNum = 11
-	}
-	if c.QuotaWindowSizeSeconds <= 0 {
-		c.QuotaWindowSizeSeconds = 1
-	}
-	if c.ReplicationQuotaWindowNum <= 0 {
-		c.ReplicationQuotaWindowNum = 11
-	}
-	if c.ReplicationQuotaWindowSizeSeconds <= 0 {
-		c.ReplicationQuotaWindowSizeSeconds = 1
-	}
-	if c.TransactionStateLogNumPartitions <= 0 {
-		c.TransactionStateLogNumPartitions = 50
-	}
-	if c.AddPartitionsToTxnRetryBackoffMs <= 0 {
-		c.AddPartitionsToTxnRetryBackoffMs = 20
-	}
-	if c.AddPartitionsToTxnRetryBackoffMaxMs == nil {
-		d := int64(100)
-		c.AddPartitionsToTxnRetryBackoffMaxMs = &d
-	}
-	if c.TransactionMaxTimeoutMs <= 0 {
-		c.TransactionMaxTimeoutMs = 900_000
-	}
-	if c.TransactionAbortTimedOutTransactionCleanupIntervalMs <= 0 {
-		c.TransactionAbortTimedOutTransactionCleanupIntervalMs = 10_000
-	}
-	if c.TransactionalIDExpirationMs <= 0 {
-		c.TransactionalIDExpirationMs = 604_800_000
-	}
-	if c.TransactionRemoveExpiredTransactionCleanupIntervalMs <= 0 {
-		c.TransactionRemoveExpiredTransactionCleanupIntervalMs = 3_600_000
-	}
-	if c.LogRetentionCheckIntervalMs <= 0 {
-		c.LogRetentionCheckIntervalMs = 300_000
-	}
-	if c.LogCleanerEnable == nil {
-		yes := true
-		c.LogCleanerEnable = &yes
-	}
-	if c.LogCleanerThreads <= 0 {
-		c.LogCleanerThreads = 1
-	}
-	if c.LogCleanerBackoffMs <= 0 {
-		c.LogCleanerBackoffMs = 15_000
-	}
-	if c.BrokerSessionTimeoutMs <= 0 {
-		c.BrokerSessionTimeoutMs = 9000
-	}
-	if c.BrokerHeartbeatIntervalMs <= 0 {
-		c.BrokerHeartbeatIntervalMs = 2000
-	}
-	if c.ControlledShutdownEnable == nil {
-		yes := true
-		c.ControlledShutdownEnable = &yes
 	}
 	if c.ControlledShutdownTimeout <= 0 {
 		c.ControlledShutdownTimeout = 30 * time.Second
 	}
-	if c.ReplicaLagTimeMaxMs <= 0 {
-		c.ReplicaLagTimeMaxMs = 30000
-	}
-	if c.ReplicaFetchWaitMaxMs <= 0 {
-		c.ReplicaFetchWaitMaxMs = 500
-	}
-	if c.ReplicaFetchMinBytes <= 0 {
-		c.ReplicaFetchMinBytes = 1
-	}
-	if c.ReplicaFetchMaxBytes <= 0 {
-		c.ReplicaFetchMaxBytes = 1 << 20
-	}
-	if c.ReplicaFetchResponseMaxBytes <= 0 {
-		c.ReplicaFetchResponseMaxBytes = 10 << 20
-	}
-	if c.ReplicaFetchBackoffMs <= 0 {
-		c.ReplicaFetchBackoffMs = 1000
-	}
-	if c.ReplicaHighWatermarkCheckpointIntervalMs <= 0 {
-		c.ReplicaHighWatermarkCheckpointIntervalMs = 5000
-	}
-	if c.LogCleanerDedupeBufferSize <= 0 {
-		c.LogCleanerDedupeBufferSize = 128 << 20
-	}
+	c.fillDefaults() // the Kafka configs (broker_configs.go)
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/gregor-broker/gregor/storage"
+	"github.com/gregor-broker/gregor/vfs"
 )
 
 // consumerGroupTestConfig is groupTestConfig with fast KIP-848 heartbeats
@@ -241,13 +241,13 @@ func TestFranzGoServerSideBalancerProcessesEveryRecordAndResumes(t *testing.T) {
 }
 
 // TestGroupCoordinatorRevertsWhenOffsetsTopicWriteFails: while writes to
-// __consumer_offsets fail (storage.FaultFS), a commit is answered
+// __consumer_offsets fail (vfs.FaultFS), a commit is answered
 // NOT_COORDINATOR and a KIP-848 join too, as Kafka maps a storage error, and
 // neither leaves a trace: the coordinator is rebuilt from the log, so the
 // earlier offset is still the committed one and the group does not exist.
 // Once writes work again, both succeed.
 func TestGroupCoordinatorRevertsWhenOffsetsTopicWriteFails(t *testing.T) {
-	fsys := storage.NewFaultFS(storage.NewMemFS(), nil)
+	fsys := vfs.NewFaultFS(vfs.NewMemFS(), nil)
 	cfg := consumerGroupTestConfig("")
 	cfg.fs = fsys
 	b := startBroker(t, cfg)
@@ -279,11 +279,11 @@ func TestGroupCoordinatorRevertsWhenOffsetsTopicWriteFails(t *testing.T) {
 	if e := commit(5); e != 0 {
 		t.Fatalf("commit: %v", kerr.ErrorForCode(e))
 	}
-	failOffsets := func(op storage.Op, name string, _ int) storage.Fault {
-		if op == storage.OpWrite && strings.Contains(name, offsetsTopic) {
-			return storage.Fault{Err: storage.ErrInjected}
+	failOffsets := func(op vfs.Op, name string, _ int) vfs.Fault {
+		if op == vfs.OpWrite && strings.Contains(name, offsetsTopic) {
+			return vfs.Fault{Err: vfs.ErrInjected}
 		}
-		return storage.Fault{}
+		return vfs.Fault{}
 	}
 	fsys.Arm(failOffsets)
 	if e := commit(9); e != kerr.NotCoordinator.Code {

@@ -8,10 +8,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// internalTopics are created by Gregor's coordinators, never by clients'
-// auto-creation.
-var internalTopics = map[string]bool{"__consumer_offsets": true, "__transaction_state": true, "__share_group_state": true}
-
 // topicCreation is one topic to create, already defaulted.
 type topicCreation struct {
 	name              string
@@ -86,7 +82,7 @@ func (b *Broker) collidingTopic(name string) string {
 // autoCreateTopic creates a topic with the broker defaults, as
 // auto.create.topics.enable allows, and returns it or the error code for it.
 func (b *Broker) autoCreateTopic(name string) (*topic, *kerr.Error) {
-	if internalTopics[name] {
+	if isInternalTopic(name) {
 		return nil, kerr.UnknownTopicOrPartition
 	}
 	t, kErr, _ := b.createTopic(topicCreation{

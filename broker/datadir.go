@@ -3,6 +3,8 @@ package broker
 import (
 	"log/slog"
 	"strings"
+
+	"github.com/gregor-broker/gregor/vfs"
 )
 
 // warnStrayEntries logs each entry of the data dir that is neither the
@@ -19,7 +21,7 @@ func (c *catalog) warnStrayEntries(log *slog.Logger) {
 		log.Warn("cannot list the data dir to look for stray entries", "dir", c.dir, "err", err)
 		return
 	}
-	known := map[string]bool{metadataFile: true, metadataFile + ".tmp": true, metadataDirName: true}
+	known := map[string]bool{metadataFile: true, metadataFile + vfs.TempSuffix: true, metadataDirName: true}
 	for _, t := range c.byName {
 		for i := range t.partitions {
 			known[partitionDir(t.name, int32(i))] = true

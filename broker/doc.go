@@ -21,8 +21,8 @@
 // thing: close the connection.
 //
 // Imports: coordinator/group, coordinator/txn, coordinator/controller and
-// controller/metadata (cluster mode), protocol, protocol/batch and storage
-// of this project; never cmd.
+// controller/metadata (cluster mode), protocol, protocol/batch, storage and
+// vfs of this project; never cmd.
 //
 // Lock order: Broker.mu (topic map and producer ids) before
 // partition.appendMu (an append and its producer-state check) before

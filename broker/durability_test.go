@@ -21,6 +21,7 @@ import (
 
 	"github.com/gregor-broker/gregor/protocol/batch"
 	"github.com/gregor-broker/gregor/storage"
+	"github.com/gregor-broker/gregor/vfs"
 )
 
 // produceConcurrently produces n records per producer from producers
@@ -138,7 +139,7 @@ func TestFlushMessagesOneSurvivesPowerLoss(t *testing.T) {
 		wantAll       bool
 	}{{"1", true}, {"9223372036854775807", false}} {
 		t.Run("flush.messages="+tc.flushMessages, func(t *testing.T) {
-			mem := storage.NewMemFS()
+			mem := vfs.NewMemFS()
 			b := startBroker(t, Config{FS: mem, DataDir: "/data", Logger: slog.New(slog.DiscardHandler)})
 			createTopic(t, dialRaw(t, b.Addr()), "d", 1, map[string]string{"flush.messages": tc.flushMessages})
 			acked := produceConcurrently(t, b.Addr(), "d", 8, 25)
@@ -156,7 +157,7 @@ func TestFlushMessagesOneSurvivesPowerLoss(t *testing.T) {
 }
 
 func TestFlushMsSyncsWithoutDelayingTheProducer(t *testing.T) {
-	mem := storage.NewMemFS()
+	mem := vfs.NewMemFS()
 	b := startBroker(t, Config{FS: mem, DataDir: "/data", TopicDefaults: map[string]string{"flush.ms": "10"}})
 	c := dialRaw(t, b.Addr())
 	createTopic(t, c, "ms", 1, nil)
@@ -168,7 +169,7 @@ func TestFlushMsSyncsWithoutDelayingTheProducer(t *testing.T) {
 }
 
 func TestProduceAcksZeroWithFlushMessagesOneSyncsInBackground(t *testing.T) {
-	b := startBroker(t, Config{FS: storage.NewMemFS(), DataDir: "/data", TopicDefaults: map[string]string{"flush.messages": "1"}})
+	b := startBroker(t, Config{FS: vfs.NewMemFS(), DataDir: "/data", TopicDefaults: map[string]string{"flush.messages": "1"}})
 	c := dialRaw(t, b.Addr())
 	createTopic(t, c, "z", 1, nil)
 	c.send(produceRequest(9, 0, "z", 0, makeBatch(t, batch.None, 2, time.Now().UnixMilli())))
@@ -178,21 +179,21 @@ func TestProduceAcksZeroWithFlushMessagesOneSyncsInBackground(t *testing.T) {
 
 // faultsUnder returns an injector failing the given operations on paths
 // inside dir with err.
-func faultsUnder(dir string, err error, ops ...storage.Op) storage.Injector {
-	return func(op storage.Op, name string, _ int) storage.Fault {
+func faultsUnder(dir string, err error, ops ...vfs.Op) vfs.Injector {
+	return func(op vfs.Op, name string, _ int) vfs.Fault {
 		if strings.HasPrefix(name, dir+"/") || name == dir {
 			for _, o := range ops {
 				if o == op {
-					return storage.Fault{Err: err}
+					return vfs.Fault{Err: err}
 				}
 			}
 		}
-		return storage.Fault{}
+		return vfs.Fault{}
 	}
 }
 
 func TestFsyncFailureAnswersKafkaStorageErrorAndKeepsReads(t *testing.T) {
-	ffs := storage.NewFaultFS(storage.NewMemFS(), nil)
+	ffs := vfs.NewFaultFS(vfs.NewMemFS(), nil)
 	b, err := Start(context.Background(), Config{FS: ffs, DataDir: "/data", Logger: slog.New(slog.DiscardHandler),
 		TopicDefaults: map[string]string{"flush.messages": "1"}})
 	if err != nil {
@@ -212,7 +213,7 @@ func TestFsyncFailureAnswersKafkaStorageErrorAndKeepsReads(t *testing.T) {
 			t.Fatal(kerr.ErrorForCode(got.ErrorCode))
 		}
 	}
-	ffs.Arm(faultsUnder("/data/bad-0", &fs.PathError{Op: "fsync", Path: "/data/bad-0", Err: syscall.EIO}, storage.OpSync))
+	ffs.Arm(faultsUnder("/data/bad-0", &fs.PathError{Op: "fsync", Path: "/data/bad-0", Err: syscall.EIO}, vfs.OpSync))
 	got := produceRaw(c, 9, -1, "bad", 0, makeBatch(t, batch.None, 2, now))
 	if got.ErrorCode != kerr.KafkaStorageError.Code || got.BaseOffset != -1 {
 		t.Fatalf("produce with a failing fsync: %v, base offset %d; want KAFKA_STORAGE_ERROR, -1", kerr.ErrorForCode(got.ErrorCode), got.BaseOffset)
@@ -242,7 +243,7 @@ func TestFsyncFailureAnswersKafkaStorageErrorAndKeepsReads(t *testing.T) {
 // every other partition stay readable, and writes work again once space is
 // freed, since the log cut the failed write off cleanly.
 func TestDiskFullRefusesWritesAndKeepsServingReads(t *testing.T) {
-	ffs := storage.NewFaultFS(storage.NewMemFS(), nil)
+	ffs := vfs.NewFaultFS(vfs.NewMemFS(), nil)
 	b := startBroker(t, Config{FS: ffs, DataDir: "/data", Logger: slog.New(slog.DiscardHandler)})
 	c := dialRaw(t, b.Addr())
 	createTopic(t, c, "full", 1, nil)
@@ -254,7 +255,7 @@ func TestDiskFullRefusesWritesAndKeepsServingReads(t *testing.T) {
 		}
 	}
 	enospc := &fs.PathError{Op: "write", Path: "/data/full-0", Err: syscall.ENOSPC}
-	ffs.Arm(faultsUnder("/data/full-0", enospc, storage.OpWrite))
+	ffs.Arm(faultsUnder("/data/full-0", enospc, vfs.OpWrite))
 	for range 3 {
 		got := produceRaw(c, 9, -1, "full", 0, makeBatch(t, batch.None, 3, now))
 		if got.ErrorCode != kerr.KafkaStorageError.Code || got.BaseOffset != -1 {
@@ -338,7 +339,7 @@ func TestStrayEntriesInTheDataDirAreIgnored(t *testing.T) {
 // as Kafka takes its only log dir offline and shuts down. Nothing panics,
 // and the broker starts once the directory is readable again.
 func TestUnreadablePartitionDirRefusesToStart(t *testing.T) {
-	mem := storage.NewMemFS()
+	mem := vfs.NewMemFS()
 	b, err := Start(context.Background(), Config{FS: mem, DataDir: "/data", Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
@@ -348,7 +349,7 @@ func TestUnreadablePartitionDirRefusesToStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	denied := &fs.PathError{Op: "open", Path: "/data/locked-1", Err: syscall.EACCES}
-	ffs := storage.NewFaultFS(mem, faultsUnder("/data/locked-1", denied, storage.OpReadDir, storage.OpOpen))
+	ffs := vfs.NewFaultFS(mem, faultsUnder("/data/locked-1", denied, vfs.OpReadDir, vfs.OpOpen))
 	_, err = Start(context.Background(), Config{FS: ffs, DataDir: "/data", Logger: slog.New(slog.DiscardHandler)})
 	if !errors.Is(err, fs.ErrPermission) || !strings.Contains(err.Error(), "locked-1") {
 		t.Fatalf("Start with an unreadable partition dir = %v, want a permission error naming locked-1", err)
@@ -363,7 +364,7 @@ func TestUnreadablePartitionDirRefusesToStart(t *testing.T) {
 // holdingFS wraps an FS and, while held, blocks every fsync of a .log file
 // until released, signalling each one that waits.
 type holdingFS struct {
-	storage.FS
+	vfs.FS
 	mu      sync.Mutex
 	release chan struct{} // nil: not holding
 	waiting chan struct{}
@@ -382,7 +383,7 @@ func (h *holdingFS) let() {
 	h.mu.Unlock()
 }
 
-func (h *holdingFS) OpenFile(name string, flag int, perm os.FileMode) (storage.File, error) {
+func (h *holdingFS) OpenFile(name string, flag int, perm os.FileMode) (vfs.File, error) {
 	f, err := h.FS.OpenFile(name, flag, perm)
 	if err != nil || !strings.HasSuffix(name, ".log") {
 		return f, err
@@ -391,7 +392,7 @@ func (h *holdingFS) OpenFile(name string, flag int, perm os.FileMode) (storage.F
 }
 
 type holdingFile struct {
-	storage.File
+	vfs.File
 	h *holdingFS
 }
 
@@ -412,7 +413,7 @@ func (f *holdingFile) Sync() error {
 // record a power loss could still take; once the fsync is done the
 // producer is answered and a waiting fetch gets the records.
 func TestFlushMessagesOneShowsConsumersOnlyFsyncedRecords(t *testing.T) {
-	h := &holdingFS{FS: storage.NewMemFS(), waiting: make(chan struct{}, 4)}
+	h := &holdingFS{FS: vfs.NewMemFS(), waiting: make(chan struct{}, 4)}
 	b := startBroker(t, Config{FS: h, DataDir: "/data", TopicDefaults: map[string]string{"flush.messages": "1"}})
 	c := dialRaw(t, b.Addr())
 	createTopic(t, c, "v", 1, nil)
@@ -448,7 +449,7 @@ func TestFlushMessagesOneShowsConsumersOnlyFsyncedRecords(t *testing.T) {
 // alteration fsyncs them, so the high watermark does not go back for long
 // and comes to the log end without another produce.
 func TestSwitchingToFlushMessagesOneKeepsRecordsVisible(t *testing.T) {
-	b := startBroker(t, Config{FS: storage.NewMemFS(), DataDir: "/data"})
+	b := startBroker(t, Config{FS: vfs.NewMemFS(), DataDir: "/data"})
 	c := dialRaw(t, b.Addr())
 	createTopic(t, c, "a", 1, nil)
 	if got := produceRaw(c, 9, -1, "a", 0, makeBatch(t, batch.None, 3, time.Now().UnixMilli())); got.ErrorCode != 0 {

@@ -16,6 +16,7 @@ import (
 	"github.com/gregor-broker/gregor/protocol"
 	"github.com/gregor-broker/gregor/protocol/batch"
 	"github.com/gregor-broker/gregor/storage"
+	"github.com/gregor-broker/gregor/vfs"
 )
 
 // sliceSource is a log with some batches to take slices of.
@@ -24,7 +25,7 @@ type sliceSource struct {
 	end int64
 }
 
-func newSliceSource(t testing.TB, fsys storage.FS, dir string) *sliceSource {
+func newSliceSource(t testing.TB, fsys vfs.FS, dir string) *sliceSource {
 	t.Helper()
 	cfg := storage.DefaultConfig()
 	cfg.SegmentBytes = 8 << 10 // several segments, so slices span files
@@ -140,8 +141,8 @@ func randomFetchReply(t testing.TB, rng *rand.Rand, version int16, src *sliceSou
 // with its records in memory.
 func TestFetchReplyIsByteIdenticalToKmsg(t *testing.T) {
 	sources := map[string]*sliceSource{
-		"mem": newSliceSource(t, storage.NewMemFS(), "/t-0"),
-		"os":  newSliceSource(t, storage.OSFS{}, filepath.Join(t.TempDir(), "t-0")),
+		"mem": newSliceSource(t, vfs.NewMemFS(), "/t-0"),
+		"os":  newSliceSource(t, vfs.OSFS{}, filepath.Join(t.TempDir(), "t-0")),
 	}
 	server, client := tcpPair(t)
 	serverW := bufio.NewWriterSize(server, 4096)
@@ -217,7 +218,7 @@ func FuzzFetchReplyMatchesKmsg(f *testing.F) {
 		f.Add(seed, int16(12))
 		f.Add(seed, int16(18))
 	}
-	src := newSliceSource(f, storage.NewMemFS(), "/t-0")
+	src := newSliceSource(f, vfs.NewMemFS(), "/t-0")
 	f.Fuzz(func(t *testing.T, seed int64, version int16) {
 		version = 4 + (version%15+15)%15
 		reply, want := randomFetchReply(t, rand.New(rand.NewSource(seed)), version, src)

@@ -42,10 +42,6 @@ import (
 	"github.com/gregor-broker/gregor/protocol/batch"
 )
 
-// offsetsTopic is Kafka's internal topic of committed offsets and group
-// metadata.
-const offsetsTopic = "__consumer_offsets"
-
 // groupTickInterval is how often the coordinator is given the time, which
 // bounds how late a session or rebalance timeout fires.
 const groupTickInterval = 20 * time.Millisecond

@@ -20,7 +20,7 @@ import (
 
 	"github.com/gregor-broker/gregor/protocol"
 	"github.com/gregor-broker/gregor/protocol/batch"
-	"github.com/gregor-broker/gregor/storage"
+	"github.com/gregor-broker/gregor/vfs"
 )
 
 // idempotentBatch builds a batch of n records from producer pid at epoch and
@@ -253,7 +253,7 @@ func TestInitProducerID(t *testing.T) {
 }
 
 func TestProducerIDsAreReservedDurably(t *testing.T) {
-	fsys := storage.NewFaultFS(storage.NewMemFS(), nil)
+	fsys := vfs.NewFaultFS(vfs.NewMemFS(), nil)
 	c := catalog{fs: fsys, dir: "/d"}
 	if err := fsys.MkdirAll("/d", 0o755); err != nil {
 		t.Fatal(err)
@@ -268,7 +268,7 @@ func TestProducerIDsAreReservedDurably(t *testing.T) {
 	}
 	// The next block cannot be reserved: no id from it is handed out.
 	c.nextProducerID = c.producerIDBlockEnd
-	fsys.Arm(storage.FailAfter(0, storage.ErrInjected, storage.OpWrite))
+	fsys.Arm(vfs.FailAfter(0, vfs.ErrInjected, vfs.OpWrite))
 	if got, err := c.allocateProducerID(); err == nil {
 		t.Fatalf("got %d while the catalogue cannot be written", got)
 	}

@@ -13,8 +13,33 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/gregor-broker/gregor/coordinator/controller"
 	"github.com/gregor-broker/gregor/protocol/batch"
 )
+
+// Kafka's internal topics (its Topic.INTERNAL_TOPICS): written by the
+// coordinators only, reported with IsInternal in Metadata and
+// DescribeTopicPartitions, never auto-created by a client's request, and
+// closed to Produce and DeleteRecords. This is the one list of them.
+const (
+	offsetsTopic         = "__consumer_offsets"  // committed offsets and group metadata
+	txnStateTopic        = "__transaction_state" // transaction metadata
+	shareGroupStateTopic = "__share_group_state" // share-group state (KIP-932); not served yet
+)
+
+// isInternalTopic reports whether name is one of Kafka's internal topics.
+func isInternalTopic(name string) bool {
+	switch name {
+	case offsetsTopic, txnStateTopic, shareGroupStateTopic:
+		return true
+	}
+	return false
+}
+
+// clusterMetadataTopic is the metadata quorum's log, which DescribeQuorum
+// names. It is no topic of the catalogue (Kafka's Topic.isInternal is false
+// for it too); the quorum keeps it in a directory of that name.
+const clusterMetadataTopic = controller.MetadataDir
 
 // createInternalTopic creates the internal topic c describes, or finds it
 // if it exists, and returns its partitions.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gregor-broker/gregor/protocol/batch"
 	"github.com/gregor-broker/gregor/storage"
+	"github.com/gregor-broker/gregor/vfs"
 )
 
 // t0 is a Unix time in milliseconds for the unit tests' clocks: followers
@@ -53,7 +54,7 @@ func TestTruncationOffset(t *testing.T) {
 // batches at leader epoch 0.
 func testReplica(t *testing.T, n int) *partition {
 	t.Helper()
-	l, err := storage.Open(storage.NewMemFS(), "/p", storage.DefaultConfig())
+	l, err := storage.Open(vfs.NewMemFS(), "/p", storage.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +238,7 @@ func FuzzAppendFromLeader(f *testing.F) {
 	f.Add([]byte{})
 	f.Add(valid[:batch.HeaderSize])
 	f.Fuzz(func(t *testing.T, records []byte) {
-		l, err := storage.Open(storage.NewMemFS(), "/p", storage.DefaultConfig())
+		l, err := storage.Open(vfs.NewMemFS(), "/p", storage.DefaultConfig())
 		if err != nil {
 			t.Fatal(err)
 		}

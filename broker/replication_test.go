@@ -21,6 +21,7 @@ import (
 
 	"github.com/gregor-broker/gregor/protocol/batch"
 	"github.com/gregor-broker/gregor/storage"
+	"github.com/gregor-broker/gregor/vfs"
 )
 
 // createReplicated creates topic with the given partitions and
@@ -564,7 +565,7 @@ func TestReplicationSurvivesAFullRestart(t *testing.T) {
 	for _, id := range tc.live() {
 		tc.close(id)
 		dir := filepath.Join(tc.cfgs[id].DataDir, partitionDir("restart", 0))
-		l, err := storage.Open(storage.OSFS{}, dir, storage.DefaultConfig())
+		l, err := storage.Open(vfs.OSFS{}, dir, storage.DefaultConfig())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -844,10 +845,10 @@ func TestReplicationOldLeaderTruncatesWhatOnlyItHad(t *testing.T) {
 
 func TestReplicationFollowerWithAFailedDiskLeavesTheISR(t *testing.T) {
 	t.Parallel() // a cluster test waits mostly on timers; two at a time (-parallel, GOMAXPROCS)
-	faults := map[int32]*storage.FaultFS{}
+	faults := map[int32]*vfs.FaultFS{}
 	tc := startClusterWith(t, 3, func(c *Config) {
 		c.ReplicaLagTimeMaxMs = 1500
-		faults[c.NodeID] = storage.NewFaultFS(storage.OSFS{}, nil)
+		faults[c.NodeID] = vfs.NewFaultFS(vfs.OSFS{}, nil)
 		c.FS = faults[c.NodeID]
 	})
 	tc.createReplicated("disk", 1, 3, nil)
@@ -864,11 +865,11 @@ func TestReplicationFollowerWithAFailedDiskLeavesTheISR(t *testing.T) {
 	}
 	// The follower's disk fills up: its appends to the partition fail.
 	dir := partitionDir("disk", 0)
-	faults[follower].Arm(func(op storage.Op, name string, n int) storage.Fault {
-		if op == storage.OpWrite && strings.Contains(name, dir) {
-			return storage.Fault{Err: syscall.ENOSPC}
+	faults[follower].Arm(func(op vfs.Op, name string, n int) vfs.Fault {
+		if op == vfs.OpWrite && strings.Contains(name, dir) {
+			return vfs.Fault{Err: syscall.ENOSPC}
 		}
-		return storage.Fault{}
+		return vfs.Fault{}
 	})
 	end := tc.part(follower, "disk", 0).log.EndOffset()
 	answered := make(chan kmsg.ProduceResponseTopicPartition, 1)

@@ -20,9 +20,11 @@ const (
 	kindBoolean configKind = 1
 	kindString  configKind = 2
 	kindInt     configKind = 3
+	kindShort   configKind = 4
 	kindLong    configKind = 5
 	kindDouble  configKind = 6
 	kindList    configKind = 7
+	kindClass   configKind = 8
 )
 
 // topicConfigDef describes one topic config: its Kafka name, the default a

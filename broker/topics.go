@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gregor-broker/gregor/storage"
+	"github.com/gregor-broker/gregor/vfs"
 )
 
 // topic is one topic's metadata and its partitions. The partitions slice only
@@ -125,7 +126,7 @@ func (e effectiveTopicConfig) storageConfig() storage.Config {
 // catalog holds the topics. Its methods that change topics must be called
 // with Broker.mu held for writing; lookups with it held for reading.
 type catalog struct {
-	fs        storage.FS
+	fs        vfs.FS
 	dir       string
 	clusterID string
 	byName    map[string]*topic
@@ -374,7 +375,13 @@ func (c *catalog) save() error {
 	if err != nil {
 		return err
 	}
-	return writeAtomic(c.fs, path.Join(c.dir, metadataFile), raw)
+	// The directory fsync matters: a rename lost to a power loss would
+	// bring back a block of producer ids already handed out.
+	name := path.Join(c.dir, metadataFile)
+	if err := vfs.WriteFileAtomic(c.fs, name, raw, 0o644); err != nil {
+		return fmt.Errorf("broker: writing %s: %w", name, err)
+	}
+	return nil
 }
 
 func (c *catalog) closeAll() {
@@ -407,7 +414,7 @@ func newClusterID() string {
 	return string(out)
 }
 
-func readAll(fsys storage.FS, name string) ([]byte, error) {
+func readAll(fsys vfs.FS, name string) ([]byte, error) {
 	f, err := fsys.OpenFile(name, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, err
@@ -422,27 +429,4 @@ func readAll(fsys storage.FS, name string) ([]byte, error) {
 		return nil, err
 	}
 	return buf, nil
-}
-
-func writeAtomic(fsys storage.FS, name string, data []byte) error {
-	tmp := name + ".tmp"
-	f, err := fsys.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return fmt.Errorf("broker: writing %s: %w", name, err)
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fmt.Errorf("broker: writing %s: %w", name, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("broker: syncing %s: %w", name, err)
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := fsys.Rename(tmp, name); err != nil {
-		return fmt.Errorf("broker: replacing %s: %w", name, err)
-	}
-	return nil
 }

@@ -15,7 +15,7 @@ import (
 
 	"github.com/gregor-broker/gregor/coordinator/group"
 	"github.com/gregor-broker/gregor/protocol/batch"
-	"github.com/gregor-broker/gregor/storage"
+	"github.com/gregor-broker/gregor/vfs"
 )
 
 // txnCommitReq builds a TxnOffsetCommit of partition offsets ("topic/p" ->
@@ -341,7 +341,7 @@ func TestTxnOffsetsSurviveRestart(t *testing.T) {
 // pending; a marker that cannot be written is KAFKA_STORAGE_ERROR and
 // commits nothing, and its retry, once there is space, does.
 func TestTxnOffsetsOnAFullDisk(t *testing.T) {
-	ffs := storage.NewFaultFS(storage.NewMemFS(), nil)
+	ffs := vfs.NewFaultFS(vfs.NewMemFS(), nil)
 	b := startBroker(t, Config{FS: ffs, DataDir: "/data", Logger: slog.New(slog.DiscardHandler)})
 	b.setTxnOffsetCommitVerifier(nil) // the group side alone, without the transaction coordinator
 	c := dialRaw(t, b.Addr())
@@ -352,7 +352,7 @@ func TestTxnOffsetsOnAFullDisk(t *testing.T) {
 	dir := fmt.Sprintf("/data/%s-%d", offsetsTopic, offsetsPartitionOf(b, "g").index)
 	enospc := &fs.PathError{Op: "write", Path: dir, Err: syscall.ENOSPC}
 
-	ffs.Arm(faultsUnder(dir, enospc, storage.OpWrite))
+	ffs.Arm(faultsUnder(dir, enospc, vfs.OpWrite))
 	if got := txnCommitCodes(t, c, txnCommitReq(3, "g", pid, epoch, "t", map[int32]int64{0: 2})); got["t-0"] != kerr.NotCoordinator.Code {
 		t.Fatalf("TxnOffsetCommit on a full disk: %v, want NOT_COORDINATOR", kerr.ErrorForCode(got["t-0"]))
 	}
@@ -360,7 +360,7 @@ func TestTxnOffsetsOnAFullDisk(t *testing.T) {
 	wantFetched(t, c, "g", "t", 0, true, 1, nil)
 
 	mustTxnCommit(t, c, txnCommitReq(3, "g", pid, epoch, "t", map[int32]int64{0: 3}))
-	ffs.Arm(faultsUnder(dir, enospc, storage.OpWrite))
+	ffs.Arm(faultsUnder(dir, enospc, vfs.OpWrite))
 	p := offsetsPartitionOf(b, "g").index
 	resp := writeMarkers(t, c, 1, wireMarker(pid, epoch, 0, true, offsetsTopic, p))
 	if code := resp.Markers[0].Topics[0].Partitions[0].ErrorCode; code != kerr.KafkaStorageError.Code {

@@ -49,9 +49,6 @@ import (
 	"github.com/gregor-broker/gregor/protocol/batch"
 )
 
-// txnStateTopic is Kafka's internal topic of transaction metadata.
-const txnStateTopic = "__transaction_state"
-
 // txnMarkerRetryInterval is how soon markers that could not be written are
 // tried again.
 const txnMarkerRetryInterval = 500 * time.Millisecond

@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gregor-broker/gregor/coordinator/group"
-	"github.com/gregor-broker/gregor/storage"
+	"github.com/gregor-broker/gregor/vfs"
 )
 
 func describeRaw(t *testing.T, c *rawConn, id string) kmsg.DescribeTransactionsResponseTransactionState {
@@ -29,14 +29,14 @@ func describeRaw(t *testing.T, c *rawConn, id string) kmsg.DescribeTransactionsR
 // CONCURRENT_TRANSACTIONS) and is written once the disk has room, which
 // completes the commit and moves the partition's LSO.
 func TestTxnOnAFullDisk(t *testing.T) {
-	ffs := storage.NewFaultFS(storage.NewMemFS(), nil)
+	ffs := vfs.NewFaultFS(vfs.NewMemFS(), nil)
 	b := startBroker(t, Config{FS: ffs, DataDir: "/data", Logger: slog.New(slog.DiscardHandler)})
 	c := dialRaw(t, b.Addr())
 	createTopics(t, txnTestCtx(t), b.Addr(), 1, "t")
 	pid, epoch := rawInitTxnOK(t, c, "full", 60000)
 
 	stateDir := fmt.Sprintf("/data/%s-%d", txnStateTopic, group.PartitionFor("full", b.cfg.TransactionStateLogNumPartitions))
-	ffs.Arm(faultsUnder(stateDir, &fs.PathError{Op: "write", Path: stateDir, Err: syscall.ENOSPC}, storage.OpWrite))
+	ffs.Arm(faultsUnder(stateDir, &fs.PathError{Op: "write", Path: stateDir, Err: syscall.ENOSPC}, vfs.OpWrite))
 	wantTxnCode(t, "AddPartitionsToTxn on a full disk", rawAddPartitions(t, c, 3, "full", pid, epoch, "t", 0)[0], kerr.NotCoordinator)
 	ffs.Arm(nil)
 	if s := describeRaw(t, c, "full"); s.State != "Empty" || len(s.Topics) != 0 {
@@ -46,7 +46,7 @@ func TestTxnOnAFullDisk(t *testing.T) {
 	wantTxnCode(t, "add", rawAddPartitions(t, c, 3, "full", pid, epoch, "t", 0)[0], nil)
 	wantTxnCode(t, "produce", rawProduce(t, c, 9, kmsg.StringPtr("full"), "t", txnBatch(t, pid, epoch, 0, 2, "x")).ErrorCode, nil)
 	dataDir := "/data/t-0"
-	ffs.Arm(faultsUnder(dataDir, &fs.PathError{Op: "write", Path: dataDir, Err: syscall.ENOSPC}, storage.OpWrite))
+	ffs.Arm(faultsUnder(dataDir, &fs.PathError{Op: "write", Path: dataDir, Err: syscall.ENOSPC}, vfs.OpWrite))
 	wantTxnCode(t, "commit", rawEndTxn(t, c, 4, "full", pid, epoch, true), nil)
 	if s := describeRaw(t, c, "full"); s.State != "PrepareCommit" {
 		t.Fatalf("with the marker unwritten: %s, want PrepareCommit", s.State)
@@ -67,7 +67,7 @@ func TestTxnOnAFullDisk(t *testing.T) {
 // transaction in PrepareCommit in __transaction_state and writes the
 // marker before the listener opens, completing the commit.
 func TestTxnPrepareCommitSurvivesRestart(t *testing.T) {
-	ffs := storage.NewFaultFS(storage.NewMemFS(), nil)
+	ffs := vfs.NewFaultFS(vfs.NewMemFS(), nil)
 	cfg := Config{FS: ffs, DataDir: "/data", Logger: slog.New(slog.DiscardHandler)}
 	b := startBroker(t, cfg)
 	c := dialRaw(t, b.Addr())
@@ -77,11 +77,11 @@ func TestTxnPrepareCommitSurvivesRestart(t *testing.T) {
 	wantTxnCode(t, "produce", rawProduce(t, c, 9, kmsg.StringPtr("restart"), "t", txnBatch(t, pid, epoch, 0, 2, "x")).ErrorCode, nil)
 	// Only the segment file is full, so that the close still writes the
 	// indexes.
-	ffs.Arm(func(op storage.Op, name string, _ int) storage.Fault {
-		if op == storage.OpWrite && strings.HasPrefix(name, "/data/t-0/") && strings.HasSuffix(name, ".log") {
-			return storage.Fault{Err: &fs.PathError{Op: "write", Path: name, Err: syscall.ENOSPC}}
+	ffs.Arm(func(op vfs.Op, name string, _ int) vfs.Fault {
+		if op == vfs.OpWrite && strings.HasPrefix(name, "/data/t-0/") && strings.HasSuffix(name, ".log") {
+			return vfs.Fault{Err: &fs.PathError{Op: "write", Path: name, Err: syscall.ENOSPC}}
 		}
-		return storage.Fault{}
+		return vfs.Fault{}
 	})
 	wantTxnCode(t, "commit", rawEndTxn(t, c, 4, "restart", pid, epoch, true), nil)
 	if s := describeRaw(t, c, "restart"); s.State != "PrepareCommit" {

@@ -10,7 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/gregor-broker/gregor/storage"
+	"github.com/gregor-broker/gregor/vfs"
 )
 
 // The transaction APIs driven with raw requests, for versions and
@@ -362,7 +362,7 @@ func TestTxnProduceWhileTheLastTransactionCompletes(t *testing.T) {
 		{name: "v11", tv2: false, maxMs: 5000, want: kerr.NotEnoughReplicas},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			ffs := storage.NewFaultFS(storage.NewMemFS(), nil)
+			ffs := vfs.NewFaultFS(vfs.NewMemFS(), nil)
 			maxMs := tt.maxMs
 			b := startBroker(t, Config{FS: ffs, DataDir: "/data", Logger: slog.New(slog.DiscardHandler),
 				AddPartitionsToTxnRetryBackoffMaxMs: &maxMs})
@@ -382,7 +382,7 @@ func TestTxnProduceWhileTheLastTransactionCompletes(t *testing.T) {
 				req.TransactionID = id
 				wantTxnCode(t, fmt.Sprintf("produce to t-%d", p), c.do(req).(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode, nil)
 			}
-			ffs.Arm(faultsUnder("/data/t-1", storage.ErrInjected, storage.OpWrite))
+			ffs.Arm(faultsUnder("/data/t-1", vfs.ErrInjected, vfs.OpWrite))
 			wantTxnCode(t, "EndTxn", rawEndTxn(t, c, endVersion, "busy", pid, epoch, true), nil)
 			next := epoch
 			if tt.tv2 {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/gregor-broker/gregor/protocol/batch"
 	"github.com/gregor-broker/gregor/storage"
+	"github.com/gregor-broker/gregor/vfs"
 )
 
 // The workload: idempotent acks=all producers writing unique values to an
@@ -401,7 +402,7 @@ func (c *cluster) compareReplicas(replicas map[int32][]int32, hw map[int32]int64
 		for _, id := range replicas[p] {
 			n := c.node(id)
 			dir := filepath.Join(n.dataDir, fmt.Sprintf("%s-%d", topic, p))
-			l, err := storage.Open(storage.OSFS{}, dir, storage.DefaultConfig())
+			l, err := storage.Open(vfs.OSFS{}, dir, storage.DefaultConfig())
 			if err != nil {
 				c.t.Fatalf("node %d: opening partition %d's replica: %v", n.id, p, err)
 			}

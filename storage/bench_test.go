@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
+
+	"github.com/gregor-broker/gregor/vfs"
 )
 
 func benchFS(b *testing.B) []testEnv {
 	return []testEnv{
-		{name: "os", fs: OSFS{}, dir: filepath.Join(b.TempDir(), "bench-0")},
-		{name: "mem", fs: NewMemFS(), dir: "/bench-0"},
+		{name: "os", fs: vfs.OSFS{}, dir: filepath.Join(b.TempDir(), "bench-0")},
+		{name: "mem", fs: vfs.NewMemFS(), dir: "/bench-0"},
 	}
 }
 
@@ -71,7 +73,7 @@ func benchAppend(b *testing.B, appendBatch func(l *Log, batch []byte) error) {
 
 // openReadBenchLog opens a log of 16 MiB segments in dir and appends batch
 // until it holds 64 MiB, for the read benchmarks.
-func openReadBenchLog(b *testing.B, fsys FS, dir string, batch []byte) *Log {
+func openReadBenchLog(b *testing.B, fsys vfs.FS, dir string, batch []byte) *Log {
 	b.Helper()
 	cfg := DefaultConfig()
 	cfg.SegmentBytes = 16 << 20

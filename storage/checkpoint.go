@@ -10,11 +10,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/gregor-broker/gregor/vfs"
 )
 
 const (
 	checkpointName     = "gregor.checkpoint"
-	checkpointTempName = checkpointName + ".tmp"
+	checkpointTempName = checkpointName + vfs.TempSuffix
 	cleanShutdownName  = ".gregor_cleanshutdown"
 	checkpointVersion  = "0"
 )
@@ -34,7 +36,7 @@ type checkpoint struct {
 
 // readCheckpoint returns found=false when there is no file. A file that does
 // not parse is corruption: it is only ever replaced whole by rename.
-func readCheckpoint(fsys FS, dir string) (cp checkpoint, found bool, err error) {
+func readCheckpoint(fsys vfs.FS, dir string) (cp checkpoint, found bool, err error) {
 	path := filepath.Join(dir, checkpointName)
 	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
 	if errors.Is(err, os.ErrNotExist) {
@@ -85,29 +87,11 @@ func readCheckpoint(fsys FS, dir string) (cp checkpoint, found bool, err error) 
 	return cp, true, nil
 }
 
-// writeCheckpoint replaces the checkpoint durably: write a temporary file,
-// fsync it, rename it over the old one, fsync the directory.
-func writeCheckpoint(fsys FS, dir string, cp checkpoint) error {
-	tmp := filepath.Join(dir, checkpointTempName)
-	f, err := fsys.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return fmt.Errorf("storage: write checkpoint: %w", err)
-	}
+// writeCheckpoint replaces the checkpoint durably (vfs.WriteFileAtomic:
+// checkpointTempName, fsync, rename, fsync of the directory).
+func writeCheckpoint(fsys vfs.FS, dir string, cp checkpoint) error {
 	text := fmt.Sprintf("%s\nlog-start-offset %d\nrecovery-point %d\n", checkpointVersion, cp.logStart, cp.recoveryPoint)
-	_, err = f.Write([]byte(text))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = fsys.Rename(tmp, filepath.Join(dir, checkpointName))
-	}
-	if err == nil {
-		err = fsys.SyncDir(dir)
-	}
-	if err != nil {
+	if err := vfs.WriteFileAtomic(fsys, filepath.Join(dir, checkpointName), []byte(text), 0o644); err != nil {
 		return fmt.Errorf("storage: write checkpoint: %w", err)
 	}
 	return nil
@@ -115,7 +99,7 @@ func writeCheckpoint(fsys FS, dir string, cp checkpoint) error {
 
 // writeCleanShutdown leaves the marker that lets the next Open skip the
 // recovery scan. Everything it vouches for must be durable before it.
-func writeCleanShutdown(fsys FS, dir string) error {
+func writeCleanShutdown(fsys vfs.FS, dir string) error {
 	f, err := fsys.OpenFile(filepath.Join(dir, cleanShutdownName), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err == nil {
 		err = f.Sync()

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/gregor-broker/gregor/vfs"
 )
 
 // Log compaction, Kafka's LogCleaner for one log: keep the latest record of
@@ -37,7 +39,7 @@ const (
 	cleanedSuffix             = ".cleaned"
 	swapSuffix                = ".swap"
 	cleanerCheckpointName     = "gregor.cleaner-checkpoint"
-	cleanerCheckpointTempName = cleanerCheckpointName + ".tmp"
+	cleanerCheckpointTempName = cleanerCheckpointName + vfs.TempSuffix
 
 	offAttributes    = 21
 	offBaseTimestamp = 27
@@ -486,7 +488,7 @@ func (cl *cleaner) cleanGroup(group []*segment, res *CleanResult) (err error) {
 	l := cl.log
 	base := group[0].base
 	out := newSegment(l.dir, base, cl.cfg)
-	files := map[string]*File{logSuffix: &out.log, indexSuffix: &out.idxFile, timeIndexSuffix: &out.timeFile}
+	files := map[string]*vfs.File{logSuffix: &out.log, indexSuffix: &out.idxFile, timeIndexSuffix: &out.timeFile}
 	for suffix, f := range files {
 		if *f, err = l.fsys.OpenFile(segmentPath(l.dir, base, suffix)+cleanedSuffix, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644); err != nil {
 			out.closeFiles()
@@ -861,27 +863,11 @@ func (l *Log) loadFirstDirty() error {
 	return nil
 }
 
-// writeFirstDirty replaces the cleaner checkpoint durably; cleanMu held.
+// writeFirstDirty replaces the cleaner checkpoint durably
+// (vfs.WriteFileAtomic, through cleanerCheckpointTempName); cleanMu held.
 func (l *Log) writeFirstDirty(off int64) error {
-	tmp := filepath.Join(l.dir, cleanerCheckpointTempName)
-	f, err := l.fsys.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return fmt.Errorf("storage: write cleaner checkpoint: %w", err)
-	}
-	_, err = f.Write([]byte(fmt.Sprintf("%s\nfirst-dirty-offset %d\n", checkpointVersion, off)))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = l.fsys.Rename(tmp, filepath.Join(l.dir, cleanerCheckpointName))
-	}
-	if err == nil {
-		err = l.fsys.SyncDir(l.dir)
-	}
-	if err != nil {
+	text := fmt.Sprintf("%s\nfirst-dirty-offset %d\n", checkpointVersion, off)
+	if err := vfs.WriteFileAtomic(l.fsys, filepath.Join(l.dir, cleanerCheckpointName), []byte(text), 0o644); err != nil {
 		return fmt.Errorf("storage: write cleaner checkpoint: %w", err)
 	}
 	l.firstDirty = off

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gregor-broker/gregor/vfs"
 )
 
 // The cleaner against the index files of the indexes branch: cleaned
@@ -140,7 +142,7 @@ func TestCleanedSegmentIndexesTrimmedAndReadThroughMapping(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "p-0")
 	cfg := testConfig()
 	cfg.FileDeleteDelay = 0
-	l := mustOpen(t, OSFS{}, dir, cfg)
+	l := mustOpen(t, vfs.OSFS{}, dir, cfg)
 	fillKeyed(t, l, 6)
 	old := closedSegments(l)
 	checkLookups(t, l, walkLog(t, l)) // maps the old segments' indexes
@@ -195,7 +197,7 @@ func TestCleanedSegmentIndexesTrimmedAndReadThroughMapping(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	l = mustOpen(t, OSFS{}, dir, cfg)
+	l = mustOpen(t, vfs.OSFS{}, dir, cfg)
 	defer l.Close()
 	if r := l.Recovery(); !r.CleanShutdown || r.SegmentsScanned != 0 {
 		t.Fatalf("reopening after a clean shutdown: %+v, want no segment scanned", r)
@@ -212,7 +214,7 @@ func TestRecoveryOfCleanedLog(t *testing.T) {
 	cfg.FileDeleteDelay = time.Hour // the replaced segments stay as .deleted
 	build := func(t *testing.T) (string, []logBatch, []int64) {
 		dir := filepath.Join(t.TempDir(), "p-0")
-		l := mustOpen(t, OSFS{}, dir, cfg)
+		l := mustOpen(t, vfs.OSFS{}, dir, cfg)
 		fillKeyed(t, l, 6)
 		if _, err := l.Clean(context.Background(), keyPolicy(keyCodec{keys: 40}), 5000); err != nil {
 			t.Fatal(err)
@@ -226,13 +228,13 @@ func TestRecoveryOfCleanedLog(t *testing.T) {
 		crash(l)
 		// A cleaning's leftovers: a retired segment, an uncommitted output
 		// and an index swap file whose log was never committed.
-		writeFile(t, OSFS{}, segmentPath(dir, 7, logSuffix)+deletedSuffix, []byte("retired"))
-		writeFile(t, OSFS{}, segmentPath(dir, 0, logSuffix)+cleanedSuffix, []byte("uncommitted"))
-		writeFile(t, OSFS{}, segmentPath(dir, 0, indexSuffix)+swapSuffix, []byte("stray"))
-		return dir, want, segmentFiles(t, OSFS{}, dir)
+		writeFile(t, vfs.OSFS{}, segmentPath(dir, 7, logSuffix)+deletedSuffix, []byte("retired"))
+		writeFile(t, vfs.OSFS{}, segmentPath(dir, 0, logSuffix)+cleanedSuffix, []byte("uncommitted"))
+		writeFile(t, vfs.OSFS{}, segmentPath(dir, 0, indexSuffix)+swapSuffix, []byte("stray"))
+		return dir, want, segmentFiles(t, vfs.OSFS{}, dir)
 	}
 	noLeftovers := func(t *testing.T, dir string) {
-		for _, name := range dirNames(t, OSFS{}, dir) {
+		for _, name := range dirNames(t, vfs.OSFS{}, dir) {
 			switch {
 			case name == checkpointName, name == cleanerCheckpointName, name == leaderEpochCheckpointName,
 				strings.HasSuffix(name, snapshotSuffix):
@@ -247,8 +249,8 @@ func TestRecoveryOfCleanedLog(t *testing.T) {
 	t.Run("torn tail cut, cleaned segments scanned and kept", func(t *testing.T) {
 		dir, want, bases := build(t)
 		last := segmentPath(dir, bases[len(bases)-1], logSuffix)
-		writeFile(t, OSFS{}, last, append(readFile(t, OSFS{}, last), make([]byte, 30)...))
-		l := mustOpen(t, OSFS{}, dir, cfg)
+		writeFile(t, vfs.OSFS{}, last, append(readFile(t, vfs.OSFS{}, last), make([]byte, 30)...))
+		l := mustOpen(t, vfs.OSFS{}, dir, cfg)
 		defer l.Close()
 		r := l.Recovery()
 		if r.SegmentsScanned != len(bases) || r.TruncatedBytes != 30 || r.SegmentsDeleted != 0 {
@@ -260,10 +262,10 @@ func TestRecoveryOfCleanedLog(t *testing.T) {
 	t.Run("damage in an unflushed cleaned segment cuts it and deletes the rest", func(t *testing.T) {
 		dir, want, bases := build(t)
 		first := segmentPath(dir, bases[0], logSuffix)
-		b := readFile(t, OSFS{}, first)
+		b := readFile(t, vfs.OSFS{}, first)
 		b[len(b)-1] ^= 0xff // in the segment's last batch
-		writeFile(t, OSFS{}, first, b)
-		l := mustOpen(t, OSFS{}, dir, cfg)
+		writeFile(t, vfs.OSFS{}, first, b)
+		l := mustOpen(t, vfs.OSFS{}, dir, cfg)
 		defer l.Close()
 		r := l.Recovery()
 		if r.SegmentsDeleted != len(bases)-1 || r.TruncatedBytes == 0 {
@@ -289,19 +291,19 @@ func TestRecoveryOfCleanedLog(t *testing.T) {
 	})
 	t.Run("damage in a flushed cleaned segment is refused", func(t *testing.T) {
 		dir, _, bases := build(t)
-		if err := writeCheckpoint(OSFS{}, dir, checkpoint{logStart: 0, recoveryPoint: bases[len(bases)-1]}); err != nil {
+		if err := writeCheckpoint(vfs.OSFS{}, dir, checkpoint{logStart: 0, recoveryPoint: bases[len(bases)-1]}); err != nil {
 			t.Fatal(err)
 		}
 		first := segmentPath(dir, bases[0], logSuffix)
-		b := readFile(t, OSFS{}, first)
+		b := readFile(t, vfs.OSFS{}, first)
 		b[len(b)-1] ^= 0xff
-		writeFile(t, OSFS{}, first, b)
+		writeFile(t, vfs.OSFS{}, first, b)
 		// Record bytes are not among the cheap checks of a flushed
 		// segment; a missing index makes Open scan it.
-		if err := (OSFS{}).Remove(segmentPath(dir, bases[0], indexSuffix)); err != nil {
+		if err := (vfs.OSFS{}).Remove(segmentPath(dir, bases[0], indexSuffix)); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := Open(OSFS{}, dir, cfg); !errors.Is(err, ErrCorrupt) {
+		if _, err := Open(vfs.OSFS{}, dir, cfg); !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("Open = %v, want ErrCorrupt", err)
 		}
 	})
@@ -357,7 +359,7 @@ func TestCloseAndDeleteStopACleaningRound(t *testing.T) {
 // round runs; the round keeps the settings it started with, read under
 // appendMu (the race detector checks that), and cleans correctly.
 func TestSetConfigDuringCleaning(t *testing.T) {
-	l := mustOpen(t, NewMemFS(), "/p", testConfig())
+	l := mustOpen(t, vfs.NewMemFS(), "/p", testConfig())
 	defer l.Close()
 	fillKeyed(t, l, 3)
 	codec, entered, release := blockingKeyCodec(5)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/gregor-broker/gregor/protocol/batch"
 	"github.com/gregor-broker/gregor/storage"
+	"github.com/gregor-broker/gregor/vfs"
 )
 
 // tb is what the helpers need of a *testing.T or a *rapid.T.
@@ -131,7 +132,7 @@ func firstRecordFrom(t tb, l *storage.Log, off int64) (storedRec, bool) {
 	return storedRec{}, false
 }
 
-func openLog(t tb, fsys storage.FS, dir string, segmentBytes int64) *storage.Log {
+func openLog(t tb, fsys vfs.FS, dir string, segmentBytes int64) *storage.Log {
 	t.Helper()
 	cfg := storage.DefaultConfig()
 	cfg.SegmentBytes = segmentBytes
@@ -166,7 +167,7 @@ func kv(k, v string, ts int64) rec {
 func TestCleanKeepsLatestPerKeyAndOffsets(t *testing.T) {
 	for _, c := range []batch.Compression{batch.None, batch.Gzip, batch.Snappy, batch.LZ4, batch.Zstd} {
 		t.Run(c.String(), func(t *testing.T) {
-			l := openLog(t, storage.NewMemFS(), "/p", 300)
+			l := openLog(t, vfs.NewMemFS(), "/p", 300)
 			defer l.Close()
 			for i := range 40 {
 				b := buildBatch(t, c, -1, kv(fmt.Sprint("k", i%4), fmt.Sprint("v", i), int64(1000+i)), kv(fmt.Sprint("j", i%3), fmt.Sprint("w", i), int64(1000+i)))
@@ -253,7 +254,7 @@ func checkCompacted(t tb, before, after []storedRec, cleanedTo int64) {
 }
 
 func TestCleanNeverTouchesActiveSegment(t *testing.T) {
-	l := openLog(t, storage.NewMemFS(), "/p", 1<<20)
+	l := openLog(t, vfs.NewMemFS(), "/p", 1<<20)
 	defer l.Close()
 	for i := range 10 {
 		if _, _, err := l.Append(buildBatch(t, batch.None, -1, kv("k", fmt.Sprint(i), 1))); err != nil {
@@ -270,7 +271,7 @@ func TestCleanNeverTouchesActiveSegment(t *testing.T) {
 }
 
 func TestCleanTombstonesKeptForDeleteRetention(t *testing.T) {
-	l := openLog(t, storage.NewMemFS(), "/p", 200)
+	l := openLog(t, vfs.NewMemFS(), "/p", 200)
 	defer l.Close()
 	app := func(recs ...rec) {
 		if _, _, err := l.Append(buildBatch(t, batch.None, -1, recs...)); err != nil {
@@ -310,7 +311,7 @@ func TestCleanTombstonesKeptForDeleteRetention(t *testing.T) {
 }
 
 func TestCleanRetainsLastBatchOfProducerEmpty(t *testing.T) {
-	l := openLog(t, storage.NewMemFS(), "/p", 200)
+	l := openLog(t, vfs.NewMemFS(), "/p", 200)
 	defer l.Close()
 	// Producer 7's last batch holds only k=1, superseded later.
 	if _, _, err := l.Append(buildBatch(t, batch.None, 7, kv("k", "1", 1), kv("k", "2", 1))); err != nil {
@@ -343,7 +344,7 @@ func TestCleanRetainsLastBatchOfProducerEmpty(t *testing.T) {
 }
 
 func TestCleanHonoursMinCompactionLag(t *testing.T) {
-	l := openLog(t, storage.NewMemFS(), "/p", 150)
+	l := openLog(t, vfs.NewMemFS(), "/p", 150)
 	defer l.Close()
 	for i := range 12 {
 		if _, _, err := l.Append(buildBatch(t, batch.None, -1, kv("k", fmt.Sprint(i), int64(i*100)))); err != nil {
@@ -374,7 +375,7 @@ func TestCleanedLogSurvivesRestart(t *testing.T) {
 	for _, clean := range []bool{true, false} {
 		t.Run(fmt.Sprint("clean shutdown ", clean), func(t *testing.T) {
 			dir := t.TempDir()
-			l := openLog(t, storage.OSFS{}, dir, 300)
+			l := openLog(t, vfs.OSFS{}, dir, 300)
 			for i := range 40 {
 				if _, _, err := l.Append(buildBatch(t, batch.Zstd, -1, kv(fmt.Sprint("k", i%5), fmt.Sprint(i), int64(i)))); err != nil {
 					t.Fatal(err)
@@ -392,7 +393,7 @@ func TestCleanedLogSurvivesRestart(t *testing.T) {
 				l.Close()
 				os.Remove(filepath.Join(dir, ".gregor_cleanshutdown"))
 			}
-			l2 := openLog(t, storage.OSFS{}, dir, 300)
+			l2 := openLog(t, vfs.OSFS{}, dir, 300)
 			defer l2.Close()
 			if got := readAll(t, l2, 0); !slices.Equal(got, want) {
 				t.Fatalf("after restart:\n got %+v\nwant %+v", got, want)
@@ -408,7 +409,7 @@ func TestCleanedLogSurvivesRestart(t *testing.T) {
 // a swap in and checks that Open finishes or discards it.
 func TestOpenCompletesInterruptedSwap(t *testing.T) {
 	dir := t.TempDir()
-	l := openLog(t, storage.OSFS{}, dir, 300)
+	l := openLog(t, vfs.OSFS{}, dir, 300)
 	for i := range 30 {
 		if _, _, err := l.Append(buildBatch(t, batch.None, -1, kv(fmt.Sprint("k", i%3), fmt.Sprint(i), int64(i)))); err != nil {
 			t.Fatal(err)
@@ -419,7 +420,7 @@ func TestOpenCompletesInterruptedSwap(t *testing.T) {
 	// Clean a copy, and take its first segment as the "cleaned" output.
 	copyDir := t.TempDir()
 	copyFiles(t, dir, copyDir)
-	lc := openLog(t, storage.OSFS{}, copyDir, 300)
+	lc := openLog(t, vfs.OSFS{}, copyDir, 300)
 	if _, err := lc.Clean(context.Background(), policy(0), 100); err != nil {
 		t.Fatal(err)
 	}
@@ -431,7 +432,7 @@ func TestOpenCompletesInterruptedSwap(t *testing.T) {
 		d := t.TempDir()
 		copyFiles(t, dir, d)
 		mustCopy(t, filepath.Join(copyDir, first), filepath.Join(d, first+".cleaned"))
-		l := openLog(t, storage.OSFS{}, d, 300)
+		l := openLog(t, vfs.OSFS{}, d, 300)
 		defer l.Close()
 		if got := readAll(t, l, 0); !slices.Equal(got, before) {
 			t.Fatalf("uncommitted clean changed the log")
@@ -448,7 +449,7 @@ func TestOpenCompletesInterruptedSwap(t *testing.T) {
 		if err := os.Rename(filepath.Join(d, first), filepath.Join(d, first+".deleted")); err != nil {
 			t.Fatal(err)
 		}
-		l := openLog(t, storage.OSFS{}, d, 300)
+		l := openLog(t, vfs.OSFS{}, d, 300)
 		defer l.Close()
 		got := readAll(t, l, 0)
 		checkCompacted(t, before, got, baseOfSecond(t, copyDir))
@@ -524,7 +525,7 @@ func TestCleanProperties(t *testing.T) {
 		segBytes := rapid.Int64Range(100, 2000).Draw(rt, "segmentBytes")
 		codec := rapid.SampledFrom([]batch.Compression{batch.None, batch.Gzip, batch.Snappy, batch.LZ4, batch.Zstd}).Draw(rt, "codec")
 		nBatches := rapid.IntRange(1, 60).Draw(rt, "batches")
-		l := openLog(rt, storage.NewMemFS(), "/p", segBytes)
+		l := openLog(rt, vfs.NewMemFS(), "/p", segBytes)
 		defer l.Close()
 		ts := int64(1000)
 		for range nBatches {
@@ -581,7 +582,7 @@ func TestCleanProperties(t *testing.T) {
 }
 
 func TestCancelledCleaningLeavesLogAsItWas(t *testing.T) {
-	fsys := storage.NewMemFS()
+	fsys := vfs.NewMemFS()
 	l := openLog(t, fsys, "/p", 300)
 	defer l.Close()
 	for i := range 30 {
@@ -639,7 +640,7 @@ func TestCleanabilityDue(t *testing.T) {
 // the transaction, also after a restart.
 func TestCleanKeepsTheIndexOfAbortsItKeeps(t *testing.T) {
 	dir := t.TempDir()
-	l := openLog(t, storage.OSFS{}, dir, 300)
+	l := openLog(t, vfs.OSFS{}, dir, 300)
 	data, err := batch.AppendBatch(nil, batch.BuildOptions{BaseTimestamp: 1, ProducerID: 5, ProducerEpoch: 0, BaseSequence: 0,
 		Transactional: true, PartitionLeaderEpoch: -1}, []batch.Record{{Key: []byte("aborted"), Value: []byte("x")}})
 	if err != nil {
@@ -681,7 +682,7 @@ func TestCleanKeepsTheIndexOfAbortsItKeeps(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	l = openLog(t, storage.OSFS{}, dir, 300)
+	l = openLog(t, vfs.OSFS{}, dir, 300)
 	defer l.Close()
 	if got := l.AbortedTxns(0, l.EndOffset()); !slices.Equal(got, []storage.AbortedTxn{aborted}) {
 		t.Fatalf("after restart: %v", got)

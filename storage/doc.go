@@ -2,11 +2,12 @@
 // offset in segment files with sparse offset and time indexes, written so
 // that Apache Kafka's own kafka-dump-log tool can read them.
 //
-// storage imports nothing of the project and not kmsg. It knows the 61-byte
-// Kafka v2 record-batch header and nothing of records, requests or sockets;
-// the broker validates batches before Append and finds records inside the
-// batches it reads. All disk access goes through the FS seam (OSFS, MemFS,
-// and FaultFS for fault injection).
+// storage imports nothing of the project but vfs, and not kmsg. It knows
+// the 61-byte Kafka v2 record-batch header and nothing of records, requests
+// or sockets; the broker validates batches before Append and finds records
+// inside the batches it reads. All disk access goes through the
+// file-system seam of package vfs (vfs.OSFS, vfs.MemFS, and vfs.FaultFS for
+// fault injection).
 //
 // # On-disk layout
 //

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/gregor-broker/gregor/vfs"
 )
 
 // The leader-epoch checkpoint: Kafka's LeaderEpochFileCache and its
@@ -21,7 +23,7 @@ import (
 
 const (
 	leaderEpochCheckpointName = "leader-epoch-checkpoint"
-	leaderEpochTempName       = leaderEpochCheckpointName + ".tmp"
+	leaderEpochTempName       = leaderEpochCheckpointName + vfs.TempSuffix
 	leaderEpochFileVersion    = 0
 	offPartitionLeaderEpoch   = 12 // in the batch header
 
@@ -47,7 +49,7 @@ type EpochEntry struct {
 // change. Mutations run under Log.appendMu; mu (a leaf lock, taken after
 // any Log lock) lets readers run alongside them.
 type epochCache struct {
-	fsys FS
+	fsys vfs.FS
 	dir  string
 
 	mu      sync.RWMutex
@@ -172,7 +174,7 @@ func (c *epochCache) remove() error {
 // replace persists entries and then publishes them. A failed write leaves
 // memory as it was; the file is either the old or the new version.
 func (c *epochCache) replace(entries []EpochEntry) error {
-	if err := writeFileAtomically(c.fsys, c.dir, leaderEpochCheckpointName, formatEpochFile(entries)); err != nil {
+	if err := vfs.WriteFileAtomic(c.fsys, filepath.Join(c.dir, leaderEpochCheckpointName), formatEpochFile(entries), 0o644); err != nil {
 		return fmt.Errorf("storage: write leader-epoch checkpoint: %w", err)
 	}
 	c.set(entries)
@@ -302,7 +304,7 @@ func parseEpochFile(b []byte) ([]EpochEntry, error) {
 // loadEpochCache reads dir's leader-epoch checkpoint. found=false when the
 // file does not exist. A file that does not parse is a *CorruptError: it is
 // only ever replaced whole, by rename.
-func loadEpochCache(fsys FS, dir string) (c *epochCache, found bool, err error) {
+func loadEpochCache(fsys vfs.FS, dir string) (c *epochCache, found bool, err error) {
 	c = &epochCache{fsys: fsys, dir: dir}
 	path := filepath.Join(dir, leaderEpochCheckpointName)
 	b, err := readSmallFile(fsys, path, maxEpochFileBytes)
@@ -320,7 +322,7 @@ func loadEpochCache(fsys FS, dir string) (c *epochCache, found bool, err error) 
 
 // readSmallFile reads a whole file of at most limit bytes; a larger one is
 // a *CorruptError. The error matches os.ErrNotExist when there is no file.
-func readSmallFile(fsys FS, path string, limit int64) ([]byte, error) {
+func readSmallFile(fsys vfs.FS, path string, limit int64) ([]byte, error) {
 	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, err
@@ -338,32 +340,6 @@ func readSmallFile(fsys FS, path string, limit int64) ([]byte, error) {
 		return nil, fmt.Errorf("storage: read %s: %w", path, err)
 	}
 	return b, nil
-}
-
-// writeFileAtomically replaces dir/name with data durably: write
-// name+".tmp", fsync it, rename it over name, fsync dir. A crash leaves
-// either the old file or the new one (and perhaps the temporary file,
-// which Open removes).
-func writeFileAtomically(fsys FS, dir, name string, data []byte) error {
-	tmp := filepath.Join(dir, name+".tmp")
-	f, err := fsys.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	err = writeFull(f, data, 0)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = fsys.Rename(tmp, filepath.Join(dir, name))
-	}
-	if err == nil {
-		err = fsys.SyncDir(dir)
-	}
-	return err
 }
 
 // rebuildEpochs derives the epoch entries from the batch headers of every

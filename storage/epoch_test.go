@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/gregor-broker/gregor/vfs"
 )
 
 // epochBatch is a test batch stamped with a partition leader epoch.
@@ -17,7 +19,7 @@ func epochBatch(epoch int32, records int) []byte {
 }
 
 func memCache(entries ...EpochEntry) *epochCache {
-	fsys := NewMemFS()
+	fsys := vfs.NewMemFS()
 	fsys.MkdirAll("/p", 0o755)
 	return &epochCache{fsys: fsys, dir: "/p", entries: entries}
 }
@@ -236,7 +238,7 @@ func TestLogTracksLeaderEpochs(t *testing.T) {
 // written durably before the data, names an epoch whose batches are lost,
 // and Open drops it.
 func TestEpochsAfterCrash(t *testing.T) {
-	fsys := NewMemFS()
+	fsys := vfs.NewMemFS()
 	l := mustOpen(t, fsys, "/d/t-0", testConfig())
 	for range 3 {
 		if _, _, err := l.Append(epochBatch(1, 3)); err != nil {

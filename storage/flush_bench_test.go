@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/gregor-broker/gregor/vfs"
 )
 
 // Durability benchmarks, all on a real directory (b.TempDir, so $TMPDIR)
@@ -47,7 +49,7 @@ func BenchmarkAppendPolicy(b *testing.B) {
 			b.Run(size.name+"/"+pc.name, func(b *testing.B) {
 				cfg := DefaultConfig() // 1 GiB segments: benchDiskCap is reached before a roll
 				cfg.Logger = quietLogger
-				l := mustOpen(b, OSFS{}, filepath.Join(b.TempDir(), "bench-0"), cfg)
+				l := mustOpen(b, vfs.OSFS{}, filepath.Join(b.TempDir(), "bench-0"), cfg)
 				defer l.Delete()
 				l.SetFlushPolicy(pc.policy)
 				batch := makeBatch(batchSpec{records: 100, maxTs: 1, valueSize: size.value})
@@ -181,7 +183,7 @@ func BenchmarkReadSequential(b *testing.B) {
 	for _, size := range benchRecordSizes {
 		b.Run(size.name, func(b *testing.B) {
 			batch := makeBatch(batchSpec{records: 100, maxTs: 1, valueSize: size.value})
-			l := openReadBenchLog(b, OSFS{}, filepath.Join(b.TempDir(), "bench-0"), batch)
+			l := openReadBenchLog(b, vfs.OSFS{}, filepath.Join(b.TempDir(), "bench-0"), batch)
 			defer l.Delete()
 			end := l.EndOffset()
 			dst := make([]byte, 0, 1<<20+len(batch))

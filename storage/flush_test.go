@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/gregor-broker/gregor/vfs"
 )
 
 // waitFor polls cond until it holds or a generous deadline passes.
@@ -29,14 +31,14 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 // every such fsync blocks until the gate is closed, so a test can hold one
 // fsync in flight and see what other callers do meanwhile.
 type gatedFS struct {
-	FS
+	vfs.FS
 	logSyncs atomic.Int64
 	inSync   chan struct{} // receives once per .log fsync that reaches the gate
 	mu       sync.Mutex
 	gate     chan struct{}
 }
 
-func (g *gatedFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
+func (g *gatedFS) OpenFile(name string, flag int, perm os.FileMode) (vfs.File, error) {
 	f, err := g.FS.OpenFile(name, flag, perm)
 	if err != nil || !strings.HasSuffix(name, logSuffix) {
 		return f, err
@@ -45,7 +47,7 @@ func (g *gatedFS) OpenFile(name string, flag int, perm os.FileMode) (File, error
 }
 
 type gatedFile struct {
-	File
+	vfs.File
 	g *gatedFS
 }
 
@@ -62,7 +64,7 @@ func (f *gatedFile) Sync() error {
 }
 
 func TestFlushPolicyDefaultNeverSyncs(t *testing.T) {
-	g := &gatedFS{FS: NewMemFS()}
+	g := &gatedFS{FS: vfs.NewMemFS()}
 	l := mustOpen(t, g, "/d/t-0", testConfig())
 	defer l.Close()
 	if p := l.FlushPolicy(); p != OSFlush() {
@@ -92,7 +94,7 @@ func TestFlushPolicyDefaultNeverSyncs(t *testing.T) {
 func TestFlushMessagesSyncsEveryNthOffset(t *testing.T) {
 	for _, n := range []int64{1, 3} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
-			l := mustOpen(t, NewMemFS(), "/d/t-0", testConfig())
+			l := mustOpen(t, vfs.NewMemFS(), "/d/t-0", testConfig())
 			defer l.Close()
 			l.SetFlushPolicy(FlushPolicy{Messages: n, Ms: math.MaxInt64})
 			batch := makeBatch(batchSpec{records: 1, maxTs: 1})
@@ -117,7 +119,7 @@ func TestFlushMessagesSyncsEveryNthOffset(t *testing.T) {
 func TestFlushMsSyncsInBackground(t *testing.T) {
 	for _, ms := range []int64{0, 5} {
 		t.Run(fmt.Sprint(ms), func(t *testing.T) {
-			l := mustOpen(t, NewMemFS(), "/d/t-0", testConfig())
+			l := mustOpen(t, vfs.NewMemFS(), "/d/t-0", testConfig())
 			defer l.Close()
 			l.SetFlushPolicy(FlushPolicy{Messages: math.MaxInt64, Ms: ms})
 			_, last, err := l.Append(makeBatch(batchSpec{records: 4, maxTs: 1}))
@@ -133,7 +135,7 @@ func TestFlushMsSyncsInBackground(t *testing.T) {
 }
 
 func TestFlushAfterAppendAsyncDoesNotWait(t *testing.T) {
-	g := &gatedFS{FS: NewMemFS(), inSync: make(chan struct{}, 1)}
+	g := &gatedFS{FS: vfs.NewMemFS(), inSync: make(chan struct{}, 1)}
 	l := mustOpen(t, g, "/d/t-0", testConfig())
 	l.SetFlushPolicy(FlushPolicy{Messages: 1})
 	gate := make(chan struct{})
@@ -163,7 +165,7 @@ func TestFlushAfterAppendAsyncDoesNotWait(t *testing.T) {
 // disk while seven more append; when it completes, one more fsync must
 // release all seven.
 func TestGroupCommitSharesOneFsync(t *testing.T) {
-	g := &gatedFS{FS: NewMemFS(), inSync: make(chan struct{}, 8)}
+	g := &gatedFS{FS: vfs.NewMemFS(), inSync: make(chan struct{}, 8)}
 	l := mustOpen(t, g, "/d/t-0", DefaultConfig())
 	defer l.Close()
 	l.SetFlushPolicy(FlushPolicy{Messages: 1})
@@ -206,7 +208,7 @@ func TestGroupCommitSharesOneFsync(t *testing.T) {
 }
 
 func TestFlushFailureFailsLogAndKeepsReads(t *testing.T) {
-	ffs := NewFaultFS(NewMemFS(), nil)
+	ffs := vfs.NewFaultFS(vfs.NewMemFS(), nil)
 	l := mustOpen(t, ffs, "/d/t-0", testConfig())
 	defer l.Close()
 	l.SetFlushPolicy(FlushPolicy{Messages: 1})
@@ -214,7 +216,7 @@ func TestFlushFailureFailsLogAndKeepsReads(t *testing.T) {
 	if _, last, err := l.Append(bytes.Clone(batch)); err != nil || l.FlushAfterAppend(last+1) != nil {
 		t.Fatalf("first append: %v", err)
 	}
-	ffs.Arm(FailAfter(0, ErrInjected, OpSync))
+	ffs.Arm(vfs.FailAfter(0, vfs.ErrInjected, vfs.OpSync))
 	_, last, err := l.Append(bytes.Clone(batch))
 	if err != nil {
 		t.Fatal(err)
@@ -233,7 +235,7 @@ func TestFlushFailureFailsLogAndKeepsReads(t *testing.T) {
 }
 
 func TestCloseStopsPendingFlushTimer(t *testing.T) {
-	l := mustOpen(t, NewMemFS(), "/d/t-0", testConfig())
+	l := mustOpen(t, vfs.NewMemFS(), "/d/t-0", testConfig())
 	l.SetFlushPolicy(FlushPolicy{Messages: math.MaxInt64, Ms: int64(time.Hour / time.Millisecond)})
 	_, last, err := l.Append(makeBatch(batchSpec{records: 1, maxTs: 1}))
 	if err != nil {
@@ -259,7 +261,7 @@ func TestCloseStopsPendingFlushTimer(t *testing.T) {
 // log recovered from it, byte for byte at its offset, and the recovered
 // log must be whole batches with contiguous offsets.
 func TestPowerLossKeepsEveryFsyncedAppend(t *testing.T) {
-	mem := NewMemFS()
+	mem := vfs.NewMemFS()
 	l := mustOpen(t, mem, "/d/t-0", testConfig()) // 4 KiB segments: rolls often
 	defer l.Close()
 	l.SetFlushPolicy(FlushPolicy{Messages: 1})

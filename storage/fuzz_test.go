@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gregor-broker/gregor/vfs"
 )
 
 // FuzzRecover opens a log whose only segment holds arbitrary bytes, after
@@ -32,7 +34,7 @@ func FuzzRecover(f *testing.F) {
 	f.Add([]byte{})
 	f.Add(make([]byte, 61))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		fsys := NewMemFS()
+		fsys := vfs.NewMemFS()
 		if err := fsys.MkdirAll("/p-0", 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -97,7 +99,7 @@ func FuzzIndexLookup(f *testing.F) {
 			b    []byte
 			name string
 		}{{&oi.indexFile, idx, "fuzz.index"}, {&ti.indexFile, tim, "fuzz.timeindex"}} {
-			f, err := OSFS{}.OpenFile(filepath.Join(dir, x.name), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+			f, err := vfs.OSFS{}.OpenFile(filepath.Join(dir, x.name), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -159,7 +161,7 @@ func FuzzIndexLookup(f *testing.F) {
 //     Kafka trusts its indexes after a clean shutdown; a forged one could
 //     misdirect a lookup, so exact answers are not asserted then.)
 func FuzzOpenWithDamagedIndexes(f *testing.F) {
-	fsys := NewMemFS()
+	fsys := vfs.NewMemFS()
 	l := mustOpen(f, fsys, "/p-0", testConfig())
 	var m model
 	fillLog(f, l, &m, 40)
@@ -174,7 +176,7 @@ func FuzzOpenWithDamagedIndexes(f *testing.F) {
 	f.Add(idx[:len(idx)-1], make([]byte, 24))
 	f.Add([]byte{}, []byte{})
 	f.Fuzz(func(t *testing.T, idxBytes, timBytes []byte) {
-		fs := NewMemFS()
+		fs := vfs.NewMemFS()
 		if err := fs.MkdirAll("/p-0", 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -229,7 +231,7 @@ func FuzzSwapRecovery(f *testing.F) {
 	f.Add(b0[:40])
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		fsys := NewMemFS()
+		fsys := vfs.NewMemFS()
 		if err := fsys.MkdirAll("/p-0", 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -284,7 +286,7 @@ func FuzzHighWatermarkCheckpoint(f *testing.F) {
 				t.Fatalf("%q decodes to %d, which formats as %q", data, hw, want)
 			}
 		}
-		fsys := NewMemFS()
+		fsys := vfs.NewMemFS()
 		if err := fsys.MkdirAll("/p-0", 0o755); err != nil {
 			t.Fatal(err)
 		}

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/gregor-broker/gregor/vfs"
 )
 
 // batchSpec describes a test batch: records records whose timestamps rise
@@ -68,8 +70,8 @@ func withOffset(batch []byte, off int64) []byte {
 // testEnv is one FS to run a behaviour test against.
 type testEnv struct {
 	name string
-	fs   FS
-	mem  *MemFS // nil for OSFS
+	fs   vfs.FS
+	mem  *vfs.MemFS // nil for OSFS
 	dir  string
 }
 
@@ -77,10 +79,10 @@ type testEnv struct {
 func forEachFS(t *testing.T, body func(t *testing.T, env testEnv)) {
 	t.Helper()
 	t.Run("os", func(t *testing.T) {
-		body(t, testEnv{name: "os", fs: OSFS{}, dir: filepath.Join(t.TempDir(), "topic-0")})
+		body(t, testEnv{name: "os", fs: vfs.OSFS{}, dir: filepath.Join(t.TempDir(), "topic-0")})
 	})
 	t.Run("mem", func(t *testing.T) {
-		m := NewMemFS()
+		m := vfs.NewMemFS()
 		body(t, testEnv{name: "mem", fs: m, mem: m, dir: "/data/topic-0"})
 	})
 }
@@ -93,7 +95,7 @@ func testConfig() Config {
 	return Config{SegmentBytes: 4096, IndexIntervalBytes: 256, SegmentIndexBytes: 1 << 10, Logger: quietLogger}
 }
 
-func mustOpen(t testing.TB, fsys FS, dir string, cfg Config) *Log {
+func mustOpen(t testing.TB, fsys vfs.FS, dir string, cfg Config) *Log {
 	t.Helper()
 	l, err := Open(fsys, dir, cfg)
 	if err != nil {
@@ -228,7 +230,7 @@ func crash(l *Log) {
 }
 
 // segmentFiles lists the base offsets of the .log files in dir.
-func segmentFiles(t testing.TB, fsys FS, dir string) []int64 {
+func segmentFiles(t testing.TB, fsys vfs.FS, dir string) []int64 {
 	t.Helper()
 	entries, err := fsys.ReadDir(dir)
 	if err != nil {
@@ -245,7 +247,7 @@ func segmentFiles(t testing.TB, fsys FS, dir string) []int64 {
 
 // readFile and writeFile go through the FS so tests can damage files on
 // either implementation.
-func readFile(t testing.TB, fsys FS, path string) []byte {
+func readFile(t testing.TB, fsys vfs.FS, path string) []byte {
 	t.Helper()
 	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
@@ -263,7 +265,7 @@ func readFile(t testing.TB, fsys FS, path string) []byte {
 	return b
 }
 
-func writeFile(t testing.TB, fsys FS, path string, b []byte) {
+func writeFile(t testing.TB, fsys vfs.FS, path string, b []byte) {
 	t.Helper()
 	f, err := fsys.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
@@ -277,7 +279,7 @@ func writeFile(t testing.TB, fsys FS, path string, b []byte) {
 	}
 }
 
-func fileSize(t testing.TB, fsys FS, path string) int64 {
+func fileSize(t testing.TB, fsys vfs.FS, path string) int64 {
 	t.Helper()
 	fi, err := fsys.Stat(path)
 	if err != nil {
@@ -287,9 +289,9 @@ func fileSize(t testing.TB, fsys FS, path string) int64 {
 }
 
 // memFileOf returns a read-only File holding b.
-func memFileOf(t testing.TB, b []byte) File {
+func memFileOf(t testing.TB, b []byte) vfs.File {
 	t.Helper()
-	m := NewMemFS()
+	m := vfs.NewMemFS()
 	writeFile(t, m, "/f", b)
 	f, err := m.OpenFile("/f", os.O_RDONLY, 0)
 	if err != nil {

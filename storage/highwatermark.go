@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"github.com/gregor-broker/gregor/vfs"
 )
 
 // The high-watermark checkpoint: the partition's high watermark as the
@@ -20,7 +22,7 @@ import (
 //	high-watermark 1234
 const (
 	highWatermarkName     = "high-watermark.checkpoint"
-	highWatermarkTempName = highWatermarkName + ".tmp"
+	highWatermarkTempName = highWatermarkName + vfs.TempSuffix
 	highWatermarkVersion  = "0"
 	highWatermarkKey      = "high-watermark "
 	// maxHighWatermarkFileBytes bounds what Open reads: the file is two
@@ -86,7 +88,7 @@ func (l *Log) WriteHighWatermark(hw int64) error {
 	if closed {
 		return ErrClosed
 	}
-	if err := writeFileAtomically(l.fsys, l.dir, highWatermarkName, formatHighWatermark(hw)); err != nil {
+	if err := vfs.WriteFileAtomic(l.fsys, filepath.Join(l.dir, highWatermarkName), formatHighWatermark(hw), 0o644); err != nil {
 		return fmt.Errorf("storage: write high-watermark checkpoint: %w", err)
 	}
 	l.hw.Store(hw)

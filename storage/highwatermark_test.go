@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/gregor-broker/gregor/vfs"
 )
 
 func TestParseHighWatermark(t *testing.T) {
@@ -122,7 +124,7 @@ func TestHighWatermarkCheckpoint(t *testing.T) {
 func TestDamagedHighWatermarkCheckpointIsIgnored(t *testing.T) {
 	for _, damage := range []string{"", "0\n", "garbage", "0\nhigh-watermark -3\n", "1\nhigh-watermark 3\n",
 		"0\nhigh-watermark 3\n" + strings.Repeat("x", 100)} {
-		fsys := NewMemFS()
+		fsys := vfs.NewMemFS()
 		l := mustOpen(t, fsys, "/p-0", testConfig())
 		var m model
 		fillLog(t, l, &m, 5)
@@ -164,20 +166,20 @@ func TestDamagedHighWatermarkCheckpointIsIgnored(t *testing.T) {
 // damage.
 func TestHighWatermarkWriteCrashLeavesOldOrNew(t *testing.T) {
 	for n := 0; ; n++ {
-		mem := NewMemFS()
-		ffs := NewFaultFS(mem, nil)
+		mem := vfs.NewMemFS()
+		ffs := vfs.NewFaultFS(mem, nil)
 		l := mustOpen(t, ffs, "/p-0", testConfig())
 		var m model
 		fillLog(t, l, &m, 10)
 		if err := errors.Join(l.Sync(), l.WriteHighWatermark(4)); err != nil {
 			t.Fatal(err)
 		}
-		ffs.Arm(FailAfter(n, ErrInjected))
+		ffs.Arm(vfs.FailAfter(n, vfs.ErrInjected))
 		err := l.WriteHighWatermark(9)
 		ffs.Arm(nil)
 		crash(l)
 		lost := mem.CrashClone()
-		for _, fsys := range []FS{mem, lost} {
+		for _, fsys := range []vfs.FS{mem, lost} {
 			r := mustOpen(t, fsys, "/p-0", testConfig())
 			hw, ok := r.HighWatermarkCheckpoint()
 			if !ok || hw != 4 && hw != 9 || err == nil && hw != 9 {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"runtime"
 	"testing"
+
+	"github.com/gregor-broker/gregor/vfs"
 )
 
 // indexFileSizes returns the lengths of a segment's two index files.
@@ -176,7 +178,7 @@ func TestClosedSegmentIndexesAreLoadedLazily(t *testing.T) {
 // files hold far more bytes than the heap may grow by, and looks up every
 // segment: the heap holds no index entries, only the mapped pages do.
 func TestIndexMemoryDoesNotGrowWithLogSize(t *testing.T) {
-	env := testEnv{name: "os", fs: OSFS{}, dir: t.TempDir() + "/big-0"}
+	env := testEnv{name: "os", fs: vfs.OSFS{}, dir: t.TempDir() + "/big-0"}
 	cfg := Config{SegmentBytes: 512 << 10, IndexIntervalBytes: 0, SegmentIndexBytes: 1 << 20, Logger: quietLogger}
 	l := mustOpen(t, env.fs, env.dir, cfg)
 	batch := makeBatch(batchSpec{records: 1, maxTs: 1, valueSize: 1})

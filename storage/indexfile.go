@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+
+	"github.com/gregor-broker/gregor/vfs"
 )
 
 // indexFile is the file under an offset or time index: a prefix of n
@@ -25,7 +27,7 @@ import (
 // Log.mu for reading and call ensure before reading entries. ensure may map
 // concurrently with other readers, so it publishes data through ready.
 type indexFile struct {
-	f         File
+	f         vfs.File
 	entrySize int
 	n         int // valid entries, the file's first n*entrySize bytes
 

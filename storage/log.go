@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/gregor-broker/gregor/vfs"
 )
 
 // Sentinel errors. Every error the package returns is prefixed "storage: "
@@ -164,7 +166,7 @@ func (c Config) validate() error {
 // publish, readers for reading for the whole read. The leader-epoch
 // cache's own lock (epoch.go) is a leaf, taken after any of these.
 type Log struct {
-	fsys   FS
+	fsys   vfs.FS
 	dir    string
 	cfg    Config
 	logger *slog.Logger
@@ -491,7 +493,7 @@ func (l *Log) makeRoom(seg *segment, idxEntries, timEntries int) error {
 }
 
 // writeFull writes all of b at off.
-func writeFull(f File, b []byte, off int64) error {
+func writeFull(f vfs.File, b []byte, off int64) error {
 	n, err := f.WriteAt(b, off)
 	if err == nil && n < len(b) {
 		err = io.ErrShortWrite

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/gregor-broker/gregor/vfs"
 )
 
 // fillLog appends n single- or multi-batch units of varied shapes.
@@ -68,7 +70,7 @@ func TestAppendRejectsMalformedInput(t *testing.T) {
 		{"negative lastOffsetDelta", negDelta},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			l := mustOpen(t, NewMemFS(), "/p-0", testConfig())
+			l := mustOpen(t, vfs.NewMemFS(), "/p-0", testConfig())
 			defer l.Close()
 			if _, _, err := l.Append(tc.in); !errors.Is(err, ErrInvalidBatch) {
 				t.Fatalf("Append = %v, want ErrInvalidBatch", err)
@@ -199,7 +201,7 @@ func TestReadOutOfRange(t *testing.T) {
 }
 
 func TestReadIntoAppendsToDst(t *testing.T) {
-	l := mustOpen(t, NewMemFS(), "/p-0", testConfig())
+	l := mustOpen(t, vfs.NewMemFS(), "/p-0", testConfig())
 	defer l.Close()
 	var m model
 	fillLog(t, l, &m, 5)
@@ -384,7 +386,7 @@ func TestSyncLimitsTheRecoveryScan(t *testing.T) {
 }
 
 func TestNoRecordAllocationsOnAppend(t *testing.T) {
-	l := mustOpen(t, NewMemFS(), "/p-0", DefaultConfig())
+	l := mustOpen(t, vfs.NewMemFS(), "/p-0", DefaultConfig())
 	defer l.Close()
 	unit := append(makeBatch(batchSpec{records: 100, valueSize: 10}), makeBatch(batchSpec{records: 50, valueSize: 10})...)
 	for i := 0; i < 10; i++ { // warm up scratch buffers and the file
@@ -409,11 +411,11 @@ func TestConfigValidation(t *testing.T) {
 		{SegmentBytes: 100, IndexIntervalBytes: -1, SegmentIndexBytes: 100},
 		{SegmentBytes: 100, IndexIntervalBytes: 1, SegmentIndexBytes: 3},
 	} {
-		if _, err := Open(NewMemFS(), "/p", cfg); err == nil {
+		if _, err := Open(vfs.NewMemFS(), "/p", cfg); err == nil {
 			t.Errorf("Open with %+v succeeded", cfg)
 		}
 	}
-	if _, err := Open(NewMemFS(), "/p", DefaultConfig()); err != nil {
+	if _, err := Open(vfs.NewMemFS(), "/p", DefaultConfig()); err != nil {
 		t.Errorf("Open with defaults: %v", err)
 	}
 }

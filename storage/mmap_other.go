@@ -2,11 +2,15 @@
 
 package storage
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/gregor-broker/gregor/vfs"
+)
 
 // canMap reports false: without mmap every index keeps its entries in the
 // heap, as on MemFS.
-func canMap(File) (uintptr, bool) { return 0, false }
+func canMap(vfs.File) (uintptr, bool) { return 0, false }
 
 func mapFile(uintptr, int) ([]byte, error) { return nil, errors.New("storage: mmap not supported") }
 

@@ -5,17 +5,20 @@ package storage
 import (
 	"fmt"
 	"syscall"
+
+	"github.com/gregor-broker/gregor/vfs"
 )
 
 // canMap reports whether index files of f can be memory-mapped, and the
-// descriptor to map. *os.File (OSFS) can, and so can a FaultFS file over
-// one; MemFS files cannot and keep their entries in the heap.
-func canMap(f File) (uintptr, bool) {
+// descriptor to map. *os.File (OSFS) can, and so can a file that wraps one
+// and says so with Unwrap (a FaultFS file over OSFS); MemFS files cannot
+// and keep their entries in the heap.
+func canMap(f vfs.File) (uintptr, bool) {
 	switch f := f.(type) {
 	case interface{ Fd() uintptr }:
 		return f.Fd(), true
-	case *faultFile:
-		return canMap(f.f)
+	case interface{ Unwrap() vfs.File }:
+		return canMap(f.Unwrap())
 	}
 	return 0, false
 }

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/gregor-broker/gregor/vfs"
 )
 
 // Producer-state snapshots: Kafka's <offset>.snapshot files
@@ -218,9 +220,9 @@ func (l *Log) WriteProducerSnapshot(offset int64, entries []ProducerSnapshotEntr
 	if start, end := l.start.Load(), l.end.Load(); offset < start || offset > end {
 		return fmt.Errorf("%w: snapshot at %d outside [%d, %d]", ErrOffsetOutOfRange, offset, start, end)
 	}
-	name := filepath.Base(snapshotPath(l.dir, offset))
-	if err := writeFileAtomically(l.fsys, l.dir, name, encodeProducerSnapshot(entries)); err != nil {
-		return fmt.Errorf("storage: write %s: %w", name, err)
+	path := snapshotPath(l.dir, offset)
+	if err := vfs.WriteFileAtomic(l.fsys, path, encodeProducerSnapshot(entries), 0o644); err != nil {
+		return fmt.Errorf("storage: write %s: %w", filepath.Base(path), err)
 	}
 	offsets, err := l.listSnapshots()
 	if err != nil {

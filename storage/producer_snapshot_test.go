@@ -7,6 +7,8 @@ import (
 	"hash/crc32"
 	"reflect"
 	"testing"
+
+	"github.com/gregor-broker/gregor/vfs"
 )
 
 func sampleSnapshot() []ProducerSnapshotEntry {
@@ -136,7 +138,7 @@ func TestProducerSnapshotsLifecycle(t *testing.T) {
 // itself) describes lost batches; Open deletes it, and a temporary
 // snapshot file a crash left behind.
 func TestSnapshotPastRecoveredEndIsDiscarded(t *testing.T) {
-	fsys := NewMemFS()
+	fsys := vfs.NewMemFS()
 	l := mustOpen(t, fsys, "/d/t-0", testConfig())
 	var m model
 	for range 5 {

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
+
+	"github.com/gregor-broker/gregor/vfs"
 )
 
 // Open opens the partition log in dir, creating dir if absent, and
@@ -57,7 +59,7 @@ import (
 //     so a crash from now on is seen as unclean.
 //
 // Recovery reports what was done.
-func Open(fsys FS, dir string, cfg Config) (*Log, error) {
+func Open(fsys vfs.FS, dir string, cfg Config) (*Log, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -498,7 +500,7 @@ const scanBufferSize = 1 << 20
 // offsets increasing from base and within 32 bits of it) and rebuilds the
 // indexes with Kafka's rule, the same one Append follows. It stops at the
 // first invalid batch. It never allocates more than the file holds.
-func scanSegment(f File, size, base int64, interval int) (scanResult, error) {
+func scanSegment(f vfs.File, size, base int64, interval int) (scanResult, error) {
 	res := scanResult{end: base, maxTs: noTimestamp, maxTsOffset: -1}
 	buf := make([]byte, min(size, scanBufferSize))
 	var bufPos, bufLen int64 // buf holds the file's bytes [bufPos, bufPos+bufLen)

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"pgregory.net/rapid"
+
+	"github.com/gregor-broker/gregor/vfs"
 )
 
 // replicaModel is what the property test expects a log to hold: its
@@ -162,7 +164,7 @@ func TestReplicaOperationsMatchModel(t *testing.T) {
 		cfg.SegmentBytes = rapid.Int64Range(300, 3000).Draw(rt, "segmentBytes")
 		cfg.IndexIntervalBytes = rapid.IntRange(0, 400).Draw(rt, "indexInterval")
 		cfg.SegmentIndexBytes = rapid.IntRange(24, 240).Draw(rt, "segmentIndexBytes")
-		fsys := NewMemFS()
+		fsys := vfs.NewMemFS()
 		l, err := Open(fsys, "/p-0", cfg)
 		if err != nil {
 			rt.Fatal(err)

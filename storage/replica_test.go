@@ -8,6 +8,8 @@ import (
 	"math/rand"
 	"slices"
 	"testing"
+
+	"github.com/gregor-broker/gregor/vfs"
 )
 
 // replicate copies leader's batches from the follower's end offset to the
@@ -193,7 +195,7 @@ func TestAppendReplicatedValidates(t *testing.T) {
 		{"offsets beyond 32 bits of the end", at(11+math.MaxInt32, 1), false, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			l := mustOpen(t, NewMemFS(), "/p-0", testConfig())
+			l := mustOpen(t, vfs.NewMemFS(), "/p-0", testConfig())
 			defer l.Close()
 			var m model
 			m.append(t, l, batchSpec{records: 10, maxTs: 5, valueSize: 20})
@@ -294,7 +296,7 @@ func TestAppendReplicatedStartsLeaderEpochs(t *testing.T) {
 // TestAppendReplicatedFlushPolicy: FlushAfterAppend after AppendReplicated
 // applies the flush policy as after Append.
 func TestAppendReplicatedFlushPolicy(t *testing.T) {
-	mem := NewMemFS()
+	mem := vfs.NewMemFS()
 	l := mustOpen(t, mem, "/p-0", testConfig())
 	defer l.Close()
 	l.SetFlushPolicy(FlushPolicy{Messages: 1, Ms: math.MaxInt64})

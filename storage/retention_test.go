@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gregor-broker/gregor/vfs"
 )
 
 // segmentLayout returns the bases and sizes of l's segments.
@@ -95,7 +97,7 @@ func TestRetentionRollsActiveSegmentWhenItAloneBreaches(t *testing.T) {
 }
 
 func TestRetentionKeepsSegmentsAtHighWatermark(t *testing.T) {
-	l := mustOpen(t, NewMemFS(), "/p", testConfig())
+	l := mustOpen(t, vfs.NewMemFS(), "/p", testConfig())
 	defer l.Close()
 	var m model
 	fillSegments(t, l, &m, 3, 1000)
@@ -182,7 +184,7 @@ func TestRetentionAfterDeleteRecords(t *testing.T) {
 	})
 }
 
-func dirNames(t *testing.T, fsys FS, dir string) []string {
+func dirNames(t *testing.T, fsys vfs.FS, dir string) []string {
 	t.Helper()
 	entries, err := fsys.ReadDir(dir)
 	if err != nil {
@@ -198,7 +200,7 @@ func dirNames(t *testing.T, fsys FS, dir string) []string {
 func TestRetiredSegmentsRemovedAfterDelay(t *testing.T) {
 	cfg := testConfig()
 	cfg.FileDeleteDelay = 10 * time.Millisecond
-	fsys := NewMemFS()
+	fsys := vfs.NewMemFS()
 	l := mustOpen(t, fsys, "/p", cfg)
 	defer l.Close()
 	var m model
@@ -309,7 +311,7 @@ func TestRetiredSegmentsUnmappedWhenRemoved(t *testing.T) {
 			cfg := testConfig()
 			cfg.FileDeleteDelay = delay
 			dir := filepath.Join(t.TempDir(), "p-0")
-			l := mustOpen(t, OSFS{}, dir, cfg)
+			l := mustOpen(t, vfs.OSFS{}, dir, cfg)
 			var m model
 			fillSegments(t, l, &m, 3, 1000)
 			for _, b := range m.visible() { // maps every segment's indexes
@@ -353,7 +355,7 @@ func TestRetiredSegmentsUnmappedWhenRemoved(t *testing.T) {
 					t.Fatalf("segment %d: still open or mapped after Close", s.base)
 				}
 			}
-			for _, name := range dirNames(t, OSFS{}, dir) {
+			for _, name := range dirNames(t, vfs.OSFS{}, dir) {
 				if strings.HasSuffix(name, deletedSuffix) {
 					t.Fatalf("%s left after Close", name)
 				}

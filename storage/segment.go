@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gregor-broker/gregor/vfs"
 )
 
 const (
@@ -48,9 +50,9 @@ func parseSegmentName(name string) (base int64, suffix string, ok bool) {
 type segment struct {
 	base     int64
 	path     string // the .log file
-	log      File
-	idxFile  File
-	timeFile File
+	log      vfs.File
+	idxFile  vfs.File
+	timeFile vfs.File
 
 	size int64 // bytes of whole batches in the log file
 	end  int64 // offset after the last batch; base when empty
@@ -100,12 +102,12 @@ func newSegment(dir string, base int64, cfg Config) *segment {
 // index when it has one, for reading and writing. With
 // create, files are created empty (truncating leftovers). Index files are
 // always created when absent; indexMissing reports that.
-func (s *segment) openFiles(fsys FS, dir string, create bool) (indexMissing bool, err error) {
+func (s *segment) openFiles(fsys vfs.FS, dir string, create bool) (indexMissing bool, err error) {
 	logFlag := os.O_RDWR
 	if create {
 		logFlag |= os.O_CREATE | os.O_TRUNC
 	}
-	open := func(suffix string, flag int) (File, error) {
+	open := func(suffix string, flag int) (vfs.File, error) {
 		f, err := fsys.OpenFile(segmentPath(dir, s.base, suffix), flag, 0o644)
 		if err != nil {
 			return nil, fmt.Errorf("storage: open segment file: %w", err)
@@ -193,7 +195,7 @@ func (s *segment) loadIndexes() error {
 func (s *segment) closeFiles() error {
 	errs := []error{s.offsets.release(), s.times.release(), s.txns.close()}
 	s.offsets.f, s.times.f = nil, nil
-	for _, f := range []*File{&s.log, &s.idxFile, &s.timeFile} {
+	for _, f := range []*vfs.File{&s.log, &s.idxFile, &s.timeFile} {
 		if *f != nil {
 			errs = append(errs, (*f).Close())
 			*f = nil
@@ -210,7 +212,7 @@ func (s *segment) closeFiles() error {
 // the whole segment or index files without a .log, which Open removes,
 // never a .log without its .txnindex, whose aborted transactions Open
 // could not rebuild.
-func (s *segment) remove(fsys FS, dir string) error {
+func (s *segment) remove(fsys vfs.FS, dir string) error {
 	errs := []error{s.closeFiles()}
 	for _, suffix := range []string{logSuffix, txnIndexSuffix, timeIndexSuffix, indexSuffix} {
 		if err := fsys.Remove(segmentPath(dir, s.base, suffix)); err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/gregor-broker/gregor/vfs"
 )
 
 // openSidecars brings the files kept beside the segments in line with the
@@ -31,7 +33,7 @@ func (l *Log) openSidecars() error {
 		return fmt.Errorf("storage: list %s: %w", l.dir, err)
 	}
 	for _, e := range entries {
-		if strings.HasSuffix(e.Name(), snapshotSuffix+".tmp") {
+		if strings.HasSuffix(e.Name(), snapshotSuffix+vfs.TempSuffix) {
 			if err := l.fsys.Remove(filepath.Join(l.dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return fmt.Errorf("storage: remove %s: %w", e.Name(), err)
 			}

@@ -6,6 +6,8 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
+
+	"github.com/gregor-broker/gregor/vfs"
 )
 
 // Slice is the result of ReadSlice: whole batches as byte ranges of segment
@@ -31,7 +33,7 @@ type FileRange struct {
 	// File is the segment file as the FS opened it: an *os.File under OSFS,
 	// which the broker sends with sendfile, anything else is copied with
 	// ReadAt. It must not be closed or written.
-	File     File
+	File     vfs.File
 	Pos, Len int64
 	shared   *sharedFile
 }
@@ -86,7 +88,7 @@ func (r FileRange) ReadAt(p []byte, off int64) error {
 	return readFullAt(r.File, p, r.Pos+off)
 }
 
-func readFullAt(f File, p []byte, pos int64) error {
+func readFullAt(f vfs.File, p []byte, pos int64) error {
 	n, err := f.ReadAt(p, pos)
 	if n == len(p) {
 		return nil
@@ -103,11 +105,11 @@ func readFullAt(f File, p []byte, pos int64) error {
 // segment removed while a fetch is being sent keeps its data readable until
 // the send is done.
 type sharedFile struct {
-	File
+	vfs.File
 	refs atomic.Int64
 }
 
-func newSharedFile(f File) *sharedFile {
+func newSharedFile(f vfs.File) *sharedFile {
 	s := &sharedFile{File: f}
 	s.refs.Store(1)
 	return s

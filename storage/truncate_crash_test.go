@@ -6,6 +6,8 @@ import (
 	"math/rand"
 	"slices"
 	"testing"
+
+	"github.com/gregor-broker/gregor/vfs"
 )
 
 // TestTruncateToClampsDurableOffsetAndFirstDirty: the recovery point (the
@@ -165,21 +167,21 @@ func TestTruncateCrashAtEveryStepLeavesAPrefix(t *testing.T) {
 	// failOnly fails the n-th operation alone: a transient error, after
 	// which the truncation's own later steps (inside one, such as removing
 	// a segment's files) would go on if the code let them.
-	failOnly := func(n int) Injector {
+	failOnly := func(n int) vfs.Injector {
 		seen := 0
-		return func(Op, string, int) Fault {
+		return func(vfs.Op, string, int) vfs.Fault {
 			seen++
 			if seen == n+1 {
-				return Fault{Err: ErrInjected}
+				return vfs.Fault{Err: vfs.ErrInjected}
 			}
-			return Fault{}
+			return vfs.Fault{}
 		}
 	}
 	faults := []struct {
 		name string
-		inj  func(n int) Injector
+		inj  func(n int) vfs.Injector
 	}{
-		{"every operation from the n-th fails", func(n int) Injector { return FailAfter(n, ErrInjected) }},
+		{"every operation from the n-th fails", func(n int) vfs.Injector { return vfs.FailAfter(n, vfs.ErrInjected) }},
 		{"only the n-th operation fails", failOnly},
 	}
 	cfg := testConfig()
@@ -192,10 +194,10 @@ func TestTruncateCrashAtEveryStepLeavesAPrefix(t *testing.T) {
 
 // sweepTruncation is TestTruncateCrashAtEveryStepLeavesAPrefix for one
 // truncation and one kind of fault.
-func sweepTruncation(t *testing.T, cfg Config, do func(l *Log) (keep, end, start int64, err error), inj func(n int) Injector) {
+func sweepTruncation(t *testing.T, cfg Config, do func(l *Log) (keep, end, start int64, err error), inj func(n int) vfs.Injector) {
 	for n := 0; ; n++ {
-		mem := NewMemFS()
-		ffs := NewFaultFS(mem, nil)
+		mem := vfs.NewMemFS()
+		ffs := vfs.NewFaultFS(mem, nil)
 		const dir = "/p-0"
 		l := mustOpen(t, ffs, dir, cfg)
 		var m model
@@ -242,7 +244,7 @@ func sweepTruncation(t *testing.T, cfg Config, do func(l *Log) (keep, end, start
 		crash(l)
 		lost := mem.CrashClone() // before the reopen below writes to mem
 		for _, kind := range []string{"process crash", "power loss"} {
-			fsys := FS(mem)
+			fsys := vfs.FS(mem)
 			if kind == "power loss" {
 				fsys = lost
 			}

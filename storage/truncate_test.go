@@ -3,6 +3,8 @@ package storage
 import (
 	"errors"
 	"testing"
+
+	"github.com/gregor-broker/gregor/vfs"
 )
 
 func TestTruncateTo(t *testing.T) {
@@ -146,16 +148,16 @@ func TestSetStartOffset(t *testing.T) {
 }
 
 func TestSetStartOffsetCrashBeforeSegmentsDeleted(t *testing.T) {
-	fsys := NewMemFS()
+	fsys := vfs.NewMemFS()
 	l := mustOpen(t, fsys, "/p-0", testConfig())
 	var m model
 	fillLog(t, l, &m, 60)
 	m.start = l.segments[3].base
 	// The checkpoint is written, then retiring the first segment (renaming
 	// its files to .deleted) fails.
-	ffs := NewFaultFS(fsys, nil)
+	ffs := vfs.NewFaultFS(fsys, nil)
 	l.fsys = ffs
-	ffs.Arm(FailAfter(1, ErrInjected, OpRename)) // the checkpoint's rename passes
+	ffs.Arm(vfs.FailAfter(1, vfs.ErrInjected, vfs.OpRename)) // the checkpoint's rename passes
 	if err := l.SetStartOffset(m.start); err == nil {
 		t.Fatal("SetStartOffset succeeded despite the failed removal")
 	}

@@ -9,6 +9,8 @@ import (
 	"os"
 	"slices"
 	"sync"
+
+	"github.com/gregor-broker/gregor/vfs"
 )
 
 // The aborted-transaction index: Kafka's <base>.txnindex beside each
@@ -94,12 +96,12 @@ type txnIndex struct {
 	entries []AbortedTxn
 
 	fileMu sync.Mutex
-	f      File // nil until the file exists
-	dirty  bool // written since the last sync
+	f      vfs.File // nil until the file exists
+	dirty  bool     // written since the last sync
 }
 
 // open loads the index file if there is one, cutting a torn last entry.
-func (x *txnIndex) open(fsys FS, base int64) error {
+func (x *txnIndex) open(fsys vfs.FS, base int64) error {
 	f, err := fsys.OpenFile(x.path, os.O_RDWR, 0o644)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -141,7 +143,7 @@ func (x *txnIndex) open(fsys FS, base int64) error {
 
 // append indexes a, creating the file on the first entry. Kafka's rule:
 // last offsets strictly increase.
-func (x *txnIndex) append(fsys FS, a AbortedTxn) error {
+func (x *txnIndex) append(fsys vfs.FS, a AbortedTxn) error {
 	if n := len(x.entries); n > 0 && a.LastOffset <= x.entries[n-1].LastOffset {
 		return fmt.Errorf("%w: %d after %d in %s", errTxnIndexOrder, a.LastOffset, x.entries[n-1].LastOffset, x.path)
 	}

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/gregor-broker/gregor/vfs"
 )
 
 // TestAbortedTxnEncodingIsKafkas pins the 34-byte entry against the layout
@@ -172,7 +174,7 @@ func TestTxnIndexCollectsAcrossSegmentsAndSurvivesRestart(t *testing.T) {
 }
 
 func TestAppendAbortedTxnRefusals(t *testing.T) {
-	l := mustOpen(t, NewMemFS(), "/d/t-0", testConfig())
+	l := mustOpen(t, vfs.NewMemFS(), "/d/t-0", testConfig())
 	defer l.Close()
 	for range 5 {
 		appendOne(t, l)
@@ -240,7 +242,7 @@ func TestTxnIndexFollowsTruncationAndRetention(t *testing.T) {
 // open, an entry whose marker the log no longer holds is dropped, and an
 // entry of an unknown version refuses to open.
 func TestOpenCutsTornTxnIndexAndEntriesPastTheLog(t *testing.T) {
-	fsys := NewMemFS()
+	fsys := vfs.NewMemFS()
 	dir := "/d/t-0"
 	l := mustOpen(t, fsys, dir, testConfig())
 	for range 4 {
@@ -283,7 +285,7 @@ func TestOpenCutsTornTxnIndexAndEntriesPastTheLog(t *testing.T) {
 func TestCrashRecoveryEmptiesTxnIndexesOfSegmentsWithMarkers(t *testing.T) {
 	for _, clean := range []bool{true, false} {
 		t.Run(map[bool]string{true: "clean", false: "crash"}[clean], func(t *testing.T) {
-			fsys, dir := NewMemFS(), "/d/t-0"
+			fsys, dir := vfs.NewMemFS(), "/d/t-0"
 			l := mustOpen(t, fsys, dir, testConfig())
 			appendOne(t, l)
 			for _, control := range []bool{false, true} {

@@ -106,20 +106,6 @@ func applyPropertiesWithOrigins(dst *broker.Config, props map[string]setting, lo
 		}
 		return n, true
 	}
-	// boolean reads key as Kafka's BOOLEAN type: true or false, in any case.
-	boolean := func(key string) (*bool, bool) {
-		v, ok := value(key)
-		if !ok {
-			return nil, false
-		}
-		switch strings.ToLower(v) {
-		case "true", "false":
-			b := strings.ToLower(v) == "true"
-			return &b, true
-		}
-		bad(key, "expected true or false")
-		return nil, false
-	}
 	handled := map[string]bool{}
 	for _, k := range listenerKeys {
 		handled[k] = true
@@ -181,66 +167,29 @@ func applyPropertiesWithOrigins(dst *broker.Config, props map[string]setting, lo
 		cfg.NodeID = int32(brokerID)
 	}
 
-	noCleanerThreads := false
-	// Kafka's defaults of the bounds of group.consumer.assignment.interval.ms.
-	minAssignMs, maxAssignMs := int64(0), int64(15000)
-	ints := []struct {
-		key    string
-		lo, hi int64
-		set    func(int64)
-	}{
-		{"num.partitions", 1, math.MaxInt32, func(n int64) { cfg.NumPartitions = int32(n) }},
-		{"default.replication.factor", 1, math.MaxInt16, func(n int64) { cfg.DefaultReplicationFactor = int16(n) }},
-		{"socket.request.max.bytes", 1, math.MaxInt32, func(n int64) { cfg.MaxFrameBytes = int32(n) }},
-		{"offsets.topic.num.partitions", 1, math.MaxInt32, func(n int64) { cfg.OffsetsTopicPartitions = int32(n) }},
-		{"offsets.topic.replication.factor", 1, math.MaxInt16, func(n int64) { cfg.OffsetsTopicReplicationFactor = int16(n) }},
-		{"transaction.state.log.replication.factor", 1, math.MaxInt16, func(n int64) { cfg.TransactionStateLogReplicationFactor = int16(n) }},
-		{"transaction.state.log.min.isr", 1, math.MaxInt32, func(n int64) { cfg.TransactionStateLogMinISR = int32(n) }},
-		{"group.initial.rebalance.delay.ms", 0, math.MaxInt32, func(n int64) { cfg.GroupInitialRebalanceDelayMs = &n }},
-		{"group.min.session.timeout.ms", 1, math.MaxInt32, func(n int64) { cfg.GroupMinSessionTimeoutMs = int32(n) }},
-		{"group.max.session.timeout.ms", 1, math.MaxInt32, func(n int64) { cfg.GroupMaxSessionTimeoutMs = int32(n) }},
-		{"group.max.size", 1, math.MaxInt32, func(n int64) { cfg.GroupMaxSize = int(n) }},
-		{"offsets.retention.minutes", 1, math.MaxInt32, func(n int64) { cfg.OffsetsRetentionMinutes = n }},
-		{"group.consumer.session.timeout.ms", 1, math.MaxInt32, func(n int64) { cfg.GroupConsumerSessionTimeoutMs = int32(n) }},
-		{"group.consumer.heartbeat.interval.ms", 1, math.MaxInt32, func(n int64) { cfg.GroupConsumerHeartbeatIntervalMs = int32(n) }},
-		{"group.consumer.max.size", 1, math.MaxInt32, func(n int64) { cfg.GroupConsumerMaxSize = int(n) }},
-		{"group.consumer.assignment.interval.ms", 0, math.MaxInt32, func(n int64) { cfg.GroupConsumerAssignmentIntervalMs = &n }},
-		{"group.consumer.min.assignment.interval.ms", 0, math.MaxInt32, func(n int64) { minAssignMs = n }},
-		{"group.consumer.max.assignment.interval.ms", 0, math.MaxInt32, func(n int64) { maxAssignMs = n }},
-		{"transaction.state.log.num.partitions", 1, math.MaxInt32, func(n int64) { cfg.TransactionStateLogNumPartitions = int32(n) }},
-		{"add.partitions.to.txn.retry.backoff.ms", 1, math.MaxInt32, func(n int64) { cfg.AddPartitionsToTxnRetryBackoffMs = n }},
-		{"add.partitions.to.txn.retry.backoff.max.ms", 0, math.MaxInt32, func(n int64) { cfg.AddPartitionsToTxnRetryBackoffMaxMs = &n }},
-		{"transaction.max.timeout.ms", 1, math.MaxInt32, func(n int64) { cfg.TransactionMaxTimeoutMs = int32(n) }},
-		{"transaction.abort.timed.out.transaction.cleanup.interval.ms", 1, math.MaxInt32, func(n int64) { cfg.TransactionAbortTimedOutTransactionCleanupIntervalMs = n }},
-		{"transactional.id.expiration.ms", 1, math.MaxInt32, func(n int64) { cfg.TransactionalIDExpirationMs = n }},
-		{"transaction.remove.expired.transaction.cleanup.interval.ms", 1, math.MaxInt32, func(n int64) { cfg.TransactionRemoveExpiredTransactionCleanupIntervalMs = n }},
-		{"log.retention.check.interval.ms", 1, math.MaxInt64, func(n int64) { cfg.LogRetentionCheckIntervalMs = n }},
-		{"log.cleaner.threads", 0, 1024, func(n int64) { cfg.LogCleanerThreads, noCleanerThreads = int(n), n == 0 }},
-		{"log.cleaner.backoff.ms", 1, math.MaxInt64, func(n int64) { cfg.LogCleanerBackoffMs = n }},
-		{"log.cleaner.dedupe.buffer.size", 1, math.MaxInt64, func(n int64) { cfg.LogCleanerDedupeBufferSize = n }},
-		{"quota.window.num", 1, math.MaxInt32, func(n int64) { cfg.QuotaWindowNum = int(n) }},
-		{"quota.window.size.seconds", 1, math.MaxInt32, func(n int64) { cfg.QuotaWindowSizeSeconds = int(n) }},
-		{"replication.quota.window.num", 1, math.MaxInt32, func(n int64) { cfg.ReplicationQuotaWindowNum = int(n) }},
-		{"replication.quota.window.size.seconds", 1, math.MaxInt32, func(n int64) { cfg.ReplicationQuotaWindowSizeSeconds = int(n) }},
-		{"broker.session.timeout.ms", 1, math.MaxInt32, func(n int64) { cfg.BrokerSessionTimeoutMs = n }},
-		{"broker.heartbeat.interval.ms", 1, math.MaxInt32, func(n int64) { cfg.BrokerHeartbeatIntervalMs = n }},
-		{"replica.lag.time.max.ms", 1, math.MaxInt32, func(n int64) { cfg.ReplicaLagTimeMaxMs = n }},
-		{"replica.fetch.wait.max.ms", 1, math.MaxInt32, func(n int64) { cfg.ReplicaFetchWaitMaxMs = int32(n) }},
-		{"replica.fetch.min.bytes", 1, math.MaxInt32, func(n int64) { cfg.ReplicaFetchMinBytes = int32(n) }},
-		{"replica.fetch.max.bytes", 1, math.MaxInt32, func(n int64) { cfg.ReplicaFetchMaxBytes = int32(n) }},
-		{"replica.fetch.response.max.bytes", 1, math.MaxInt32, func(n int64) { cfg.ReplicaFetchResponseMaxBytes = int32(n) }},
-		{"replica.fetch.backoff.ms", 1, math.MaxInt32, func(n int64) { cfg.ReplicaFetchBackoffMs = n }},
-		{"replica.high.watermark.checkpoint.interval.ms", 1, math.MaxInt32, func(n int64) { cfg.ReplicaHighWatermarkCheckpointIntervalMs = n }},
-	}
-	for _, s := range ints {
-		handled[s.key] = true
-		if n, ok := integer(s.key, s.lo, s.hi); ok {
-			s.set(n)
+	// Every key of the broker's config table that it parses itself.
+	for _, k := range broker.BrokerConfigs() {
+		if !k.Parses() {
+			continue
+		}
+		handled[k.Name] = true
+		if v, ok := value(k.Name); ok {
+			if err := k.Parse(&cfg, v); err != nil {
+				bad(k.Name, err.Error())
+			}
 		}
 	}
 
 	// Kafka's GroupCoordinatorConfig requires the interval within its
 	// bounds, which also bound a group's consumer.assignment.interval.ms.
+	handled["group.consumer.min.assignment.interval.ms"], handled["group.consumer.max.assignment.interval.ms"] = true, true
+	minAssignMs, maxAssignMs := int64(0), int64(15000)
+	if n, ok := integer("group.consumer.min.assignment.interval.ms", 0, math.MaxInt32); ok {
+		minAssignMs = n
+	}
+	if n, ok := integer("group.consumer.max.assignment.interval.ms", 0, math.MaxInt32); ok {
+		maxAssignMs = n
+	}
 	if minAssignMs > maxAssignMs {
 		bad("group.consumer.min.assignment.interval.ms", "must be less than or equal to group.consumer.max.assignment.interval.ms")
 	}
@@ -248,9 +197,10 @@ func applyPropertiesWithOrigins(dst *broker.Config, props map[string]setting, lo
 		bad("group.consumer.assignment.interval.ms", fmt.Sprintf("must be between group.consumer.min.assignment.interval.ms (%d) and group.consumer.max.assignment.interval.ms (%d)", minAssignMs, maxAssignMs))
 	}
 
-	handled["group.consumer.assignor.offload.enable"] = true
-	if b, ok := boolean("group.consumer.assignor.offload.enable"); ok {
-		cfg.GroupConsumerAssignorOffloadEnable = b
+	// log.cleaner.threads=0 starts no cleaner thread, as in Kafka.
+	if v, ok := value("log.cleaner.threads"); ok && v == "0" {
+		off := false
+		cfg.LogCleanerEnable = &off
 	}
 
 	// group.consumer.assignors: Kafka takes class names or the short names
@@ -270,15 +220,6 @@ func applyPropertiesWithOrigins(dst *broker.Config, props map[string]setting, lo
 			}
 		}
 		cfg.GroupConsumerAssignors = names
-	}
-
-	handled["log.cleaner.enable"] = true
-	if b, ok := boolean("log.cleaner.enable"); ok {
-		cfg.LogCleanerEnable = b
-	}
-	if noCleanerThreads {
-		off := false // Kafka starts no cleaner thread
-		cfg.LogCleanerEnable = &off
 	}
 
 	// Cluster mode: static controller.quorum.voters; combined broker and
@@ -309,10 +250,6 @@ func applyPropertiesWithOrigins(dst *broker.Config, props map[string]setting, lo
 			bad("process.roles", "broker,controller (a voter) and broker (a broker-only node) are served; controller-only nodes are not yet")
 		}
 	}
-	handled["controlled.shutdown.enable"] = true
-	if b, ok := boolean("controlled.shutdown.enable"); ok {
-		cfg.ControlledShutdownEnable = b
-	}
 	if _, ok := props["controller.listener.names"]; ok && cfg.ControllerQuorumVoters != "" {
 		if addr, found, err := controllerListener(props); err != nil {
 			bad("listeners", err.Error())
@@ -334,11 +271,6 @@ func applyPropertiesWithOrigins(dst *broker.Config, props map[string]setting, lo
 		default:
 			bad("replica.selector.class", "the only replica selector is "+broker.RackAwareReplicaSelector)
 		}
-	}
-
-	handled["auto.create.topics.enable"] = true
-	if b, ok := boolean("auto.create.topics.enable"); ok {
-		cfg.AutoCreateTopics = b
 	}
 
 	// Topic defaults. The broker validates them by their topic names, so

@@ -7,11 +7,14 @@ package main
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-broker/gregor/broker"
 )
 
 func electLeaders(version int16, typ int8, partitions ...int32) func(string) kmsg.Request {
@@ -168,6 +171,7 @@ var (
 )
 
 var adminEntries = []entry{
+	{name: "DescribeConfigs broker config types and defaults", raw: brokerConfigTypesAndDefaults},
 	// ElectLeaders: one replica, the preferred leader, is always leading.
 	{name: "ElectLeaders v2 preferred", setup: setupTopic2, req: electLeaders(2, 0, 0, 1)},
 	{name: "ElectLeaders v2 unclean", setup: setupTopic, req: electLeaders(2, 1, 0)},
@@ -223,4 +227,49 @@ var adminEntries = []entry{
 	{name: "DescribeClientQuotas v1 repeated type", req: describeQuotas(1, false, describeComp{"user", 2, ""}, describeComp{"user", 0, "$"})},
 	{name: "DescribeClientQuotas v1 ip with user", req: describeQuotas(1, false, describeComp{"ip", 2, ""}, describeComp{"user", 0, "$"})},
 	{name: "DescribeClientQuotas v0 unknown match type", req: describeQuotas(0, false, describeComp{"user", 5, ""})},
+}
+
+// brokerConfigTypesAndDefaults describes the node's broker configs that
+// Gregor lists (all of its config table) and returns, by name, each one's
+// type and Kafka default (the DEFAULT_CONFIG synonym, "null" when none):
+// the facts Gregor's table must share with Kafka. Values and sources differ
+// with each broker's set-up and are left out.
+func brokerConfigTypesAndDefaults(c *conn, _ string) (any, error) {
+	mresp, err := c.roundTrip(kmsg.NewPtrMetadataRequest())
+	if err != nil {
+		return nil, err
+	}
+	brokers := mresp.(*kmsg.MetadataResponse).Brokers
+	if len(brokers) == 0 {
+		return nil, fmt.Errorf("metadata lists no broker")
+	}
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	req.Version, req.IncludeSynonyms = 4, true
+	r := kmsg.NewDescribeConfigsRequestResource()
+	r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeBroker, strconv.Itoa(int(brokers[0].NodeID))
+	for _, k := range broker.BrokerConfigs() {
+		if k.Listed() {
+			r.ConfigNames = append(r.ConfigNames, k.Name)
+		}
+	}
+	req.Resources = append(req.Resources, r)
+	resp, err := c.roundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	res := resp.(*kmsg.DescribeConfigsResponse).Resources[0]
+	if res.ErrorCode != 0 {
+		return nil, fmt.Errorf("describe broker %s: %v", r.ResourceName, kerr.ErrorForCode(res.ErrorCode))
+	}
+	out := map[string]any{}
+	for _, cfg := range res.Configs {
+		def := "null"
+		for _, s := range cfg.ConfigSynonyms {
+			if s.Source == kmsg.ConfigSourceDefaultConfig && s.Value != nil {
+				def = *s.Value
+			}
+		}
+		out[cfg.Name] = map[string]string{"Type": cfg.ConfigType.String(), "Default": def}
+	}
+	return out, nil
 }

@@ -569,7 +569,13 @@ const minISRSource = "fresh Kafka 4.2 reports min.insync.replicas=1 as a cluster
 
 // expectedDiffs are the known, documented deviations of Gregor from Kafka.
 // An entry "*" applies to every catalogue entry.
+// kafka43Config: the reference is Kafka 4.2.2; Gregor has Kafka 4.3's
+// KIP-848 assignment batching configs.
+const kafka43Config = "a Kafka 4.3+ config, which the 4.2.2 reference does not have (docs/configuration.md)"
+
 var expectedDiffs = []expected{
+	{"DescribeConfigs broker config types and defaults", "group.consumer.assignment.interval.ms", kafka43Config},
+	{"DescribeConfigs broker config types and defaults", "group.consumer.assignor.offload.enable", kafka43Config},
 	{"IncrementalAlterConfigs log-dir throttle", "Resources.0.ErrorCode",
 		"Gregor has one log directory, so no replica moves between log directories (AlterReplicaLogDirs) for replica.alter.log.dirs.io.max.bytes.per.second to bound: setting it is INVALID_CONFIG (broker/replication_throttle.go)"},
 	{"JoinGroup v9 into a consumer group", "ErrorCode",

@@ -6,6 +6,7 @@ package main
 
 import (
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -105,6 +106,8 @@ var consumerGroupEntries = []entry{
 			r.SubscribedTopicRegex = kmsg.StringPtr("")
 			return r
 		}},
+	{name: "ConsumerGroupHeartbeat v1 regex over internal topics", setup: internalTopicsSetup,
+		raw: regexOverInternalTopics},
 	{name: "ConsumerGroupHeartbeat v1 leave", setup: joinedConsumerGroup,
 		req: func(topic string) kmsg.Request { return cghb(topic, topic+"-m1", -1) }},
 	{name: "ConsumerGroupHeartbeat v1 static leave without instance id", setup: joinedConsumerGroup,
@@ -154,4 +157,77 @@ func memberCommit(topic string, epoch int32) kmsg.Request {
 	rt.Partitions = []kmsg.OffsetCommitRequestTopicPartition{rp}
 	req.Topics = []kmsg.OffsetCommitRequestTopic{rt}
 	return req
+}
+
+// internalTopicsSetup makes both internal topics exist: a transactional
+// producer initialized, and the group coordinator of topic+"-cg" found.
+// (Kafka creates an internal topic at FindCoordinator; Gregor's single node
+// at the first request that needs it.)
+func internalTopicsSetup(c *conn, topic string) error {
+	if err := txnInitSetup(c, topic); err != nil {
+		return err
+	}
+	return waitCoordinator(c, topic+"-cg", 0)
+}
+
+// regexOverInternalTopics joins a member whose regex names the two internal
+// topics beside topic, heartbeats until its assignment has held still for
+// 1.5 s, and returns the names of the topics it was assigned: which topics
+// a broker's regex resolution lets a subscription match. (Partition counts
+// differ: the reference runs its internal topics with one partition.)
+func regexOverInternalTopics(c *conn, topic string) (any, error) {
+	req := cghb(topic, topic+"-m1", 0)
+	req.SubscribedTopicNames = nil
+	req.SubscribedTopicRegex = kmsg.StringPtr("__consumer_offsets|__transaction_state|" + topic)
+	var assigned [][16]byte
+	var lastChange time.Time
+	deadline := time.Now().Add(setupTimeout)
+	for time.Now().Before(deadline) {
+		resp, err := c.roundTrip(req)
+		if err != nil {
+			return nil, err
+		}
+		r := resp.(*kmsg.ConsumerGroupHeartbeatResponse)
+		if r.ErrorCode != 0 {
+			return nil, fmt.Errorf("heartbeat: %v", kerr.ErrorForCode(r.ErrorCode))
+		}
+		if r.Assignment != nil {
+			assigned = assigned[:0]
+			for _, t := range r.Assignment.Topics {
+				assigned = append(assigned, t.TopicID)
+			}
+			lastChange = time.Now()
+		}
+		if len(assigned) > 0 && time.Since(lastChange) > 1500*time.Millisecond {
+			names, err := topicNamesByID(c)
+			if err != nil {
+				return nil, err
+			}
+			out := make([]string, 0, len(assigned))
+			for _, id := range assigned {
+				out = append(out, names[id])
+			}
+			sort.Strings(out)
+			return out, nil
+		}
+		req = cghb(topic, topic+"-m1", r.MemberEpoch)
+		req.MemberID = *r.MemberID
+		time.Sleep(200 * time.Millisecond)
+	}
+	return nil, fmt.Errorf("the assignment of %s did not settle", topic)
+}
+
+// topicNamesByID lists every topic of the cluster by its id.
+func topicNamesByID(c *conn) (map[[16]byte]string, error) {
+	req := kmsg.NewPtrMetadataRequest()
+	req.Version = 12
+	resp, err := c.roundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	names := map[[16]byte]string{}
+	for _, t := range resp.(*kmsg.MetadataResponse).Topics {
+		names[t.TopicID] = *t.Topic
+	}
+	return names, nil
 }

@@ -14,7 +14,7 @@ import (
 
 	"github.com/gregor-broker/gregor/coordinator/controller/metadata"
 	"github.com/gregor-broker/gregor/coordinator/controller/raftnode"
-	"github.com/gregor-broker/gregor/storage"
+	"github.com/gregor-broker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"go.etcd.io/raft/v3"
 )
@@ -48,7 +48,7 @@ type Config struct {
 	// FS is the file system; nil is the operating system's, or an
 	// in-memory one when DataDir is "" (as the broker runs without a data
 	// dir; nothing survives Close then).
-	FS storage.FS
+	FS vfs.FS
 	// Listener receives quorum traffic; nil listens on Voters[NodeID].
 	Listener net.Listener
 	// ClusterID is the cluster's id. The first leader writes it to the log
@@ -170,7 +170,7 @@ func Start(cfg Config) (*Controller, error) {
 		return nil, errors.New("controller: no cluster id")
 	}
 	if cfg.FS == nil && cfg.DataDir == "" {
-		cfg.FS = storage.NewMemFS()
+		cfg.FS = vfs.NewMemFS()
 	}
 	c := &Controller{cfg: cfg, log: cfg.Logger.With("controller", cfg.NodeID), image: metadata.NewImage(), leader: -1,
 		waiters: map[uint64]chan *metadata.Image{}, subs: map[chan *metadata.Image]struct{}{},

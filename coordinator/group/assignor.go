@@ -9,13 +9,13 @@ import (
 type TopicID [16]byte
 
 // TopicInfo is what the coordinator needs to know of one topic: its id and
-// its partition count. Internal topics are never matched by a subscription
-// regex (Kafka's consumer-group regex resolution skips them).
+// its partition count. A subscription regex may match any topic, internal
+// ones included: Kafka's consumer-group regex resolution filters by DESCRIBE
+// authorization only, and leaves excluding internal topics to the client.
 type TopicInfo struct {
 	Name       string
 	ID         TopicID
 	Partitions int32
-	Internal   bool
 }
 
 // Topics is the cluster's topics by name, as the driver hands them to the

@@ -561,8 +561,8 @@ func (cg *consumerGroup) subscribedTopics(m *consumerMember, topics Topics) []st
 		}
 	}
 	if m.re != nil && cg.resolvedRegex[m.subscribedTopicRegex] {
-		for n, t := range topics {
-			if !t.Internal && m.re.MatchString(n) {
+		for n := range topics {
+			if m.re.MatchString(n) {
 				out = append(out, n)
 			}
 		}

@@ -7,9 +7,10 @@ import (
 	"io"
 	"testing"
 
-	"github.com/gregor-broker/gregor/storage"
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/gregor-broker/gregor/vfs"
 )
 
 // FuzzWALRecovery feeds arbitrary bytes to WAL recovery as a file's
@@ -49,7 +50,7 @@ func FuzzWALRecovery(f *testing.F) {
 			t.Fatalf("the recovered prefix does not recover to itself: %v %d %d", err, good2, good)
 		}
 		// Through a file too, where the tail is cut.
-		fsys := storage.NewMemFS()
+		fsys := vfs.NewMemFS()
 		fsys.MkdirAll("/w", 0o755)
 		writeWALFile(t, fsys, "/w", data)
 		wl, _, err := openWAL(fsys, "/w")

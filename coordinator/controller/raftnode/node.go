@@ -11,10 +11,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gregor-broker/gregor/storage"
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/gregor-broker/gregor/vfs"
 )
 
 // StateMachine is what the node replicates. Every method is called on the
@@ -50,7 +51,7 @@ type Config struct {
 	// Dir holds the WAL and snapshots (e.g. <data>/__cluster_metadata).
 	Dir string
 	// FS is the file system; nil is the operating system's.
-	FS storage.FS
+	FS vfs.FS
 	// Listener receives raft traffic; nil listens on Voters[NodeID] (a
 	// learner must give one).
 	Listener net.Listener
@@ -92,7 +93,7 @@ type Node struct {
 	wal  *wal
 	tr   *transport
 	log  *slog.Logger
-	fs   storage.FS
+	fs   vfs.FS
 
 	leader  atomic.Int32
 	term    atomic.Uint64
@@ -142,7 +143,7 @@ func Start(cfg Config) (*Node, error) {
 		return nil, errors.New("raftnode: no state machine")
 	}
 	if cfg.FS == nil {
-		cfg.FS = storage.OSFS{}
+		cfg.FS = vfs.OSFS{}
 	}
 	if cfg.TickInterval <= 0 {
 		cfg.TickInterval = 100 * time.Millisecond

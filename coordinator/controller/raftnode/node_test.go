@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gregor-broker/gregor/storage"
-
 	"go.etcd.io/raft/v3"
+
+	"github.com/gregor-broker/gregor/vfs"
 )
 
 // sameOnAll waits until every running node has applied the same list and
@@ -268,7 +268,7 @@ func TestStartRefusesAWALWithoutItsSnapshot(t *testing.T) {
 		c.propose(it)
 	}
 	c.stop(1)
-	names, err := snapshotNames(storage.OSFS{}, c.dirs[1])
+	names, err := snapshotNames(vfs.OSFS{}, c.dirs[1])
 	if err != nil || len(names) == 0 {
 		t.Fatalf("no snapshots: %v", err)
 	}

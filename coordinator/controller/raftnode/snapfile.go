@@ -12,9 +12,10 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gregor-broker/gregor/storage"
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/gregor-broker/gregor/vfs"
 )
 
 // snapMagic opens a snapshot file; its last byte is the format version:
@@ -86,34 +87,17 @@ func decodeSnapshotFile(b []byte) (*pb.Snapshot, error) {
 	return s, nil
 }
 
-// saveSnapshot writes s to dir atomically (temporary file, fsync, rename,
-// fsync of the directory) and removes all but the newest snapshotsKept.
-func saveSnapshot(fsys storage.FS, dir string, s *pb.Snapshot) error {
+// saveSnapshot writes s to dir atomically (vfs.WriteFileAtomic: temporary
+// file, fsync, rename, fsync of the directory) and removes all but the
+// newest snapshotsKept.
+func saveSnapshot(fsys vfs.FS, dir string, s *pb.Snapshot) error {
 	b, err := encodeSnapshotFile(s)
 	if err != nil {
 		return err
 	}
 	name := filepath.Join(dir, snapName(s.GetMetadata().GetIndex()))
-	f, err := fsys.OpenFile(name+".tmp", os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return fmt.Errorf("raftnode: create snapshot: %w", err)
-	}
-	if _, err := f.WriteAt(b, 0); err != nil {
-		f.Close()
+	if err := vfs.WriteFileAtomic(fsys, name, b, 0o644); err != nil {
 		return fmt.Errorf("raftnode: write snapshot: %w", err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("raftnode: sync snapshot: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("raftnode: close snapshot: %w", err)
-	}
-	if err := fsys.Rename(name+".tmp", name); err != nil {
-		return fmt.Errorf("raftnode: rename snapshot: %w", err)
-	}
-	if err := fsys.SyncDir(dir); err != nil {
-		return fmt.Errorf("raftnode: sync %s: %w", dir, err)
 	}
 	names, err := snapshotNames(fsys, dir)
 	if err != nil {
@@ -129,7 +113,7 @@ func saveSnapshot(fsys storage.FS, dir string, s *pb.Snapshot) error {
 }
 
 // snapshotNames lists dir's snapshot files, oldest first.
-func snapshotNames(fsys storage.FS, dir string) ([]string, error) {
+func snapshotNames(fsys vfs.FS, dir string) ([]string, error) {
 	des, err := fsys.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("raftnode: list %s: %w", dir, err)
@@ -148,7 +132,7 @@ func snapshotNames(fsys storage.FS, dir string) ([]string, error) {
 // there is none. A damaged newer file is skipped for an older one (the WAL
 // check that follows refuses the pair if the WAL no longer reaches back to
 // it).
-func loadSnapshot(fsys storage.FS, dir string) (*pb.Snapshot, error) {
+func loadSnapshot(fsys vfs.FS, dir string) (*pb.Snapshot, error) {
 	names, err := snapshotNames(fsys, dir)
 	if err != nil {
 		return nil, err
@@ -169,7 +153,7 @@ func loadSnapshot(fsys storage.FS, dir string) (*pb.Snapshot, error) {
 	return nil, nil
 }
 
-func readSnapshotFile(fsys storage.FS, name string) (*pb.Snapshot, error) {
+func readSnapshotFile(fsys vfs.FS, name string) (*pb.Snapshot, error) {
 	f, err := fsys.OpenFile(name, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, err

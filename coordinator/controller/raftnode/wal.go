@@ -12,9 +12,10 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gregor-broker/gregor/storage"
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/gregor-broker/gregor/vfs"
 )
 
 // The WAL's record types.
@@ -47,10 +48,10 @@ var (
 // renames it in place before the old one is removed, so exactly one file
 // is current once recovery has run.
 type wal struct {
-	fs   storage.FS
+	fs   vfs.FS
 	dir  string
 	name string
-	f    storage.File
+	f    vfs.File
 	size int64
 	buf  []byte
 }
@@ -74,7 +75,7 @@ func parseWALName(name string) (uint64, bool) {
 
 // openWAL opens or creates the WAL in dir and recovers it: a torn tail is
 // cut; damage before the tail is ErrCorrupt.
-func openWAL(fsys storage.FS, dir string) (*wal, *recoveredWAL, error) {
+func openWAL(fsys vfs.FS, dir string) (*wal, *recoveredWAL, error) {
 	if err := fsys.MkdirAll(dir, 0o755); err != nil {
 		return nil, nil, fmt.Errorf("raftnode: create %s: %w", dir, err)
 	}
@@ -84,7 +85,7 @@ func openWAL(fsys storage.FS, dir string) (*wal, *recoveredWAL, error) {
 	}
 	var names []string
 	for _, de := range des {
-		if strings.HasSuffix(de.Name(), ".tmp") {
+		if strings.HasSuffix(de.Name(), vfs.TempSuffix) {
 			if err := fsys.Remove(filepath.Join(dir, de.Name())); err != nil {
 				return nil, nil, fmt.Errorf("raftnode: remove %s: %w", de.Name(), err)
 			}
@@ -149,7 +150,7 @@ func openWAL(fsys storage.FS, dir string) (*wal, *recoveredWAL, error) {
 // length of the valid prefix. A record that runs past the end, or whose CRC
 // fails when it is the last, is a torn write; damage with more bytes after
 // it is ErrCorrupt. It never allocates more than the file's size.
-func readWAL(f storage.File) (*recoveredWAL, int64, error) {
+func readWAL(f vfs.File) (*recoveredWAL, int64, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return nil, 0, err
@@ -301,8 +302,9 @@ func (w *wal) save(hs *pb.HardState, ents []*pb.Entry, sync bool) error {
 
 // compact replaces the WAL with a new file that starts after the snapshot
 // meta describes and holds hs and ents (the entries kept after the
-// compaction point). The new file is written and synced under a temporary
-// name, renamed into place, the directory synced, and only then is the old
+// compaction point). The new file is put in place with vfs.WriteFileAtomic
+// (written and synced under a temporary name, renamed, the directory
+// synced) and opened for the appends that follow; only then is the old
 // file removed.
 func (w *wal) compact(meta *pb.SnapshotMetadata, hs *pb.HardState, ents []*pb.Entry) error {
 	w.buf = w.buf[:0]
@@ -323,26 +325,13 @@ func (w *wal) compact(meta *pb.SnapshotMetadata, hs *pb.HardState, ents []*pb.En
 	if name == w.name {
 		return nil // already compacted at this index
 	}
-	tmp := filepath.Join(w.dir, name+".tmp")
-	f, err := w.fs.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return fmt.Errorf("raftnode: create WAL: %w", err)
-	}
-	if _, err := f.WriteAt(w.buf, 0); err != nil {
-		f.Close()
+	path := filepath.Join(w.dir, name)
+	if err := vfs.WriteFileAtomic(w.fs, path, w.buf, 0o644); err != nil {
 		return fmt.Errorf("raftnode: write WAL: %w", err)
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("raftnode: sync WAL: %w", err)
-	}
-	if err := w.fs.Rename(tmp, filepath.Join(w.dir, name)); err != nil {
-		f.Close()
-		return fmt.Errorf("raftnode: rename WAL: %w", err)
-	}
-	if err := w.fs.SyncDir(w.dir); err != nil {
-		f.Close()
-		return fmt.Errorf("raftnode: sync %s: %w", w.dir, err)
+	f, err := w.fs.OpenFile(path, os.O_RDWR, 0o644)
+	if err != nil {
+		return fmt.Errorf("raftnode: open WAL: %w", err)
 	}
 	old, oldName := w.f, w.name
 	w.f, w.name, w.size = f, name, int64(len(w.buf))

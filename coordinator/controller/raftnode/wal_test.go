@@ -8,8 +8,9 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/gregor-broker/gregor/storage"
 	pb "go.etcd.io/raft/v3/raftpb"
+
+	"github.com/gregor-broker/gregor/vfs"
 )
 
 func entry(index, term uint64, data string) *pb.Entry {
@@ -28,7 +29,7 @@ func indexes(ents []*pb.Entry) []uint64 {
 	return v
 }
 
-func walBytes(t *testing.T, fsys storage.FS, dir string) []byte {
+func walBytes(t *testing.T, fsys vfs.FS, dir string) []byte {
 	t.Helper()
 	w, _, err := openWAL(fsys, dir)
 	if err != nil {
@@ -42,7 +43,7 @@ func walBytes(t *testing.T, fsys storage.FS, dir string) []byte {
 	return b
 }
 
-func writeWALFile(t *testing.T, fsys storage.FS, dir string, b []byte) {
+func writeWALFile(t *testing.T, fsys vfs.FS, dir string, b []byte) {
 	t.Helper()
 	f, err := fsys.OpenFile(filepath.Join(dir, walName(0)), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
@@ -55,7 +56,7 @@ func writeWALFile(t *testing.T, fsys storage.FS, dir string, b []byte) {
 }
 
 func TestWALRecoversEntriesAndHardState(t *testing.T) {
-	fsys, dir := storage.NewMemFS(), "/m"
+	fsys, dir := vfs.NewMemFS(), "/m"
 	w, rec, err := openWAL(fsys, dir)
 	if err != nil || len(rec.entries) != 0 || rec.hardState != nil {
 		t.Fatalf("fresh WAL: %v %+v", err, rec)
@@ -81,7 +82,7 @@ func TestWALRecoversEntriesAndHardState(t *testing.T) {
 }
 
 func TestWALRecoveryCutsTornTail(t *testing.T) {
-	fsys, dir := storage.NewMemFS(), "/m"
+	fsys, dir := vfs.NewMemFS(), "/m"
 	w, _, _ := openWAL(fsys, dir)
 	if err := w.save(hardState(1, 1, 2), []*pb.Entry{entry(1, 1, "a"), entry(2, 1, "b")}, true); err != nil {
 		t.Fatal(err)
@@ -122,7 +123,7 @@ func TestWALRecoveryCutsTornTail(t *testing.T) {
 }
 
 func TestWALRecoveryRefusesDamageBeforeTheTail(t *testing.T) {
-	fsys, dir := storage.NewMemFS(), "/m"
+	fsys, dir := vfs.NewMemFS(), "/m"
 	w, _, _ := openWAL(fsys, dir)
 	if err := w.save(nil, []*pb.Entry{entry(1, 1, "aaaa")}, true); err != nil {
 		t.Fatal(err)
@@ -152,7 +153,7 @@ func TestWALRecoveryRefusesDamageBeforeTheTail(t *testing.T) {
 }
 
 func TestWALCompactionReplacesTheFile(t *testing.T) {
-	fsys, dir := storage.NewMemFS(), "/m"
+	fsys, dir := vfs.NewMemFS(), "/m"
 	w, _, _ := openWAL(fsys, dir)
 	var ents []*pb.Entry
 	for i := uint64(1); i <= 10; i++ {
@@ -208,7 +209,7 @@ func TestSnapshotFileRoundTripAndDamage(t *testing.T) {
 		}
 	}
 	// Saving keeps the newest two.
-	fsys := storage.NewMemFS()
+	fsys := vfs.NewMemFS()
 	fsys.MkdirAll("/s", 0o755)
 	for i := uint64(1); i <= 4; i++ {
 		idx := i * 10
@@ -228,14 +229,14 @@ func TestSnapshotFileRoundTripAndDamage(t *testing.T) {
 }
 
 func TestWALWriteFailureStopsTheNodeWithoutPanicking(t *testing.T) {
-	fsys := storage.NewFaultFS(storage.NewMemFS(), nil)
+	fsys := vfs.NewFaultFS(vfs.NewMemFS(), nil)
 	c := &testCluster{t: t, voters: map[int32]string{}, dirs: map[int32]string{1: "/m"}, nodes: map[int32]*Node{}, sms: map[int32]*listSM{}}
 	c.voters[1] = "127.0.0.1:0"
 	c.tune = func(cfg *Config) { cfg.FS = fsys }
 	c.start(1, nil)
 	defer c.nodes[1].Close()
 	c.propose("ok")
-	fsys.Arm(storage.FailAfter(0, storage.ErrInjected, storage.OpWrite, storage.OpSync))
+	fsys.Arm(vfs.FailAfter(0, vfs.ErrInjected, vfs.OpWrite, vfs.OpSync))
 	c.nodes[1].Propose(t.Context(), []byte("fails"))
 	select {
 	case <-c.nodes[1].Done():
@@ -273,8 +274,8 @@ func TestParseVoters(t *testing.T) {
 // started again on the same files, it cuts the torn record and comes back
 // with everything it had acknowledged, and goes on.
 func TestTornWALWriteIsCutAtRestart(t *testing.T) {
-	mem := storage.NewMemFS()
-	fsys := storage.NewFaultFS(mem, nil)
+	mem := vfs.NewMemFS()
+	fsys := vfs.NewFaultFS(mem, nil)
 	c := &testCluster{t: t, voters: map[int32]string{1: "127.0.0.1:0"}, dirs: map[int32]string{1: "/m"},
 		nodes: map[int32]*Node{}, sms: map[int32]*listSM{}, tune: func(cfg *Config) { cfg.FS = fsys }}
 	c.start(1, nil)
@@ -282,7 +283,7 @@ func TestTornWALWriteIsCutAtRestart(t *testing.T) {
 	for _, it := range want {
 		c.propose(it)
 	}
-	fsys.Arm(storage.TornWriteAfter(0, 11))
+	fsys.Arm(vfs.TornWriteAfter(0, 11))
 	c.nodes[1].Propose(t.Context(), []byte("torn"))
 	waitFor(t, "the node to stop on the torn write", func() bool { return c.nodes[1].Err() != nil })
 	c.stop(1)

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/gregor-broker/gregor/vfs"
 )
 
 // reopenAfterCrash abandons l and opens the directory again on the
@@ -19,28 +21,28 @@ func reopenAfterCrash(t *testing.T, l *Log, env testEnv) *Log {
 func TestAppendFailureLeavesLogUnchanged(t *testing.T) {
 	faults := []struct {
 		name string
-		inj  func() Injector // a fresh one per run: injectors count
+		inj  func() vfs.Injector // a fresh one per run: injectors count
 	}{
-		{"data write fails", func() Injector { return FailAfter(0, ErrInjected, OpWrite) }},
-		{"data write torn", func() Injector { return TornWriteAfter(0, 100) }},
-		{"data write torn at 1 byte", func() Injector { return TornWriteAfter(0, 1) }},
-		{"offset index write torn", func() Injector { return TornWriteAfter(1, 5) }},
-		{"time index write fails", func() Injector { return FailAfter(2, ErrInjected, OpWrite) }},
-		{"no space", func() Injector { return NoSpaceAfter(150) }},
-		{"roll cannot create files", func() Injector { return FailAfter(0, ErrInjected, OpOpen) }},
-		{"roll cannot write the final time entry", func() Injector {
-			return func(op Op, name string, _ int) Fault {
-				if op == OpWrite && strings.HasSuffix(name, timeIndexSuffix) {
-					return Fault{Err: ErrInjected, Keep: 5}
+		{"data write fails", func() vfs.Injector { return vfs.FailAfter(0, vfs.ErrInjected, vfs.OpWrite) }},
+		{"data write torn", func() vfs.Injector { return vfs.TornWriteAfter(0, 100) }},
+		{"data write torn at 1 byte", func() vfs.Injector { return vfs.TornWriteAfter(0, 1) }},
+		{"offset index write torn", func() vfs.Injector { return vfs.TornWriteAfter(1, 5) }},
+		{"time index write fails", func() vfs.Injector { return vfs.FailAfter(2, vfs.ErrInjected, vfs.OpWrite) }},
+		{"no space", func() vfs.Injector { return vfs.NoSpaceAfter(150) }},
+		{"roll cannot create files", func() vfs.Injector { return vfs.FailAfter(0, vfs.ErrInjected, vfs.OpOpen) }},
+		{"roll cannot write the final time entry", func() vfs.Injector {
+			return func(op vfs.Op, name string, _ int) vfs.Fault {
+				if op == vfs.OpWrite && strings.HasSuffix(name, timeIndexSuffix) {
+					return vfs.Fault{Err: vfs.ErrInjected, Keep: 5}
 				}
-				return Fault{}
+				return vfs.Fault{}
 			}
 		}},
 	}
 	for _, f := range faults {
 		t.Run(f.name, func(t *testing.T) {
 			forEachFS(t, func(t *testing.T, env testEnv) {
-				ffs := NewFaultFS(env.fs, nil)
+				ffs := vfs.NewFaultFS(env.fs, nil)
 				l := mustOpen(t, ffs, env.dir, testConfig())
 				var m model
 				fillLog(t, l, &m, 20)
@@ -86,20 +88,20 @@ func TestAppendFailureLeavesLogUnchanged(t *testing.T) {
 
 func TestFailedRollbackFailsLogButKeepsAcknowledgedData(t *testing.T) {
 	forEachFS(t, func(t *testing.T, env testEnv) {
-		ffs := NewFaultFS(env.fs, nil)
+		ffs := vfs.NewFaultFS(env.fs, nil)
 		l := mustOpen(t, ffs, env.dir, testConfig())
 		var m model
 		fillLog(t, l, &m, 20)
-		torn := TornWriteAfter(0, 70)
-		noTruncate := FailAfter(0, ErrInjected, OpTruncate)
-		ffs.Arm(func(op Op, name string, n int) Fault {
+		torn := vfs.TornWriteAfter(0, 70)
+		noTruncate := vfs.FailAfter(0, vfs.ErrInjected, vfs.OpTruncate)
+		ffs.Arm(func(op vfs.Op, name string, n int) vfs.Fault {
 			if f := torn(op, name, n); f.Err != nil {
 				return f
 			}
 			return noTruncate(op, name, n)
 		})
 		_, _, err := l.Append(makeBatch(batchSpec{records: 4, maxTs: 3, valueSize: 100}))
-		if !errors.Is(err, ErrFailed) || !errors.Is(err, ErrInjected) {
+		if !errors.Is(err, ErrFailed) || !errors.Is(err, vfs.ErrInjected) {
 			t.Fatalf("Append = %v, want ErrFailed wrapping the injected error", err)
 		}
 		ffs.Arm(nil)
@@ -125,15 +127,15 @@ func TestFailedRollbackFailsLogButKeepsAcknowledgedData(t *testing.T) {
 }
 
 func TestSyncFailureFailsLog(t *testing.T) {
-	for _, op := range []Op{OpSync, OpSyncDir} {
+	for _, op := range []vfs.Op{vfs.OpSync, vfs.OpSyncDir} {
 		t.Run(op.String(), func(t *testing.T) {
 			forEachFS(t, func(t *testing.T, env testEnv) {
-				ffs := NewFaultFS(env.fs, nil)
+				ffs := vfs.NewFaultFS(env.fs, nil)
 				l := mustOpen(t, ffs, env.dir, testConfig())
 				var m model
 				fillLog(t, l, &m, 20)
-				ffs.Arm(FailAfter(0, ErrInjected, op))
-				if err := l.Sync(); !errors.Is(err, ErrFailed) || !errors.Is(err, ErrInjected) {
+				ffs.Arm(vfs.FailAfter(0, vfs.ErrInjected, op))
+				if err := l.Sync(); !errors.Is(err, ErrFailed) || !errors.Is(err, vfs.ErrInjected) {
 					t.Fatalf("Sync = %v", err)
 				}
 				ffs.Arm(nil)
@@ -150,12 +152,12 @@ func TestSyncFailureFailsLog(t *testing.T) {
 
 func TestTruncateFailureFailsLogAndReopenRecovers(t *testing.T) {
 	forEachFS(t, func(t *testing.T, env testEnv) {
-		ffs := NewFaultFS(env.fs, nil)
+		ffs := vfs.NewFaultFS(env.fs, nil)
 		l := mustOpen(t, ffs, env.dir, testConfig())
 		var m model
 		fillLog(t, l, &m, 40)
 		off := m.batches[len(m.batches)/2].first
-		ffs.Arm(FailAfter(0, ErrInjected, OpTruncate))
+		ffs.Arm(vfs.FailAfter(0, vfs.ErrInjected, vfs.OpTruncate))
 		if err := l.TruncateTo(off); !errors.Is(err, ErrFailed) {
 			t.Fatalf("Truncate = %v", err)
 		}
@@ -184,10 +186,10 @@ func TestTruncateFailureFailsLogAndReopenRecovers(t *testing.T) {
 func TestNoSpaceKeepsAcknowledgedData(t *testing.T) {
 	forEachFS(t, func(t *testing.T, env testEnv) {
 		for _, limit := range []int64{0, 1, 61, 500, 5000, 12345} {
-			ffs := NewFaultFS(env.fs, nil)
+			ffs := vfs.NewFaultFS(env.fs, nil)
 			l := mustOpen(t, ffs, env.dir, testConfig())
 			var m model
-			ffs.Arm(NoSpaceAfter(limit))
+			ffs.Arm(vfs.NoSpaceAfter(limit))
 			for i := 0; ; i++ {
 				b := makeBatch(batchSpec{records: 1 + i%3, maxTs: int64(i), valueSize: 70})
 				first, _, err := l.Append(b)
@@ -218,8 +220,8 @@ func TestNoSpaceKeepsAcknowledgedData(t *testing.T) {
 // byte for byte, and anything beyond must be whole batches.
 func TestFaultSweepNeverLosesAcknowledgedData(t *testing.T) {
 	for n := 0; ; n++ {
-		mem := NewMemFS()
-		ffs := NewFaultFS(mem, FailAfter(n, ErrInjected))
+		mem := vfs.NewMemFS()
+		ffs := vfs.NewFaultFS(mem, vfs.FailAfter(n, vfs.ErrInjected))
 		env := testEnv{fs: mem, mem: mem, dir: "/p-0"}
 		var m model
 		failed := false

@@ -1,16 +1,17 @@
-package storage
+package vfs
 
 import (
 	"io/fs"
 	"os"
 )
 
-// FS is the file-system seam the log goes through for every disk access, in
-// the manner of pebble's vfs.FS. OSFS uses real files, NewMemFS keeps files in
-// memory, and FaultFS wraps either to inject failures.
+// FS is the file-system seam every disk access of the project goes
+// through, in the manner of pebble's vfs.FS. OSFS uses real files,
+// NewMemFS keeps files in memory, and FaultFS wraps either to inject
+// failures.
 //
 // Paths are slash- or OS-separated strings as the implementation expects;
-// the log only joins names with path/filepath.
+// callers only join names with path/filepath.
 type FS interface {
 	// OpenFile opens name with os.O_* flags as os.OpenFile does.
 	OpenFile(name string, flag int, perm os.FileMode) (File, error)
@@ -28,7 +29,8 @@ type FS interface {
 }
 
 // File is an open file of an FS. ReadAt and WriteAt may be called
-// concurrently with each other; the log never calls Write concurrently.
+// concurrently with each other; Write is never called concurrently on one
+// handle.
 type File interface {
 	ReadAt(p []byte, off int64) (int, error)
 	WriteAt(p []byte, off int64) (int, error)

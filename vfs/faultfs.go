@@ -1,4 +1,4 @@
-package storage
+package vfs
 
 import (
 	"io/fs"
@@ -208,6 +208,11 @@ type faultFile struct {
 	fs   *FaultFS
 	name string
 }
+
+// Unwrap returns the file f wraps, so that a caller can reach what the
+// wrapped file offers beyond File (the descriptor of an *os.File, to
+// memory-map it).
+func (f *faultFile) Unwrap() File { return f.f }
 
 func (f *faultFile) ReadAt(p []byte, off int64) (int, error) {
 	if ft := f.fs.fault(OpRead, f.name, len(p)); ft.Err != nil {

@@ -1,4 +1,4 @@
-package storage
+package vfs
 
 import (
 	"io"
@@ -15,13 +15,20 @@ import (
 // mode. It is safe for concurrent use. Open handles keep working after their
 // file is removed or renamed, as on Unix.
 //
-// MemFS remembers what each file held at its last Sync, so CrashClone can
-// show what a power loss would leave: directory changes (create, rename,
-// remove) count as durable at once, file contents only once synced.
+// MemFS remembers what each file held at its last Sync, and which file
+// each name of a directory named at its last SyncDir, so CrashClone can
+// show what a power loss would leave: a file's contents are durable once
+// synced, and a file's name (its creation, a rename to or from it, its
+// removal) once its directory is synced. Directories themselves, and
+// RemoveAll, count as durable at once.
 type MemFS struct {
 	mu    sync.Mutex
 	files map[string]*memNode
 	dirs  map[string]bool
+	// durable is files as of the last SyncDir of each file's directory;
+	// pending, by directory, the names changed since.
+	durable map[string]*memNode
+	pending map[string]map[string]bool
 }
 
 // memNode is one file's contents. mu guards data and synced.
@@ -34,7 +41,18 @@ type memNode struct {
 
 // NewMemFS returns an empty in-memory FS.
 func NewMemFS() *MemFS {
-	return &MemFS{files: map[string]*memNode{}, dirs: map[string]bool{}}
+	return &MemFS{files: map[string]*memNode{}, dirs: map[string]bool{},
+		durable: map[string]*memNode{}, pending: map[string]map[string]bool{}}
+}
+
+// changed notes that the name p now names another file, or none; m.mu must
+// be held.
+func (m *MemFS) changed(p string) {
+	dir := filepath.Dir(p)
+	if m.pending[dir] == nil {
+		m.pending[dir] = map[string]bool{}
+	}
+	m.pending[dir][p] = true
 }
 
 var _ FS = (*MemFS)(nil)
@@ -65,6 +83,7 @@ func (m *MemFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) 
 	case !ok:
 		n = &memNode{modTime: time.Now()}
 		m.files[name] = n
+		m.changed(name)
 	}
 	if flag&os.O_APPEND != 0 {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrInvalid}
@@ -86,6 +105,7 @@ func (m *MemFS) Remove(name string) error {
 	defer m.mu.Unlock()
 	if _, ok := m.files[name]; ok {
 		delete(m.files, name)
+		m.changed(name)
 		return nil
 	}
 	if m.dirs[name] {
@@ -116,6 +136,16 @@ func (m *MemFS) RemoveAll(name string) error {
 			delete(m.files, p)
 		}
 	}
+	for p := range m.durable {
+		if p == name || strings.HasPrefix(p, prefix) {
+			delete(m.durable, p)
+		}
+	}
+	for d := range m.pending {
+		if d == name || strings.HasPrefix(d, prefix) {
+			delete(m.pending, d)
+		}
+	}
 	for p := range m.dirs {
 		if p == name || strings.HasPrefix(p, prefix) {
 			delete(m.dirs, p)
@@ -137,6 +167,8 @@ func (m *MemFS) Rename(oldname, newname string) error {
 	}
 	delete(m.files, oldname)
 	m.files[newname] = n
+	m.changed(oldname)
+	m.changed(newname)
 	return nil
 }
 
@@ -195,11 +227,22 @@ func (m *MemFS) SyncDir(name string) error {
 	if !m.dirExists(name) {
 		return &fs.PathError{Op: "sync", Path: name, Err: fs.ErrNotExist}
 	}
+	for p := range m.pending[name] {
+		if n, ok := m.files[p]; ok {
+			m.durable[p] = n
+		} else {
+			delete(m.durable, p)
+		}
+	}
+	delete(m.pending, name)
 	return nil
 }
 
-// CrashClone returns a copy of m as a power loss would leave it: every file
-// holds what it held at its last Sync (nothing if it was never synced).
+// CrashClone returns a copy of m as a power loss would leave it: a
+// directory holds the names it held at its last SyncDir (for a file
+// renamed since, the old name and not the new one), and every file holds
+// what it held at its last Sync (nothing if it was never synced). The
+// clone starts with all of that durable.
 func (m *MemFS) CrashClone() *MemFS {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -207,10 +250,20 @@ func (m *MemFS) CrashClone() *MemFS {
 	for d := range m.dirs {
 		c.dirs[d] = true
 	}
-	for p, n := range m.files {
-		n.mu.RLock()
-		c.files[p] = &memNode{data: slices.Clone(n.synced), synced: slices.Clone(n.synced), modTime: n.modTime}
-		n.mu.RUnlock()
+	clones := map[*memNode]*memNode{} // one file under two names stays one
+	for p, n := range m.durable {
+		if !c.dirExists(filepath.Dir(p)) {
+			continue
+		}
+		cn, ok := clones[n]
+		if !ok {
+			n.mu.RLock()
+			cn = &memNode{data: slices.Clone(n.synced), synced: slices.Clone(n.synced), modTime: n.modTime}
+			n.mu.RUnlock()
+			clones[n] = cn
+		}
+		c.files[p] = cn
+		c.durable[p] = cn
 	}
 	return c
 }

@@ -1,0 +1,406 @@
+package broker
+
+// The Kafka broker configs Gregor reads: one table, from which the
+// properties loader (cmd/gregor) sets Config, setDefaults fills what is
+// unset, DescribeConfigs lists BROKER resources, and docs/configuration.md's
+// key table is generated (TestConfigurationDocMatchesTheTable). Names,
+// types and defaults are Kafka's (compat-tests/rawdiff compares them with
+// the reference broker's DescribeConfigs).
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-broker/gregor/protocol"
+)
+
+// BrokerConfig is one Kafka broker config.
+type BrokerConfig struct {
+	// Name is Kafka's key.
+	Name string
+	// Field is the Config field the key sets, "" when none does directly
+	// (the loader derives it, as log.retention.hours sets a topic default).
+	Field string
+	// Default is Kafka's default as DescribeConfigs reports it; "" with
+	// NullDefault when Kafka's default is null.
+	Default     string
+	NullDefault bool
+	// Doc says what Gregor does with the value, in markdown (backquotes and
+	// links, which DescribeConfigs strips).
+	Doc string
+	// Type is Kafka's type name of the value: INT, LONG, SHORT, BOOLEAN,
+	// STRING or LIST.
+	Type string
+
+	kind   configKind
+	lo, hi int64
+	// parse sets the config from a value; nil when the loader reads the
+	// key itself (listeners, log.dirs, node.id, ...).
+	parse func(c *Config, value string) error
+	// fill sets Kafka's default where the Config leaves the value unset.
+	fill func(c *Config)
+	// current is the value in effect, and whether it was set rather than
+	// defaulted; nil when DescribeConfigs does not list the key.
+	current func(b *Broker) (value string, explicit bool)
+	// docDefault is the default as the docs show it, when not Default.
+	docDefault string
+}
+
+// Listed reports whether DescribeConfigs lists this config for the broker.
+func (c *BrokerConfig) Listed() bool { return c.current != nil }
+
+// Parses reports whether Parse sets this config, or whether the loader
+// reads it itself.
+func (c *BrokerConfig) Parses() bool { return c.parse != nil }
+
+// Parse sets cfg from value, checking it as Kafka's ConfigDef does: a
+// number within the range, or true or false. The error says why the value
+// is refused, without the key.
+func (c *BrokerConfig) Parse(cfg *Config, value string) error {
+	if c.parse == nil {
+		return fmt.Errorf("%s is read by the loader", c.Name)
+	}
+	return c.parse(cfg, strings.TrimSpace(value))
+}
+
+// BrokerConfigs returns the table, in the order the docs list it.
+func BrokerConfigs() []BrokerConfig { return append([]BrokerConfig(nil), brokerConfigTable...) }
+
+// errNotANumber and the range error are the loader's wording.
+var errNotANumber = errors.New("not a number")
+
+func parseInteger(v string, lo, hi int64) (int64, error) {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, errNotANumber
+	}
+	if n < lo || n > hi {
+		return 0, fmt.Errorf("out of range [%d, %d]", lo, hi)
+	}
+	return n, nil
+}
+
+func parseBoolean(v string) (bool, error) {
+	switch strings.ToLower(v) {
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
+	}
+	return false, errors.New("expected true or false")
+}
+
+var kindNames = map[configKind]string{kindBoolean: "BOOLEAN", kindString: "STRING", kindInt: "INT", kindShort: "SHORT",
+	kindLong: "LONG", kindDouble: "DOUBLE", kindList: "LIST", kindClass: "CLASS"}
+
+// intConfig is an integer key kept in a Config field that is unset at
+// zero or below.
+func intConfig[T ~int | ~int16 | ~int32 | ~int64](name, field string, kind configKind, def T, lo, hi int64, doc string, at func(*Config) *T) BrokerConfig {
+	return BrokerConfig{Name: name, Field: field, Default: strconv.FormatInt(int64(def), 10), Doc: doc, kind: kind, lo: lo, hi: hi,
+		parse: func(c *Config, v string) error {
+			n, err := parseInteger(v, lo, hi)
+			if err == nil {
+				*at(c) = T(n)
+			}
+			return err
+		},
+		fill: func(c *Config) {
+			if *at(c) <= 0 {
+				*at(c) = def
+			}
+		},
+		current: func(b *Broker) (string, bool) {
+			v := *at(&b.cfg)
+			return strconv.FormatInt(int64(v), 10), v != def
+		},
+	}
+}
+
+// optionalConfig is an integer key whose zero is a value: nil is unset.
+func optionalConfig(name, field string, kind configKind, def, lo, hi int64, doc string, at func(*Config) **int64) BrokerConfig {
+	return BrokerConfig{Name: name, Field: field, Default: strconv.FormatInt(def, 10), Doc: doc, kind: kind, lo: lo, hi: hi,
+		parse: func(c *Config, v string) error {
+			n, err := parseInteger(v, lo, hi)
+			if err == nil {
+				*at(c) = &n
+			}
+			return err
+		},
+		fill: func(c *Config) {
+			if *at(c) == nil {
+				d := def
+				*at(c) = &d
+			}
+		},
+		current: func(b *Broker) (string, bool) {
+			v := **at(&b.cfg)
+			return strconv.FormatInt(v, 10), v != def
+		},
+	}
+}
+
+// boolConfig is a boolean key: nil is unset.
+func boolConfig(name, field string, def bool, doc string, at func(*Config) **bool) BrokerConfig {
+	return BrokerConfig{Name: name, Field: field, Default: strconv.FormatBool(def), Doc: doc, kind: kindBoolean,
+		parse: func(c *Config, v string) error {
+			b, err := parseBoolean(v)
+			if err == nil {
+				*at(c) = &b
+			}
+			return err
+		},
+		fill: func(c *Config) {
+			if *at(c) == nil {
+				d := def
+				*at(c) = &d
+			}
+		},
+		current: func(b *Broker) (string, bool) {
+			v := **at(&b.cfg)
+			return strconv.FormatBool(v), v != def
+		},
+	}
+}
+
+// loaderConfig is a key the loader reads itself (its parse is nil).
+func loaderConfig(name string, kind configKind, def string, doc string) BrokerConfig {
+	return BrokerConfig{Name: name, Default: def, NullDefault: def == "", Doc: doc, kind: kind}
+}
+
+// listed gives a loader-read key a value for DescribeConfigs.
+func (c BrokerConfig) listed(current func(b *Broker) (string, bool)) BrokerConfig {
+	c.current = current
+	return c
+}
+
+// shownAs sets how the docs show the default.
+func (c BrokerConfig) shownAs(docDefault string) BrokerConfig {
+	c.docDefault = docDefault
+	return c
+}
+
+// always marks a listed key as set: Kafka requires it in the file.
+func always(value func(b *Broker) string) func(b *Broker) (string, bool) {
+	return func(b *Broker) (string, bool) { return value(b), true }
+}
+
+var brokerConfigTable = func() []BrokerConfig {
+	t := []BrokerConfig{
+		loaderConfig("listeners", kindList, "PLAINTEXT://:9092", "the first PLAINTEXT listener is served (`PLAINTEXT://:9092` is every interface); listeners named in `controller.listener.names` are skipped; an SSL or SASL listener refuses to start (no TLS or SASL yet); a listener's protocol is its name or its entry in `listener.security.protocol.map`").
+			listed(always(func(b *Broker) string { return "PLAINTEXT://" + b.Addr() })).shownAs("`PLAINTEXT://127.0.0.1:9092`"),
+		loaderConfig("advertised.listeners", kindList, "", "the entry with the served listener's name (else the first PLAINTEXT one) is what Metadata and FindCoordinator return").
+			listed(func(b *Broker) (string, bool) {
+				return fmt.Sprintf("PLAINTEXT://%s:%d", b.advertised.host, b.advertised.port), b.cfg.Advertise != ""
+			}).shownAs("the served listener"),
+		loaderConfig("log.dirs", kindList, "", "the data directory; `log.dirs` wins over `log.dir`; more than one directory refuses to start").
+			listed(always(func(b *Broker) string { return b.logDir() })).shownAs("`./data`"),
+		loaderConfig("log.dir", kindList, "/tmp/kafka-logs", "the data directory when `log.dirs` is not set").shownAs("`./data`"),
+		loaderConfig("node.id", kindInt, "", "this broker's id, 0 to 2147483647; `node.id` and `broker.id` both set and different refuses to start").
+			listed(always(func(b *Broker) string { return strconv.Itoa(int(b.cfg.NodeID)) })).shownAs("`1`"),
+		loaderConfig("broker.id", kindInt, "-1", "the same as `node.id`").
+			listed(always(func(b *Broker) string { return strconv.Itoa(int(b.cfg.NodeID)) })).shownAs("`1`"),
+		loaderConfig("controller.quorum.voters", kindList, "", "`ID@HOST:PORT,...`, the static voters of the metadata quorum; set, the node runs in cluster mode, as one of them (`process.roles=broker,controller`: its `node.id` must be a voter) or as a broker-only node (`process.roles=broker`: its `node.id` must not be one), see [operations.md](operations.md#running-a-cluster); a malformed list refuses to start").shownAs("none"),
+		loaderConfig("process.roles", kindList, "", "with `controller.quorum.voters`: `broker,controller` (combined mode, a voter) or `broker` (a broker-only node, an observer of the quorum, which needs a controller listener: [operations.md](operations.md#adding-a-broker)); `controller` alone refuses to start (not served yet); without voters it is ignored (one node)").
+			listed(always(func(b *Broker) string {
+				if b.isCluster() && b.cluster.raftAddr != "" {
+					return "broker"
+				}
+				return "broker,controller"
+			})).shownAs("`broker,controller`"),
+		loaderConfig("controller.listener.names", kindList, "", "with `controller.quorum.voters`, the first listener in `listeners` with one of these names is the controller listener (the raft transport)").shownAs("none"),
+		boolConfig("controlled.shutdown.enable", "ControlledShutdownEnable", true, "cluster mode: stopping a broker first asks the active controller to move its leaderships (KIP-631), waiting at most 30 s ([operations.md](operations.md#running-a-cluster)); `false` stops at once and leaves fencing to the session timeout", func(c *Config) **bool { return &c.ControlledShutdownEnable }),
+		loaderConfig("broker.rack", kindString, "", "the rack this broker is in: registered with the controller (replicas of a new topic are spread across racks) and listed in Metadata and DescribeCluster").
+			listed(func(b *Broker) (string, bool) { return b.cfg.BrokerRack, b.cfg.BrokerRack != "" }).shownAs("none"),
+		loaderConfig("replica.selector.class", kindString, "", "KIP-392 fetch from follower: `org.apache.kafka.common.replica.RackAwareReplicaSelector` makes a partition leader point a consumer (Fetch v11+ naming its rack, as `client.rack` does) to an in-sync replica in the consumer's rack; none means consumers read from leaders. Any other class refuses to start. Followers serve consumer fetches v11+ either way, see [operations.md](operations.md#fetching-from-the-closest-replica)").shownAs("none"),
+		loaderConfig("group.consumer.assignors", kindList, "uniform,range", "server assignors members may name (`uniform`, `range`, or Kafka's class names for them); the first is the default"),
+		loaderConfig("group.consumer.min.assignment.interval.ms", kindInt, "0", "lower bound of `group.consumer.assignment.interval.ms`"),
+		loaderConfig("group.consumer.max.assignment.interval.ms", kindInt, "15000", "upper bound of `group.consumer.assignment.interval.ms`"),
+		loaderConfig("log.retention.minutes", kindInt, "", "`retention.ms` when `log.retention.ms` is not set (minutes win over hours; negative is -1, forever)").shownAs("none"),
+		loaderConfig("log.retention.hours", kindInt, "168", "`retention.ms` when neither `log.retention.ms` nor `log.retention.minutes` is set").
+			listed(func(b *Broker) (string, bool) {
+				v, explicit := topicDefault("retention.ms")(b)
+				ms, _ := strconv.ParseInt(v, 10, 64)
+				if ms < 0 {
+					return "-1", explicit
+				}
+				return strconv.FormatInt(ms/3600000, 10), explicit
+			}),
+		loaderConfig("log.roll.hours", kindInt, "168", "`segment.ms` when `log.roll.ms` is not set"),
+		loaderConfig("log.roll.jitter.hours", kindInt, "0", "`segment.jitter.ms` when `log.roll.jitter.ms` is not set"),
+		loaderConfig("log.flush.scheduler.interval.ms", kindLong, "9223372036854775807", "`flush.ms` when `log.flush.interval.ms` is not set, as in Kafka. Gregor has no flusher thread to schedule: each partition fsyncs when its own `flush.ms` is due (see \"Durability\")"),
+		intConfig("num.partitions", "NumPartitions", kindInt, int32(1), 1, math.MaxInt32, "partitions of auto-created topics and of CreateTopics asking for the default", func(c *Config) *int32 { return &c.NumPartitions }),
+		intConfig("default.replication.factor", "DefaultReplicationFactor", kindInt, int16(1), 1, math.MaxInt16, "replication factor for the same; above 1 only in cluster mode (a single node refuses it, INVALID_REPLICATION_FACTOR)", func(c *Config) *int16 { return &c.DefaultReplicationFactor }),
+		boolConfig("auto.create.topics.enable", "AutoCreateTopics", true, "Metadata for an unknown topic creates it", func(c *Config) **bool { return &c.AutoCreateTopics }),
+		intConfig("socket.request.max.bytes", "MaxFrameBytes", kindInt, int32(protocol.DefaultMaxFrameBytes), 1, math.MaxInt32, "a larger request closes the connection", func(c *Config) *int32 { return &c.MaxFrameBytes }),
+		intConfig("offsets.topic.num.partitions", "OffsetsTopicPartitions", kindInt, int32(50), 1, math.MaxInt32, "partitions of `__consumer_offsets` when first created", func(c *Config) *int32 { return &c.OffsetsTopicPartitions }),
+		intConfig("offsets.topic.replication.factor", "OffsetsTopicReplicationFactor", kindShort, int16(3), 1, math.MaxInt16, "cluster mode: replicas of `__consumer_offsets` when first created; with fewer unfenced brokers FindCoordinator answers COORDINATOR_NOT_AVAILABLE (a single node always uses 1)", func(c *Config) *int16 { return &c.OffsetsTopicReplicationFactor }),
+		optionalConfig("group.initial.rebalance.delay.ms", "GroupInitialRebalanceDelayMs", kindInt, 3000, 0, math.MaxInt32, "delay before the first rebalance of an empty group", func(c *Config) **int64 { return &c.GroupInitialRebalanceDelayMs }),
+		intConfig("group.min.session.timeout.ms", "GroupMinSessionTimeoutMs", kindInt, int32(6000), 1, math.MaxInt32, "shortest session timeout a member may ask for", func(c *Config) *int32 { return &c.GroupMinSessionTimeoutMs }),
+		intConfig("group.max.session.timeout.ms", "GroupMaxSessionTimeoutMs", kindInt, int32(1800000), 1, math.MaxInt32, "longest session timeout a member may ask for", func(c *Config) *int32 { return &c.GroupMaxSessionTimeoutMs }),
+		intConfig("group.max.size", "GroupMaxSize", kindInt, int(2147483647), 1, math.MaxInt32, "members a group may hold (the default is no limit in practice)", func(c *Config) *int { return &c.GroupMaxSize }),
+		intConfig("offsets.retention.minutes", "OffsetsRetentionMinutes", kindInt, int64(10080), 1, math.MaxInt32, "how long committed offsets of an empty group are kept", func(c *Config) *int64 { return &c.OffsetsRetentionMinutes }),
+		intConfig("group.consumer.session.timeout.ms", "GroupConsumerSessionTimeoutMs", kindInt, int32(45000), 1, math.MaxInt32, "a KIP-848 consumer group member silent this long is fenced", func(c *Config) *int32 { return &c.GroupConsumerSessionTimeoutMs }),
+		intConfig("group.consumer.heartbeat.interval.ms", "GroupConsumerHeartbeatIntervalMs", kindInt, int32(5000), 1, math.MaxInt32, "heartbeat interval told to KIP-848 consumer group members", func(c *Config) *int32 { return &c.GroupConsumerHeartbeatIntervalMs }),
+		intConfig("group.consumer.max.size", "GroupConsumerMaxSize", kindInt, int(2147483647), 1, math.MaxInt32, "members a KIP-848 consumer group may hold (the default is no limit in practice)", func(c *Config) *int { return &c.GroupConsumerMaxSize }),
+		optionalConfig("group.consumer.assignment.interval.ms", "GroupConsumerAssignmentIntervalMs", kindInt, 1000, 0, math.MaxInt32, "a KIP-848 consumer group's target assignment is computed at most once per interval (Kafka 4.3+); `0` computes it at the heartbeat that needs it", func(c *Config) **int64 { return &c.GroupConsumerAssignmentIntervalMs }),
+		boolConfig("group.consumer.assignor.offload.enable", "GroupConsumerAssignorOffloadEnable", true, "the assignor runs off the heartbeat path: the heartbeat that starts a computation is answered with the previous target, the result lands at the coordinator's next tick (Kafka 4.3+)", func(c *Config) **bool { return &c.GroupConsumerAssignorOffloadEnable }),
+		intConfig("transaction.state.log.num.partitions", "TransactionStateLogNumPartitions", kindInt, int32(50), 1, math.MaxInt32, "partitions of `__transaction_state` when first created", func(c *Config) *int32 { return &c.TransactionStateLogNumPartitions }),
+		intConfig("transaction.state.log.replication.factor", "TransactionStateLogReplicationFactor", kindShort, int16(3), 1, math.MaxInt16, "cluster mode: replicas of `__transaction_state` when first created, as `offsets.topic.replication.factor` (a single node always uses 1)", func(c *Config) *int16 { return &c.TransactionStateLogReplicationFactor }),
+		intConfig("transaction.state.log.min.isr", "TransactionStateLogMinISR", kindInt, int32(2), 1, math.MaxInt32, "cluster mode: `min.insync.replicas` of `__transaction_state` when first created; below it transaction state changes are COORDINATOR_NOT_AVAILABLE", func(c *Config) *int32 { return &c.TransactionStateLogMinISR }),
+		intConfig("add.partitions.to.txn.retry.backoff.ms", "AddPartitionsToTxnRetryBackoffMs", kindInt, int64(20), 1, math.MaxInt32, "how long a transactions V2 produce waits before asking the transaction coordinator again to add its partition while the previous transaction completes", func(c *Config) *int64 { return &c.AddPartitionsToTxnRetryBackoffMs }),
+		optionalConfig("add.partitions.to.txn.retry.backoff.max.ms", "AddPartitionsToTxnRetryBackoffMaxMs", kindInt, 100, 0, math.MaxInt32, "how long such a produce keeps asking (from its first question, at most 30 s) before it answers CONCURRENT_TRANSACTIONS; `0` answers at once", func(c *Config) **int64 { return &c.AddPartitionsToTxnRetryBackoffMaxMs }),
+		intConfig("transaction.max.timeout.ms", "TransactionMaxTimeoutMs", kindInt, int32(900000), 1, math.MaxInt32, "longest transaction timeout a producer may ask for (InitProducerId answers INVALID_TRANSACTION_TIMEOUT above it)", func(c *Config) *int32 { return &c.TransactionMaxTimeoutMs }),
+		intConfig("transaction.abort.timed.out.transaction.cleanup.interval.ms", "TransactionAbortTimedOutTransactionCleanupIntervalMs", kindInt, int64(10000), 1, math.MaxInt32, "how often transactions running past their timeout are aborted (their producer is fenced: the epoch is bumped)", func(c *Config) *int64 { return &c.TransactionAbortTimedOutTransactionCleanupIntervalMs }),
+		intConfig("transactional.id.expiration.ms", "TransactionalIDExpirationMs", kindInt, int64(604800000), 1, math.MaxInt32, "a transactional id with no transaction in progress and no update for this long is removed", func(c *Config) *int64 { return &c.TransactionalIDExpirationMs }),
+		intConfig("transaction.remove.expired.transaction.cleanup.interval.ms", "TransactionRemoveExpiredTransactionCleanupIntervalMs", kindInt, int64(3600000), 1, math.MaxInt32, "how often transactional ids are checked against `transactional.id.expiration.ms`", func(c *Config) *int64 { return &c.TransactionRemoveExpiredTransactionCleanupIntervalMs }),
+		intConfig("log.retention.check.interval.ms", "LogRetentionCheckIntervalMs", kindLong, int64(300000), 1, math.MaxInt64, "how often every partition's segments are checked against `retention.ms`, `retention.bytes` and the log start offset", func(c *Config) *int64 { return &c.LogRetentionCheckIntervalMs }),
+		boolConfig("log.cleaner.enable", "LogCleanerEnable", true, "run the log cleaner, which compacts topics whose `cleanup.policy` includes `compact`", func(c *Config) **bool { return &c.LogCleanerEnable }),
+		intConfig("log.cleaner.threads", "LogCleanerThreads", kindInt, int(1), 0, 1024, "cleaner goroutines; each cleans one log at a time; `0` runs none, as in Kafka", func(c *Config) *int { return &c.LogCleanerThreads }),
+		intConfig("log.cleaner.backoff.ms", "LogCleanerBackoffMs", kindLong, int64(15000), 1, math.MaxInt64, "how long an idle cleaner thread sleeps before looking for a dirty log again", func(c *Config) *int64 { return &c.LogCleanerBackoffMs }),
+		intConfig("log.cleaner.dedupe.buffer.size", "LogCleanerDedupeBufferSize", kindLong, int64(134217728), 1, math.MaxInt64, "memory for the cleaners' key maps, shared by the threads: a thread indexes as many keys per round as Kafka's map of its share holds (24 bytes a key, 0.9 load); a round that fills it cleans up to there and the next goes on", func(c *Config) *int64 { return &c.LogCleanerDedupeBufferSize }),
+		intConfig("quota.window.num", "QuotaWindowNum", kindInt, int(11), 1, math.MaxInt32, "samples a client's rate is measured over, for `producer_byte_rate`, `consumer_byte_rate` and `connection_creation_rate` ([Client quotas](#client-quotas))", func(c *Config) *int { return &c.QuotaWindowNum }),
+		intConfig("quota.window.size.seconds", "QuotaWindowSizeSeconds", kindInt, int(1), 1, math.MaxInt32, "length of each of those samples", func(c *Config) *int { return &c.QuotaWindowSizeSeconds }),
+		intConfig("replication.quota.window.num", "ReplicationQuotaWindowNum", kindInt, int(11), 1, math.MaxInt32, "samples a replication throttle's rate is measured over ([Replication throttles](#replication-throttles))", func(c *Config) *int { return &c.ReplicationQuotaWindowNum }),
+		intConfig("replication.quota.window.size.seconds", "ReplicationQuotaWindowSizeSeconds", kindInt, int(1), 1, math.MaxInt32, "length of each of those samples", func(c *Config) *int { return &c.ReplicationQuotaWindowSizeSeconds }),
+		intConfig("broker.session.timeout.ms", "BrokerSessionTimeoutMs", kindInt, int64(9000), 1, math.MaxInt32, "cluster mode: a broker that has not heartbeated the active controller for this long is fenced", func(c *Config) *int64 { return &c.BrokerSessionTimeoutMs }),
+		intConfig("broker.heartbeat.interval.ms", "BrokerHeartbeatIntervalMs", kindInt, int64(2000), 1, math.MaxInt32, "cluster mode: how often a broker heartbeats the active controller", func(c *Config) *int64 { return &c.BrokerHeartbeatIntervalMs }),
+		intConfig("replica.lag.time.max.ms", "ReplicaLagTimeMaxMs", kindLong, int64(30000), 1, math.MaxInt32, "cluster mode: a follower that has not caught up with the leader's log end for this long leaves the ISR (checked every half of it)", func(c *Config) *int64 { return &c.ReplicaLagTimeMaxMs }),
+		intConfig("replica.fetch.wait.max.ms", "ReplicaFetchWaitMaxMs", kindInt, int32(500), 1, math.MaxInt32, "cluster mode: how long a follower's fetch waits at the leader for data", func(c *Config) *int32 { return &c.ReplicaFetchWaitMaxMs }),
+		intConfig("replica.fetch.min.bytes", "ReplicaFetchMinBytes", kindInt, int32(1), 1, math.MaxInt32, "cluster mode: bytes a follower's fetch waits for", func(c *Config) *int32 { return &c.ReplicaFetchMinBytes }),
+		intConfig("replica.fetch.max.bytes", "ReplicaFetchMaxBytes", kindInt, int32(1048576), 1, math.MaxInt32, "cluster mode: bytes a follower fetches per partition per round (the first batch comes whole even if larger)", func(c *Config) *int32 { return &c.ReplicaFetchMaxBytes }),
+		intConfig("replica.fetch.response.max.bytes", "ReplicaFetchResponseMaxBytes", kindInt, int32(10485760), 1, math.MaxInt32, "cluster mode: bytes a follower's fetch response may hold", func(c *Config) *int32 { return &c.ReplicaFetchResponseMaxBytes }),
+		intConfig("replica.fetch.backoff.ms", "ReplicaFetchBackoffMs", kindInt, int64(1000), 1, math.MaxInt32, "cluster mode: how long a follower waits after a failed fetch before fetching that partition (or from that leader) again", func(c *Config) *int64 { return &c.ReplicaFetchBackoffMs }),
+		intConfig("replica.high.watermark.checkpoint.interval.ms", "ReplicaHighWatermarkCheckpointIntervalMs", kindLong, int64(5000), 1, math.MaxInt32, "cluster mode: how often each partition's high watermark is checkpointed (also at shutdown)", func(c *Config) *int64 { return &c.ReplicaHighWatermarkCheckpointIntervalMs }),
+	}
+	// Every broker synonym of a topic config sets that config's
+	// broker-wide default (Config.TopicDefaults); the topic config table
+	// has its type and default.
+	for _, d := range topicConfigDefs {
+		name, ok := brokerSynonyms[d.name]
+		if !ok {
+			continue
+		}
+		c := loaderConfig(name, d.kind, d.def, "the broker-wide default of the topic config `"+d.name+"`")
+		if brokerConfigWithoutDefault[name] {
+			c.Default, c.NullDefault = "", true
+		}
+		t = append(t, c.listed(topicDefault(d.name)))
+	}
+	for i := range t {
+		t[i].Type = kindNames[t[i].kind]
+	}
+	return t
+}()
+
+var brokerConfigByName = func() map[string]*BrokerConfig {
+	m := make(map[string]*BrokerConfig, len(brokerConfigTable))
+	for i := range brokerConfigTable {
+		m[brokerConfigTable[i].Name] = &brokerConfigTable[i]
+	}
+	return m
+}()
+
+// fillDefaults sets every table config the Config leaves unset to Kafka's
+// default.
+func (c *Config) fillDefaults() {
+	for _, k := range brokerConfigTable {
+		if k.fill != nil {
+			k.fill(c)
+		}
+	}
+}
+
+// topicDefault reports the broker-level value of a topic config.
+func topicDefault(topicConfig string) func(*Broker) (string, bool) {
+	return func(b *Broker) (string, bool) {
+		if v, ok := b.cfg.TopicDefaults[topicConfig]; ok {
+			return v, true
+		}
+		return topicConfigByName[topicConfig].def, false
+	}
+}
+
+// markdownLink matches [text](target), which DescribeConfigs reports as
+// text.
+var markdownLink = regexp.MustCompile(`\[([^\]]+)\]\([^)]+\)`)
+
+// wireDoc is Doc as DescribeConfigs reports it: plain text, one sentence
+// or more, capitalised and ended with a full stop.
+func (c *BrokerConfig) wireDoc() string {
+	s := strings.ReplaceAll(markdownLink.ReplaceAllString(c.Doc, "$1"), "`", "")
+	if s != "" {
+		s = strings.ToUpper(s[:1]) + s[1:]
+		if !strings.HasSuffix(s, ".") && !strings.HasSuffix(s, ")") {
+			s += "."
+		}
+	}
+	return s
+}
+
+// brokerConfigs lists this node's broker configs as DescribeConfigs
+// reports them: read-only, STATIC_BROKER_CONFIG when set (with the default
+// as a second synonym) and DEFAULT_CONFIG otherwise; a config whose default
+// is null is listed unset with a null value and no synonym, as Kafka's
+// ConfigHelper lists it.
+func (b *Broker) brokerConfigs() []describedConfig {
+	out := make([]describedConfig, 0, len(brokerConfigTable))
+	for i := range brokerConfigTable {
+		c := &brokerConfigTable[i]
+		if c.current == nil {
+			continue
+		}
+		v, explicit := c.current(b)
+		dc := describedConfig{name: c.Name, value: v, source: sourceDefault, readOnly: true, kind: c.kind, doc: c.wireDoc(),
+			synonyms: []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{}}
+		if explicit {
+			dc.source = sourceStaticBroker
+		}
+		switch {
+		case c.NullDefault && !explicit:
+			// Unset, a config without a default is null, with no synonym,
+			// even where Gregor derives what is in effect from another
+			// setting (advertised.listeners, log.retention.ms), as Kafka
+			// reports it.
+			dc.null = true
+		case explicit && !c.NullDefault:
+			// Kafka lists the default under the set value.
+			dc.synonyms = append(dc.synonyms, synonym(c.Name, v, dc.source), synonym(c.Name, c.Default, sourceDefault))
+		default:
+			dc.synonyms = append(dc.synonyms, synonym(c.Name, v, dc.source))
+		}
+		out = append(out, dc)
+	}
+	return out
+}
+
+// RenderBrokerConfigDocs renders the table as docs/configuration.md lists
+// it: one markdown table row per key.
+func RenderBrokerConfigDocs() string {
+	var sb strings.Builder
+	sb.WriteString("| key | default | meaning |\n| --- | --- | --- |\n")
+	for _, c := range brokerConfigTable {
+		if c.Field == "" && c.parse == nil && strings.HasPrefix(c.Doc, "the broker-wide default of the topic config") {
+			continue
+		}
+		def := c.docDefault
+		if def == "" {
+			def = "`" + c.Default + "`"
+		}
+		fmt.Fprintf(&sb, "| `%s` | %s | %s |\n", c.Name, def, c.Doc)
+	}
+	sb.WriteString("| every broker synonym of a topic config | Kafka's | the broker-wide default of that topic config (table below), validated as the topic config is |\n")
+	sb.WriteString("\nThe broker synonyms and the topic config each sets (Kafka's ServerTopicConfigSynonyms; DescribeConfigs\nreports a value set this way with source `STATIC_BROKER_CONFIG`):\n\n")
+	sb.WriteString("| broker config | topic config |\n| --- | --- |\n")
+	for _, d := range topicConfigDefs {
+		if name, ok := brokerSynonyms[d.name]; ok {
+			fmt.Fprintf(&sb, "| `%s` | `%s` |\n", name, d.name)
+		}
+	}
+	return sb.String()
+}
