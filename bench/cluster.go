@@ -46,15 +46,14 @@ type clusterServer interface {
 
 // clusterNode is one process of a cluster.
 type clusterNode struct {
-	id         int
-	port       int // Kafka listener
-	ctrlPort   int // controller listener
-	dir        string
-	cmd        *exec.Cmd
-	logFile    *os.File
-	exited     chan struct{}
-	started    time.Time
-	startupErr error
+	id       int
+	port     int // Kafka listener
+	ctrlPort int // controller listener
+	dir      string
+	cmd      *exec.Cmd
+	logFile  *os.File
+	exited   chan struct{}
+	started  time.Time
 }
 
 // clusterLayout makes a fresh directory under workDir for one cluster, with a

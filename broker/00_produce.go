@@ -40,8 +40,8 @@ package broker
 // transaction coordinator verifies (txn_verify.go, KIP-890 part 1):
 // otherwise TRANSACTION_ABORTABLE (v11+) or INVALID_TXN_STATE.
 //
-// Durability follows the topic's flush.messages and flush.ms (flush.go in
-// storage): when flush.messages is reached (every append, at 1) the
+// Durability follows the topic's flush.messages and flush.ms
+// (storage/flush.go): when flush.messages is reached (every append, at 1) the
 // producer is answered only once the batch is fsynced. The fsync is awaited
 // after the partition's append lock is released, so appends from many
 // connections share one fsync (group commit), and the partitions of one

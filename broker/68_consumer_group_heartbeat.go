@@ -1,7 +1,7 @@
 package broker
 
 // ConsumerGroupHeartbeat (key 68), v0-v1: the KIP-848 consumer group
-// protocol, served by coordinator/group (consumer.go).
+// protocol, served by coordinator/group (coordinator/group/consumer.go).
 //
 // Every call hands the coordinator the current topics (names, ids and
 // partition counts), so a topic created, deleted or grown is seen at the

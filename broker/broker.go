@@ -15,8 +15,8 @@ import (
 	"github.com/gregor-broker/gregor/vfs"
 )
 
-// Broker is a running single-node broker. Its methods are safe for
-// concurrent use.
+// Broker is a running broker: a single node, or one node of a cluster
+// (Config.ControllerQuorumVoters). Its methods are safe for concurrent use.
 type Broker struct {
 	cfg        Config
 	log        *slog.Logger

@@ -75,6 +75,14 @@ func TestClusterGroupMovesWithItsOffsetsPartition(t *testing.T) {
 		}
 		got = append(got, fs.Records()...)
 	}
+	read := make([]string, 0, len(got))
+	for _, r := range got {
+		read = append(read, string(r.Value))
+	}
+	slices.Sort(read) // all is in order: r-00, r-01, ...
+	if !slices.Equal(read, all) {
+		t.Fatalf("the first member read %q, want every record produced once %q", read, all)
+	}
 	byPartition := map[int32][]*kgo.Record{}
 	for _, r := range got {
 		byPartition[r.Partition] = append(byPartition[r.Partition], r)

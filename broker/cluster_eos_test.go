@@ -110,7 +110,7 @@ func (w *eosWorkload) start(g eosGroup, slot int) *eosMember {
 		kgo.SeedBrokers(w.seeds...),
 		kgo.TransactionalID(fmt.Sprintf("%s%s-txn-%d", w.run, g.name, n)),
 		kgo.ConsumerGroup(w.run + g.name), kgo.ConsumeTopics(w.run + "eos-in"),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.RequireStableFetchOffsets(),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.DefaultProduceTopic(w.run + "eos-out"), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
 		kgo.SessionTimeout(6 * time.Second), kgo.HeartbeatInterval(500 * time.Millisecond),

@@ -3,7 +3,6 @@ package broker
 import (
 	"context"
 	"fmt"
-	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -169,8 +168,6 @@ func (r *controllerRPC) deleteTopic(ctx context.Context, addr string, ref contro
 func forwarded(r *request) bool {
 	return r.hdr.ClientID != nil && *r.hdr.ClientID == forwardClientID
 }
-
-func nodeString(id int32) string { return strconv.Itoa(int(id)) }
 
 // createPartitions forwards one topic's CreatePartitions; the answer's
 // error is the result's.

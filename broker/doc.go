@@ -2,9 +2,10 @@
 // connections, the handler for each API key, the topic and partition state,
 // and delayed operations such as long-poll fetches.
 //
-// It is also a library: Start runs a complete single-node broker in-process,
-// which is how Gregor's own integration tests, and any Go test elsewhere,
-// get a real broker:
+// It is also a library: Start runs a complete broker in-process (a single
+// node, or with Config.ControllerQuorumVoters one node of a cluster), which
+// is how Gregor's own integration tests, and any Go test elsewhere, get a
+// real broker:
 //
 //	b, err := broker.Start(ctx, broker.Config{}) // random loopback port, in-memory data
 //	...
@@ -23,8 +24,10 @@
 // watermark, role and ISR) is package partition's Partition; this package
 // reaches it only through Partition's methods.
 //
-// Imports: broker/partition, coordinator/group, coordinator/txn, protocol,
-// protocol/batch and storage of this project; never cmd.
+// Imports: broker/partition, broker/peer, coordinator/group,
+// coordinator/txn, coordinator/controller and controller/metadata (cluster
+// mode), protocol, protocol/batch, storage and vfs of this project; never
+// cmd.
 //
 // Lock order: Broker.mu (topic map and producer ids) before a partition's
 // locks, which come in the order partition.Partition documents (its

@@ -51,15 +51,6 @@ func (r *fetchReply) release() {
 	r.records = r.records[:0]
 }
 
-// recordsBytes sums the records the reply will send.
-func (r *fetchReply) recordsBytes() int64 {
-	var n int64
-	for i := range r.records {
-		n += r.records[i].Len()
-	}
-	return n
-}
-
 // recordsField is where one partition's records field sits in an encoded
 // Fetch response: [start, end) holds its length prefix and bytes.
 type recordsField struct{ start, end int }

@@ -39,7 +39,7 @@ func TestTxnGroupTransactSessionExactlyOnce(t *testing.T) {
 
 	s, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(b.Addr()), kgo.TransactionalID("ctp"),
 		kgo.ConsumerGroup("ctp-group"), kgo.ConsumeTopics("in"), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.RequireStableFetchOffsets(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.DefaultProduceTopic("out"))
 	if err != nil {
 		t.Fatal(err)

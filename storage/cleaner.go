@@ -33,7 +33,7 @@ import (
 // <base>.log.cleaned (and its indexes), fsynced, renamed to .swap (the
 // commit point; the .log is renamed last), then the old segments are
 // renamed to .deleted and the .swap files to their final names. Open
-// removes .cleaned files and completes a swap it finds (swap.go).
+// removes .cleaned files and completes a swap it finds (cleaner_swap.go).
 
 const (
 	cleanedSuffix             = ".cleaned"

@@ -23,7 +23,7 @@ package partition
 // high watermark counts the larger of the two ISRs (Kafka's maximal ISR),
 // and only one is in flight per partition.
 //
-// A follower copies the leader's log (the broker's replica_fetcher.go, through
+// A follower copies the leader's log (broker/replica_fetcher.go, through
 // AppendFromLeader and the truncations in follower.go); its high
 // watermark is the leader's, capped at its own log end.
 //
@@ -212,14 +212,6 @@ func (p *Partition) BecomeNone(st *State, current bool) error {
 	}
 	p.hw.Store(0)
 	return p.reloadProducers()
-}
-
-// Leading reports whether this broker leads the partition at epoch.
-func (p *Partition) Leading(epoch int32) bool {
-	rs := &p.repl
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	return rs.role == roleLeader && rs.leaderEpoch == epoch
 }
 
 // LeaderEpochIfLeading returns the leader epoch when this broker leads

@@ -17,7 +17,7 @@ package partition
 // Transaction markers: what Kafka's
 // UnifiedLog.appendAsLeader does with origin COORDINATOR, and its
 // ProducerAppendInfo.appendEndTxnMarker. The transaction coordinator
-// (the broker's txns.go) calls it through Broker.writeMarker, the path of
+// (broker/txns.go) calls it through Broker.writeMarker, the path of
 // WriteTxnMarkers, for each partition of a transaction it completes.
 //
 // A marker is refused, nothing appended, with:

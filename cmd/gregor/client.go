@@ -256,14 +256,6 @@ func byteSize(n int64) string {
 	return fmt.Sprintf("%d B", n)
 }
 
-// noArgs refuses positional arguments for commands that take none.
-func noArgs(c *cli.Context) error {
-	if c.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q (flags go before arguments? see --help)", c.Args().First())
-	}
-	return nil
-}
-
 // withArgs adapts an action that takes positional arguments, and lets
 // flags follow them (`gregor topic create orders --partitions 3`), which
 // the flag parser of urfave/cli v2 would otherwise take as arguments. The

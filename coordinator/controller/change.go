@@ -48,7 +48,8 @@ type partitionChange struct {
 
 func newPartitionChange(im *metadata.Image, topicID metadata.UUID, pid int32, p *metadata.Partition) *partitionChange {
 	return &partitionChange{im: im, topicID: topicID, partition: pid, p: p,
-		isr: p.ISR, replicas: p.Replicas, adding: p.Adding, removing: p.Removing, excluded: -1}
+		isr: p.ISR, replicas: p.Replicas, adding: p.Adding, removing: p.Removing,
+		election: electOnline, excluded: -1}
 }
 
 // acceptable reports whether broker id may lead: registered, unfenced and

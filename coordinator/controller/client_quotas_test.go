@@ -27,7 +27,7 @@ func TestValidateQuotaValue(t *testing.T) {
 		{userClientQuotaKeys, "producer_byte_rate", 2.000001, "producer_byte_rate cannot be a fractional value."},
 		{userClientQuotaKeys, "producer_byte_rate", 2.0000001, ""},  // within Kafka's 1e-6
 		{userClientQuotaKeys, "producer_byte_rate", math.NaN(), ""}, // NaN passes every check in Kafka too
-		{userClientQuotaKeys, "producer_byte_rate", -0.0, "Quota producer_byte_rate must be greater than 0"},
+		{userClientQuotaKeys, "producer_byte_rate", math.Copysign(0, -1), "Quota producer_byte_rate must be greater than 0"},
 		{userClientQuotaKeys, "request_percentage", math.Inf(1), ""},
 		{userClientQuotaKeys, "request_percentage", 0.001, ""},
 		{userClientQuotaKeys, "controller_mutation_rate", math.Inf(-1), "Quota controller_mutation_rate must be greater than 0"},

@@ -86,6 +86,6 @@
 // Placement (Place) spreads replicas as Kafka's replica assignment does,
 // from a random start, rack-aware when brokers have racks.
 //
-// Imports: controller/metadata, controller/raftnode, storage (the FS
-// seam), etcd raft and franz-go's kerr; nothing of the broker.
+// Imports: controller/metadata, controller/raftnode, vfs (the FS seam),
+// etcd raft and franz-go's kerr; nothing of the broker.
 package controller

@@ -267,7 +267,7 @@ func (c *Controller) electLeader(im *metadata.Image, typ ElectionType, topic str
 		}
 		return nil, kafkaError(kerr.EligibleLeadersNotAvailable, "")
 	}
-	if rec.ISR != nil && len(rec.ISR) == 1 && !slices.Contains(p.ISR, rec.ISR[0]) {
+	if len(rec.ISR) == 1 && !slices.Contains(p.ISR, rec.ISR[0]) {
 		c.log.Warn("unclean leader election", "topic", topic, "partition", pid, "leader", rec.ISR[0])
 	}
 	return rec, nil

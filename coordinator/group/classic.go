@@ -335,15 +335,6 @@ func (c *Coordinator) replaceStaticMember(g *group, now int64, id ReplyID, req J
 	}
 }
 
-func metadataOf(ps []Protocol, name string) []byte {
-	for _, p := range ps {
-		if p.Name == name {
-			return p.Metadata
-		}
-	}
-	return nil
-}
-
 // validateMember is Kafka's validateExistingMember: a group.instance.id
 // bound to another member id is FENCED_INSTANCE_ID, an unknown member id
 // UNKNOWN_MEMBER_ID.

@@ -235,14 +235,6 @@ func (r *flexReader) int32() int32 {
 	return int32(binary.BigEndian.Uint32(b))
 }
 
-func (r *flexReader) int64() int64 {
-	b := r.take(8)
-	if b == nil {
-		return 0
-	}
-	return int64(binary.BigEndian.Uint64(b))
-}
-
 // length reads a compact length (n+1, 0 for null) and checks that n items
 // of at least minSize bytes each can be in what remains, so a peer's claim
 // never sizes an allocation.

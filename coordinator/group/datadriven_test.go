@@ -383,9 +383,7 @@ func (d *driver) send(c *ddClient, req ConsumerHeartbeatRequest) {
 	id := d.h.id()
 	d.h.c.ConsumerGroupHeartbeat(d.h.now, id, req, d.topics)
 	e := d.h.c.Ready()
-	for _, r := range e.Records {
-		d.h.records = append(d.h.records, r)
-	}
+	d.h.records = append(d.h.records, e.Records...)
 	if len(e.Replies) != 1 {
 		d.t.Fatalf("%d replies", len(e.Replies))
 	}

@@ -108,14 +108,6 @@ func (h *harness) commit(req CommitRequest) ReplyID {
 	return id
 }
 
-func (h *harness) fetch(req FetchRequest) *FetchResult {
-	id := h.id()
-	h.logf("#%d fetch group=%s topics=%v", id, req.GroupID, req.Topics)
-	h.c.FetchOffsets(h.now, id, req)
-	h.drain()
-	return h.results[id].(*FetchResult)
-}
-
 func (h *harness) describe(ids ...string) []DescribedGroup {
 	d := h.c.DescribeGroups(ids)
 	for _, g := range d {
@@ -134,15 +126,6 @@ func (h *harness) joinResult(id ReplyID) *JoinResult {
 	r, ok := h.results[id].(*JoinResult)
 	if !ok {
 		h.t.Fatalf("no join answer for #%d (parked?)", id)
-	}
-	return r
-}
-
-func (h *harness) syncResult(id ReplyID) *SyncResult {
-	h.t.Helper()
-	r, ok := h.results[id].(*SyncResult)
-	if !ok {
-		h.t.Fatalf("no sync answer for #%d (parked?)", id)
 	}
 	return r
 }

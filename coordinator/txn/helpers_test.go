@@ -20,13 +20,6 @@ func newTestTV(t *testing.T, tv int16) *Coordinator {
 	}})
 }
 
-func code(e *kerr.Error) int16 {
-	if e == nil {
-		return 0
-	}
-	return e.Code
-}
-
 func errName(c int16) string {
 	if c == 0 {
 		return "NONE"

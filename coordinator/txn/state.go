@@ -105,11 +105,6 @@ func (t *Txn) clone() Txn {
 	return c
 }
 
-// pendingTransaction is Kafka's hasPendingTransaction.
-func (t *Txn) pendingTransaction() bool {
-	return t.State == Ongoing || t.State == PrepareCommit || t.State == PrepareAbort
-}
-
 // expirationAllowed is Kafka's TransactionState.isExpirationAllowed.
 func (s State) expirationAllowed() bool {
 	return s == Empty || s == CompleteCommit || s == CompleteAbort

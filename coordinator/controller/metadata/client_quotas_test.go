@@ -138,7 +138,7 @@ func genClientQuotaRecords(t *rapid.T) []Record {
 		}
 		return str(rapid.SampledFrom([]string{"", "a", "b"}).Draw(t, "name"))
 	})
-	value := rapid.OneOf(rapid.Float64(), rapid.SampledFrom([]float64{math.NaN(), math.Inf(1), -0.0, 1024}))
+	value := rapid.OneOf(rapid.Float64(), rapid.SampledFrom([]float64{math.NaN(), math.Inf(1), math.Copysign(0, -1), 1024}))
 	n := rapid.IntRange(0, 30).Draw(t, "n")
 	recs := make([]Record, 0, n)
 	for range n {

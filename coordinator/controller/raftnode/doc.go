@@ -88,6 +88,6 @@
 // Kafka's is: etcd raft panics on messages that contradict its invariants,
 // which only a broken or malicious peer sends.
 //
-// Imports: storage (for the FS seam) and etcd raft; nothing else of the
+// Imports: vfs (for the FS seam) and etcd raft; nothing else of the
 // project.
 package raftnode
