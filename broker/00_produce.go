@@ -2,60 +2,31 @@ package broker
 
 // Produce (key 0), v0-v13.
 //
-// v0-v2 are advertised but a request at one of them closes the connection,
-// exactly as Kafka 4.2 does ("Received request for api with key 0 (Produce)
-// and unsupported version 2", observed by compat-tests/rawdiff; KIP-896
-// removed them; KAFKA-18659 kept them in ApiVersions because librdkafka
-// disables compression unless Produce is advertised from v0). Those versions
-// carry magic v0/v1 message sets, which Gregor neither stores nor converts:
-// it keeps one record format.
-// v3+ must carry exactly one magic v2 batch per partition (INVALID_RECORD
-// otherwise, as Kafka's ProduceRequest.validateRecords), and zstd needs v7+
-// (UNSUPPORTED_COMPRESSION_TYPE). v8+ reports the failing records of
-// INVALID_TIMESTAMP (KIP-467). v13 names topics by id.
+// Behavior:
+//   - each partition's one v2 batch is checked as Kafka's leader checks it
+//     (size, CRC-32C, records, timestamps, null keys on a compacted topic),
+//     stamped with its offsets and leader epoch in place, and appended
+//     under the partition's producer-state guard (broker/partition);
+//   - acks=0 gets no answer, acks=1 one after the append; acks=-1 on a
+//     cluster checks min.insync.replicas first and waits for the ISR after
+//     (produce_acks.go);
+//   - transactional batches go only to partitions the transaction added,
+//     as the coordinator verifies (txn_verify.go, KIP-890);
+//   - under flush.messages the answer waits for the fsync, taken outside
+//     the append lock so that connections share it;
+//   - over producer_byte_rate the answer carries throttle_time_ms and the
+//     connection is muted (throttle.go);
+//   - internal topics are INVALID_TOPIC_EXCEPTION to clients.
 //
-// Each batch is checked as Kafka's leader does (size against
-// max.message.bytes, CRC-32C, records, timestamps), stamped with its offsets
-// and the leader epoch in place — neither is covered by the CRC, so the
-// stored batch is byte-identical to what the client sent otherwise — and
-// appended. With message.timestamp.type=LogAppendTime the broker sets the
-// batch timestamp and recomputes the CRC. acks=0 gets no response at all;
-// acks=1 is answered after the append. On a single node acks=-1 is too,
-// since this broker is the whole ISR, and min.insync.replicas above 1 is
-// not NOT_ENOUGH_REPLICAS: Kafka 4 caps the required ISR at the replication
-// factor (effectiveMinIsr), one here, so Kafka 4.2 accepts such an append
-// too (observed by compat-tests/rawdiff). In cluster mode acks=-1 checks
-// min.insync.replicas against the ISR before the append and waits for the
-// ISR after it (produce_acks.go). A compacted topic
-// (cleanup.policy with compact) refuses records without a key:
-// INVALID_RECORD naming each (v8+), as Kafka's LogValidator.
+// Version notes:
+//   - v0-v2 are advertised (librdkafka needs v0 listed) but close the
+//     connection, as Kafka 4.2 does;
+//   - v3+ carries exactly one magic v2 batch per partition; zstd needs v7+;
+//   - v8+ names the failing records of INVALID_TIMESTAMP and INVALID_RECORD;
+//   - v12+ retries CONCURRENT_TRANSACTIONS at the leader (transactions V2);
+//   - v13 names topics by id.
 //
-// A batch with a producer id goes through the producer state
-// (partition/producer_state.go) as it is appended: a retry of one of the producer's
-// last five batches succeeds with the original offset and is not stored
-// again; an older epoch is INVALID_PRODUCER_EPOCH, a sequence that does not
-// follow OUT_OF_ORDER_SEQUENCE_NUMBER. Clients may not write internal topics
-// (INVALID_TOPIC_EXCEPTION, as Kafka). A transactional batch is appended
-// only for a partition the producer's transaction added, which the
-// transaction coordinator verifies (txn_verify.go, KIP-890 part 1):
-// otherwise TRANSACTION_ABORTABLE (v11+) or INVALID_TXN_STATE.
-//
-// Durability follows the topic's flush.messages and flush.ms
-// (storage/flush.go): when flush.messages is reached (every append, at 1) the
-// producer is answered only once the batch is fsynced. The fsync is awaited
-// after the partition's append lock is released, so appends from many
-// connections share one fsync (group commit), and the partitions of one
-// request are fsynced in parallel. acks=0 never waits for it: the fsync runs
-// in the background. Under flush.messages=1 consumers see the batch only
-// once it is fsynced (partition.HighWatermark), as in Kafka. A failed fsync
-// fails the partition's log and answers KAFKA_STORAGE_ERROR, as does any
-// append error; the log then refuses writes until the broker restarts, and
-// its data stays readable.
-//
-// Over its producer_byte_rate (throttle.go), a client is answered with
-// throttle_time_ms and its connection muted for that long; the request's
-// size counts, once the appends are done, whatever their outcome. acks=0 is
-// muted without an answer.
+// docs/apis.md#produce has the details and where they match Kafka.
 
 import (
 	"errors"

@@ -2,51 +2,30 @@ package broker
 
 // Fetch (key 1), v4-v18, the range Kafka 4 serves.
 //
-// Fetch sessions (KIP-227) are not offered: every response carries session
-// id 0, which tells clients to keep sending full, sessionless fetches, and
-// they do. A request with epoch 0 or -1 is such a full fetch, whatever its
-// session id (Kafka closes the named session, of which Gregor has none); an
-// epoch > 0 names an incremental fetch of a session, which never exists
-// here: FETCH_SESSION_ID_NOT_FOUND, as Kafka answers for an unknown session
-// id, 0 included.
+// Behavior:
+//   - whole batches from the one holding the fetch offset up to the high
+//     watermark (the last stable offset under read_committed, with the
+//     aborted transactions of what is returned), within the partition's and
+//     the response's max bytes, the first batch whole even if larger;
+//   - records go from the segment files to the socket with sendfile
+//     (fetch_send.go), never through the heap;
+//   - long poll: below min.bytes the fetch waits up to max.wait.ms for an
+//     append, and the connection's later requests wait with it;
+//   - errors: OFFSET_OUT_OF_RANGE outside [log start, log end],
+//     FENCED_LEADER_EPOCH and UNKNOWN_LEADER_EPOCH for an older or newer
+//     current leader epoch;
+//   - no fetch sessions (KIP-227): session id 0 in every answer, and an
+//     incremental fetch (epoch > 0) is FETCH_SESSION_ID_NOT_FOUND;
+//   - on a cluster a replica's fetch is a follower's (replica_fetch.go); a
+//     follower serves consumers v11+ (KIP-392, fetch_follower.go);
+//   - consumer_byte_rate caps max bytes and throttles (throttle.go).
 //
-// Reads return whole batches from the batch containing the fetch offset up
-// to the high watermark (the last stable offset under read_committed),
-// within the partition's max bytes and the response's max bytes; the first
-// batch of the first partition with data is returned even when it alone
-// exceeds them, as in Kafka. Under read_committed a partition's answer
-// lists the aborted transactions (from the .txnindex) overlapping the data
-// returned, for the client to drop their records. An offset outside [log start, log end] is
-// OFFSET_OUT_OF_RANGE. A current leader epoch older than the partition's is
-// FENCED_LEADER_EPOCH, a newer one UNKNOWN_LEADER_EPOCH. v13+ names topics by
-// id (UNKNOWN_TOPIC_ID).
+// Version notes:
+//   - v4-v18 are Kafka 4's range; v11+ carries the rack (KIP-392);
+//   - v13+ names topics by id (UNKNOWN_TOPIC_ID);
+//   - v15+ names the replica in ReplicaState instead of ReplicaID.
 //
-// Records are not read into memory: each partition's batches are a
-// storage.Slice of its segment files, which the connection sends with
-// sendfile (fetch_send.go).
-//
-// Long poll: when fewer than min.bytes are available and no partition has
-// an error, the fetch waits up to max.wait.ms and is woken by any append to
-// one of its partitions. While it waits, the connection's later requests
-// wait too, as in Kafka.
-//
-// In cluster mode a fetch naming a replica (ReplicaState from v15,
-// ReplicaID below) is a follower's: read to the log end, with diverging
-// epochs, recording the follower's progress (replica_fetch.go); client
-// quotas do not apply to it. A single node serves every fetch as a
-// consumer's.
-//
-// Fetch from follower (KIP-392, fetch_follower.go): a follower serves a
-// consumer's fetch v11+ from its own log up to its high watermark; with
-// replica.selector.class set, the leader may name a preferred read replica
-// in the client's rack instead of returning records.
-//
-// Consumer quotas (throttle.go), as Kafka: a client with a consumer_byte_rate
-// has its max bytes capped at its quota times quota.window.num - 1 windows,
-// and min bytes at that. The response's size is recorded once the fetch is
-// done; over the quota the size is taken back and the client gets an empty
-// response (no partitions, no error) with throttle_time_ms, and its
-// connection is muted for that long.
+// docs/apis.md#fetch has the details and where they match Kafka.
 
 import (
 	"errors"

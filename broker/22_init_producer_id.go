@@ -1,41 +1,34 @@
 package broker
 
-// InitProducerId (key 22), v0-v5, the range Kafka 4 serves. v2: flexible.
-// v3 adds ProducerId and ProducerEpoch (KIP-360); v4 allows PRODUCER_FENCED
-// and v5 TRANSACTION_ABORTABLE (which this coordinator never returns here).
+// InitProducerId (key 22), v0-v5, the range Kafka 4 serves.
 //
-// Idempotent (non-transactional) producers get a fresh producer id with
-// epoch 0, whatever ProducerId and ProducerEpoch they send: Kafka's
-// TransactionCoordinator.handleInitProducerId "blindly accepts" a request
-// without a transactional id, so the KIP-360 epoch bump of an idempotent
-// producer happens in the client (which bumps its epoch itself and asks for
-// a new id only when the epoch is exhausted). As in KafkaApis, a request
-// naming a producer id without an epoch, or an epoch without an id (one of
-// them -1, the other not), is INVALID_REQUEST first. TransactionTimeoutMs
-// is not looked at without a transactional id, as in Kafka.
+// Behavior:
+//   - without a transactional id: a fresh producer id at epoch 0, whatever
+//     id and epoch the request names (the client bumps its own epoch);
+//     one of ProducerId and ProducerEpoch -1 and not the other is
+//     INVALID_REQUEST first;
+//   - producer ids are reserved in blocks of 1000 whose end is saved in
+//     gregor-topics.json before the first id is handed out, so no id is
+//     handed out twice in a data directory's life; a failed save is
+//     COORDINATOR_LOAD_IN_PROGRESS;
+//   - with a transactional id, the transaction coordinator answers
+//     (txns.go): an empty id is INVALID_REQUEST, a timeout outside
+//     (0, transaction.max.timeout.ms] INVALID_TRANSACTION_TIMEOUT; a known
+//     id's epoch is bumped, fencing its previous producer, after its open
+//     transaction is aborted (CONCURRENT_TRANSACTIONS until then); an
+//     exhausted epoch gets a new id; the answer waits for
+//     __transaction_state;
+//   - on a cluster, a broker not leading the id's partition answers
+//     NOT_COORDINATOR, after the id and timeout checks.
 //
-// Producer ids are unique for the life of the data directory: they are
-// reserved in blocks of 1000 (Kafka's ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE)
-// whose end is written to gregor-topics.json before an id of the block is
-// handed out. A restart, clean or not, continues after the last reserved
-// block, skipping what was left of it, as Kafka does. If the catalogue
-// cannot be written the answer is COORDINATOR_LOAD_IN_PROGRESS (retriable),
-// what Kafka's broker answers while it waits for a new block.
+// Version notes:
+//   - v2 is flexible; v3 adds ProducerId and ProducerEpoch (KIP-360): a
+//     retry of the last bump gets the same epoch, another producer's id is
+//     PRODUCER_FENCED;
+//   - below v4 PRODUCER_FENCED is INVALID_PRODUCER_EPOCH; v5 allows
+//     TRANSACTION_ABORTABLE, which this coordinator never returns here.
 //
-// A transactional producer (a non-null TransactionalId) is served by the
-// transaction coordinator (txns.go, coordinator/txn): an empty id is
-// INVALID_REQUEST, a timeout not in (0, transaction.max.timeout.ms]
-// INVALID_TRANSACTION_TIMEOUT; a new id gets a new producer id with epoch
-// 0, a known one its epoch bumped, which fences the previous producer of
-// the id; a transaction it left ongoing is aborted first, and the answer
-// is CONCURRENT_TRANSACTIONS until the abort is complete. KIP-360 (v3+):
-// ProducerId and ProducerEpoch name the producer that asks; another
-// producer's id is PRODUCER_FENCED, and a retry of the last bump gets the
-// same epoch again. An exhausted epoch gets a new producer id. The answer
-// is given once the new state is in __transaction_state. PRODUCER_FENCED
-// is INVALID_PRODUCER_EPOCH below v4, as in KafkaApis. In cluster mode a
-// broker that does not lead the id's partition of __transaction_state
-// answers NOT_COORDINATOR (after the id and timeout checks, as Kafka).
+// docs/apis.md#initproducerid has the details and where they match Kafka.
 
 import (
 	"errors"

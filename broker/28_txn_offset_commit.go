@@ -1,43 +1,31 @@
 package broker
 
-// TxnOffsetCommit (key 28), v0-v5, the range Kafka 4.2 serves. v2 adds
-// the committed leader epoch; v3 (KIP-447): flexible, and the consumer's
-// member id, generation and group.instance.id; v4 (KIP-890 part 1) lets a
-// failed verification answer TRANSACTION_ABORTABLE; v5 (transaction
-// version 2) has the broker add the group's __consumer_offsets partition
-// to the transaction itself, the client sending no AddOffsetsToTxn.
+// TxnOffsetCommit (key 28), v0-v5, the range Kafka 4.2 serves.
 //
-// A transactional producer's offsets for a consumer group: written now,
-// in __consumer_offsets, as OffsetCommit records in a transactional batch
-// of the producer (its id and epoch, no sequence, as Kafka's coordinator
-// writes them), and committed only when the transaction commits:
-// coordinator/group keeps them per producer until the marker reaches the
-// group's partition (Broker.writeMarker hands it to the group
-// coordinator), and OffsetFetch shows them only then (require_stable:
-// UNSTABLE_OFFSET_COMMIT meanwhile).
+// Behavior:
+//   - a transactional producer's offsets for a group are written now to
+//     __consumer_offsets, in a transactional batch of the producer, and
+//     count only once its transaction commits (the marker reaches the
+//     group coordinator through Broker.writeMarker); OffsetFetch with
+//     require_stable answers UNSTABLE_OFFSET_COMMIT meanwhile;
+//   - checks, in Kafka's order: an unknown topic or partition
+//     UNKNOWN_TOPIC_OR_PARTITION (left out of the rest); an empty group id
+//     INVALID_GROUP_ID; the transaction's verification
+//     (verifyTxnOffsetCommit); the group's member checks
+//     (coordinator/group CommitTxnOffsets: ILLEGAL_GENERATION,
+//     UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID); an older producer epoch than
+//     the partition knows INVALID_PRODUCER_EPOCH; metadata over 4096 bytes
+//     OFFSET_METADATA_TOO_LARGE; a failed write as for OffsetCommit.
 //
-// In Kafka's order (KafkaApis, GroupCoordinatorService, CoordinatorRuntime,
-// OffsetMetadataManager):
-//   - a topic that does not exist, or a partition it does not have, is
-//     UNKNOWN_TOPIC_OR_PARTITION, and is left out of the rest;
-//   - an empty group id is INVALID_GROUP_ID for every partition;
-//   - the transaction is verified (verifyTxnOffsetCommit, below): its
-//     error, mapped as Kafka maps it, answers every partition;
-//   - the group checks (coordinator/group CommitTxnOffsets): a generation
-//     for a group that does not exist ILLEGAL_GENERATION; a member that
-//     is not in the group UNKNOWN_MEMBER_ID, another member's
-//     group.instance.id FENCED_INSTANCE_ID, a wrong generation (or, in a
-//     KIP-848 group, member epoch) ILLEGAL_GENERATION; a producer that
-//     sends no member (v0-v2, or -1 and "") is accepted whatever the
-//     group's state; generation -1 on an unknown group creates it;
-//   - a producer epoch older than the one the group's __consumer_offsets
-//     partition knows INVALID_PRODUCER_EPOCH, nothing written;
-//   - per partition, metadata above offset.metadata.max.bytes (4096)
-//     OFFSET_METADATA_TOO_LARGE;
-//   - a failed write as for OffsetCommit (NOT_COORDINATOR,
-//     COORDINATOR_NOT_AVAILABLE).
-// v0-v1 never see COORDINATOR_LOAD_IN_PROGRESS (COORDINATOR_NOT_AVAILABLE
-// instead), as Kafka shields producers older than KAFKA-7296.
+// Version notes:
+//   - v2 adds the committed leader epoch; v3 (KIP-447) is flexible and
+//     adds the member id, generation and group.instance.id;
+//   - v4 (KIP-890) lets a failed verification answer TRANSACTION_ABORTABLE;
+//   - v5 (transactions V2): the broker adds the group's partition to the
+//     transaction itself;
+//   - v0-v1 get COORDINATOR_NOT_AVAILABLE for COORDINATOR_LOAD_IN_PROGRESS.
+//
+// docs/apis.md#txnoffsetcommit has the details and where they match Kafka.
 
 import (
 	"context"
