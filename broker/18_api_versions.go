@@ -2,33 +2,22 @@ package broker
 
 // ApiVersions (key 18), v0-v4.
 //
-// The answer is built from the handler registry alone, so the broker
-// advertises exactly what it serves. A version this broker does not know is
-// answered in the v0 layout with UNSUPPORTED_VERSION (KIP-511; see dispatch).
-// v3+: the client software name and version must match Kafka's pattern, else
-// INVALID_REQUEST. The response header is never flexible, even at v3+.
+// Behavior:
+//   - built from the handler registry alone, so the broker advertises
+//     exactly what it serves;
+//   - a version this broker does not know is answered in the v0 layout
+//     with UNSUPPORTED_VERSION (KIP-511; see dispatch); the response header
+//     is never flexible;
+//   - features as a Kafka 4.2 broker lists them (metadata.Features):
+//     metadata.version 12, group.version 1 and transaction.version 2
+//     finalized; on a cluster at the applied image's levels and offset as
+//     the epoch, on a single node as constants at epoch 0.
 //
-// v3+ lists Kafka's features as a Kafka 4.2 broker does
-// (metadata.Features has the levels and why): SupportedFeatures names every
-// feature Kafka knows with the range Gregor supports (0-0 for kraft.version,
-// static voters only, and for the ones it does not implement:
-// eligible.leader.replicas.version, share.version, streams.version), and
-// FinalizedFeatures the features at a level above 0, each with min and max
-// at that level as Kafka reports them:
-// metadata.version 12 (3.6-IV0), group.version 1 (KIP-848 groups, keys 68
-// and 69, are served) and transaction.version 2 (transactions V2, KIP-890
-// part 2: produce v12+ adds its partition to the transaction, EndTxn v5
-// bumps the epoch). Clients that see transaction.version 2 use V2 (the Java
-// client, franz-go); others use V1, also served.
+// Version notes:
+//   - v3+ checks the client software name and version against Kafka's
+//     pattern (INVALID_REQUEST) and lists the features.
 //
-// In cluster mode the finalized levels are those of the metadata image this
-// broker has applied (FeatureLevelRecords, written when the log was
-// created) and the epoch is the image's offset, as Kafka uses its image's
-// offset: it grows with the metadata log, and a client keeps the features
-// of the highest epoch it has seen (a node that has not applied the
-// bootstrap entry yet lists none finalized, at a lower epoch). A single node has no metadata log: it
-// finalizes the same levels as constants, at epoch 0, and they never
-// change. UpdateFeatures (key 57) is not served, so no level changes.
+// docs/apis.md#apiversions has the details.
 
 import (
 	"maps"

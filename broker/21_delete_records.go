@@ -2,28 +2,22 @@ package broker
 
 // DeleteRecords (key 21), v0-v2, the range Kafka 4 serves.
 //
-// Moves a partition's log start offset forward to the requested offset (-1
-// means the high watermark), deleting the segments wholly below it, and
-// answers with the new low watermark (the log start offset). The new start
-// is checkpointed before the answer, so it survives a restart; Fetch and
-// ListOffsets honour it at once (a fetch below it is OFFSET_OUT_OF_RANGE,
-// earliest is the new start). An offset at or below the current start
-// changes nothing and answers the current start. On a single node the low
-// watermark is reached when the call returns, so TimeoutMillis is not
-// waited on. In cluster mode, as Kafka's DelayedDeleteRecords, the answer
-// waits until the low watermark - the smallest log start offset over the
-// leader and its followers on live brokers, which follow the leader's log
-// start - has reached the offset, or until TimeoutMillis
-// (REQUEST_TIMED_OUT, the records being deleted on the leader already);
-// NOT_LEADER_OR_FOLLOWER if the broker stops leading meanwhile.
+// Behavior:
+//   - moves the log start offset up to the offset (-1: the high
+//     watermark), deleting the segments wholly below, checkpointed before
+//     the answer, honoured at once by Fetch and ListOffsets;
+//   - on a cluster the answer waits for the low watermark over the live
+//     replicas, or TimeoutMillis (REQUEST_TIMED_OUT), as Kafka's
+//     DelayedDeleteRecords;
+//   - errors as Kafka's: UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION
+//     for an internal topic, POLICY_VIOLATION without cleanup.policy
+//     delete, OFFSET_OUT_OF_RANGE below -1 or above the high watermark,
+//     NOT_LEADER_OR_FOLLOWER; the low watermark is -1 with every error.
 //
-// Errors, as Kafka's ReplicaManager and Partition.deleteRecordsOnLeader
-// decide them: an unknown topic or partition is UNKNOWN_TOPIC_OR_PARTITION;
-// an internal topic (__consumer_offsets, ...) INVALID_TOPIC_EXCEPTION; a
-// topic whose cleanup.policy lacks "delete" POLICY_VIOLATION; an offset
-// below -1, or above the high watermark, OFFSET_OUT_OF_RANGE; the low
-// watermark is -1 with every error.
-// v2: flexible.
+// Version notes:
+//   - v2 is flexible.
+//
+// docs/apis.md#deleterecords has the details.
 
 import (
 	"errors"

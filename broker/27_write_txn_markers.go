@@ -1,34 +1,28 @@
 package broker
 
-// WriteTxnMarkers (key 27), v1-v2, the range Kafka 4.2 serves (it closes
-// the connection on v0). v1: flexible. v2: each marker carries the client's
-// transaction version, which changes the producer epoch check (below).
+// WriteTxnMarkers (key 27), v1-v2, the range Kafka 4.2 serves.
 //
-// The request a transaction coordinator sends to partition leaders to
-// complete a transaction: for each marker, a commit or abort control batch
-// for the producer in each named partition (partition.WriteTxnMarker, the
-// path Gregor's own coordinator takes in process for the partitions its
-// broker leads; in cluster mode it sends this request to the leaders of
-// the others, txn_marker_channel.go). Advertised, as Kafka 4.2 brokers
-// advertise it on their client listener. Per partition, as
-// KafkaApis.handleWriteTxnMarkersRequest and the append with origin
-// COORDINATOR answer: an unknown topic or partition is
-// UNKNOWN_TOPIC_OR_PARTITION, a producer epoch older than the partition's
-// INVALID_PRODUCER_EPOCH, a coordinator epoch older than that of the
-// producer's last marker TRANSACTION_COORDINATOR_FENCED, a failed write
-// KAFKA_STORAGE_ERROR; in cluster mode a partition another broker leads
-// is NOT_LEADER_OR_FOLLOWER, and a marker is answered once the in-sync
-// replicas have it (acks=all, as Kafka appends markers): NOT_ENOUGH_REPLICAS
-// before the append under min.insync.replicas,
-// NOT_ENOUGH_REPLICAS_AFTER_APPEND or REQUEST_TIMED_OUT after it, which the
-// coordinator retries. Internal topics are written too: a marker in
-// __consumer_offsets is what ends a transactional offset commit, so it is
-// written by the group coordinator's goroutine, which then commits or
-// drops the producer's pending offsets there (groups.go writeMarker; as
-// Kafka's KafkaApis hands those markers to its group coordinator, and
-// answers NOT_LEADER_OR_FOLLOWER when that coordinator is not there).
-// Markers naming the same producer id share one response entry, as in
-// Kafka, whose response is keyed by producer id.
+// Behavior:
+//   - a transaction coordinator's request to a partition leader: write a
+//     commit or abort marker for the producer in each named partition
+//     (partition.WriteTxnMarker; Gregor's own coordinator takes that path
+//     in process and sends this request only to other leaders,
+//     txn_marker_channel.go);
+//   - per partition: UNKNOWN_TOPIC_OR_PARTITION, INVALID_PRODUCER_EPOCH for
+//     an older producer epoch, TRANSACTION_COORDINATOR_FENCED for an older
+//     coordinator epoch, KAFKA_STORAGE_ERROR for a failed write; on a
+//     cluster NOT_LEADER_OR_FOLLOWER, and the answer waits for the ISR
+//     (NOT_ENOUGH_REPLICAS, NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+//     REQUEST_TIMED_OUT);
+//   - a marker in __consumer_offsets goes through the group coordinator,
+//     which commits or drops the producer's pending offsets (groups.go);
+//   - markers of one producer id share one response entry, as in Kafka.
+//
+// Version notes:
+//   - v0 closes the connection, as Kafka 4.2 does; v1 is flexible;
+//   - v2 carries the transaction version, which changes the epoch check.
+//
+// docs/apis.md#writetxnmarkers has the details.
 
 import (
 	"errors"

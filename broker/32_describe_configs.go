@@ -2,34 +2,25 @@ package broker
 
 // DescribeConfigs (key 32), v1-v4, the range Kafka 4 serves.
 //
-// BROKER resources also list the dynamic broker configs set, the
-// replication throttle rates: source DYNAMIC_BROKER_CONFIG (2) when set
-// for the node, DYNAMIC_DEFAULT_BROKER_CONFIG (3) when only as the cluster
-// default (then the only ones "" lists); read-only, as Kafka reports them.
+// Behavior:
+//   - TOPIC lists every topic config with its value and source: set on the
+//     topic, set broker-wide (Config.TopicDefaults), or the default;
+//   - BROKER, by this node's id, lists every config of the broker config
+//     table (broker_configs.go) read-only, STATIC_BROKER_CONFIG when set
+//     and DEFAULT_CONFIG when not (null while unset when Kafka's default is
+//     null), and the replication throttle rates, Gregor's dynamic broker
+//     configs; "" lists only the cluster-wide throttle rates;
+//   - ConfigNames filters; IncludeSynonyms adds Kafka's synonym chain;
+//   - errors as Kafka's ConfigHelper: UNKNOWN_TOPIC_OR_PARTITION,
+//     INVALID_TOPIC_EXCEPTION, INVALID_REQUEST for another node's id or a
+//     resource type Gregor does not serve (BROKER_LOGGER, CLIENT_METRICS,
+//     GROUP); an unknown resource type fails the whole request.
 //
-// Resource types: TOPIC (2) lists every topic config with its effective
-// value and source: DYNAMIC_TOPIC_CONFIG (1) when set on the topic,
-// STATIC_BROKER_CONFIG (4) when Config.TopicDefaults sets it, else
-// DEFAULT_CONFIG (5). BROKER (4), named by this node's id or "" (the
-// cluster-wide defaults, which Gregor has none of, so the list is empty),
-// lists the broker settings Gregor has, in Kafka's vocabulary, all read-only
-// and STATIC_BROKER_CONFIG or DEFAULT_CONFIG; broker.rack, whose default is
-// null, is listed unset with a null value and no synonym, as Kafka does.
-// ConfigNames, when non-empty, filters the list. IncludeSynonyms adds, in
-// Kafka's order, the topic value, the broker synonym (log.segment.bytes for
-// segment.bytes) when set statically, and the default under the synonym's
-// name. v3+ adds each config's type and, with IncludeDocumentation, a
-// one-line description of Gregor's own.
+// Version notes:
+//   - v0 is not served (Kafka 4 dropped it);
+//   - v3+ adds each config's type and, with IncludeDocumentation, its doc.
 //
-// Errors, as Kafka's ConfigHelper: an unknown topic is
-// UNKNOWN_TOPIC_OR_PARTITION; an invalid topic name INVALID_TOPIC_EXCEPTION;
-// a broker name that is not a number, or another node's id, INVALID_REQUEST.
-// A resource type Kafka does not know fails the whole request: every
-// resource gets INVALID_REQUEST. BROKER_LOGGER (8), CLIENT_METRICS (16) and
-// GROUP (32), which Kafka serves, are INVALID_REQUEST ("Unsupported resource
-// type") for that resource alone until Gregor has them.
-//
-// v0 is not served (Kafka 4 dropped it): it has IsDefault instead of Source.
+// docs/apis.md#describeconfigs has the details.
 
 import (
 	"fmt"

@@ -2,30 +2,22 @@ package broker
 
 // ElectLeaders (key 43), v0-v2.
 //
-// Cluster mode: the active controller runs the elections (coordinator/
-// controller ElectLeaders, Kafka's ReplicationControlManager.electLeaders):
-// PREFERRED elects the first replica when it is in the ISR and unfenced
-// (PREFERRED_LEADER_NOT_AVAILABLE otherwise, ELECTION_NOT_NEEDED when it
-// leads); UNCLEAN elects, for a partition without a leader, an unfenced ISR
-// member or else any unfenced replica (ELECTION_NOT_NEEDED when a leader
-// exists, ELIGIBLE_LEADERS_NOT_AVAILABLE when no replica is unfenced). A
-// node that is not the active controller forwards the request to it, as a
-// KRaft broker does. A failure of the whole request (NOT_CONTROLLER,
-// REQUEST_TIMED_OUT) is the top-level error from v1 and every listed
-// partition's error.
+// Behavior:
+//   - on a cluster the active controller elects (coordinator/controller,
+//     Kafka's ReplicationControlManager); another node forwards to it;
+//     PREFERRED elects the first replica if in the ISR and unfenced,
+//     UNCLEAN any unfenced replica of a leaderless partition;
+//     ELECTION_NOT_NEEDED, PREFERRED_LEADER_NOT_AVAILABLE and
+//     ELIGIBLE_LEADERS_NOT_AVAILABLE as Kafka;
+//   - a single node never needs an election: ELECTION_NOT_NEEDED, and
+//     UNKNOWN_TOPIC_OR_PARTITION with Kafka's messages;
+//   - a null topic list means every partition, listing only those that
+//     needed an election; an unknown election type is INVALID_REQUEST.
 //
-// A single node: every partition has one replica, this broker, which is
-// its leader and its preferred replica, so no election is ever needed.
-// Answers follow Kafka's controller (ReplicationControlManager
-// electLeaders / electLeader): ELECTION_NOT_NEEDED for a PREFERRED election
-// (the leader is the preferred replica) and for an UNCLEAN one (the leader
-// is live); UNKNOWN_TOPIC_OR_PARTITION with Kafka's messages for a topic or
-// partition that does not exist. A null topic list means every partition:
-// then, as in Kafka, every topic is listed but partitions that need no
-// election are left out, so the topics come back with no partitions. An
-// election type other than 0 or 1 fails the whole request with
-// INVALID_REQUEST (top level from v1, and on every listed partition).
-// v1: election type and top-level error code. v2: flexible.
+// Version notes:
+//   - v1 adds the election type and the top-level error; v2 is flexible.
+//
+// docs/apis.md#electleaders has the details.
 
 import (
 	"context"

@@ -2,32 +2,24 @@ package broker
 
 // IncrementalAlterConfigs (key 44), v0-v1, the range Kafka 4 serves.
 //
-// Per resource, changes apply all or nothing, are persisted in
-// gregor-topics.json before the response, and act on the next request
-// (max.message.bytes, the timestamp checks, min.insync.replicas) or, for
-// the segment settings, the next append (segment.bytes,
-// index.interval.bytes) or next segment (segment.index.bytes).
-// Operations: SET (0), DELETE (1, back to the broker default), APPEND (2)
-// and SUBTRACT (3) on list-typed configs (cleanup.policy and the throttled
-// replica lists), which add missing items or remove present ones.
-// ValidateOnly checks without changing anything.
+// Behavior:
+//   - per resource, all or nothing, saved in gregor-topics.json before the
+//     answer, in effect from the next request, append or segment;
+//   - SET, DELETE (back to the default), APPEND and SUBTRACT (list configs
+//     only); ValidateOnly checks without changing anything;
+//   - errors in Kafka's order: a resource or config named twice, a null
+//     value outside DELETE, an unknown operation INVALID_REQUEST; for a
+//     TOPIC the name's errors, then INVALID_CONFIG with Kafka's message for
+//     a bad operation, name or value; for a BROKER only the replication
+//     throttle rates change (replication_throttle.go), another config of
+//     the table is INVALID_REQUEST ("Cannot update these configs
+//     dynamically"), an unknown name INVALID_CONFIG; BROKER_LOGGER,
+//     CLIENT_METRICS and GROUP are INVALID_REQUEST until Gregor has them.
 //
-// Errors, in the order Kafka checks them (ConfigAdminManager.preprocess,
-// then the controller's ConfigurationControlManager): a resource named
-// twice is INVALID_REQUEST for both; a config named twice, a null value for
-// an operation other than DELETE, or an operation outside 0-3 is
-// INVALID_REQUEST. TOPIC: an empty name is INVALID_REQUEST, an invalid one
-// INVALID_TOPIC_EXCEPTION, a missing one UNKNOWN_TOPIC_OR_PARTITION; APPEND
-// or SUBTRACT on a non-list config, an unknown name or a bad value is
-// INVALID_CONFIG with Kafka's message. BROKER: the name must be "" or this
-// node's id, else INVALID_REQUEST; the replication throttle rates are
-// Gregor's dynamic broker configs (replication_throttle.go: SET and DELETE,
-// a bad value INVALID_REQUEST as in Kafka); altering another setting it
-// reports is INVALID_REQUEST ("Cannot update these configs dynamically", as
-// Kafka says of a read-only broker config) and any other name
-// INVALID_CONFIG ("Unknown config name"). BROKER_LOGGER, CLIENT_METRICS
-// and GROUP, which Kafka serves, are INVALID_REQUEST until Gregor has them;
-// other types INVALID_REQUEST "Unknown resource type".
+// Version notes:
+//   - v1 is flexible.
+//
+// docs/apis.md#incrementalalterconfigs has the details.
 
 import (
 	"fmt"
