@@ -286,7 +286,7 @@ func TestIncrementalAlterConfigsErrors(t *testing.T) {
 	if v, source := describeTopicConfig(t, c, "t", "retention.ms"); v != "604800000" || source != kmsg.ConfigSource(sourceDefault) {
 		t.Fatalf("a failed alteration changed retention.ms to %s (source %v)", v, source)
 	}
-	if got := b.replQuotas.leader.bound.Load(); got != math.MaxInt64 {
+	if got := b.replQuotas.leader.Bound(); got != math.MaxInt64 {
 		t.Fatalf("a failed alteration set the leader throttle to %d", got)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-broker/gregor/broker/quota"
 	"github.com/gregor-broker/gregor/coordinator/controller"
 	"github.com/gregor-broker/gregor/coordinator/controller/metadata"
 )
@@ -73,7 +74,7 @@ type cluster struct {
 
 	// quotas are the client quotas of the image last applied
 	// (cluster_quotas.go).
-	quotas atomic.Pointer[map[quotaEntity]map[string]float64]
+	quotas atomic.Pointer[map[quota.Entity]map[string]float64]
 
 	unsubscribe func()
 	// ctx bounds every call to the controller; close cancels it.

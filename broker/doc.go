@@ -19,7 +19,7 @@
 // inside the response, and a Go error returned from a handler means one
 // thing: close the connection.
 //
-// Imports: coordinator/group, coordinator/txn, protocol, protocol/batch and
+// Imports: broker/quota, coordinator/group, coordinator/txn, protocol, protocol/batch and
 // storage of this project; never cmd.
 //
 // Lock order: Broker.mu (topic map and producer ids) before
@@ -43,11 +43,13 @@
 // transaction coordinator (txn_verify.go), so the coordinator never waits
 // for a lock a caller holds. The log manager's cleaner threads (logmanager.go) take
 // logManager.mu before Broker.mu, and release Broker.mu before taking a
-// partition's appendMu. apiMetrics.mu (metrics.go),
-// byteRateQuota.mu (throttle.go) and connectionRateQuota.mu (connquota.go)
-// are leaves: nothing is taken while one is held; clientQuotas.updateMu is
-// taken before Broker.mu (refreshQuotas); and the metrics collectors take Broker.mu and
-// storage.Log's locks one at a time, never while holding another.
-// replicationQuota.mu (replication_throttle.go) is a leaf too; a replica
-// fetcher takes it holding its own mu.
+// partition's appendMu. apiMetrics.mu (metrics.go), and
+// quota.ByteRate.mu and quota.ConnectionRate.mu (package quota, the
+// client quotas glued in throttle.go) are leaves: nothing is taken while
+// one is held; quota.Clients.updateMu is taken before Broker.mu
+// (refreshQuotas, whose stored-quotas callback takes it); and the metrics
+// collectors take Broker.mu and storage.Log's locks one at a time, never
+// while holding another. quota.Replication.mu (package quota, the
+// replication throttle glued in replication_throttle.go) is a leaf too; a
+// replica fetcher takes it holding its own mu.
 package broker

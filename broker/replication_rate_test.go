@@ -10,84 +10,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func TestReplicationRateFollowsKafkasSimpleRate(t *testing.T) {
-	type step struct {
-		at     int64   // ms
-		record float64 // bytes recorded at at; 0 records nothing
-		want   float64 // the rate measured at at, after the record
-	}
-	tests := []struct {
-		name     string
-		samples  int
-		windowMs int64
-		steps    []step
-	}{
-		{"nothing recorded", 11, 1000, []step{{0, 0, 0}, {5000, 0, 0}}},
-		{"a first record counts over one whole window", 11, 1000, []step{{0, 1000, 1000}, {500, 0, 1000}}},
-		{"over the time since the oldest sample", 11, 1000, []step{{0, 1000, 1000}, {1000, 1000, 2000}, {2000, 0, 1000}, {4000, 0, 500}}},
-		{"samples without events for samples*window are dropped", 11, 1000, []step{{0, 1000, 1000}, {10999, 0, 1000 * 1000 / 10999.0}, {11000, 0, 0}}},
-		{"slots are reused in turn", 2, 1000, []step{{0, 100, 100}, {1000, 100, 200}, {2000, 100, 200}, {3000, 100, 200}}},
-		{"a window of several seconds", 3, 5000, []step{{0, 5000, 1000}, {2500, 5000, 2000}, {7500, 0, 10000 * 1000 / 7500.0}}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			r := newReplicationRate(tt.samples, tt.windowMs)
-			for _, s := range tt.steps {
-				if s.record > 0 {
-					r.record(s.record, s.at)
-				}
-				if got := r.measure(s.at); math.Abs(got-s.want) > 1e-9 {
-					t.Fatalf("at %d ms: rate %v, want %v", s.at, got, s.want)
-				}
-			}
-		})
-	}
-}
-
-func TestReplicationRateSteadyTrafficMeasuresItsRate(t *testing.T) {
-	r := newReplicationRate(11, 1000)
-	for now := int64(0); now <= 60_000; now += 100 {
-		r.record(10_000, now) // 100 kB/s
-		if now >= 2000 {
-			if got := r.measure(now); got < 90_000 || got > 110_000 {
-				t.Fatalf("at %d ms: rate %v, want about 100000", now, got)
-			}
-		}
-	}
-	if got := len(r.slots); got != 12 {
-		t.Fatalf("%d samples kept, want 12 (window.num + 1)", got)
-	}
-}
-
-func TestReplicationQuotaExceededAboveItsBound(t *testing.T) {
-	var now int64
-	var q replicationQuota
-	q.init(11, 1000, func() int64 { return now })
-	q.record(5000)
-	if q.exceeded() {
-		t.Fatal("an unbounded quota is exceeded")
-	}
-	q.bound.Store(1000)
-	for _, c := range []struct {
-		at   int64
-		want bool
-	}{{0, true}, {4000, true}, {5000, false}, {6000, false}} {
-		now = c.at
-		if got := q.exceeded(); got != c.want {
-			t.Fatalf("at %d ms with 5000 bytes recorded at 0: exceeded %v, want %v", c.at, got, c.want)
-		}
-	}
-	q.bound.Store(0)
-	now = 7000
-	if !q.exceeded() {
-		t.Fatal("a bound of 0 with bytes in the window is not exceeded")
-	}
-	now = 11_000
-	if q.exceeded() {
-		t.Fatal("a bound of 0 is exceeded once the window holds no bytes")
-	}
-}
-
 func TestThrottledReplicaLists(t *testing.T) {
 	const name = leaderThrottledReplicas
 	msg := func(list string) string {
@@ -203,12 +125,12 @@ func TestThrottleRatesAreDynamicBrokerConfigs(t *testing.T) {
 		wantCode(t, "alter", got.ErrorCode, nil)
 	}
 	alter(true, incResource(resourceBroker, "1", "set leader.replication.throttled.rate=100"))
-	if got := b.replQuotas.leader.bound.Load(); got != math.MaxInt64 {
+	if got := b.replQuotas.leader.Bound(); got != math.MaxInt64 {
 		t.Fatalf("validate-only set the leader bound to %d", got)
 	}
 	alter(false, incResource(resourceBroker, "1", "set leader.replication.throttled.rate=100000"))
 	alter(false, incResource(resourceBroker, "", "set follower.replication.throttled.rate=2000", "set leader.replication.throttled.rate=5"))
-	if l, f := b.replQuotas.leader.bound.Load(), b.replQuotas.follower.bound.Load(); l != 100000 || f != 2000 {
+	if l, f := b.replQuotas.leader.Bound(), b.replQuotas.follower.Bound(); l != 100000 || f != 2000 {
 		t.Fatalf("bounds leader %d follower %d, want 100000 (the node's) and 2000 (the default)", l, f)
 	}
 	describe := func(c *rawConn, name string) kmsg.DescribeConfigsResponseResource {
@@ -245,7 +167,7 @@ func TestThrottleRatesAreDynamicBrokerConfigs(t *testing.T) {
 	}
 
 	b = startBroker(t, Config{NodeID: 1, DataDir: dir})
-	if l, f := b.replQuotas.leader.bound.Load(), b.replQuotas.follower.bound.Load(); l != 100000 || f != 2000 {
+	if l, f := b.replQuotas.leader.Bound(), b.replQuotas.follower.Bound(); l != 100000 || f != 2000 {
 		t.Fatalf("after a restart: bounds leader %d follower %d, want 100000 and 2000", l, f)
 	}
 	c = dialRaw(t, b.Addr())
@@ -253,7 +175,7 @@ func TestThrottleRatesAreDynamicBrokerConfigs(t *testing.T) {
 	// What kafka-reassign-partitions.sh --verify sends to every broker.
 	alter(false, incResource(resourceBroker, "1", "delete leader.replication.throttled.rate", "delete follower.replication.throttled.rate",
 		"delete replica.alter.log.dirs.io.max.bytes.per.second"))
-	if l, f := b.replQuotas.leader.bound.Load(), b.replQuotas.follower.bound.Load(); l != 5 || f != 2000 {
+	if l, f := b.replQuotas.leader.Bound(), b.replQuotas.follower.Bound(); l != 5 || f != 2000 {
 		t.Fatalf("with the node's rates deleted: bounds %d and %d, want the defaults 5 and 2000", l, f)
 	}
 	// Legacy AlterConfigs replaces the resource's whole set.
@@ -265,7 +187,7 @@ func TestThrottleRatesAreDynamicBrokerConfigs(t *testing.T) {
 	lr.Configs = append(lr.Configs, lc)
 	legacy.Resources = append(legacy.Resources, lr)
 	wantCode(t, "legacy alter", c.do(legacy).(*kmsg.AlterConfigsResponse).Resources[0].ErrorCode, nil)
-	if l, f := b.replQuotas.leader.bound.Load(), b.replQuotas.follower.bound.Load(); l != 700 || f != math.MaxInt64 {
+	if l, f := b.replQuotas.leader.Bound(), b.replQuotas.follower.Bound(); l != 700 || f != math.MaxInt64 {
 		t.Fatalf("after a legacy alteration: bounds %d and %d, want 700 and unbounded", l, f)
 	}
 	res := describe(c, "1")

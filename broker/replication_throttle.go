@@ -37,7 +37,7 @@ package broker
 // replica.fetch.backoff.ms, as Kafka's fetcher backs off when it has
 // nothing to fetch; it never spins.
 //
-// Rates are measured as Kafka's (replication_rate.go): over
+// Rates are measured as Kafka's (package quota's Replication): over
 // replication.quota.window.num samples of
 // replication.quota.window.size.seconds. Throttling is checked before a
 // read and the bytes recorded after it, so a single response may take the
@@ -63,13 +63,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-broker/gregor/broker/quota"
 	"github.com/gregor-broker/gregor/coordinator/controller/metadata"
 )
 
@@ -88,55 +87,16 @@ const (
 	sourceDynamicDefaultBroker int8 = 3
 )
 
-// replicationQuota is one side's quota (Kafka's ReplicationQuotaManager):
-// its bound, and the rate of the throttled replicas' bytes.
-type replicationQuota struct {
-	// bound is the rate in bytes per second; math.MaxInt64 when unbounded.
-	bound atomic.Int64
-	now   func() int64 // ms; time.Now in a broker, a test's clock in tests
-
-	mu   sync.Mutex // a leaf: guards rate
-	rate replicationRate
-}
-
-func (q *replicationQuota) init(samples int, windowMs int64, now func() int64) {
-	q.bound.Store(math.MaxInt64)
-	q.now = now
-	q.rate = newReplicationRate(samples, windowMs)
-}
-
-// exceeded reports whether the measured rate is above the bound
-// (Sensor.checkQuotas): one atomic load when unbounded.
-func (q *replicationQuota) exceeded() bool {
-	bound := q.bound.Load()
-	if bound == math.MaxInt64 {
-		return false
-	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.rate.measure(q.now()) > float64(bound)
-}
-
-// record adds n bytes to the rate, whatever the bound.
-func (q *replicationQuota) record(n int64) {
-	if n <= 0 {
-		return
-	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.rate.record(float64(n), q.now())
-}
-
 // replicationQuotas are a broker's two replication quotas.
 type replicationQuotas struct {
-	leader, follower replicationQuota
+	leader, follower quota.Replication
 }
 
 func (qs *replicationQuotas) init(cfg *Config) {
 	now := func() int64 { return time.Now().UnixMilli() }
 	windowMs := int64(cfg.ReplicationQuotaWindowSizeSeconds) * 1000
-	qs.leader.init(cfg.ReplicationQuotaWindowNum, windowMs, now)
-	qs.follower.init(cfg.ReplicationQuotaWindowNum, windowMs, now)
+	qs.leader.Init(cfg.ReplicationQuotaWindowNum, windowMs, now)
+	qs.follower.Init(cfg.ReplicationQuotaWindowNum, windowMs, now)
 }
 
 // throttledReplicas is a parsed throttled-replica list. nil throttles
@@ -245,14 +205,14 @@ func (b *Broker) leaderThrottles(t *topic, p *partition, replica int32) (throttl
 	if !t.effective.Load().leaderThrottled.has(p.index, b.cfg.NodeID) {
 		return false, false
 	}
-	return b.replQuotas.leader.exceeded() && !p.inISR(replica), true
+	return b.replQuotas.leader.Exceeded() && !p.inISR(replica), true
 }
 
 // recordLeaderThrottled records the bytes of the throttled partitions of a
 // follower's fetch response, once it is complete.
 func (b *Broker) recordLeaderThrottled(resp kmsg.Response) {
 	if reply, ok := resp.(*fetchReply); ok && reply.leaderThrottledBytes > 0 {
-		b.replQuotas.leader.record(reply.leaderThrottledBytes)
+		b.replQuotas.leader.Record(reply.leaderThrottledBytes)
 	}
 }
 
@@ -260,7 +220,7 @@ func (b *Broker) recordLeaderThrottled(resp kmsg.Response) {
 // f.mu held; the quota's lock is a leaf taken after it.
 func (f *replicaFetcher) followerThrottles(fp *fetchPartition) bool {
 	return !fp.inSync && fp.t.effective.Load().followerThrottled.has(fp.p.index, f.c.b.cfg.NodeID) &&
-		f.c.b.replQuotas.follower.exceeded()
+		f.c.b.replQuotas.follower.Exceeded()
 }
 
 // fetched records what a fetch brought for a partition: its record bytes
@@ -273,7 +233,7 @@ func (f *replicaFetcher) followerThrottles(fp *fetchPartition) bool {
 func (f *replicaFetcher) fetched(s sentPartition, rp *kmsg.FetchResponseTopicPartition, end int64) {
 	fp := s.fp
 	if n := len(rp.RecordBatches); n > 0 && fp.t.effective.Load().followerThrottled.has(fp.p.index, f.c.b.cfg.NodeID) {
-		f.c.b.replQuotas.follower.record(int64(n))
+		f.c.b.replQuotas.follower.Record(int64(n))
 	}
 	if end > 0 || !fp.lagKnown {
 		next := s.fetchOffset
@@ -311,10 +271,10 @@ func (b *Broker) setDynamicBrokerConfigs(perBroker, defaults map[string]string) 
 		return n
 	}
 	for _, q := range []struct {
-		q    *replicationQuota
+		q    *quota.Replication
 		name string
 	}{{&b.replQuotas.leader, leaderThrottledRate}, {&b.replQuotas.follower, followerThrottledRate}} {
-		if n := bound(q.name); q.q.bound.Swap(n) != n {
+		if n := bound(q.name); q.q.SetBound(n) != n {
 			b.log.Info("replication throttle rate", "config", q.name, "bytes_per_second", n)
 		}
 	}

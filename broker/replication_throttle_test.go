@@ -80,7 +80,7 @@ func TestReassignmentIsThrottledUntilTheThrottleIsRemoved(t *testing.T) {
 				if side == "follower" {
 					q = &tc.nodes[throttled].replQuotas.follower
 				}
-				return q.bound.Load() == rate
+				return q.Bound() == rate
 			})
 
 			start := time.Now()

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gregor-broker/gregor/broker/quota"
 	"github.com/gregor-broker/gregor/storage"
 	"github.com/gregor-broker/gregor/vfs"
 )
@@ -62,8 +63,8 @@ type metadataDoc struct {
 	// out, so a restart allocates from it on.
 	ProducerIDBlockEnd int64 `json:"producer_id_block_end,omitempty"`
 	// ClientQuotas are the client quotas set by AlterClientQuotas
-	// (quotas.go), enforced by throttle.go and connquota.go.
-	ClientQuotas []quotaRecord `json:"client_quotas,omitempty"`
+	// (quotas.go), enforced by package quota (throttle.go).
+	ClientQuotas []quota.Record `json:"client_quotas,omitempty"`
 	// BrokerConfigs are the dynamic broker configs of a single node
 	// (replication_throttle.go), by resource name: the node id, or "" for
 	// the cluster default. In cluster mode they live in the metadata log.
@@ -144,7 +145,7 @@ type catalog struct {
 
 	// quotas are the client quotas by entity (quotas.go), replaced, never
 	// mutated, under Broker.mu held for writing.
-	quotas map[quotaEntity]map[string]float64
+	quotas map[quota.Entity]map[string]float64
 
 	// brokerConfigs are the dynamic broker configs (single node), by
 	// resource name; replaced under Broker.mu held for writing.
@@ -155,7 +156,7 @@ type catalog struct {
 func (c *catalog) load() error {
 	c.byName = map[string]*topic{}
 	c.byID = map[[16]byte]*topic{}
-	c.quotas = map[quotaEntity]map[string]float64{}
+	c.quotas = map[quota.Entity]map[string]float64{}
 	raw, err := readAll(c.fs, path.Join(c.dir, metadataFile))
 	if errors.Is(err, os.ErrNotExist) {
 		c.clusterID = newClusterID()
@@ -171,8 +172,8 @@ func (c *catalog) load() error {
 	c.clusterID = doc.ClusterID
 	c.nextProducerID, c.producerIDBlockEnd = doc.ProducerIDBlockEnd, doc.ProducerIDBlockEnd
 	c.brokerConfigs = doc.BrokerConfigs
-	if c.quotas, err = loadQuotaRecords(doc.ClientQuotas); err != nil {
-		return err
+	if c.quotas, err = quota.LoadRecords(doc.ClientQuotas); err != nil {
+		return fmt.Errorf("broker: %s: %w", metadataFile, err)
 	}
 	for _, rec := range doc.Topics {
 		idBytes, err := hex.DecodeString(rec.ID)
@@ -361,7 +362,7 @@ func (c *catalog) sortedTopics() []*topic {
 
 // save writes the catalogue atomically.
 func (c *catalog) save() error {
-	doc := metadataDoc{ClusterID: c.clusterID, ProducerIDBlockEnd: c.producerIDBlockEnd, ClientQuotas: quotaRecords(c.quotas),
+	doc := metadataDoc{ClusterID: c.clusterID, ProducerIDBlockEnd: c.producerIDBlockEnd, ClientQuotas: quota.Records(c.quotas),
 		BrokerConfigs: c.brokerConfigs}
 	for _, t := range c.sortedTopics() {
 		doc.Topics = append(doc.Topics, topicRecord{
