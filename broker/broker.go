@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/gregor-broker/gregor/broker/quota"
+	"github.com/gregor-broker/gregor/broker/topicconfig"
 	"github.com/gregor-broker/gregor/vfs"
 )
 
@@ -83,11 +84,11 @@ type Broker struct {
 func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	cfg.setDefaults()
 	for name, value := range cfg.TopicDefaults {
-		def, ok := topicConfigByName[name]
-		if !ok {
+		def := topicconfig.Lookup(name)
+		if def == nil {
 			return nil, fmt.Errorf("broker: unknown topic config %q in TopicDefaults", name)
 		}
-		v, err := def.validate(value)
+		v, err := def.Validate(value)
 		if err != nil {
 			return nil, fmt.Errorf("broker: TopicDefaults: %v", err)
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gregor-broker/gregor/broker/quota"
+	"github.com/gregor-broker/gregor/broker/topicconfig"
 	"github.com/gregor-broker/gregor/coordinator/controller"
 	"github.com/gregor-broker/gregor/coordinator/controller/metadata"
 )
@@ -425,9 +426,9 @@ func (c *cluster) syncImage(im *metadata.Image) {
 	}
 	for _, id := range sortedTopicIDs(im) {
 		mt := im.Topics[id]
-		configs := topicConfigs(maps.Clone(im.Configs[metadata.ConfigResource{Type: metadata.ResourceTopic, Name: mt.Name}]))
+		configs := topicconfig.Configs(maps.Clone(im.Configs[metadata.ConfigResource{Type: metadata.ResourceTopic, Name: mt.Name}]))
 		if configs == nil {
-			configs = topicConfigs{}
+			configs = topicconfig.Configs{}
 		}
 		n := int32(len(mt.Partitions))
 		t := b.catalog.byName[mt.Name]

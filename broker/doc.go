@@ -19,7 +19,7 @@
 // inside the response, and a Go error returned from a handler means one
 // thing: close the connection.
 //
-// Imports: broker/quota, coordinator/group, coordinator/txn, protocol, protocol/batch and
+// Imports: broker/quota, broker/topicconfig, coordinator/group, coordinator/txn, protocol, protocol/batch and
 // storage of this project; never cmd.
 //
 // Lock order: Broker.mu (topic map and producer ids) before

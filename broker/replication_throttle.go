@@ -59,7 +59,6 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -69,6 +68,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gregor-broker/gregor/broker/quota"
+	"github.com/gregor-broker/gregor/broker/topicconfig"
 	"github.com/gregor-broker/gregor/coordinator/controller/metadata"
 )
 
@@ -77,8 +77,6 @@ const (
 	leaderThrottledRate      = "leader.replication.throttled.rate"
 	followerThrottledRate    = "follower.replication.throttled.rate"
 	alterLogDirsThrottleRate = "replica.alter.log.dirs.io.max.bytes.per.second"
-	leaderThrottledReplicas  = "leader.replication.throttled.replicas"
-	followerThrottledReplica = "follower.replication.throttled.replicas"
 )
 
 // Kafka's config sources of dynamic broker configs.
@@ -99,96 +97,6 @@ func (qs *replicationQuotas) init(cfg *Config) {
 	qs.follower.Init(cfg.ReplicationQuotaWindowNum, windowMs, now)
 }
 
-// throttledReplicas is a parsed throttled-replica list. nil throttles
-// nothing.
-type throttledReplicas struct {
-	all      bool
-	replicas map[replicaKey]struct{}
-}
-
-// replicaKey is one "partition:broker" entry.
-type replicaKey struct{ partition, broker int32 }
-
-// has reports whether the list names the replica of partition on broker.
-func (r *throttledReplicas) has(partition, broker int32) bool {
-	if r == nil {
-		return false
-	}
-	if r.all {
-		return true
-	}
-	_, ok := r.replicas[replicaKey{partition, broker}]
-	return ok
-}
-
-var throttledReplicaEntry = regexp.MustCompile(`^([0-9]+:[0-9]+)?$`)
-
-// isThrottledReplicaList reports whether a topic config is one of the
-// throttled-replica lists.
-func isThrottledReplicaList(name string) bool {
-	return name == leaderThrottledReplicas || name == followerThrottledReplica
-}
-
-// listItems splits a list config as Kafka's ConfigDef parses a LIST: an
-// empty (blank) value is the empty list, otherwise the comma-separated
-// items, trimmed, empty ones kept.
-func listItems(value string) []string {
-	value = strings.TrimSpace(value)
-	if value == "" {
-		return nil
-	}
-	items := strings.Split(value, ",")
-	for i := range items {
-		items[i] = strings.TrimSpace(items[i])
-	}
-	return items
-}
-
-// validateThrottledReplicas checks a throttled-replica list as Kafka's
-// ThrottledReplicaListValidator does, with its message: "*", or items each
-// "partition:broker" (or empty).
-func validateThrottledReplicas(name, value string) error {
-	items := listItems(value)
-	if strings.Join(items, "") == "*" {
-		return nil
-	}
-	for _, it := range items {
-		if !throttledReplicaEntry.MatchString(it) {
-			return fmt.Errorf("Invalid value [%s] for configuration %s: %s must be the literal '*' or a list of replicas in the following format: [partitionId]:[brokerId],[partitionId]:[brokerId],...",
-				strings.Join(items, ", "), name, name)
-		}
-	}
-	return nil
-}
-
-// parseThrottledReplicas parses a valid list; nil when it names nothing.
-// An id beyond int32 names no replica and is skipped.
-func parseThrottledReplicas(value string) *throttledReplicas {
-	items := listItems(value)
-	if len(items) == 0 {
-		return nil
-	}
-	if strings.Join(items, "") == "*" {
-		return &throttledReplicas{all: true}
-	}
-	r := &throttledReplicas{replicas: map[replicaKey]struct{}{}}
-	for _, it := range items {
-		ps, bs, ok := strings.Cut(it, ":")
-		if !ok {
-			continue
-		}
-		p, err1 := strconv.ParseInt(ps, 10, 32)
-		b, err2 := strconv.ParseInt(bs, 10, 32)
-		if err1 == nil && err2 == nil {
-			r.replicas[replicaKey{int32(p), int32(b)}] = struct{}{}
-		}
-	}
-	if len(r.replicas) == 0 {
-		return nil
-	}
-	return r
-}
-
 // inISR reports whether replica is in the partition's ISR as its leader
 // sees it, additions in flight included (Partition.inSyncReplicaIds).
 func (p *partition) inISR(replica int32) bool {
@@ -202,7 +110,7 @@ func (p *partition) inISR(replica int32) bool {
 // without records now, and whether p is on the leader's list at all (its
 // bytes are recorded).
 func (b *Broker) leaderThrottles(t *topic, p *partition, replica int32) (throttle, listed bool) {
-	if !t.effective.Load().leaderThrottled.has(p.index, b.cfg.NodeID) {
+	if !t.effective.Load().leaderThrottled.Has(p.index, b.cfg.NodeID) {
 		return false, false
 	}
 	return b.replQuotas.leader.Exceeded() && !p.inISR(replica), true
@@ -219,7 +127,7 @@ func (b *Broker) recordLeaderThrottled(resp kmsg.Response) {
 // followerThrottles reports whether fp is left out of the next fetch.
 // f.mu held; the quota's lock is a leaf taken after it.
 func (f *replicaFetcher) followerThrottles(fp *fetchPartition) bool {
-	return !fp.inSync && fp.t.effective.Load().followerThrottled.has(fp.p.index, f.c.b.cfg.NodeID) &&
+	return !fp.inSync && fp.t.effective.Load().followerThrottled.Has(fp.p.index, f.c.b.cfg.NodeID) &&
 		f.c.b.replQuotas.follower.Exceeded()
 }
 
@@ -232,7 +140,7 @@ func (f *replicaFetcher) followerThrottles(fp *fetchPartition) bool {
 // lock.
 func (f *replicaFetcher) fetched(s sentPartition, rp *kmsg.FetchResponseTopicPartition, end int64) {
 	fp := s.fp
-	if n := len(rp.RecordBatches); n > 0 && fp.t.effective.Load().followerThrottled.has(fp.p.index, f.c.b.cfg.NodeID) {
+	if n := len(rp.RecordBatches); n > 0 && fp.t.effective.Load().followerThrottled.Has(fp.p.index, f.c.b.cfg.NodeID) {
 		f.c.b.replQuotas.follower.Record(int64(n))
 	}
 	if end > 0 || !fp.lagKnown {
@@ -467,7 +375,7 @@ func (b *Broker) describeThrottleRates(perBroker bool) []describedConfig {
 			continue
 		}
 		out = append(out, describedConfig{name: name, value: *syn[0].Value, source: int8(syn[0].Source), readOnly: true,
-			kind: kindLong, doc: throttleRateDocs[name], synonyms: syn})
+			kind: topicconfig.KindLong, doc: throttleRateDocs[name], synonyms: syn})
 	}
 	return out
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gregor-broker/gregor/broker/quota"
+	"github.com/gregor-broker/gregor/broker/topicconfig"
 	"github.com/gregor-broker/gregor/storage"
 	"github.com/gregor-broker/gregor/vfs"
 )
@@ -29,16 +30,16 @@ import (
 type topic struct {
 	name       string
 	id         [16]byte
-	configs    topicConfigs
+	configs    topicconfig.Configs
 	effective  atomic.Pointer[effectiveTopicConfig]
 	partitions []*partition
 	metrics    *topicMetrics // the topic's counters (metrics.go)
 }
 
 // setConfigs publishes a new config set and its effective form.
-func (t *topic) setConfigs(configs topicConfigs, brokerDefaults map[string]string) {
+func (t *topic) setConfigs(configs topicconfig.Configs, brokerDefaults map[string]string) {
 	t.configs = configs
-	e := configs.effective(brokerDefaults)
+	e := effectiveConfig(configs, brokerDefaults)
 	t.effective.Store(&e)
 }
 
@@ -183,7 +184,7 @@ func (c *catalog) load() error {
 		t := &topic{name: rec.Name, metrics: c.metrics.topic(rec.Name)}
 		copy(t.id[:], idBytes)
 		if rec.Configs == nil {
-			rec.Configs = topicConfigs{}
+			rec.Configs = topicconfig.Configs{}
 		}
 		t.setConfigs(rec.Configs, c.defaults)
 		for p := int32(0); p < rec.Partitions; p++ {
@@ -246,13 +247,13 @@ func (c *catalog) openPartition(t *topic, p int32) (*partition, error) {
 }
 
 // create adds a topic with n partitions and persists the catalogue.
-func (c *catalog) create(name string, n int32, configs topicConfigs) (*topic, error) {
+func (c *catalog) create(name string, n int32, configs topicconfig.Configs) (*topic, error) {
 	return c.createWithID(name, newTopicID(), n, configs)
 }
 
 // createWithID is create with the topic id given, as the metadata log
 // names it in cluster mode.
-func (c *catalog) createWithID(name string, id [16]byte, n int32, configs topicConfigs) (*topic, error) {
+func (c *catalog) createWithID(name string, id [16]byte, n int32, configs topicconfig.Configs) (*topic, error) {
 	t := &topic{name: name, id: id}
 	t.setConfigs(configs, c.defaults)
 	for p := int32(0); p < n; p++ {
@@ -310,7 +311,7 @@ func (c *catalog) addPartitions(t *topic, n int32) error {
 // settings to each partition log's next append (segment.bytes,
 // index.interval.bytes) or next segment (segment.index.bytes), and the
 // flush policy (flush.messages, flush.ms) to the next append.
-func (c *catalog) alterConfigs(t *topic, configs topicConfigs) error {
+func (c *catalog) alterConfigs(t *topic, configs topicconfig.Configs) error {
 	old := t.configs
 	t.setConfigs(configs, c.defaults)
 	if err := c.save(); err != nil {
