@@ -24,6 +24,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gregor-broker/gregor/broker/partition"
+	"github.com/gregor-broker/gregor/broker/topicconfig"
 )
 
 func init() { register(19, 0, 7, handleCreateTopics) }
@@ -117,12 +118,12 @@ func setCreateError(st *kmsg.CreateTopicsResponseTopic, e *kerr.Error, msg strin
 	st.Configs = []kmsg.CreateTopicsResponseTopicConfig{}
 }
 
-func createConfigs(rt kmsg.CreateTopicsRequestTopic) (topicConfigs, error) {
+func createConfigs(rt kmsg.CreateTopicsRequestTopic) (topicconfig.Configs, error) {
 	in := make(map[string]*string, len(rt.Configs))
 	for _, c := range rt.Configs {
 		in[c.Name] = c.Value
 	}
-	return validateTopicConfigs(in)
+	return topicconfig.Validate(in)
 }
 
 func (b *Broker) createFromRequest(r *request, req *kmsg.CreateTopicsRequest, rt kmsg.CreateTopicsRequestTopic) (*topic, *kerr.Error, string) {
@@ -206,15 +207,15 @@ func (b *Broker) checkAssignment(assignments []kmsg.CreateTopicsRequestTopicRepl
 }
 
 // describeTopicConfigs lists every topic config as CreateTopics v5+ reports it.
-func describeTopicConfigs(c topicConfigs, brokerDefaults map[string]string) []kmsg.CreateTopicsResponseTopicConfig {
-	resolved := c.resolve(brokerDefaults)
+func describeTopicConfigs(c topicconfig.Configs, brokerDefaults map[string]string) []kmsg.CreateTopicsResponseTopicConfig {
+	resolved := c.Resolve(brokerDefaults)
 	out := make([]kmsg.CreateTopicsResponseTopicConfig, 0, len(resolved))
 	for _, rc := range resolved {
 		cfg := kmsg.NewCreateTopicsResponseTopicConfig()
-		cfg.Name = rc.def.name
-		value := rc.value
+		cfg.Name = rc.Def.Name
+		value := rc.Value
 		cfg.Value = &value
-		cfg.Source = rc.source
+		cfg.Source = rc.Source
 		out = append(out, cfg)
 	}
 	return out

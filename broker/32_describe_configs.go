@@ -24,11 +24,14 @@ package broker
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-broker/gregor/broker/topicconfig"
 )
 
 func init() { register(32, 1, 4, handleDescribeConfigs) }
@@ -97,7 +100,7 @@ func handleDescribeConfigs(b *Broker, r *request, req *kmsg.DescribeConfigsReque
 			continue
 		}
 		for _, c := range configs {
-			if len(rr.ConfigNames) > 0 && !contains(rr.ConfigNames, c.name) {
+			if len(rr.ConfigNames) > 0 && !slices.Contains(rr.ConfigNames, c.name) {
 				continue
 			}
 			res.Configs = append(res.Configs, c.wire(req))
@@ -114,7 +117,7 @@ type describedConfig struct {
 	null     bool // the value is null: a config without a default, unset
 	source   int8
 	readOnly bool
-	kind     configKind
+	kind     topicconfig.Kind
 	doc      string
 	synonyms []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym
 }
@@ -128,7 +131,7 @@ func (c describedConfig) wire(req *kmsg.DescribeConfigsRequest) kmsg.DescribeCon
 	}
 	out.ReadOnly = c.readOnly
 	out.Source = kmsg.ConfigSource(c.source)
-	out.IsDefault = c.source == sourceDefault
+	out.IsDefault = c.source == topicconfig.SourceDefault
 	if req.IncludeSynonyms {
 		out.ConfigSynonyms = c.synonyms
 	} else {
@@ -150,8 +153,8 @@ func synonym(name, value string, source int8) kmsg.DescribeConfigsResponseResour
 	return s
 }
 
-// topicConfigs returns t's current config set; the map is never mutated.
-func (b *Broker) topicConfigs(t *topic) topicConfigs {
+// topicconfig.Configs returns t's current config set; the map is never mutated.
+func (b *Broker) topicConfigs(t *topic) topicconfig.Configs {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	return t.configs
@@ -167,19 +170,19 @@ func (b *Broker) describeTopic(name string) ([]describedConfig, *kerr.Error, str
 	}
 	configs := b.topicConfigs(t)
 	var out []describedConfig
-	for _, rc := range configs.resolve(b.cfg.TopicDefaults) {
-		dc := describedConfig{name: rc.def.name, value: rc.value, source: rc.source, kind: rc.def.kind, doc: topicConfigDocs[rc.def.name]}
-		if v, ok := configs[rc.def.name]; ok {
-			dc.synonyms = append(dc.synonyms, synonym(rc.def.name, v, sourceDynamicTopic))
+	for _, rc := range configs.Resolve(b.cfg.TopicDefaults) {
+		dc := describedConfig{name: rc.Def.Name, value: rc.Value, source: rc.Source, kind: rc.Def.Kind, doc: topicconfig.Doc(rc.Def.Name)}
+		if v, ok := configs[rc.Def.Name]; ok {
+			dc.synonyms = append(dc.synonyms, synonym(rc.Def.Name, v, topicconfig.SourceDynamicTopic))
 		}
 		// A config without a broker synonym (the throttled-replica lists,
 		// remote.*) has no broker-level entries, as in Kafka.
-		if brokerName, ok := brokerSynonyms[rc.def.name]; ok {
-			if v, ok := b.cfg.TopicDefaults[rc.def.name]; ok {
-				dc.synonyms = append(dc.synonyms, synonym(brokerName, v, sourceStaticBroker))
+		if brokerName, ok := topicconfig.BrokerSynonym(rc.Def.Name); ok {
+			if v, ok := b.cfg.TopicDefaults[rc.Def.Name]; ok {
+				dc.synonyms = append(dc.synonyms, synonym(brokerName, v, topicconfig.SourceStaticBroker))
 			}
-			if !brokerConfigWithoutDefault[brokerName] {
-				dc.synonyms = append(dc.synonyms, synonym(brokerName, rc.def.def, sourceDefault))
+			if topicconfig.HasBrokerDefault(brokerName) {
+				dc.synonyms = append(dc.synonyms, synonym(brokerName, rc.Def.Default, topicconfig.SourceDefault))
 			}
 		}
 		out = append(out, dc)

@@ -29,6 +29,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-broker/gregor/broker/topicconfig"
 )
 
 func init() { register(44, 0, 1, handleIncrementalAlterConfigs) }
@@ -183,9 +185,9 @@ func (b *Broker) alterTopicConfigs(name string, changes []configChange, incremen
 	if t == nil {
 		return alterResult{kerr.UnknownTopicOrPartition, fmt.Sprintf("The topic '%s' does not exist.", name)}
 	}
-	next := topicConfigs{}
+	next := topicconfig.Configs{}
 	if incremental {
-		next = t.configs.clone()
+		next = t.configs.Clone()
 	}
 	for _, c := range changes {
 		switch c.op {
@@ -194,18 +196,18 @@ func (b *Broker) alterTopicConfigs(name string, changes []configChange, incremen
 		case opDelete:
 			delete(next, c.name)
 		case opAppend, opSubtract:
-			def := topicConfigByName[c.name]
-			if def == nil || def.kind != kindList {
+			def := topicconfig.Lookup(c.name)
+			if def == nil || def.Kind != topicconfig.KindList {
 				return alterResult{kerr.InvalidConfig, fmt.Sprintf("Can't %s to key %s because its type is not LIST.", opNames[c.op], c.name)}
 			}
 			current, ok := next[c.name]
 			if !ok { // Kafka edits the schema default, not the broker's
-				current = def.def
+				current = def.Default
 			}
 			next[c.name] = editList(current, *c.value, c.op == opAppend)
 		}
 	}
-	next, err := next.validateAll()
+	next, err := next.ValidateAll()
 	if err != nil {
 		return alterResult{kerr.InvalidConfig, err.Error()}
 	}

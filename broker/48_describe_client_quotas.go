@@ -13,8 +13,8 @@ package broker
 // INVALID_REQUEST for an empty or repeated type, a match string where none
 // belongs (or none where one does), an unknown match type, or IP combined
 // with user or client-id; UNSUPPORTED_VERSION for an unknown entity type.
-// The byte rates and the connection rate are enforced (throttle.go,
-// connquota.go), the other keys only stored. v1: flexible.
+// The byte rates and the connection rate are enforced (package quota,
+// throttle.go), the other keys only stored. v1: flexible.
 
 import (
 	"fmt"
@@ -22,6 +22,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-broker/gregor/broker/quota"
 )
 
 func init() { register(48, 0, 1, handleDescribeClientQuotas) }
@@ -53,7 +55,7 @@ func newQuotaFilter(req *kmsg.DescribeClientQuotasRequest) (quotaFilter, *kerr.E
 			return f, kerr.InvalidRequest, "Invalid empty entity type."
 		case exact || f.specified[typ]:
 			return f, kerr.InvalidRequest, fmt.Sprintf("Entity type %s cannot appear more than once in the filter.", typ)
-		case typ != quotaUser && typ != quotaClientID && typ != quotaIP:
+		case typ != quota.EntityUser && typ != quota.EntityClientID && typ != quota.EntityIP:
 			return f, kerr.UnsupportedVersion, "Unsupported entity type " + typ
 		}
 		switch c.MatchType {
@@ -76,7 +78,7 @@ func newQuotaFilter(req *kmsg.DescribeClientQuotasRequest) (quotaFilter, *kerr.E
 			return f, kerr.InvalidRequest, fmt.Sprintf("Unknown match type %d", c.MatchType)
 		}
 	}
-	if f.names(quotaIP) && (f.names(quotaUser) || f.names(quotaClientID)) {
+	if f.names(quota.EntityIP) && (f.names(quota.EntityUser) || f.names(quota.EntityClientID)) {
 		return f, kerr.InvalidRequest, "Invalid entity filter component combination. IP filter component should not be used with user or clientId filter component."
 	}
 	return f, nil, ""
@@ -89,18 +91,18 @@ func (f quotaFilter) names(typ string) bool {
 }
 
 // matches is Kafka's ClientQuotasImage.matches.
-func (f quotaFilter) matches(e quotaEntity) bool {
-	if f.strict && e.size() != len(f.exact)+len(f.specified) {
+func (f quotaFilter) matches(e quota.Entity) bool {
+	if f.strict && e.Size() != len(f.exact)+len(f.specified) {
 		return false
 	}
 	for typ, name := range f.exact {
-		n := e.component(typ)
-		if !n.present || n.isDefault != (name == nil) || (name != nil && n.name != *name) {
+		n := e.Component(typ)
+		if !n.Present || n.Default != (name == nil) || (name != nil && n.Name != *name) {
 			return false
 		}
 	}
 	for typ := range f.specified {
-		if !e.component(typ).present {
+		if !e.Component(typ).Present {
 			return false
 		}
 	}
@@ -123,9 +125,9 @@ func handleDescribeClientQuotas(b *Broker, r *request, req *kmsg.DescribeClientQ
 			continue
 		}
 		entry := kmsg.NewDescribeClientQuotasResponseEntry()
-		for _, c := range e.components() {
+		for _, c := range e.Components() {
 			ent := kmsg.NewDescribeClientQuotasResponseEntryEntity()
-			ent.Type, ent.Name = c.typ, c.name
+			ent.Type, ent.Name = c.Type, c.Name
 			entry.Entity = append(entry.Entity, ent)
 		}
 		for key, v := range values {

@@ -23,8 +23,8 @@ package broker
 // (cluster_quotas.go). A failure of the whole request (no controller
 // reachable: NOT_CONTROLLER; no majority: REQUEST_TIMED_OUT) is every
 // entry's error, as Kafka's AlterClientQuotasRequest.getErrorResponse.
-// The byte rates and the connection rate are enforced (throttle.go,
-// connquota.go), the other keys only stored. v1: flexible.
+// The byte rates and the connection rate are enforced (package quota,
+// throttle.go), the other keys only stored. v1: flexible.
 
 import (
 	"context"

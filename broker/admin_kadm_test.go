@@ -14,6 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-broker/gregor/broker/topicconfig"
 )
 
 // The admin APIs driven by franz-go's admin client, kadm, against a broker
@@ -85,9 +87,9 @@ func TestKadmAlteredTopicConfigsSurviveRestart(t *testing.T) {
 		name, value string
 		source      int8
 	}{
-		{"max.message.bytes", "300", sourceDynamicTopic},
-		{"retention.ms", "604800000", sourceDefault},
-		{"cleanup.policy", "delete,compact", sourceDynamicTopic},
+		{"max.message.bytes", "300", topicconfig.SourceDynamicTopic},
+		{"retention.ms", "604800000", topicconfig.SourceDefault},
+		{"cleanup.policy", "delete,compact", topicconfig.SourceDynamicTopic},
 	}
 	for _, w := range want {
 		if v, source := topicConfigValue(t, ctx, adm, "t", w.name); v != w.value || source != kmsg.ConfigSource(w.source) {

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-broker/gregor/broker/topicconfig"
 	"github.com/gregor-broker/gregor/protocol/batch"
 )
 
@@ -91,29 +92,29 @@ func TestDescribeConfigsTopicSourcesAndSynonyms(t *testing.T) {
 		req := describeConfigsReq(v, configResource(resourceTopic, "t"))
 		req.IncludeSynonyms = true
 		res := c.do(req).(*kmsg.DescribeConfigsResponse).Resources[0]
-		if len(res.Configs) != len(topicConfigDefs) {
-			t.Fatalf("v%d: %d configs, want %d", v, len(res.Configs), len(topicConfigDefs))
+		if len(res.Configs) != len(topicconfig.Defs()) {
+			t.Fatalf("v%d: %d configs, want %d", v, len(res.Configs), len(topicconfig.Defs()))
 		}
 		seg := findConfig(t, res, "segment.bytes")
-		if *seg.Value != "2097152" || seg.Source != kmsg.ConfigSource(sourceDynamicTopic) || seg.ReadOnly || seg.IsSensitive {
+		if *seg.Value != "2097152" || seg.Source != kmsg.ConfigSource(topicconfig.SourceDynamicTopic) || seg.ReadOnly || seg.IsSensitive {
 			t.Fatalf("v%d segment.bytes: %+v", v, seg)
 		}
 		if got := synonymNames(seg); got != "segment.bytes/1 log.segment.bytes/5" {
 			t.Fatalf("v%d segment.bytes synonyms %s", v, got)
 		}
 		ret := findConfig(t, res, "retention.ms")
-		if *ret.Value != "1000" || ret.Source != kmsg.ConfigSource(sourceStaticBroker) {
+		if *ret.Value != "1000" || ret.Source != kmsg.ConfigSource(topicconfig.SourceStaticBroker) {
 			t.Fatalf("v%d retention.ms: %+v", v, ret)
 		}
 		if got := synonymNames(ret); got != "log.retention.ms/4" { // log.retention.ms has no default of its own
 			t.Fatalf("v%d retention.ms synonyms %s", v, got)
 		}
-		if def := findConfig(t, res, "max.message.bytes"); *def.Value != "1048588" || def.Source != kmsg.ConfigSource(sourceDefault) {
+		if def := findConfig(t, res, "max.message.bytes"); *def.Value != "1048588" || def.Source != kmsg.ConfigSource(topicconfig.SourceDefault) {
 			t.Fatalf("v%d max.message.bytes: %+v", v, def)
 		}
 		wantType := kmsg.ConfigType(0)
 		if v >= 3 {
-			wantType = kmsg.ConfigType(kindInt)
+			wantType = kmsg.ConfigType(topicconfig.KindInt)
 		}
 		if seg.ConfigType != wantType || seg.Documentation != nil {
 			t.Fatalf("v%d: type %v documentation %v", v, seg.ConfigType, seg.Documentation)
@@ -124,7 +125,7 @@ func TestDescribeConfigsTopicSourcesAndSynonyms(t *testing.T) {
 	req.IncludeDocumentation = true
 	res := c.do(req).(*kmsg.DescribeConfigsResponse).Resources[0]
 	if len(res.Configs) != 1 || res.Configs[0].Documentation == nil || *res.Configs[0].Documentation == "" ||
-		res.Configs[0].ConfigType != kmsg.ConfigType(kindList) || len(res.Configs[0].ConfigSynonyms) != 0 {
+		res.Configs[0].ConfigType != kmsg.ConfigType(topicconfig.KindList) || len(res.Configs[0].ConfigSynonyms) != 0 {
 		t.Fatalf("filtered, documented describe: %+v", res.Configs)
 	}
 }
@@ -154,7 +155,7 @@ func TestDescribeConfigsBroker(t *testing.T) {
 			t.Errorf("%s = %q read-only %v, want %q read-only", name, *got.Value, got.ReadOnly, value)
 		}
 	}
-	if got := findConfig(t, res, "num.partitions"); got.Source != kmsg.ConfigSource(sourceStaticBroker) {
+	if got := findConfig(t, res, "num.partitions"); got.Source != kmsg.ConfigSource(topicconfig.SourceStaticBroker) {
 		t.Errorf("num.partitions source %v, want static broker", got.Source)
 	}
 	// Unset, a config whose default is null is listed with a null value,
@@ -162,7 +163,7 @@ func TestDescribeConfigsBroker(t *testing.T) {
 	// (log.retention.ms from log.retention.hours, advertised.listeners
 	// from the listener).
 	for _, name := range []string{"broker.rack", "log.retention.ms", "advertised.listeners"} {
-		if got := findConfig(t, res, name); got.Value != nil || got.Source != kmsg.ConfigSource(sourceDefault) || !got.ReadOnly {
+		if got := findConfig(t, res, name); got.Value != nil || got.Source != kmsg.ConfigSource(topicconfig.SourceDefault) || !got.ReadOnly {
 			t.Errorf("unset %s: %+v", name, got)
 		}
 	}
@@ -181,8 +182,8 @@ func TestDescribeConfigsBrokerRack(t *testing.T) {
 		t.Fatalf("configs %+v", res.Configs)
 	}
 	got := res.Configs[0]
-	if got.Value == nil || *got.Value != "rack-a" || got.Source != kmsg.ConfigSource(sourceStaticBroker) || !got.ReadOnly ||
-		got.ConfigType != kmsg.ConfigType(kindString) || synonymNames(got) != "broker.rack/4" {
+	if got.Value == nil || *got.Value != "rack-a" || got.Source != kmsg.ConfigSource(topicconfig.SourceStaticBroker) || !got.ReadOnly ||
+		got.ConfigType != kmsg.ConfigType(topicconfig.KindString) || synonymNames(got) != "broker.rack/4" {
 		t.Fatalf("broker.rack: %+v (synonyms %s)", got, synonymNames(got))
 	}
 }
@@ -283,10 +284,10 @@ func TestIncrementalAlterConfigsErrors(t *testing.T) {
 			wantCode(t, "duplicate", r.ErrorCode, kerr.InvalidRequest)
 		}
 	})
-	if v, source := describeTopicConfig(t, c, "t", "retention.ms"); v != "604800000" || source != kmsg.ConfigSource(sourceDefault) {
+	if v, source := describeTopicConfig(t, c, "t", "retention.ms"); v != "604800000" || source != kmsg.ConfigSource(topicconfig.SourceDefault) {
 		t.Fatalf("a failed alteration changed retention.ms to %s (source %v)", v, source)
 	}
-	if got := b.replQuotas.leader.bound.Load(); got != math.MaxInt64 {
+	if got := b.replQuotas.leader.Bound(); got != math.MaxInt64 {
 		t.Fatalf("a failed alteration set the leader throttle to %d", got)
 	}
 }
@@ -318,14 +319,14 @@ func TestIncrementalAlterConfigsOperations(t *testing.T) {
 		source           int8
 		validateOnly     bool
 	}{
-		{"set retention.ms=1000", "retention.ms", "1000", sourceDynamicTopic, false},
-		{"set retention.ms=2000", "retention.ms", "1000", sourceDynamicTopic, true},
-		{"delete retention.ms", "retention.ms", "604800000", sourceDefault, false},
-		{"delete retention.ms", "retention.ms", "604800000", sourceDefault, false}, // deleting an unset config is fine
-		{"append cleanup.policy=compact", "cleanup.policy", "delete,compact", sourceDynamicTopic, false},
-		{"append cleanup.policy=compact", "cleanup.policy", "delete,compact", sourceDynamicTopic, false},
-		{"subtract cleanup.policy=delete", "cleanup.policy", "compact", sourceDynamicTopic, false},
-		{"append leader.replication.throttled.replicas=0:1", "leader.replication.throttled.replicas", "0:1", sourceDynamicTopic, false},
+		{"set retention.ms=1000", "retention.ms", "1000", topicconfig.SourceDynamicTopic, false},
+		{"set retention.ms=2000", "retention.ms", "1000", topicconfig.SourceDynamicTopic, true},
+		{"delete retention.ms", "retention.ms", "604800000", topicconfig.SourceDefault, false},
+		{"delete retention.ms", "retention.ms", "604800000", topicconfig.SourceDefault, false}, // deleting an unset config is fine
+		{"append cleanup.policy=compact", "cleanup.policy", "delete,compact", topicconfig.SourceDynamicTopic, false},
+		{"append cleanup.policy=compact", "cleanup.policy", "delete,compact", topicconfig.SourceDynamicTopic, false},
+		{"subtract cleanup.policy=delete", "cleanup.policy", "compact", topicconfig.SourceDynamicTopic, false},
+		{"append leader.replication.throttled.replicas=0:1", "leader.replication.throttled.replicas", "0:1", topicconfig.SourceDynamicTopic, false},
 	}
 	for _, s := range steps {
 		got := c.do(incrementalReq(s.validateOnly, incResource(resourceTopic, "t", s.op))).(*kmsg.IncrementalAlterConfigsResponse).Resources[0]
@@ -389,7 +390,7 @@ func TestAlterConfigsReplacesTheWholeSet(t *testing.T) {
 			wantCode(t, tt.name, got.ErrorCode, tt.want)
 		})
 	}
-	if v, source := describeTopicConfig(t, c, "t", "retention.ms"); v != "604800000" || source != kmsg.ConfigSource(sourceDefault) {
+	if v, source := describeTopicConfig(t, c, "t", "retention.ms"); v != "604800000" || source != kmsg.ConfigSource(topicconfig.SourceDefault) {
 		t.Fatalf("retention.ms %s source %v: not reset by the replacing AlterConfigs", v, source)
 	}
 	if v, _ := describeTopicConfig(t, c, "t", "max.message.bytes"); v != "5000" {

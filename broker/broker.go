@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 
 	"github.com/gregor-broker/gregor/broker/partition"
+	"github.com/gregor-broker/gregor/broker/quota"
+	"github.com/gregor-broker/gregor/broker/topicconfig"
 	"github.com/gregor-broker/gregor/vfs"
 )
 
@@ -56,9 +58,9 @@ type Broker struct {
 	// metrics are the broker's Prometheus series (metrics.go), served on
 	// the HTTP listener (http.go) when one is configured.
 	metrics *brokerMetrics
-	// quotas enforces the client byte-rate quotas (throttle.go), kept in
+	// quotas enforces the client quotas (package quota, throttle.go), kept in
 	// step with catalog.quotas.
-	quotas       *clientQuotas
+	quotas       *quota.Clients
 	loaded       atomic.Bool // the catalogue and the groups are loaded
 	ready        atomic.Bool // loaded and accepting connections, not closing
 	http         *http.Server
@@ -83,11 +85,11 @@ type Broker struct {
 func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	cfg.setDefaults()
 	for name, value := range cfg.TopicDefaults {
-		def, ok := topicConfigByName[name]
-		if !ok {
+		def := topicconfig.Lookup(name)
+		if def == nil {
 			return nil, fmt.Errorf("broker: unknown topic config %q in TopicDefaults", name)
 		}
-		v, err := def.validate(value)
+		v, err := def.Validate(value)
 		if err != nil {
 			return nil, fmt.Errorf("broker: TopicDefaults: %v", err)
 		}
@@ -96,7 +98,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	b := &Broker{cfg: cfg, log: cfg.Logger, conns: map[*conn]struct{}{}}
 	b.metrics = newBrokerMetrics(b)
 	b.replQuotas.init(&b.cfg)
-	b.quotas = newClientQuotas(rateConfig{samples: cfg.QuotaWindowNum, windowMs: int64(cfg.QuotaWindowSizeSeconds) * 1000}, b.metrics.registry)
+	b.quotas = quota.NewClients(quota.RateConfig{Samples: cfg.QuotaWindowNum, WindowMs: int64(cfg.QuotaWindowSizeSeconds) * 1000}, b.metrics.registry)
 	if err := b.startHTTP(ctx); err != nil {
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-broker/gregor/broker/topicconfig"
 	"github.com/gregor-broker/gregor/protocol"
 )
 
@@ -38,7 +39,7 @@ type BrokerConfig struct {
 	// STRING or LIST.
 	Type string
 
-	kind   configKind
+	kind   topicconfig.Kind
 	lo, hi int64
 	// parse sets the config from a value; nil when the loader reads the
 	// key itself (listeners, log.dirs, node.id, ...).
@@ -96,12 +97,12 @@ func parseBoolean(v string) (bool, error) {
 	return false, errors.New("expected true or false")
 }
 
-var kindNames = map[configKind]string{kindBoolean: "BOOLEAN", kindString: "STRING", kindInt: "INT", kindShort: "SHORT",
-	kindLong: "LONG", kindDouble: "DOUBLE", kindList: "LIST", kindClass: "CLASS"}
+var kindNames = map[topicconfig.Kind]string{topicconfig.KindBoolean: "BOOLEAN", topicconfig.KindString: "STRING", topicconfig.KindInt: "INT", topicconfig.KindShort: "SHORT",
+	topicconfig.KindLong: "LONG", topicconfig.KindDouble: "DOUBLE", topicconfig.KindList: "LIST", topicconfig.KindClass: "CLASS"}
 
 // intConfig is an integer key kept in a Config field that is unset at
 // zero or below.
-func intConfig[T ~int | ~int16 | ~int32 | ~int64](name, field string, kind configKind, def T, lo, hi int64, doc string, at func(*Config) *T) BrokerConfig {
+func intConfig[T ~int | ~int16 | ~int32 | ~int64](name, field string, kind topicconfig.Kind, def T, lo, hi int64, doc string, at func(*Config) *T) BrokerConfig {
 	return BrokerConfig{Name: name, Field: field, Default: strconv.FormatInt(int64(def), 10), Doc: doc, kind: kind, lo: lo, hi: hi,
 		parse: func(c *Config, v string) error {
 			n, err := parseInteger(v, lo, hi)
@@ -123,7 +124,7 @@ func intConfig[T ~int | ~int16 | ~int32 | ~int64](name, field string, kind confi
 }
 
 // optionalConfig is an integer key whose zero is a value: nil is unset.
-func optionalConfig(name, field string, kind configKind, def, lo, hi int64, doc string, at func(*Config) **int64) BrokerConfig {
+func optionalConfig(name, field string, kind topicconfig.Kind, def, lo, hi int64, doc string, at func(*Config) **int64) BrokerConfig {
 	c := pointerConfig(def, func(v string) (int64, error) { return parseInteger(v, lo, hi) },
 		func(v int64) string { return strconv.FormatInt(v, 10) }, at)
 	c.Name, c.Field, c.Doc, c.kind, c.lo, c.hi = name, field, doc, kind, lo, hi
@@ -133,7 +134,7 @@ func optionalConfig(name, field string, kind configKind, def, lo, hi int64, doc 
 // boolConfig is a boolean key: nil is unset.
 func boolConfig(name, field string, def bool, doc string, at func(*Config) **bool) BrokerConfig {
 	c := pointerConfig(def, parseBoolean, strconv.FormatBool, at)
-	c.Name, c.Field, c.Doc, c.kind = name, field, doc, kindBoolean
+	c.Name, c.Field, c.Doc, c.kind = name, field, doc, topicconfig.KindBoolean
 	return c
 }
 
@@ -161,7 +162,7 @@ func pointerConfig[T comparable](def T, parse func(string) (T, error), format fu
 }
 
 // loaderConfig is a key the loader reads itself (its parse is nil).
-func loaderConfig(name string, kind configKind, def string, doc string) BrokerConfig {
+func loaderConfig(name string, kind topicconfig.Kind, def string, doc string) BrokerConfig {
 	return BrokerConfig{Name: name, Default: def, NullDefault: def == "", Doc: doc, kind: kind}
 }
 
@@ -184,37 +185,37 @@ func always(value func(b *Broker) string) func(b *Broker) (string, bool) {
 
 var brokerConfigTable = func() []BrokerConfig {
 	t := []BrokerConfig{
-		loaderConfig("listeners", kindList, "PLAINTEXT://:9092", "the first PLAINTEXT listener is served (`PLAINTEXT://:9092` is every interface); listeners named in `controller.listener.names` are skipped; an SSL or SASL listener refuses to start (no TLS or SASL yet); a listener's protocol is its name or its entry in `listener.security.protocol.map`").
+		loaderConfig("listeners", topicconfig.KindList, "PLAINTEXT://:9092", "the first PLAINTEXT listener is served (`PLAINTEXT://:9092` is every interface); listeners named in `controller.listener.names` are skipped; an SSL or SASL listener refuses to start (no TLS or SASL yet); a listener's protocol is its name or its entry in `listener.security.protocol.map`").
 			listed(always(func(b *Broker) string { return "PLAINTEXT://" + b.Addr() })).shownAs("`PLAINTEXT://127.0.0.1:9092`"),
-		loaderConfig("advertised.listeners", kindList, "", "the entry with the served listener's name (else the first PLAINTEXT one) is what Metadata and FindCoordinator return").
+		loaderConfig("advertised.listeners", topicconfig.KindList, "", "the entry with the served listener's name (else the first PLAINTEXT one) is what Metadata and FindCoordinator return").
 			listed(func(b *Broker) (string, bool) {
 				return fmt.Sprintf("PLAINTEXT://%s:%d", b.advertised.host, b.advertised.port), b.cfg.Advertise != ""
 			}).shownAs("the served listener"),
-		loaderConfig("log.dirs", kindList, "", "the data directory; `log.dirs` wins over `log.dir`; more than one directory refuses to start").
+		loaderConfig("log.dirs", topicconfig.KindList, "", "the data directory; `log.dirs` wins over `log.dir`; more than one directory refuses to start").
 			listed(always(func(b *Broker) string { return b.logDir() })).shownAs("`./data`"),
-		loaderConfig("log.dir", kindList, "/tmp/kafka-logs", "the data directory when `log.dirs` is not set").shownAs("`./data`"),
-		loaderConfig("node.id", kindInt, "", "this broker's id, 0 to 2147483647; `node.id` and `broker.id` both set and different refuses to start").
+		loaderConfig("log.dir", topicconfig.KindList, "/tmp/kafka-logs", "the data directory when `log.dirs` is not set").shownAs("`./data`"),
+		loaderConfig("node.id", topicconfig.KindInt, "", "this broker's id, 0 to 2147483647; `node.id` and `broker.id` both set and different refuses to start").
 			listed(always(func(b *Broker) string { return strconv.Itoa(int(b.cfg.NodeID)) })).shownAs("`1`"),
-		loaderConfig("broker.id", kindInt, "-1", "the same as `node.id`").
+		loaderConfig("broker.id", topicconfig.KindInt, "-1", "the same as `node.id`").
 			listed(always(func(b *Broker) string { return strconv.Itoa(int(b.cfg.NodeID)) })).shownAs("`1`"),
-		loaderConfig("controller.quorum.voters", kindList, "", "`ID@HOST:PORT,...`, the static voters of the metadata quorum; set, the node runs in cluster mode, as one of them (`process.roles=broker,controller`: its `node.id` must be a voter) or as a broker-only node (`process.roles=broker`: its `node.id` must not be one), see [operations.md](operations.md#running-a-cluster); a malformed list refuses to start").shownAs("none"),
-		loaderConfig("process.roles", kindList, "", "with `controller.quorum.voters`: `broker,controller` (combined mode, a voter) or `broker` (a broker-only node, an observer of the quorum, which needs a controller listener: [operations.md](operations.md#adding-a-broker)); `controller` alone refuses to start (not served yet); without voters it is ignored (one node)").
+		loaderConfig("controller.quorum.voters", topicconfig.KindList, "", "`ID@HOST:PORT,...`, the static voters of the metadata quorum; set, the node runs in cluster mode, as one of them (`process.roles=broker,controller`: its `node.id` must be a voter) or as a broker-only node (`process.roles=broker`: its `node.id` must not be one), see [operations.md](operations.md#running-a-cluster); a malformed list refuses to start").shownAs("none"),
+		loaderConfig("process.roles", topicconfig.KindList, "", "with `controller.quorum.voters`: `broker,controller` (combined mode, a voter) or `broker` (a broker-only node, an observer of the quorum, which needs a controller listener: [operations.md](operations.md#adding-a-broker)); `controller` alone refuses to start (not served yet); without voters it is ignored (one node)").
 			listed(always(func(b *Broker) string {
 				if b.isCluster() && b.cluster.raftAddr != "" {
 					return "broker"
 				}
 				return "broker,controller"
 			})).shownAs("`broker,controller`"),
-		loaderConfig("controller.listener.names", kindList, "", "with `controller.quorum.voters`, the first listener in `listeners` with one of these names is the controller listener (the raft transport)").shownAs("none"),
+		loaderConfig("controller.listener.names", topicconfig.KindList, "", "with `controller.quorum.voters`, the first listener in `listeners` with one of these names is the controller listener (the raft transport)").shownAs("none"),
 		boolConfig("controlled.shutdown.enable", "ControlledShutdownEnable", true, "cluster mode: stopping a broker first asks the active controller to move its leaderships (KIP-631), waiting at most 30 s ([operations.md](operations.md#running-a-cluster)); `false` stops at once and leaves fencing to the session timeout", func(c *Config) **bool { return &c.ControlledShutdownEnable }),
-		loaderConfig("broker.rack", kindString, "", "the rack this broker is in: registered with the controller (replicas of a new topic are spread across racks) and listed in Metadata and DescribeCluster").
+		loaderConfig("broker.rack", topicconfig.KindString, "", "the rack this broker is in: registered with the controller (replicas of a new topic are spread across racks) and listed in Metadata and DescribeCluster").
 			listed(func(b *Broker) (string, bool) { return b.cfg.BrokerRack, b.cfg.BrokerRack != "" }).shownAs("none"),
-		loaderConfig("replica.selector.class", kindString, "", "KIP-392 fetch from follower: `org.apache.kafka.common.replica.RackAwareReplicaSelector` makes a partition leader point a consumer (Fetch v11+ naming its rack, as `client.rack` does) to an in-sync replica in the consumer's rack; none means consumers read from leaders. Any other class refuses to start. Followers serve consumer fetches v11+ either way, see [operations.md](operations.md#fetching-from-the-closest-replica)").shownAs("none"),
-		loaderConfig("group.consumer.assignors", kindList, "uniform,range", "server assignors members may name (`uniform`, `range`, or Kafka's class names for them); the first is the default"),
-		loaderConfig("group.consumer.min.assignment.interval.ms", kindInt, "0", "lower bound of `group.consumer.assignment.interval.ms`"),
-		loaderConfig("group.consumer.max.assignment.interval.ms", kindInt, "15000", "upper bound of `group.consumer.assignment.interval.ms`"),
-		loaderConfig("log.retention.minutes", kindInt, "", "`retention.ms` when `log.retention.ms` is not set (minutes win over hours; negative is -1, forever)").shownAs("none"),
-		loaderConfig("log.retention.hours", kindInt, "168", "`retention.ms` when neither `log.retention.ms` nor `log.retention.minutes` is set").
+		loaderConfig("replica.selector.class", topicconfig.KindString, "", "KIP-392 fetch from follower: `org.apache.kafka.common.replica.RackAwareReplicaSelector` makes a partition leader point a consumer (Fetch v11+ naming its rack, as `client.rack` does) to an in-sync replica in the consumer's rack; none means consumers read from leaders. Any other class refuses to start. Followers serve consumer fetches v11+ either way, see [operations.md](operations.md#fetching-from-the-closest-replica)").shownAs("none"),
+		loaderConfig("group.consumer.assignors", topicconfig.KindList, "uniform,range", "server assignors members may name (`uniform`, `range`, or Kafka's class names for them); the first is the default"),
+		loaderConfig("group.consumer.min.assignment.interval.ms", topicconfig.KindInt, "0", "lower bound of `group.consumer.assignment.interval.ms`"),
+		loaderConfig("group.consumer.max.assignment.interval.ms", topicconfig.KindInt, "15000", "upper bound of `group.consumer.assignment.interval.ms`"),
+		loaderConfig("log.retention.minutes", topicconfig.KindInt, "", "`retention.ms` when `log.retention.ms` is not set (minutes win over hours; negative is -1, forever)").shownAs("none"),
+		loaderConfig("log.retention.hours", topicconfig.KindInt, "168", "`retention.ms` when neither `log.retention.ms` nor `log.retention.minutes` is set").
 			listed(func(b *Broker) (string, bool) {
 				v, explicit := topicDefault("retention.ms")(b)
 				ms, _ := strconv.ParseInt(v, 10, 64)
@@ -223,66 +224,66 @@ var brokerConfigTable = func() []BrokerConfig {
 				}
 				return strconv.FormatInt(ms/3600000, 10), explicit
 			}),
-		loaderConfig("log.roll.hours", kindInt, "168", "`segment.ms` when `log.roll.ms` is not set"),
-		loaderConfig("log.roll.jitter.hours", kindInt, "0", "`segment.jitter.ms` when `log.roll.jitter.ms` is not set"),
-		loaderConfig("log.flush.scheduler.interval.ms", kindLong, "9223372036854775807", "`flush.ms` when `log.flush.interval.ms` is not set, as in Kafka. Gregor has no flusher thread to schedule: each partition fsyncs when its own `flush.ms` is due (see \"Durability\")"),
-		intConfig("num.partitions", "NumPartitions", kindInt, int32(1), 1, math.MaxInt32, "partitions of auto-created topics and of CreateTopics asking for the default", func(c *Config) *int32 { return &c.NumPartitions }),
-		intConfig("default.replication.factor", "DefaultReplicationFactor", kindInt, int16(1), 1, math.MaxInt16, "replication factor for the same; above 1 only in cluster mode (a single node refuses it, INVALID_REPLICATION_FACTOR)", func(c *Config) *int16 { return &c.DefaultReplicationFactor }),
+		loaderConfig("log.roll.hours", topicconfig.KindInt, "168", "`segment.ms` when `log.roll.ms` is not set"),
+		loaderConfig("log.roll.jitter.hours", topicconfig.KindInt, "0", "`segment.jitter.ms` when `log.roll.jitter.ms` is not set"),
+		loaderConfig("log.flush.scheduler.interval.ms", topicconfig.KindLong, "9223372036854775807", "`flush.ms` when `log.flush.interval.ms` is not set, as in Kafka. Gregor has no flusher thread to schedule: each partition fsyncs when its own `flush.ms` is due (see \"Durability\")"),
+		intConfig("num.partitions", "NumPartitions", topicconfig.KindInt, int32(1), 1, math.MaxInt32, "partitions of auto-created topics and of CreateTopics asking for the default", func(c *Config) *int32 { return &c.NumPartitions }),
+		intConfig("default.replication.factor", "DefaultReplicationFactor", topicconfig.KindInt, int16(1), 1, math.MaxInt16, "replication factor for the same; above 1 only in cluster mode (a single node refuses it, INVALID_REPLICATION_FACTOR)", func(c *Config) *int16 { return &c.DefaultReplicationFactor }),
 		boolConfig("auto.create.topics.enable", "AutoCreateTopics", true, "Metadata for an unknown topic creates it", func(c *Config) **bool { return &c.AutoCreateTopics }),
-		intConfig("socket.request.max.bytes", "MaxFrameBytes", kindInt, int32(protocol.DefaultMaxFrameBytes), 1, math.MaxInt32, "a larger request closes the connection", func(c *Config) *int32 { return &c.MaxFrameBytes }),
-		intConfig("offsets.topic.num.partitions", "OffsetsTopicPartitions", kindInt, int32(50), 1, math.MaxInt32, "partitions of `__consumer_offsets` when first created", func(c *Config) *int32 { return &c.OffsetsTopicPartitions }),
-		intConfig("offsets.topic.replication.factor", "OffsetsTopicReplicationFactor", kindShort, int16(3), 1, math.MaxInt16, "cluster mode: replicas of `__consumer_offsets` when first created; with fewer unfenced brokers FindCoordinator answers COORDINATOR_NOT_AVAILABLE (a single node always uses 1)", func(c *Config) *int16 { return &c.OffsetsTopicReplicationFactor }),
-		optionalConfig("group.initial.rebalance.delay.ms", "GroupInitialRebalanceDelayMs", kindInt, 3000, 0, math.MaxInt32, "delay before the first rebalance of an empty group", func(c *Config) **int64 { return &c.GroupInitialRebalanceDelayMs }),
-		intConfig("group.min.session.timeout.ms", "GroupMinSessionTimeoutMs", kindInt, int32(6000), 1, math.MaxInt32, "shortest session timeout a member may ask for", func(c *Config) *int32 { return &c.GroupMinSessionTimeoutMs }),
-		intConfig("group.max.session.timeout.ms", "GroupMaxSessionTimeoutMs", kindInt, int32(1800000), 1, math.MaxInt32, "longest session timeout a member may ask for", func(c *Config) *int32 { return &c.GroupMaxSessionTimeoutMs }),
-		intConfig("group.max.size", "GroupMaxSize", kindInt, int(2147483647), 1, math.MaxInt32, "members a group may hold (the default is no limit in practice)", func(c *Config) *int { return &c.GroupMaxSize }),
-		intConfig("offsets.retention.minutes", "OffsetsRetentionMinutes", kindInt, int64(10080), 1, math.MaxInt32, "how long committed offsets of an empty group are kept", func(c *Config) *int64 { return &c.OffsetsRetentionMinutes }),
-		intConfig("group.consumer.session.timeout.ms", "GroupConsumerSessionTimeoutMs", kindInt, int32(45000), 1, math.MaxInt32, "a KIP-848 consumer group member silent this long is fenced", func(c *Config) *int32 { return &c.GroupConsumerSessionTimeoutMs }),
-		intConfig("group.consumer.heartbeat.interval.ms", "GroupConsumerHeartbeatIntervalMs", kindInt, int32(5000), 1, math.MaxInt32, "heartbeat interval told to KIP-848 consumer group members", func(c *Config) *int32 { return &c.GroupConsumerHeartbeatIntervalMs }),
-		intConfig("group.consumer.max.size", "GroupConsumerMaxSize", kindInt, int(2147483647), 1, math.MaxInt32, "members a KIP-848 consumer group may hold (the default is no limit in practice)", func(c *Config) *int { return &c.GroupConsumerMaxSize }),
-		optionalConfig("group.consumer.assignment.interval.ms", "GroupConsumerAssignmentIntervalMs", kindInt, 1000, 0, math.MaxInt32, "a KIP-848 consumer group's target assignment is computed at most once per interval (Kafka 4.3+); `0` computes it at the heartbeat that needs it", func(c *Config) **int64 { return &c.GroupConsumerAssignmentIntervalMs }),
+		intConfig("socket.request.max.bytes", "MaxFrameBytes", topicconfig.KindInt, int32(protocol.DefaultMaxFrameBytes), 1, math.MaxInt32, "a larger request closes the connection", func(c *Config) *int32 { return &c.MaxFrameBytes }),
+		intConfig("offsets.topic.num.partitions", "OffsetsTopicPartitions", topicconfig.KindInt, int32(50), 1, math.MaxInt32, "partitions of `__consumer_offsets` when first created", func(c *Config) *int32 { return &c.OffsetsTopicPartitions }),
+		intConfig("offsets.topic.replication.factor", "OffsetsTopicReplicationFactor", topicconfig.KindShort, int16(3), 1, math.MaxInt16, "cluster mode: replicas of `__consumer_offsets` when first created; with fewer unfenced brokers FindCoordinator answers COORDINATOR_NOT_AVAILABLE (a single node always uses 1)", func(c *Config) *int16 { return &c.OffsetsTopicReplicationFactor }),
+		optionalConfig("group.initial.rebalance.delay.ms", "GroupInitialRebalanceDelayMs", topicconfig.KindInt, 3000, 0, math.MaxInt32, "delay before the first rebalance of an empty group", func(c *Config) **int64 { return &c.GroupInitialRebalanceDelayMs }),
+		intConfig("group.min.session.timeout.ms", "GroupMinSessionTimeoutMs", topicconfig.KindInt, int32(6000), 1, math.MaxInt32, "shortest session timeout a member may ask for", func(c *Config) *int32 { return &c.GroupMinSessionTimeoutMs }),
+		intConfig("group.max.session.timeout.ms", "GroupMaxSessionTimeoutMs", topicconfig.KindInt, int32(1800000), 1, math.MaxInt32, "longest session timeout a member may ask for", func(c *Config) *int32 { return &c.GroupMaxSessionTimeoutMs }),
+		intConfig("group.max.size", "GroupMaxSize", topicconfig.KindInt, int(2147483647), 1, math.MaxInt32, "members a group may hold (the default is no limit in practice)", func(c *Config) *int { return &c.GroupMaxSize }),
+		intConfig("offsets.retention.minutes", "OffsetsRetentionMinutes", topicconfig.KindInt, int64(10080), 1, math.MaxInt32, "how long committed offsets of an empty group are kept", func(c *Config) *int64 { return &c.OffsetsRetentionMinutes }),
+		intConfig("group.consumer.session.timeout.ms", "GroupConsumerSessionTimeoutMs", topicconfig.KindInt, int32(45000), 1, math.MaxInt32, "a KIP-848 consumer group member silent this long is fenced", func(c *Config) *int32 { return &c.GroupConsumerSessionTimeoutMs }),
+		intConfig("group.consumer.heartbeat.interval.ms", "GroupConsumerHeartbeatIntervalMs", topicconfig.KindInt, int32(5000), 1, math.MaxInt32, "heartbeat interval told to KIP-848 consumer group members", func(c *Config) *int32 { return &c.GroupConsumerHeartbeatIntervalMs }),
+		intConfig("group.consumer.max.size", "GroupConsumerMaxSize", topicconfig.KindInt, int(2147483647), 1, math.MaxInt32, "members a KIP-848 consumer group may hold (the default is no limit in practice)", func(c *Config) *int { return &c.GroupConsumerMaxSize }),
+		optionalConfig("group.consumer.assignment.interval.ms", "GroupConsumerAssignmentIntervalMs", topicconfig.KindInt, 1000, 0, math.MaxInt32, "a KIP-848 consumer group's target assignment is computed at most once per interval (Kafka 4.3+); `0` computes it at the heartbeat that needs it", func(c *Config) **int64 { return &c.GroupConsumerAssignmentIntervalMs }),
 		boolConfig("group.consumer.assignor.offload.enable", "GroupConsumerAssignorOffloadEnable", true, "the assignor runs off the heartbeat path: the heartbeat that starts a computation is answered with the previous target, the result lands at the coordinator's next tick (Kafka 4.3+)", func(c *Config) **bool { return &c.GroupConsumerAssignorOffloadEnable }),
-		intConfig("transaction.state.log.num.partitions", "TransactionStateLogNumPartitions", kindInt, int32(50), 1, math.MaxInt32, "partitions of `__transaction_state` when first created", func(c *Config) *int32 { return &c.TransactionStateLogNumPartitions }),
-		intConfig("transaction.state.log.replication.factor", "TransactionStateLogReplicationFactor", kindShort, int16(3), 1, math.MaxInt16, "cluster mode: replicas of `__transaction_state` when first created, as `offsets.topic.replication.factor` (a single node always uses 1)", func(c *Config) *int16 { return &c.TransactionStateLogReplicationFactor }),
-		intConfig("transaction.state.log.min.isr", "TransactionStateLogMinISR", kindInt, int32(2), 1, math.MaxInt32, "cluster mode: `min.insync.replicas` of `__transaction_state` when first created; below it transaction state changes are COORDINATOR_NOT_AVAILABLE", func(c *Config) *int32 { return &c.TransactionStateLogMinISR }),
-		intConfig("add.partitions.to.txn.retry.backoff.ms", "AddPartitionsToTxnRetryBackoffMs", kindInt, int64(20), 1, math.MaxInt32, "how long a transactions V2 produce waits before asking the transaction coordinator again to add its partition while the previous transaction completes", func(c *Config) *int64 { return &c.AddPartitionsToTxnRetryBackoffMs }),
-		optionalConfig("add.partitions.to.txn.retry.backoff.max.ms", "AddPartitionsToTxnRetryBackoffMaxMs", kindInt, 100, 0, math.MaxInt32, "how long such a produce keeps asking (from its first question, at most 30 s) before it answers CONCURRENT_TRANSACTIONS; `0` answers at once", func(c *Config) **int64 { return &c.AddPartitionsToTxnRetryBackoffMaxMs }),
-		intConfig("transaction.max.timeout.ms", "TransactionMaxTimeoutMs", kindInt, int32(900000), 1, math.MaxInt32, "longest transaction timeout a producer may ask for (InitProducerId answers INVALID_TRANSACTION_TIMEOUT above it)", func(c *Config) *int32 { return &c.TransactionMaxTimeoutMs }),
-		intConfig("transaction.abort.timed.out.transaction.cleanup.interval.ms", "TransactionAbortTimedOutTransactionCleanupIntervalMs", kindInt, int64(10000), 1, math.MaxInt32, "how often transactions running past their timeout are aborted (their producer is fenced: the epoch is bumped)", func(c *Config) *int64 { return &c.TransactionAbortTimedOutTransactionCleanupIntervalMs }),
-		intConfig("transactional.id.expiration.ms", "TransactionalIDExpirationMs", kindInt, int64(604800000), 1, math.MaxInt32, "a transactional id with no transaction in progress and no update for this long is removed", func(c *Config) *int64 { return &c.TransactionalIDExpirationMs }),
-		intConfig("transaction.remove.expired.transaction.cleanup.interval.ms", "TransactionRemoveExpiredTransactionCleanupIntervalMs", kindInt, int64(3600000), 1, math.MaxInt32, "how often transactional ids are checked against `transactional.id.expiration.ms`", func(c *Config) *int64 { return &c.TransactionRemoveExpiredTransactionCleanupIntervalMs }),
-		intConfig("log.retention.check.interval.ms", "LogRetentionCheckIntervalMs", kindLong, int64(300000), 1, math.MaxInt64, "how often every partition's segments are checked against `retention.ms`, `retention.bytes` and the log start offset", func(c *Config) *int64 { return &c.LogRetentionCheckIntervalMs }),
+		intConfig("transaction.state.log.num.partitions", "TransactionStateLogNumPartitions", topicconfig.KindInt, int32(50), 1, math.MaxInt32, "partitions of `__transaction_state` when first created", func(c *Config) *int32 { return &c.TransactionStateLogNumPartitions }),
+		intConfig("transaction.state.log.replication.factor", "TransactionStateLogReplicationFactor", topicconfig.KindShort, int16(3), 1, math.MaxInt16, "cluster mode: replicas of `__transaction_state` when first created, as `offsets.topic.replication.factor` (a single node always uses 1)", func(c *Config) *int16 { return &c.TransactionStateLogReplicationFactor }),
+		intConfig("transaction.state.log.min.isr", "TransactionStateLogMinISR", topicconfig.KindInt, int32(2), 1, math.MaxInt32, "cluster mode: `min.insync.replicas` of `__transaction_state` when first created; below it transaction state changes are COORDINATOR_NOT_AVAILABLE", func(c *Config) *int32 { return &c.TransactionStateLogMinISR }),
+		intConfig("add.partitions.to.txn.retry.backoff.ms", "AddPartitionsToTxnRetryBackoffMs", topicconfig.KindInt, int64(20), 1, math.MaxInt32, "how long a transactions V2 produce waits before asking the transaction coordinator again to add its partition while the previous transaction completes", func(c *Config) *int64 { return &c.AddPartitionsToTxnRetryBackoffMs }),
+		optionalConfig("add.partitions.to.txn.retry.backoff.max.ms", "AddPartitionsToTxnRetryBackoffMaxMs", topicconfig.KindInt, 100, 0, math.MaxInt32, "how long such a produce keeps asking (from its first question, at most 30 s) before it answers CONCURRENT_TRANSACTIONS; `0` answers at once", func(c *Config) **int64 { return &c.AddPartitionsToTxnRetryBackoffMaxMs }),
+		intConfig("transaction.max.timeout.ms", "TransactionMaxTimeoutMs", topicconfig.KindInt, int32(900000), 1, math.MaxInt32, "longest transaction timeout a producer may ask for (InitProducerId answers INVALID_TRANSACTION_TIMEOUT above it)", func(c *Config) *int32 { return &c.TransactionMaxTimeoutMs }),
+		intConfig("transaction.abort.timed.out.transaction.cleanup.interval.ms", "TransactionAbortTimedOutTransactionCleanupIntervalMs", topicconfig.KindInt, int64(10000), 1, math.MaxInt32, "how often transactions running past their timeout are aborted (their producer is fenced: the epoch is bumped)", func(c *Config) *int64 { return &c.TransactionAbortTimedOutTransactionCleanupIntervalMs }),
+		intConfig("transactional.id.expiration.ms", "TransactionalIDExpirationMs", topicconfig.KindInt, int64(604800000), 1, math.MaxInt32, "a transactional id with no transaction in progress and no update for this long is removed", func(c *Config) *int64 { return &c.TransactionalIDExpirationMs }),
+		intConfig("transaction.remove.expired.transaction.cleanup.interval.ms", "TransactionRemoveExpiredTransactionCleanupIntervalMs", topicconfig.KindInt, int64(3600000), 1, math.MaxInt32, "how often transactional ids are checked against `transactional.id.expiration.ms`", func(c *Config) *int64 { return &c.TransactionRemoveExpiredTransactionCleanupIntervalMs }),
+		intConfig("log.retention.check.interval.ms", "LogRetentionCheckIntervalMs", topicconfig.KindLong, int64(300000), 1, math.MaxInt64, "how often every partition's segments are checked against `retention.ms`, `retention.bytes` and the log start offset", func(c *Config) *int64 { return &c.LogRetentionCheckIntervalMs }),
 		boolConfig("log.cleaner.enable", "LogCleanerEnable", true, "run the log cleaner, which compacts topics whose `cleanup.policy` includes `compact`", func(c *Config) **bool { return &c.LogCleanerEnable }),
-		intConfig("log.cleaner.threads", "LogCleanerThreads", kindInt, int(1), 0, 1024, "cleaner goroutines; each cleans one log at a time; `0` runs none, as in Kafka", func(c *Config) *int { return &c.LogCleanerThreads }),
-		intConfig("log.cleaner.backoff.ms", "LogCleanerBackoffMs", kindLong, int64(15000), 1, math.MaxInt64, "how long an idle cleaner thread sleeps before looking for a dirty log again", func(c *Config) *int64 { return &c.LogCleanerBackoffMs }),
-		intConfig("log.cleaner.dedupe.buffer.size", "LogCleanerDedupeBufferSize", kindLong, int64(134217728), 1, math.MaxInt64, "memory for the cleaners' key maps, shared by the threads: a thread indexes as many keys per round as Kafka's map of its share holds (24 bytes a key, 0.9 load); a round that fills it cleans up to there and the next goes on", func(c *Config) *int64 { return &c.LogCleanerDedupeBufferSize }),
-		intConfig("quota.window.num", "QuotaWindowNum", kindInt, int(11), 1, math.MaxInt32, "samples a client's rate is measured over, for `producer_byte_rate`, `consumer_byte_rate` and `connection_creation_rate` ([Client quotas](#client-quotas))", func(c *Config) *int { return &c.QuotaWindowNum }),
-		intConfig("quota.window.size.seconds", "QuotaWindowSizeSeconds", kindInt, int(1), 1, math.MaxInt32, "length of each of those samples", func(c *Config) *int { return &c.QuotaWindowSizeSeconds }),
-		intConfig("replication.quota.window.num", "ReplicationQuotaWindowNum", kindInt, int(11), 1, math.MaxInt32, "samples a replication throttle's rate is measured over ([Replication throttles](#replication-throttles))", func(c *Config) *int { return &c.ReplicationQuotaWindowNum }),
-		intConfig("replication.quota.window.size.seconds", "ReplicationQuotaWindowSizeSeconds", kindInt, int(1), 1, math.MaxInt32, "length of each of those samples", func(c *Config) *int { return &c.ReplicationQuotaWindowSizeSeconds }),
-		intConfig("broker.session.timeout.ms", "BrokerSessionTimeoutMs", kindInt, int64(9000), 1, math.MaxInt32, "cluster mode: a broker that has not heartbeated the active controller for this long is fenced", func(c *Config) *int64 { return &c.BrokerSessionTimeoutMs }),
-		intConfig("broker.heartbeat.interval.ms", "BrokerHeartbeatIntervalMs", kindInt, int64(2000), 1, math.MaxInt32, "cluster mode: how often a broker heartbeats the active controller", func(c *Config) *int64 { return &c.BrokerHeartbeatIntervalMs }),
-		intConfig("replica.lag.time.max.ms", "ReplicaLagTimeMaxMs", kindLong, int64(30000), 1, math.MaxInt32, "cluster mode: a follower that has not caught up with the leader's log end for this long leaves the ISR (checked every half of it)", func(c *Config) *int64 { return &c.ReplicaLagTimeMaxMs }),
-		intConfig("replica.fetch.wait.max.ms", "ReplicaFetchWaitMaxMs", kindInt, int32(500), 1, math.MaxInt32, "cluster mode: how long a follower's fetch waits at the leader for data", func(c *Config) *int32 { return &c.ReplicaFetchWaitMaxMs }),
-		intConfig("replica.fetch.min.bytes", "ReplicaFetchMinBytes", kindInt, int32(1), 1, math.MaxInt32, "cluster mode: bytes a follower's fetch waits for", func(c *Config) *int32 { return &c.ReplicaFetchMinBytes }),
-		intConfig("replica.fetch.max.bytes", "ReplicaFetchMaxBytes", kindInt, int32(1048576), 1, math.MaxInt32, "cluster mode: bytes a follower fetches per partition per round (the first batch comes whole even if larger)", func(c *Config) *int32 { return &c.ReplicaFetchMaxBytes }),
-		intConfig("replica.fetch.response.max.bytes", "ReplicaFetchResponseMaxBytes", kindInt, int32(10485760), 1, math.MaxInt32, "cluster mode: bytes a follower's fetch response may hold", func(c *Config) *int32 { return &c.ReplicaFetchResponseMaxBytes }),
-		intConfig("replica.fetch.backoff.ms", "ReplicaFetchBackoffMs", kindInt, int64(1000), 1, math.MaxInt32, "cluster mode: how long a follower waits after a failed fetch before fetching that partition (or from that leader) again", func(c *Config) *int64 { return &c.ReplicaFetchBackoffMs }),
-		intConfig("replica.high.watermark.checkpoint.interval.ms", "ReplicaHighWatermarkCheckpointIntervalMs", kindLong, int64(5000), 1, math.MaxInt32, "cluster mode: how often each partition's high watermark is checkpointed (also at shutdown)", func(c *Config) *int64 { return &c.ReplicaHighWatermarkCheckpointIntervalMs }),
+		intConfig("log.cleaner.threads", "LogCleanerThreads", topicconfig.KindInt, int(1), 0, 1024, "cleaner goroutines; each cleans one log at a time; `0` runs none, as in Kafka", func(c *Config) *int { return &c.LogCleanerThreads }),
+		intConfig("log.cleaner.backoff.ms", "LogCleanerBackoffMs", topicconfig.KindLong, int64(15000), 1, math.MaxInt64, "how long an idle cleaner thread sleeps before looking for a dirty log again", func(c *Config) *int64 { return &c.LogCleanerBackoffMs }),
+		intConfig("log.cleaner.dedupe.buffer.size", "LogCleanerDedupeBufferSize", topicconfig.KindLong, int64(134217728), 1, math.MaxInt64, "memory for the cleaners' key maps, shared by the threads: a thread indexes as many keys per round as Kafka's map of its share holds (24 bytes a key, 0.9 load); a round that fills it cleans up to there and the next goes on", func(c *Config) *int64 { return &c.LogCleanerDedupeBufferSize }),
+		intConfig("quota.window.num", "QuotaWindowNum", topicconfig.KindInt, int(11), 1, math.MaxInt32, "samples a client's rate is measured over, for `producer_byte_rate`, `consumer_byte_rate` and `connection_creation_rate` ([Client quotas](#client-quotas))", func(c *Config) *int { return &c.QuotaWindowNum }),
+		intConfig("quota.window.size.seconds", "QuotaWindowSizeSeconds", topicconfig.KindInt, int(1), 1, math.MaxInt32, "length of each of those samples", func(c *Config) *int { return &c.QuotaWindowSizeSeconds }),
+		intConfig("replication.quota.window.num", "ReplicationQuotaWindowNum", topicconfig.KindInt, int(11), 1, math.MaxInt32, "samples a replication throttle's rate is measured over ([Replication throttles](#replication-throttles))", func(c *Config) *int { return &c.ReplicationQuotaWindowNum }),
+		intConfig("replication.quota.window.size.seconds", "ReplicationQuotaWindowSizeSeconds", topicconfig.KindInt, int(1), 1, math.MaxInt32, "length of each of those samples", func(c *Config) *int { return &c.ReplicationQuotaWindowSizeSeconds }),
+		intConfig("broker.session.timeout.ms", "BrokerSessionTimeoutMs", topicconfig.KindInt, int64(9000), 1, math.MaxInt32, "cluster mode: a broker that has not heartbeated the active controller for this long is fenced", func(c *Config) *int64 { return &c.BrokerSessionTimeoutMs }),
+		intConfig("broker.heartbeat.interval.ms", "BrokerHeartbeatIntervalMs", topicconfig.KindInt, int64(2000), 1, math.MaxInt32, "cluster mode: how often a broker heartbeats the active controller", func(c *Config) *int64 { return &c.BrokerHeartbeatIntervalMs }),
+		intConfig("replica.lag.time.max.ms", "ReplicaLagTimeMaxMs", topicconfig.KindLong, int64(30000), 1, math.MaxInt32, "cluster mode: a follower that has not caught up with the leader's log end for this long leaves the ISR (checked every half of it)", func(c *Config) *int64 { return &c.ReplicaLagTimeMaxMs }),
+		intConfig("replica.fetch.wait.max.ms", "ReplicaFetchWaitMaxMs", topicconfig.KindInt, int32(500), 1, math.MaxInt32, "cluster mode: how long a follower's fetch waits at the leader for data", func(c *Config) *int32 { return &c.ReplicaFetchWaitMaxMs }),
+		intConfig("replica.fetch.min.bytes", "ReplicaFetchMinBytes", topicconfig.KindInt, int32(1), 1, math.MaxInt32, "cluster mode: bytes a follower's fetch waits for", func(c *Config) *int32 { return &c.ReplicaFetchMinBytes }),
+		intConfig("replica.fetch.max.bytes", "ReplicaFetchMaxBytes", topicconfig.KindInt, int32(1048576), 1, math.MaxInt32, "cluster mode: bytes a follower fetches per partition per round (the first batch comes whole even if larger)", func(c *Config) *int32 { return &c.ReplicaFetchMaxBytes }),
+		intConfig("replica.fetch.response.max.bytes", "ReplicaFetchResponseMaxBytes", topicconfig.KindInt, int32(10485760), 1, math.MaxInt32, "cluster mode: bytes a follower's fetch response may hold", func(c *Config) *int32 { return &c.ReplicaFetchResponseMaxBytes }),
+		intConfig("replica.fetch.backoff.ms", "ReplicaFetchBackoffMs", topicconfig.KindInt, int64(1000), 1, math.MaxInt32, "cluster mode: how long a follower waits after a failed fetch before fetching that partition (or from that leader) again", func(c *Config) *int64 { return &c.ReplicaFetchBackoffMs }),
+		intConfig("replica.high.watermark.checkpoint.interval.ms", "ReplicaHighWatermarkCheckpointIntervalMs", topicconfig.KindLong, int64(5000), 1, math.MaxInt32, "cluster mode: how often each partition's high watermark is checkpointed (also at shutdown)", func(c *Config) *int64 { return &c.ReplicaHighWatermarkCheckpointIntervalMs }),
 	}
 	// Every broker synonym of a topic config sets that config's
 	// broker-wide default (Config.TopicDefaults); the topic config table
 	// has its type and default.
-	for _, d := range topicConfigDefs {
-		name, ok := brokerSynonyms[d.name]
+	for _, d := range topicconfig.Defs() {
+		name, ok := topicconfig.BrokerSynonym(d.Name)
 		if !ok {
 			continue
 		}
-		c := loaderConfig(name, d.kind, d.def, "the broker-wide default of the topic config `"+d.name+"`")
-		if brokerConfigWithoutDefault[name] {
+		c := loaderConfig(name, d.Kind, d.Default, "the broker-wide default of the topic config `"+d.Name+"`")
+		if !topicconfig.HasBrokerDefault(name) {
 			c.Default, c.NullDefault = "", true
 		}
-		t = append(t, c.listed(topicDefault(d.name)))
+		t = append(t, c.listed(topicDefault(d.Name)))
 	}
 	for i := range t {
 		t[i].Type = kindNames[t[i].kind]
@@ -314,7 +315,7 @@ func topicDefault(topicConfig string) func(*Broker) (string, bool) {
 		if v, ok := b.cfg.TopicDefaults[topicConfig]; ok {
 			return v, true
 		}
-		return topicConfigByName[topicConfig].def, false
+		return topicconfig.Lookup(topicConfig).Default, false
 	}
 }
 
@@ -348,10 +349,10 @@ func (b *Broker) brokerConfigs() []describedConfig {
 			continue
 		}
 		v, explicit := c.current(b)
-		dc := describedConfig{name: c.Name, value: v, source: sourceDefault, readOnly: true, kind: c.kind, doc: c.wireDoc(),
+		dc := describedConfig{name: c.Name, value: v, source: topicconfig.SourceDefault, readOnly: true, kind: c.kind, doc: c.wireDoc(),
 			synonyms: []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{}}
 		if explicit {
-			dc.source = sourceStaticBroker
+			dc.source = topicconfig.SourceStaticBroker
 		}
 		switch {
 		case c.NullDefault && !explicit:
@@ -362,7 +363,7 @@ func (b *Broker) brokerConfigs() []describedConfig {
 			dc.null = true
 		case explicit && !c.NullDefault:
 			// Kafka lists the default under the set value.
-			dc.synonyms = append(dc.synonyms, synonym(c.Name, v, dc.source), synonym(c.Name, c.Default, sourceDefault))
+			dc.synonyms = append(dc.synonyms, synonym(c.Name, v, dc.source), synonym(c.Name, c.Default, topicconfig.SourceDefault))
 		default:
 			dc.synonyms = append(dc.synonyms, synonym(c.Name, v, dc.source))
 		}
@@ -389,9 +390,9 @@ func RenderBrokerConfigDocs() string {
 	sb.WriteString("| every broker synonym of a topic config | Kafka's | the broker-wide default of that topic config (table below), validated as the topic config is |\n")
 	sb.WriteString("\nThe broker synonyms and the topic config each sets (Kafka's ServerTopicConfigSynonyms; DescribeConfigs\nreports a value set this way with source `STATIC_BROKER_CONFIG`):\n\n")
 	sb.WriteString("| broker config | topic config |\n| --- | --- |\n")
-	for _, d := range topicConfigDefs {
-		if name, ok := brokerSynonyms[d.name]; ok {
-			fmt.Fprintf(&sb, "| `%s` | `%s` |\n", name, d.name)
+	for _, d := range topicconfig.Defs() {
+		if name, ok := topicconfig.BrokerSynonym(d.Name); ok {
+			fmt.Fprintf(&sb, "| `%s` | `%s` |\n", name, d.Name)
 		}
 	}
 	return sb.String()

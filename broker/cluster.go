@@ -20,6 +20,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gregor-broker/gregor/broker/partition"
+	"github.com/gregor-broker/gregor/broker/quota"
+	"github.com/gregor-broker/gregor/broker/topicconfig"
 	"github.com/gregor-broker/gregor/coordinator/controller"
 	"github.com/gregor-broker/gregor/coordinator/controller/metadata"
 )
@@ -74,7 +76,7 @@ type cluster struct {
 
 	// quotas are the client quotas of the image last applied
 	// (cluster_quotas.go).
-	quotas atomic.Pointer[map[quotaEntity]map[string]float64]
+	quotas atomic.Pointer[map[quota.Entity]map[string]float64]
 
 	unsubscribe func()
 	// ctx bounds every call to the controller; close cancels it.
@@ -414,9 +416,9 @@ func (c *cluster) syncImage(im *metadata.Image) {
 	}
 	for _, id := range sortedTopicIDs(im) {
 		mt := im.Topics[id]
-		configs := topicConfigs(maps.Clone(im.Configs[metadata.ConfigResource{Type: metadata.ResourceTopic, Name: mt.Name}]))
+		configs := topicconfig.Configs(maps.Clone(im.Configs[metadata.ConfigResource{Type: metadata.ResourceTopic, Name: mt.Name}]))
 		if configs == nil {
-			configs = topicConfigs{}
+			configs = topicconfig.Configs{}
 		}
 		n := int32(len(mt.Partitions))
 		t := b.catalog.byName[mt.Name]

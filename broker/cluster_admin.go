@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-broker/gregor/broker/topicconfig"
 	"github.com/gregor-broker/gregor/coordinator/controller"
 	"github.com/gregor-broker/gregor/coordinator/controller/metadata"
 	"github.com/gregor-broker/gregor/coordinator/group"
@@ -221,7 +222,7 @@ func (c *cluster) createPartitions(rt kmsg.CreatePartitionsRequestTopic, validat
 // the active controller, as the keys set or deleted against old, and
 // answers once the local catalogue has it. A forwarded alteration is sent
 // as IncrementalAlterConfigs with those SET and DELETE operations.
-func (c *cluster) alterTopicConfigs(name string, old, next topicConfigs, forwarded bool) alterResult {
+func (c *cluster) alterTopicConfigs(name string, old, next topicconfig.Configs, forwarded bool) alterResult {
 	changes := configChanges(metadata.ResourceTopic, name, old, next)
 	if len(changes) == 0 {
 		return alterResult{}
@@ -269,7 +270,7 @@ func configChanges(typ int8, name string, old, next map[string]string) []control
 	return changes
 }
 
-func sortedConfigNames(a, b topicConfigs) []string {
+func sortedConfigNames(a, b topicconfig.Configs) []string {
 	var names []string
 	for k := range a {
 		names = append(names, k)

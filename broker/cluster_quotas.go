@@ -1,9 +1,7 @@
 package broker
 
 import (
-	"maps"
-	"math"
-
+	"github.com/gregor-broker/gregor/broker/quota"
 	"github.com/gregor-broker/gregor/coordinator/controller/metadata"
 )
 
@@ -18,7 +16,7 @@ import (
 // image's. It runs on the goroutine that applies images (syncImage).
 func (c *cluster) syncQuotas(im *metadata.Image) {
 	next := quotasOf(im.ClientQuotas)
-	if cur := c.quotas.Load(); cur != nil && sameQuotas(*cur, next) {
+	if cur := c.quotas.Load(); cur != nil && quota.Equal(*cur, next) {
 		return
 	}
 	c.quotas.Store(&next)
@@ -28,7 +26,7 @@ func (c *cluster) syncQuotas(im *metadata.Image) {
 // storedQuotas are the client quotas in force: a single node's catalogue,
 // or the applied image's in cluster mode. The map is replaced, never
 // changed in place, so the caller may read it without a lock.
-func (b *Broker) storedQuotas() map[quotaEntity]map[string]float64 {
+func (b *Broker) storedQuotas() map[quota.Entity]map[string]float64 {
 	if b.isCluster() {
 		if q := b.cluster.quotas.Load(); q != nil {
 			return *q
@@ -38,12 +36,4 @@ func (b *Broker) storedQuotas() map[quotaEntity]map[string]float64 {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	return b.catalog.quotas
-}
-
-// sameQuotas compares quotas value by value, bit for bit (a NaN quota is
-// the same as itself).
-func sameQuotas(a, b map[quotaEntity]map[string]float64) bool {
-	return maps.EqualFunc(a, b, func(x, y map[string]float64) bool {
-		return maps.EqualFunc(x, y, func(v, w float64) bool { return math.Float64bits(v) == math.Float64bits(w) })
-	})
 }

@@ -3,7 +3,6 @@ package broker
 import (
 	"encoding/binary"
 	"fmt"
-	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -14,6 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-broker/gregor/broker/quota"
 )
 
 // rawQuotaEntry is an AlterClientQuotas entry of one client id setting
@@ -21,7 +22,7 @@ import (
 func rawQuotaEntry(clientID *string, key string, value float64) kmsg.AlterClientQuotasRequestEntry {
 	e := kmsg.NewAlterClientQuotasRequestEntry()
 	ent := kmsg.NewAlterClientQuotasRequestEntryEntity()
-	ent.Type, ent.Name = quotaClientID, clientID
+	ent.Type, ent.Name = quota.EntityClientID, clientID
 	e.Entity = append(e.Entity, ent)
 	op := kmsg.NewAlterClientQuotasRequestEntryOp()
 	op.Key, op.Value, op.Remove = key, value, value == 0
@@ -167,7 +168,7 @@ func TestClusterClientQuotas(t *testing.T) {
 	}
 	for i, e := range resp.Entries {
 		if e.ErrorCode != kerr.NotController.Code || e.ErrorMessage == nil || *e.ErrorMessage != kerr.NotController.Description ||
-			len(e.Entity) != 1 || e.Entity[0].Type != quotaClientID || (i == 0) != (e.Entity[0].Name != nil) {
+			len(e.Entity) != 1 || e.Entity[0].Type != quota.EntityClientID || (i == 0) != (e.Entity[0].Name != nil) {
 			t.Fatalf("forwarded to node %d, entry %d: %+v", others[1], i, e)
 		}
 	}
@@ -260,31 +261,4 @@ func TestClusterClientQuotas(t *testing.T) {
 		break
 	}
 	tc.waitForQuotas("client-id=<default>: request_percentage=50")
-}
-
-// TestSameQuotasComparesBitForBit: an image whose quotas did not change
-// (a NaN quota included) does not refresh the enforcement; any change does.
-func TestSameQuotasComparesBitForBit(t *testing.T) {
-	app := quotaEntity{clientID: quotaName{present: true, name: "app"}}
-	def := quotaEntity{user: quotaName{present: true, isDefault: true}}
-	base := map[quotaEntity]map[string]float64{app: {"producer_byte_rate": 1024, "request_percentage": math.NaN()}}
-	tests := []struct {
-		name  string
-		other map[quotaEntity]map[string]float64
-		same  bool
-	}{
-		{"equal, NaN included", map[quotaEntity]map[string]float64{app: {"producer_byte_rate": 1024, "request_percentage": math.NaN()}}, true},
-		{"a value changed", map[quotaEntity]map[string]float64{app: {"producer_byte_rate": 1025, "request_percentage": math.NaN()}}, false},
-		{"a key removed", map[quotaEntity]map[string]float64{app: {"producer_byte_rate": 1024}}, false},
-		{"another entity", map[quotaEntity]map[string]float64{def: {"producer_byte_rate": 1024, "request_percentage": math.NaN()}}, false},
-		{"none", map[quotaEntity]map[string]float64{}, false},
-	}
-	for _, tt := range tests {
-		if got := sameQuotas(base, tt.other); got != tt.same {
-			t.Errorf("%s: sameQuotas = %v", tt.name, got)
-		}
-	}
-	if !sameQuotas(nil, map[quotaEntity]map[string]float64{}) {
-		t.Error("no quotas differ from an empty map")
-	}
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/gregor-broker/gregor/broker/topicconfig"
 )
 
 // topicCreation is one topic to create, already defaulted.
@@ -13,7 +15,7 @@ type topicCreation struct {
 	name              string
 	partitions        int32
 	replicationFactor int16
-	configs           topicConfigs
+	configs           topicconfig.Configs
 	// assignments are manual replica lists by partition, honoured in
 	// cluster mode (a single node is every partition's only replica).
 	assignments map[int32][]int32
@@ -89,7 +91,7 @@ func (b *Broker) autoCreateTopic(name string) (*topic, *kerr.Error) {
 		name:              name,
 		partitions:        b.cfg.NumPartitions,
 		replicationFactor: b.cfg.DefaultReplicationFactor,
-		configs:           topicConfigs{},
+		configs:           topicconfig.Configs{},
 	})
 	if errors.Is(kErr, kerr.TopicAlreadyExists) { // created concurrently
 		if t := b.lookupTopic(name); t != nil {

@@ -24,37 +24,38 @@
 // watermark, role and ISR) is package partition's Partition; this package
 // reaches it only through Partition's methods.
 //
-// Imports: broker/partition, broker/peer, coordinator/group,
-// coordinator/txn, coordinator/controller and controller/metadata (cluster
-// mode), protocol, protocol/batch, storage and vfs of this project; never
-// cmd.
+// Imports: broker/partition, broker/peer, broker/quota,
+// broker/topicconfig, coordinator/group, coordinator/txn,
+// coordinator/controller and controller/metadata (cluster mode), protocol,
+// protocol/batch, storage and vfs of this project; never cmd.
 //
-// Lock order: Broker.mu (topic map and producer ids) before a partition's
-// locks, which come in the order partition.Partition documents (its
-// appendMu, an append and its producer-state check, before its replication
-// state's lock, before storage.Log's own locks; its waiters' lock a leaf).
-// Partition's methods take and release them: no caller here holds one
-// across a call. A replica fetcher (replica_fetcher.go) appends through a
-// partition's appendMu, holding nothing else, and an acks=all
-// produce waits for the high watermark holding no lock. No lock
-// is taken while holding a later one. A produce waits for the fsync its
-// flush policy demands (storage.Log.FlushAfterAppend) holding none of
-// these, so that appends from other connections join the same fsync. The group coordinator's goroutine
-// (groups.go) holds no lock of its own: it takes Broker.mu to create
-// __consumer_offsets and a partition's appendMu to append to it, like any
-// handler. The transaction coordinator's goroutine (txns.go) likewise
-// holds no lock of its own: it takes a partition's appendMu to append to
-// __transaction_state, to write markers and to set a verification guard.
-// A transactional produce takes a partition's appendMu only to look at the
-// producer's open transaction and releases it before it calls the
-// transaction coordinator (txn_verify.go), so the coordinator never waits
-// for a lock a caller holds. The log manager's cleaner threads (logmanager.go) take
-// logManager.mu before Broker.mu, and release Broker.mu before taking a
-// partition's appendMu. apiMetrics.mu (metrics.go),
-// byteRateQuota.mu (throttle.go) and connectionRateQuota.mu (connquota.go)
-// are leaves: nothing is taken while one is held; clientQuotas.updateMu is
-// taken before Broker.mu (refreshQuotas); and the metrics collectors take Broker.mu and
-// storage.Log's locks one at a time, never while holding another.
-// replicationQuota.mu (replication_throttle.go) is a leaf too; a replica
-// fetcher takes it holding its own mu.
+// Lock order: take the left lock before the right one, never the reverse.
+//
+//	quota.Clients.updateMu -> Broker.mu           (refreshQuotas)
+//	logManager.mu          -> Broker.mu           (the cleaner threads, logmanager.go)
+//	Broker.mu              -> partition.Partition (appendMu -> replicaState.mu -> storage.Log's locks)
+//	replicaFetcher.mu      -> quota.Replication.mu
+//
+// Leaves, held with nothing taken inside: apiMetrics.mu (metrics.go),
+// quota.ByteRate.mu, quota.ConnectionRate.mu, quota.Replication.mu, a
+// peer.Conn's mutex, and a Partition's waiters' mutex.
+//
+// Beside the order:
+//   - Partition's methods take and release its locks: no caller here holds
+//     one across a call. The cleaner threads release Broker.mu before they
+//     take a partition's appendMu.
+//   - Nothing waits holding a lock: an acks=all produce waits for the high
+//     watermark, and a produce for the fsync its flush policy demands
+//     (storage.Log.FlushAfterAppend), holding none, so that appends from
+//     other connections join the same fsync.
+//   - The group and transaction coordinators' goroutines (groups.go,
+//     txns.go) hold no lock of their own; they take Broker.mu to create
+//     their topic and a partition's appendMu to append, write markers and
+//     set a verification guard, like any handler.
+//   - A transactional produce looks at the producer's open transaction
+//     under appendMu and releases it before it calls the transaction
+//     coordinator (txn_verify.go), so the coordinator never waits for a
+//     lock a caller holds.
+//   - The metrics collectors take Broker.mu and storage.Log's locks one at
+//     a time.
 package broker

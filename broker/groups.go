@@ -39,6 +39,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/gregor-broker/gregor/broker/partition"
+	"github.com/gregor-broker/gregor/broker/topicconfig"
 	"github.com/gregor-broker/gregor/coordinator/group"
 	"github.com/gregor-broker/gregor/protocol/batch"
 )
@@ -571,7 +572,7 @@ func (b *Broker) offsetsTopicCreation() topicCreation {
 		name:              offsetsTopic,
 		partitions:        b.cfg.OffsetsTopicPartitions,
 		replicationFactor: 1,
-		configs:           topicConfigs{"cleanup.policy": "compact", "segment.bytes": "104857600"},
+		configs:           topicconfig.Configs{"cleanup.policy": "compact", "segment.bytes": "104857600"},
 	}
 	if b.isCluster() {
 		tc.replicationFactor = b.cfg.OffsetsTopicReplicationFactor

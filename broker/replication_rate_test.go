@@ -2,164 +2,14 @@ package broker
 
 import (
 	"math"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-broker/gregor/broker/topicconfig"
 )
-
-func TestReplicationRateFollowsKafkasSimpleRate(t *testing.T) {
-	type step struct {
-		at     int64   // ms
-		record float64 // bytes recorded at at; 0 records nothing
-		want   float64 // the rate measured at at, after the record
-	}
-	tests := []struct {
-		name     string
-		samples  int
-		windowMs int64
-		steps    []step
-	}{
-		{"nothing recorded", 11, 1000, []step{{0, 0, 0}, {5000, 0, 0}}},
-		{"a first record counts over one whole window", 11, 1000, []step{{0, 1000, 1000}, {500, 0, 1000}}},
-		{"over the time since the oldest sample", 11, 1000, []step{{0, 1000, 1000}, {1000, 1000, 2000}, {2000, 0, 1000}, {4000, 0, 500}}},
-		{"samples without events for samples*window are dropped", 11, 1000, []step{{0, 1000, 1000}, {10999, 0, 1000 * 1000 / 10999.0}, {11000, 0, 0}}},
-		{"slots are reused in turn", 2, 1000, []step{{0, 100, 100}, {1000, 100, 200}, {2000, 100, 200}, {3000, 100, 200}}},
-		{"a window of several seconds", 3, 5000, []step{{0, 5000, 1000}, {2500, 5000, 2000}, {7500, 0, 10000 * 1000 / 7500.0}}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			r := newReplicationRate(tt.samples, tt.windowMs)
-			for _, s := range tt.steps {
-				if s.record > 0 {
-					r.record(s.record, s.at)
-				}
-				if got := r.measure(s.at); math.Abs(got-s.want) > 1e-9 {
-					t.Fatalf("at %d ms: rate %v, want %v", s.at, got, s.want)
-				}
-			}
-		})
-	}
-}
-
-func TestReplicationRateSteadyTrafficMeasuresItsRate(t *testing.T) {
-	r := newReplicationRate(11, 1000)
-	for now := int64(0); now <= 60_000; now += 100 {
-		r.record(10_000, now) // 100 kB/s
-		if now >= 2000 {
-			if got := r.measure(now); got < 90_000 || got > 110_000 {
-				t.Fatalf("at %d ms: rate %v, want about 100000", now, got)
-			}
-		}
-	}
-	if got := len(r.slots); got != 12 {
-		t.Fatalf("%d samples kept, want 12 (window.num + 1)", got)
-	}
-}
-
-func TestReplicationQuotaExceededAboveItsBound(t *testing.T) {
-	var now int64
-	var q replicationQuota
-	q.init(11, 1000, func() int64 { return now })
-	q.record(5000)
-	if q.exceeded() {
-		t.Fatal("an unbounded quota is exceeded")
-	}
-	q.bound.Store(1000)
-	for _, c := range []struct {
-		at   int64
-		want bool
-	}{{0, true}, {4000, true}, {5000, false}, {6000, false}} {
-		now = c.at
-		if got := q.exceeded(); got != c.want {
-			t.Fatalf("at %d ms with 5000 bytes recorded at 0: exceeded %v, want %v", c.at, got, c.want)
-		}
-	}
-	q.bound.Store(0)
-	now = 7000
-	if !q.exceeded() {
-		t.Fatal("a bound of 0 with bytes in the window is not exceeded")
-	}
-	now = 11_000
-	if q.exceeded() {
-		t.Fatal("a bound of 0 is exceeded once the window holds no bytes")
-	}
-}
-
-func TestThrottledReplicaLists(t *testing.T) {
-	const name = leaderThrottledReplicas
-	msg := func(list string) string {
-		return "Invalid value " + list + " for configuration " + name + ": " + name +
-			" must be the literal '*' or a list of replicas in the following format: [partitionId]:[brokerId],[partitionId]:[brokerId],..."
-	}
-	tests := []struct {
-		value    string
-		err      string
-		all      bool
-		replicas []replicaKey
-	}{
-		{value: ""},
-		{value: "  "},
-		{value: "*", all: true},
-		{value: " * ", all: true},
-		{value: "*,", all: true}, // Kafka joins the items: "*"
-		{value: "0:1,1:2", replicas: []replicaKey{{0, 1}, {1, 2}}},
-		{value: "0:1 , 1:2", replicas: []replicaKey{{0, 1}, {1, 2}}},
-		{value: "0:1,", replicas: []replicaKey{{0, 1}}},
-		{value: "0:1,,3:4", replicas: []replicaKey{{0, 1}, {3, 4}}},
-		{value: "99999999999:1,2:3", replicas: []replicaKey{{2, 3}}}, // valid, names no replica
-		{value: "x", err: msg("[x]")},
-		{value: "0:1,x", err: msg("[0:1, x]")},
-		{value: "0:1 ,  1:a", err: msg("[0:1, 1:a]")},
-		{value: "-1:2", err: msg("[-1:2]")},
-		{value: "0:1:2", err: msg("[0:1:2]")},
-		{value: "*,0:1", err: msg("[*, 0:1]")},
-		{value: "0", err: msg("[0]")},
-	}
-	for _, tt := range tests {
-		err := validateThrottledReplicas(name, tt.value)
-		if tt.err != "" {
-			if err == nil || err.Error() != tt.err {
-				t.Errorf("%q: error %v, want %q", tt.value, err, tt.err)
-			}
-			continue
-		}
-		if err != nil {
-			t.Errorf("%q: %v", tt.value, err)
-			continue
-		}
-		r := parseThrottledReplicas(tt.value)
-		if tt.all {
-			if !r.has(5, 7) {
-				t.Errorf("%q does not throttle every replica", tt.value)
-			}
-			continue
-		}
-		if len(tt.replicas) == 0 {
-			if r != nil {
-				t.Errorf("%q parsed to %+v, want nil", tt.value, r)
-			}
-			continue
-		}
-		if len(r.replicas) != len(tt.replicas) {
-			t.Errorf("%q parsed to %v, want %v", tt.value, r.replicas, tt.replicas)
-		}
-		for _, k := range tt.replicas {
-			if !r.has(k.partition, k.broker) {
-				t.Errorf("%q does not name %d:%d", tt.value, k.partition, k.broker)
-			}
-			if r.has(k.broker, k.partition+100) {
-				t.Errorf("%q names %d:%d", tt.value, k.broker, k.partition+100)
-			}
-		}
-	}
-	var none *throttledReplicas
-	if none.has(0, 0) {
-		t.Fatal("a nil list throttles")
-	}
-}
 
 func TestParseThrottleRate(t *testing.T) {
 	tests := []struct {
@@ -203,12 +53,12 @@ func TestThrottleRatesAreDynamicBrokerConfigs(t *testing.T) {
 		wantCode(t, "alter", got.ErrorCode, nil)
 	}
 	alter(true, incResource(resourceBroker, "1", "set leader.replication.throttled.rate=100"))
-	if got := b.replQuotas.leader.bound.Load(); got != math.MaxInt64 {
+	if got := b.replQuotas.leader.Bound(); got != math.MaxInt64 {
 		t.Fatalf("validate-only set the leader bound to %d", got)
 	}
 	alter(false, incResource(resourceBroker, "1", "set leader.replication.throttled.rate=100000"))
 	alter(false, incResource(resourceBroker, "", "set follower.replication.throttled.rate=2000", "set leader.replication.throttled.rate=5"))
-	if l, f := b.replQuotas.leader.bound.Load(), b.replQuotas.follower.bound.Load(); l != 100000 || f != 2000 {
+	if l, f := b.replQuotas.leader.Bound(), b.replQuotas.follower.Bound(); l != 100000 || f != 2000 {
 		t.Fatalf("bounds leader %d follower %d, want 100000 (the node's) and 2000 (the default)", l, f)
 	}
 	describe := func(c *rawConn, name string) kmsg.DescribeConfigsResponseResource {
@@ -223,7 +73,7 @@ func TestThrottleRatesAreDynamicBrokerConfigs(t *testing.T) {
 		t.Helper()
 		res := describe(c, "1")
 		l := findConfig(t, res, leaderThrottledRate)
-		if *l.Value != "100000" || l.Source != kmsg.ConfigSource(sourceDynamicBroker) || !l.ReadOnly || l.ConfigType != kmsg.ConfigType(kindLong) ||
+		if *l.Value != "100000" || l.Source != kmsg.ConfigSource(sourceDynamicBroker) || !l.ReadOnly || l.ConfigType != kmsg.ConfigType(topicconfig.KindLong) ||
 			synonymNames(l) != "leader.replication.throttled.rate/2 leader.replication.throttled.rate/3" {
 			t.Fatalf("leader rate described as %s source %v read-only %v type %v synonyms %s", *l.Value, l.Source, l.ReadOnly, l.ConfigType, synonymNames(l))
 		}
@@ -245,7 +95,7 @@ func TestThrottleRatesAreDynamicBrokerConfigs(t *testing.T) {
 	}
 
 	b = startBroker(t, Config{NodeID: 1, DataDir: dir})
-	if l, f := b.replQuotas.leader.bound.Load(), b.replQuotas.follower.bound.Load(); l != 100000 || f != 2000 {
+	if l, f := b.replQuotas.leader.Bound(), b.replQuotas.follower.Bound(); l != 100000 || f != 2000 {
 		t.Fatalf("after a restart: bounds leader %d follower %d, want 100000 and 2000", l, f)
 	}
 	c = dialRaw(t, b.Addr())
@@ -253,7 +103,7 @@ func TestThrottleRatesAreDynamicBrokerConfigs(t *testing.T) {
 	// What kafka-reassign-partitions.sh --verify sends to every broker.
 	alter(false, incResource(resourceBroker, "1", "delete leader.replication.throttled.rate", "delete follower.replication.throttled.rate",
 		"delete replica.alter.log.dirs.io.max.bytes.per.second"))
-	if l, f := b.replQuotas.leader.bound.Load(), b.replQuotas.follower.bound.Load(); l != 5 || f != 2000 {
+	if l, f := b.replQuotas.leader.Bound(), b.replQuotas.follower.Bound(); l != 5 || f != 2000 {
 		t.Fatalf("with the node's rates deleted: bounds %d and %d, want the defaults 5 and 2000", l, f)
 	}
 	// Legacy AlterConfigs replaces the resource's whole set.
@@ -265,7 +115,7 @@ func TestThrottleRatesAreDynamicBrokerConfigs(t *testing.T) {
 	lr.Configs = append(lr.Configs, lc)
 	legacy.Resources = append(legacy.Resources, lr)
 	wantCode(t, "legacy alter", c.do(legacy).(*kmsg.AlterConfigsResponse).Resources[0].ErrorCode, nil)
-	if l, f := b.replQuotas.leader.bound.Load(), b.replQuotas.follower.bound.Load(); l != 700 || f != math.MaxInt64 {
+	if l, f := b.replQuotas.leader.Bound(), b.replQuotas.follower.Bound(); l != 700 || f != math.MaxInt64 {
 		t.Fatalf("after a legacy alteration: bounds %d and %d, want 700 and unbounded", l, f)
 	}
 	res := describe(c, "1")
@@ -292,45 +142,7 @@ func TestThrottledReplicaListsAreValidated(t *testing.T) {
 	b.mu.RLock()
 	eff := b.catalog.byName["t"].effective.Load()
 	b.mu.RUnlock()
-	if !eff.leaderThrottled.has(1, 1) || eff.leaderThrottled.has(0, 1) || eff.followerThrottled != nil {
+	if !eff.leaderThrottled.Has(1, 1) || eff.leaderThrottled.Has(0, 1) || eff.followerThrottled != nil {
 		t.Fatalf("lists in force: leader %+v follower %+v", eff.leaderThrottled, eff.followerThrottled)
 	}
-}
-
-// FuzzThrottledReplicaList checks the throttled-replica list parser on any
-// value a client may send. Invariants: validation and parsing never panic;
-// a value validation accepts parses; a parsed list names exactly entries
-// of the value (every replica when "*"); a refusal carries Kafka's message.
-func FuzzThrottledReplicaList(f *testing.F) {
-	for _, s := range []string{"", "*", "0:1,1:2", " 0:1 , 1:2 ", "*,", "0:1,,3:4", "x", "0:1:2", "99999999999:1"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, value string) {
-		err := validateThrottledReplicas(leaderThrottledReplicas, value)
-		if err != nil {
-			if !strings.Contains(err.Error(), "must be the literal '*' or a list of replicas") {
-				t.Fatalf("%q: unexpected message %q", value, err)
-			}
-			return
-		}
-		r := parseThrottledReplicas(value)
-		if r == nil || r.all {
-			return
-		}
-		for k := range r.replicas {
-			entry := strconv.Itoa(int(k.partition)) + ":" + strconv.Itoa(int(k.broker))
-			found := false
-			for _, it := range listItems(value) {
-				p, b, _ := strings.Cut(it, ":")
-				pn, _ := strconv.ParseInt(p, 10, 64)
-				bn, _ := strconv.ParseInt(b, 10, 64)
-				if strconv.Itoa(int(pn))+":"+strconv.Itoa(int(bn)) == entry {
-					found = true
-				}
-			}
-			if !found {
-				t.Fatalf("%q parsed to %s, which it does not list", value, entry)
-			}
-		}
-	})
 }

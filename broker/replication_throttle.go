@@ -37,7 +37,7 @@ package broker
 // replica.fetch.backoff.ms, as Kafka's fetcher backs off when it has
 // nothing to fetch; it never spins.
 //
-// Rates are measured as Kafka's (replication_rate.go): over
+// Rates are measured as Kafka's (package quota's Replication): over
 // replication.quota.window.num samples of
 // replication.quota.window.size.seconds. Throttling is checked before a
 // read and the bytes recorded after it, so a single response may take the
@@ -59,17 +59,16 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"regexp"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gregor-broker/gregor/broker/partition"
+	"github.com/gregor-broker/gregor/broker/quota"
+	"github.com/gregor-broker/gregor/broker/topicconfig"
 	"github.com/gregor-broker/gregor/coordinator/controller/metadata"
 )
 
@@ -78,8 +77,6 @@ const (
 	leaderThrottledRate      = "leader.replication.throttled.rate"
 	followerThrottledRate    = "follower.replication.throttled.rate"
 	alterLogDirsThrottleRate = "replica.alter.log.dirs.io.max.bytes.per.second"
-	leaderThrottledReplicas  = "leader.replication.throttled.replicas"
-	followerThrottledReplica = "follower.replication.throttled.replicas"
 )
 
 // Kafka's config sources of dynamic broker configs.
@@ -88,170 +85,41 @@ const (
 	sourceDynamicDefaultBroker int8 = 3
 )
 
-// replicationQuota is one side's quota (Kafka's ReplicationQuotaManager):
-// its bound, and the rate of the throttled replicas' bytes.
-type replicationQuota struct {
-	// bound is the rate in bytes per second; math.MaxInt64 when unbounded.
-	bound atomic.Int64
-	now   func() int64 // ms; time.Now in a broker, a test's clock in tests
-
-	mu   sync.Mutex // a leaf: guards rate
-	rate replicationRate
-}
-
-func (q *replicationQuota) init(samples int, windowMs int64, now func() int64) {
-	q.bound.Store(math.MaxInt64)
-	q.now = now
-	q.rate = newReplicationRate(samples, windowMs)
-}
-
-// exceeded reports whether the measured rate is above the bound
-// (Sensor.checkQuotas): one atomic load when unbounded.
-func (q *replicationQuota) exceeded() bool {
-	bound := q.bound.Load()
-	if bound == math.MaxInt64 {
-		return false
-	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.rate.measure(q.now()) > float64(bound)
-}
-
-// record adds n bytes to the rate, whatever the bound.
-func (q *replicationQuota) record(n int64) {
-	if n <= 0 {
-		return
-	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.rate.record(float64(n), q.now())
-}
-
 // replicationQuotas are a broker's two replication quotas.
 type replicationQuotas struct {
-	leader, follower replicationQuota
+	leader, follower quota.Replication
 }
 
 func (qs *replicationQuotas) init(cfg *Config) {
 	now := func() int64 { return time.Now().UnixMilli() }
 	windowMs := int64(cfg.ReplicationQuotaWindowSizeSeconds) * 1000
-	qs.leader.init(cfg.ReplicationQuotaWindowNum, windowMs, now)
-	qs.follower.init(cfg.ReplicationQuotaWindowNum, windowMs, now)
-}
-
-// throttledReplicas is a parsed throttled-replica list. nil throttles
-// nothing.
-type throttledReplicas struct {
-	all      bool
-	replicas map[replicaKey]struct{}
-}
-
-// replicaKey is one "partition:broker" entry.
-type replicaKey struct{ partition, broker int32 }
-
-// has reports whether the list names the replica of partition on broker.
-func (r *throttledReplicas) has(partition, broker int32) bool {
-	if r == nil {
-		return false
-	}
-	if r.all {
-		return true
-	}
-	_, ok := r.replicas[replicaKey{partition, broker}]
-	return ok
-}
-
-var throttledReplicaEntry = regexp.MustCompile(`^([0-9]+:[0-9]+)?$`)
-
-// isThrottledReplicaList reports whether a topic config is one of the
-// throttled-replica lists.
-func isThrottledReplicaList(name string) bool {
-	return name == leaderThrottledReplicas || name == followerThrottledReplica
-}
-
-// listItems splits a list config as Kafka's ConfigDef parses a LIST: an
-// empty (blank) value is the empty list, otherwise the comma-separated
-// items, trimmed, empty ones kept.
-func listItems(value string) []string {
-	value = strings.TrimSpace(value)
-	if value == "" {
-		return nil
-	}
-	items := strings.Split(value, ",")
-	for i := range items {
-		items[i] = strings.TrimSpace(items[i])
-	}
-	return items
-}
-
-// validateThrottledReplicas checks a throttled-replica list as Kafka's
-// ThrottledReplicaListValidator does, with its message: "*", or items each
-// "partition:broker" (or empty).
-func validateThrottledReplicas(name, value string) error {
-	items := listItems(value)
-	if strings.Join(items, "") == "*" {
-		return nil
-	}
-	for _, it := range items {
-		if !throttledReplicaEntry.MatchString(it) {
-			return fmt.Errorf("Invalid value [%s] for configuration %s: %s must be the literal '*' or a list of replicas in the following format: [partitionId]:[brokerId],[partitionId]:[brokerId],...",
-				strings.Join(items, ", "), name, name)
-		}
-	}
-	return nil
-}
-
-// parseThrottledReplicas parses a valid list; nil when it names nothing.
-// An id beyond int32 names no replica and is skipped.
-func parseThrottledReplicas(value string) *throttledReplicas {
-	items := listItems(value)
-	if len(items) == 0 {
-		return nil
-	}
-	if strings.Join(items, "") == "*" {
-		return &throttledReplicas{all: true}
-	}
-	r := &throttledReplicas{replicas: map[replicaKey]struct{}{}}
-	for _, it := range items {
-		ps, bs, ok := strings.Cut(it, ":")
-		if !ok {
-			continue
-		}
-		p, err1 := strconv.ParseInt(ps, 10, 32)
-		b, err2 := strconv.ParseInt(bs, 10, 32)
-		if err1 == nil && err2 == nil {
-			r.replicas[replicaKey{int32(p), int32(b)}] = struct{}{}
-		}
-	}
-	if len(r.replicas) == 0 {
-		return nil
-	}
-	return r
+	qs.leader.Init(cfg.ReplicationQuotaWindowNum, windowMs, now)
+	qs.follower.Init(cfg.ReplicationQuotaWindowNum, windowMs, now)
 }
 
 // leaderThrottles reports whether the leader answers replica's fetch of p
 // without records now, and whether p is on the leader's list at all (its
 // bytes are recorded).
 func (b *Broker) leaderThrottles(t *topic, p *partition.Partition, replica int32) (throttle, listed bool) {
-	if !t.effective.Load().leaderThrottled.has(p.Index(), b.cfg.NodeID) {
+	if !t.effective.Load().leaderThrottled.Has(p.Index(), b.cfg.NodeID) {
 		return false, false
 	}
-	return b.replQuotas.leader.exceeded() && !p.InISR(replica), true
+	return b.replQuotas.leader.Exceeded() && !p.InISR(replica), true
 }
 
 // recordLeaderThrottled records the bytes of the throttled partitions of a
 // follower's fetch response, once it is complete.
 func (b *Broker) recordLeaderThrottled(resp kmsg.Response) {
 	if reply, ok := resp.(*fetchReply); ok && reply.leaderThrottledBytes > 0 {
-		b.replQuotas.leader.record(reply.leaderThrottledBytes)
+		b.replQuotas.leader.Record(reply.leaderThrottledBytes)
 	}
 }
 
 // followerThrottles reports whether fp is left out of the next fetch.
 // f.mu held; the quota's lock is a leaf taken after it.
 func (f *replicaFetcher) followerThrottles(fp *fetchPartition) bool {
-	return !fp.inSync && fp.t.effective.Load().followerThrottled.has(fp.p.Index(), f.c.b.cfg.NodeID) &&
-		f.c.b.replQuotas.follower.exceeded()
+	return !fp.inSync && fp.t.effective.Load().followerThrottled.Has(fp.p.Index(), f.c.b.cfg.NodeID) &&
+		f.c.b.replQuotas.follower.Exceeded()
 }
 
 // fetched records what a fetch brought for a partition: its record bytes
@@ -263,8 +131,8 @@ func (f *replicaFetcher) followerThrottles(fp *fetchPartition) bool {
 // lock.
 func (f *replicaFetcher) fetched(s sentPartition, rp *kmsg.FetchResponseTopicPartition, end int64) {
 	fp := s.fp
-	if n := len(rp.RecordBatches); n > 0 && fp.t.effective.Load().followerThrottled.has(fp.p.Index(), f.c.b.cfg.NodeID) {
-		f.c.b.replQuotas.follower.record(int64(n))
+	if n := len(rp.RecordBatches); n > 0 && fp.t.effective.Load().followerThrottled.Has(fp.p.Index(), f.c.b.cfg.NodeID) {
+		f.c.b.replQuotas.follower.Record(int64(n))
 	}
 	if end > 0 || !fp.lagKnown {
 		next := s.fetchOffset
@@ -302,10 +170,10 @@ func (b *Broker) setDynamicBrokerConfigs(perBroker, defaults map[string]string) 
 		return n
 	}
 	for _, q := range []struct {
-		q    *replicationQuota
+		q    *quota.Replication
 		name string
 	}{{&b.replQuotas.leader, leaderThrottledRate}, {&b.replQuotas.follower, followerThrottledRate}} {
-		if n := bound(q.name); q.q.bound.Swap(n) != n {
+		if n := bound(q.name); q.q.SetBound(n) != n {
 			b.log.Info("replication throttle rate", "config", q.name, "bytes_per_second", n)
 		}
 	}
@@ -498,7 +366,7 @@ func (b *Broker) describeThrottleRates(perBroker bool) []describedConfig {
 			continue
 		}
 		out = append(out, describedConfig{name: name, value: *syn[0].Value, source: int8(syn[0].Source), readOnly: true,
-			kind: kindLong, doc: throttleRateDocs[name], synonyms: syn})
+			kind: topicconfig.KindLong, doc: throttleRateDocs[name], synonyms: syn})
 	}
 	return out
 }

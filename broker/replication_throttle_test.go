@@ -12,6 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-broker/gregor/broker/topicconfig"
 )
 
 // TestReassignmentIsThrottledUntilTheThrottleIsRemoved moves a replica
@@ -69,9 +71,9 @@ func TestReassignmentIsThrottledUntilTheThrottleIsRemoved(t *testing.T) {
 
 			// The throttle, as the reassign tool sets it: the rate on the
 			// brokers, the replicas on the topic.
-			throttled, rateKey, listKey := target, followerThrottledRate, followerThrottledReplica
+			throttled, rateKey, listKey := target, followerThrottledRate, topicconfig.FollowerThrottledReplicas
 			if side == "leader" {
-				throttled, rateKey, listKey = leader, leaderThrottledRate, leaderThrottledReplicas
+				throttled, rateKey, listKey = leader, leaderThrottledRate, topicconfig.LeaderThrottledReplicas
 			}
 			alterBroker(t, ctx, adm, throttled, kadm.AlterConfig{Op: kadm.SetConfig, Name: rateKey, Value: kmsg.StringPtr(strconv.Itoa(rate))})
 			alterTopic(t, ctx, adm, topic, kadm.AlterConfig{Op: kadm.SetConfig, Name: listKey, Value: kmsg.StringPtr(fmt.Sprintf("0:%d", throttled))})
@@ -80,7 +82,7 @@ func TestReassignmentIsThrottledUntilTheThrottleIsRemoved(t *testing.T) {
 				if side == "follower" {
 					q = &tc.nodes[throttled].replQuotas.follower
 				}
-				return q.bound.Load() == rate
+				return q.Bound() == rate
 			})
 
 			start := time.Now()
@@ -117,8 +119,8 @@ func TestReassignmentIsThrottledUntilTheThrottleIsRemoved(t *testing.T) {
 					kadm.AlterConfig{Op: kadm.DeleteConfig, Name: followerThrottledRate},
 					kadm.AlterConfig{Op: kadm.DeleteConfig, Name: alterLogDirsThrottleRate})
 			}
-			alterTopic(t, ctx, adm, topic, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: leaderThrottledReplicas},
-				kadm.AlterConfig{Op: kadm.DeleteConfig, Name: followerThrottledReplica})
+			alterTopic(t, ctx, adm, topic, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: topicconfig.LeaderThrottledReplicas},
+				kadm.AlterConfig{Op: kadm.DeleteConfig, Name: topicconfig.FollowerThrottledReplicas})
 			waitLong(t, "the reassignment to complete", func() bool {
 				listed, err := adm.ListPartitionReassignments(ctx, kadm.TopicsSet{topic: {0: {}}})
 				return err == nil && len(listed) == 0 && bytes.Equal(partitionBytes(t, tc.nodes[target], topic), want)

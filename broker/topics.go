@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/gregor-broker/gregor/broker/partition"
+	"github.com/gregor-broker/gregor/broker/quota"
+	"github.com/gregor-broker/gregor/broker/topicconfig"
 	"github.com/gregor-broker/gregor/storage"
 	"github.com/gregor-broker/gregor/vfs"
 )
@@ -29,16 +31,16 @@ import (
 type topic struct {
 	name       string
 	id         [16]byte
-	configs    topicConfigs
+	configs    topicconfig.Configs
 	effective  atomic.Pointer[effectiveTopicConfig]
 	partitions []*partition.Partition
 	metrics    *topicMetrics // the topic's counters (metrics.go)
 }
 
 // setConfigs publishes a new config set and its effective form.
-func (t *topic) setConfigs(configs topicConfigs, brokerDefaults map[string]string) {
+func (t *topic) setConfigs(configs topicconfig.Configs, brokerDefaults map[string]string) {
 	t.configs = configs
-	e := configs.effective(brokerDefaults)
+	e := effectiveConfig(configs, brokerDefaults)
 	t.effective.Store(&e)
 }
 
@@ -63,8 +65,8 @@ type metadataDoc struct {
 	// out, so a restart allocates from it on.
 	ProducerIDBlockEnd int64 `json:"producer_id_block_end,omitempty"`
 	// ClientQuotas are the client quotas set by AlterClientQuotas
-	// (quotas.go), enforced by throttle.go and connquota.go.
-	ClientQuotas []quotaRecord `json:"client_quotas,omitempty"`
+	// (quotas.go), enforced by package quota (throttle.go).
+	ClientQuotas []quota.Record `json:"client_quotas,omitempty"`
 	// BrokerConfigs are the dynamic broker configs of a single node
 	// (replication_throttle.go), by resource name: the node id, or "" for
 	// the cluster default. In cluster mode they live in the metadata log.
@@ -145,7 +147,7 @@ type catalog struct {
 
 	// quotas are the client quotas by entity (quotas.go), replaced, never
 	// mutated, under Broker.mu held for writing.
-	quotas map[quotaEntity]map[string]float64
+	quotas map[quota.Entity]map[string]float64
 
 	// brokerConfigs are the dynamic broker configs (single node), by
 	// resource name; replaced under Broker.mu held for writing.
@@ -156,7 +158,7 @@ type catalog struct {
 func (c *catalog) load() error {
 	c.byName = map[string]*topic{}
 	c.byID = map[[16]byte]*topic{}
-	c.quotas = map[quotaEntity]map[string]float64{}
+	c.quotas = map[quota.Entity]map[string]float64{}
 	raw, err := readAll(c.fs, path.Join(c.dir, metadataFile))
 	if errors.Is(err, os.ErrNotExist) {
 		c.clusterID = newClusterID()
@@ -172,8 +174,8 @@ func (c *catalog) load() error {
 	c.clusterID = doc.ClusterID
 	c.nextProducerID, c.producerIDBlockEnd = doc.ProducerIDBlockEnd, doc.ProducerIDBlockEnd
 	c.brokerConfigs = doc.BrokerConfigs
-	if c.quotas, err = loadQuotaRecords(doc.ClientQuotas); err != nil {
-		return err
+	if c.quotas, err = quota.LoadRecords(doc.ClientQuotas); err != nil {
+		return fmt.Errorf("broker: %s: %w", metadataFile, err)
 	}
 	for _, rec := range doc.Topics {
 		idBytes, err := hex.DecodeString(rec.ID)
@@ -183,7 +185,7 @@ func (c *catalog) load() error {
 		t := &topic{name: rec.Name, metrics: c.metrics.topic(rec.Name)}
 		copy(t.id[:], idBytes)
 		if rec.Configs == nil {
-			rec.Configs = topicConfigs{}
+			rec.Configs = topicconfig.Configs{}
 		}
 		t.setConfigs(rec.Configs, c.defaults)
 		for p := int32(0); p < rec.Partitions; p++ {
@@ -245,13 +247,13 @@ func (c *catalog) openPartition(t *topic, p int32) (*partition.Partition, error)
 }
 
 // create adds a topic with n partitions and persists the catalogue.
-func (c *catalog) create(name string, n int32, configs topicConfigs) (*topic, error) {
+func (c *catalog) create(name string, n int32, configs topicconfig.Configs) (*topic, error) {
 	return c.createWithID(name, newTopicID(), n, configs)
 }
 
 // createWithID is create with the topic id given, as the metadata log
 // names it in cluster mode.
-func (c *catalog) createWithID(name string, id [16]byte, n int32, configs topicConfigs) (*topic, error) {
+func (c *catalog) createWithID(name string, id [16]byte, n int32, configs topicconfig.Configs) (*topic, error) {
 	t := &topic{name: name, id: id}
 	t.setConfigs(configs, c.defaults)
 	for p := int32(0); p < n; p++ {
@@ -309,7 +311,7 @@ func (c *catalog) addPartitions(t *topic, n int32) error {
 // settings to each partition log's next append (segment.bytes,
 // index.interval.bytes) or next segment (segment.index.bytes), and the
 // flush policy (flush.messages, flush.ms) to the next append.
-func (c *catalog) alterConfigs(t *topic, configs topicConfigs) error {
+func (c *catalog) alterConfigs(t *topic, configs topicconfig.Configs) error {
 	old := t.configs
 	t.setConfigs(configs, c.defaults)
 	if err := c.save(); err != nil {
@@ -361,7 +363,7 @@ func (c *catalog) sortedTopics() []*topic {
 
 // save writes the catalogue atomically.
 func (c *catalog) save() error {
-	doc := metadataDoc{ClusterID: c.clusterID, ProducerIDBlockEnd: c.producerIDBlockEnd, ClientQuotas: quotaRecords(c.quotas),
+	doc := metadataDoc{ClusterID: c.clusterID, ProducerIDBlockEnd: c.producerIDBlockEnd, ClientQuotas: quota.Records(c.quotas),
 		BrokerConfigs: c.brokerConfigs}
 	for _, t := range c.sortedTopics() {
 		doc.Topics = append(doc.Topics, topicRecord{

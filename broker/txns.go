@@ -45,6 +45,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gregor-broker/gregor/broker/partition"
+	"github.com/gregor-broker/gregor/broker/topicconfig"
 	"github.com/gregor-broker/gregor/coordinator/group"
 	"github.com/gregor-broker/gregor/coordinator/txn"
 	"github.com/gregor-broker/gregor/protocol/batch"
@@ -534,7 +535,7 @@ func (b *Broker) txnStateTopicCreation() topicCreation {
 		name:              txnStateTopic,
 		partitions:        b.cfg.TransactionStateLogNumPartitions,
 		replicationFactor: 1,
-		configs:           topicConfigs{"cleanup.policy": "compact", "segment.bytes": "104857600"},
+		configs:           topicconfig.Configs{"cleanup.policy": "compact", "segment.bytes": "104857600"},
 	}
 	if b.isCluster() {
 		tc.replicationFactor = b.cfg.TransactionStateLogReplicationFactor

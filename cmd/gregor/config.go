@@ -11,13 +11,14 @@ import (
 	"strings"
 
 	"github.com/gregor-broker/gregor/broker"
+	"github.com/gregor-broker/gregor/broker/topicconfig"
 	"github.com/gregor-broker/gregor/coordinator/controller"
 )
 
 // topicSynonyms maps a Kafka broker config to the topic config whose
 // broker-wide default it sets (Kafka's ServerTopicConfigSynonyms), from the
-// broker's own table.
-var topicSynonyms = broker.TopicConfigSynonyms()
+// topic config table.
+var topicSynonyms = topicconfig.TopicConfigsBySynonym()
 
 // derivedTopicSettings are the coarser broker configs Kafka derives a topic
 // default from when the millisecond config is not set: the topic config and

@@ -1,4 +1,59 @@
-package broker
+package quota
+
+import (
+	"math"
+	"sync"
+	"sync/atomic"
+)
+
+// Replication is one side's replication quota (Kafka's
+// ReplicationQuotaManager): its bound, and the rate of the throttled
+// replicas' bytes.
+type Replication struct {
+	// bound is the rate in bytes per second; math.MaxInt64 when unbounded.
+	bound atomic.Int64
+	now   func() int64 // ms; time.Now in a broker, a test's clock in tests
+
+	mu   sync.Mutex // a leaf: guards rate
+	rate replicationRate
+}
+
+// Init makes q unbounded, measured over samples windows of windowMs each
+// on the clock now (ms).
+func (q *Replication) Init(samples int, windowMs int64, now func() int64) {
+	q.bound.Store(math.MaxInt64)
+	q.now = now
+	q.rate = newReplicationRate(samples, windowMs)
+}
+
+// Bound is the bound in bytes per second, math.MaxInt64 when unbounded.
+func (q *Replication) Bound() int64 { return q.bound.Load() }
+
+// SetBound sets the bound (math.MaxInt64: unbounded) and returns the one
+// it replaces.
+func (q *Replication) SetBound(n int64) int64 { return q.bound.Swap(n) }
+
+// Exceeded reports whether the measured rate is above the bound
+// (Sensor.checkQuotas): one atomic load when unbounded.
+func (q *Replication) Exceeded() bool {
+	bound := q.bound.Load()
+	if bound == math.MaxInt64 {
+		return false
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.rate.measure(q.now()) > float64(bound)
+}
+
+// Record adds n bytes to the rate, whatever the bound.
+func (q *Replication) Record(n int64) {
+	if n <= 0 {
+		return
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.rate.record(float64(n), q.now())
+}
 
 // replicationRate is the byte rate a replication quota is measured by:
 // Kafka's SimpleRate over a WindowedSum, the stat of
