@@ -25,9 +25,9 @@
 // reaches it only through Partition's methods.
 //
 // Imports: broker/partition, broker/peer, coordinator/group,
-// coordinator/txn, coordinator/controller and controller/metadata (cluster
-// mode), protocol, protocol/batch, storage and vfs of this project; never
-// cmd.
+// coordinator/txn, coordinator/runtime, coordinator/controller and
+// controller/metadata (cluster mode), protocol, protocol/batch, storage and
+// vfs of this project; never cmd.
 //
 // Lock order: Broker.mu (topic map and producer ids) before a partition's
 // locks, which come in the order partition.Partition documents (its

@@ -25,10 +25,11 @@ type Reply struct {
 // State is a coordinator's state machine. The runtime calls it from its
 // goroutine only.
 type State[R any] interface {
-	// Replay feeds one batch of partition p's log to the state.
-	Replay(p int32, batch []byte) error
+	// Replay feeds one batch of partition p's log to the state; now is
+	// when the load began.
+	Replay(now int64, p int32, batch []byte) error
 	// Loaded ends a load of partitions (all those led when the state is
-	// fresh, else those just gained), at now.
+	// fresh, else those just gained) that began at now.
 	Loaded(now int64, partitions []int32)
 	// Tick gives the state the time.
 	Tick(now int64)
@@ -167,17 +168,18 @@ func (rt *Runtime[S, R]) Stopping() <-chan struct{} { return rt.stop }
 // load replays the partitions of led (only those in only, if set) into s,
 // in partition order, and ends the load.
 func (rt *Runtime[S, R]) load(s S, led map[int32]int32, only map[int32]bool) error {
+	now := time.Now().UnixMilli()
 	var parts []int32
 	for _, p := range slices.Sorted(maps.Keys(led)) {
 		if only != nil && !only[p] {
 			continue
 		}
-		if err := rt.cfg.Env.Read(p, func(b []byte) error { return s.Replay(p, b) }); err != nil {
+		if err := rt.cfg.Env.Read(p, func(b []byte) error { return s.Replay(now, p, b) }); err != nil {
 			return err
 		}
 		parts = append(parts, p)
 	}
-	s.Loaded(time.Now().UnixMilli(), parts)
+	s.Loaded(now, parts)
 	return nil
 }
 

@@ -31,7 +31,7 @@ type fakeState struct {
 
 func newFakeState() *fakeState { return &fakeState{values: map[int32][]string{}} }
 
-func (s *fakeState) Replay(p int32, b []byte) error {
+func (s *fakeState) Replay(_ int64, p int32, b []byte) error {
 	if string(b) == "bad" {
 		return errors.New("bad batch")
 	}
