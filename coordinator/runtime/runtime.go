@@ -41,6 +41,21 @@ type State[R any] interface {
 	Abort(code int16)
 }
 
+// Follower is a State with work of its own around the append-then-answer
+// cycle, such as a transaction coordinator's markers.
+type Follower interface {
+	// Answered runs once a cycle's answers are out; true asks for
+	// another cycle (Ready has more).
+	Answered() bool
+	// Settled ends every cycle, whether its append failed or not.
+	Settled()
+	// Rebuilt is told that the runtime rebuilt the state from the log,
+	// after a failed append (reverted) or a leadership change; ok false
+	// says that the rebuild failed and the old state is kept. It is
+	// called on the state kept.
+	Rebuilt(reverted, ok bool)
+}
+
 // Env is what the runtime needs of the broker, called on its goroutine.
 type Env[R any] interface {
 	// Append writes records to the topic and returns once they are as
@@ -60,11 +75,23 @@ type Config[S State[R], R any] struct {
 	Env Env[R]
 	// TickEvery is how often the state is given the time.
 	TickEvery time.Duration
+	// Timers are further periodic events, each run on the goroutine and
+	// followed by a cycle, as a tick is.
+	Timers []Timer[S]
+	// ReloadOnGain rebuilds the whole state when a partition is gained,
+	// instead of loading it beside the loaded ones.
+	ReloadOnGain bool
 	// Fail turns an answer into its failed form with code.
 	Fail func(result any, code int16) any
 	// ErrorCode is the code a failed append's answers get.
 	ErrorCode func(err error) int16
 	Log       *slog.Logger
+}
+
+// Timer is a periodic event.
+type Timer[S any] struct {
+	Every time.Duration
+	Fire  func(s S, now int64)
 }
 
 // ErrStopped is returned to callers once the runtime has stopped.
@@ -79,8 +106,8 @@ type event[S any] struct {
 type Runtime[S State[R], R any] struct {
 	cfg    Config[S, R]
 	events chan event[S]
+	ctx    context.Context // ended when the runtime stops
 	cancel context.CancelFunc
-	stop   <-chan struct{}
 	done   chan struct{}
 
 	mu      sync.Mutex
@@ -94,18 +121,17 @@ type Runtime[S State[R], R any] struct {
 	waiting map[ID]chan any
 }
 
-// New returns a runtime with a fresh state and nothing loaded; Start
-// loads and runs it.
+// New returns a runtime with nothing loaded; Start makes its state, loads
+// and runs it.
 func New[S State[R], R any](cfg Config[S, R]) *Runtime[S, R] {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Runtime[S, R]{
 		cfg:     cfg,
 		events:  make(chan event[S]),
+		ctx:     ctx,
 		cancel:  cancel,
-		stop:    ctx.Done(),
 		done:    make(chan struct{}),
 		want:    map[int32]int32{},
-		state:   cfg.New(),
 		loaded:  map[int32]int32{},
 		waiting: map[ID]chan any{},
 	}
@@ -148,6 +174,7 @@ func (rt *Runtime[S, R]) Start() error {
 	want := maps.Clone(rt.want)
 	rt.changed = false
 	rt.mu.Unlock()
+	rt.state = rt.cfg.New()
 	if err := rt.load(rt.state, want, nil); err != nil {
 		return err
 	}
@@ -162,8 +189,11 @@ func (rt *Runtime[S, R]) Stop() {
 	<-rt.done
 }
 
-// Stopping is closed when the runtime stops.
-func (rt *Runtime[S, R]) Stopping() <-chan struct{} { return rt.stop }
+// Context is ended when the runtime stops.
+func (rt *Runtime[S, R]) Context() context.Context { return rt.ctx }
+
+// Done is closed once the goroutine has ended.
+func (rt *Runtime[S, R]) Done() <-chan struct{} { return rt.done }
 
 // load replays the partitions of led (only those in only, if set) into s,
 // in partition order, and ends the load.
@@ -210,10 +240,11 @@ func (rt *Runtime[S, R]) syncLeadership() {
 			lost = true
 		}
 	}
-	if !lost {
+	if !lost && !rt.cfg.ReloadOnGain {
 		err := rt.load(rt.state, led, gained)
 		if err == nil {
 			rt.loaded = led
+			rt.flush()
 			return
 		}
 		// Partly loaded: start over from nothing.
@@ -227,9 +258,19 @@ func (rt *Runtime[S, R]) syncLeadership() {
 	if err := rt.load(fresh, led, nil); err != nil {
 		rt.cfg.Log.Error("loading "+rt.cfg.Name+" after a leadership change failed; retrying", "err", err)
 		rt.retryLoad()
+		rt.rebuilt(false, false)
 		return
 	}
 	rt.state, rt.loaded = fresh, led
+	rt.rebuilt(false, true)
+	rt.flush() // what the load asks for (a transaction coordinator's markers)
+}
+
+// rebuilt tells a Follower state of a rebuild.
+func (rt *Runtime[S, R]) rebuilt(reverted, ok bool) {
+	if f, isF := any(rt.state).(Follower); isF {
+		f.Rebuilt(reverted, ok)
+	}
 }
 
 // retryLoad has the next event or tick try the load again.
@@ -243,6 +284,26 @@ func (rt *Runtime[S, R]) run() {
 	defer close(rt.done)
 	ticker := time.NewTicker(rt.cfg.TickEvery)
 	defer ticker.Stop()
+	fired := make(chan int)
+	for i, t := range rt.cfg.Timers {
+		go func() {
+			tk := time.NewTicker(t.Every)
+			defer tk.Stop()
+			for {
+				select {
+				case <-tk.C:
+					select {
+					case fired <- i:
+					case <-rt.ctx.Done():
+						return
+					}
+				case <-rt.ctx.Done():
+					return
+				}
+			}
+		}()
+	}
+	rt.flush() // what the start's load asks for
 	for {
 		select {
 		case ev := <-rt.events:
@@ -255,24 +316,37 @@ func (rt *Runtime[S, R]) run() {
 		case <-ticker.C:
 			rt.syncLeadership()
 			rt.state.Tick(time.Now().UnixMilli())
-		case <-rt.stop:
+		case i := <-fired:
+			rt.syncLeadership()
+			rt.cfg.Timers[i].Fire(rt.state, time.Now().UnixMilli())
+		case <-rt.ctx.Done():
 			return
 		}
 		rt.flush()
 	}
 }
 
-// flush appends the state's records, then hands out its answers. If the
-// append fails, the state's decisions do not stand: see revert.
+// flush appends the state's records, then hands out its answers, for as
+// many cycles as a Follower asks. If an append fails, the state's
+// decisions do not stand: see revert.
 func (rt *Runtime[S, R]) flush() {
-	records, replies := rt.state.Ready()
-	if len(records) > 0 {
-		if err := rt.cfg.Env.Append(records, rt.stop); err != nil {
-			rt.revert(replies, err)
+	f, isF := any(rt.state).(Follower)
+	if isF {
+		defer func() { any(rt.state).(Follower).Settled() }()
+	}
+	for {
+		records, replies := rt.state.Ready()
+		if len(records) > 0 {
+			if err := rt.cfg.Env.Append(records, rt.ctx.Done()); err != nil {
+				rt.revert(replies, err)
+				return
+			}
+		}
+		rt.deliver(replies, 0)
+		if !isF || !f.Answered() {
 			return
 		}
 	}
-	rt.deliver(replies, 0)
 }
 
 // deliver hands out answers; a non-zero code fails each (Config.Fail).
@@ -305,21 +379,34 @@ func (rt *Runtime[S, R]) revert(replies []Reply, err error) {
 	fresh := rt.cfg.New()
 	if rerr := rt.load(fresh, rt.loaded, nil); rerr != nil {
 		rt.cfg.Log.Error("replaying "+rt.cfg.Name+" after a failed append failed; keeping the unreverted state", "err", rerr)
+		rt.rebuilt(true, false)
 		return
 	}
 	rt.state = fresh
+	rt.rebuilt(true, true)
+}
+
+// Submit submits a request and returns the channel its answer will come
+// on (buffered), once the goroutine has taken it. It fails if ctx ends or
+// the runtime stops first.
+func (rt *Runtime[S, R]) Submit(ctx context.Context, fn func(s S, now int64, id ID)) (<-chan any, error) {
+	reply := make(chan any, 1)
+	select {
+	case rt.events <- event[S]{fn: fn, reply: reply}:
+		return reply, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-rt.done:
+		return nil, ErrStopped
+	}
 }
 
 // Call submits a request and waits for its answer, which may be parked
 // behind later events. It fails if ctx ends or the runtime stops first.
 func (rt *Runtime[S, R]) Call(ctx context.Context, fn func(s S, now int64, id ID)) (any, error) {
-	reply := make(chan any, 1)
-	select {
-	case rt.events <- event[S]{fn: fn, reply: reply}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-rt.done:
-		return nil, ErrStopped
+	reply, err := rt.Submit(ctx, fn)
+	if err != nil {
+		return nil, err
 	}
 	select {
 	case res := <-reply:

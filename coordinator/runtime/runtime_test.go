@@ -358,9 +358,86 @@ func TestStopped(t *testing.T) {
 		t.Errorf("Run after Stop: %v", err)
 	}
 	select {
-	case <-rt.Stopping():
+	case <-rt.Context().Done():
 	default:
-		t.Error("Stopping not closed")
+		t.Error("the runtime's context not ended")
+	}
+}
+
+// followState is a fakeState that, like a transaction coordinator, has
+// work after its answers: each "chain" value asks for one more record
+// once answered.
+type followState struct {
+	*fakeState
+	chain    int
+	settled  int
+	rebuilds []string
+}
+
+func (s *followState) Answered() bool {
+	if s.chain == 0 {
+		return false
+	}
+	s.chain--
+	s.records = append(s.records, rec{0, "next"})
+	return true
+}
+func (s *followState) Settled() { s.settled++ }
+func (s *followState) Rebuilt(reverted, ok bool) {
+	s.rebuilds = append(s.rebuilds, map[bool]string{true: "revert", false: "leadership"}[reverted]+map[bool]string{true: " ok", false: " failed"}[ok])
+}
+
+func TestFollowerCyclesAndTimers(t *testing.T) {
+	env := &fakeEnv{logs: map[int32][]string{}}
+	var fired int
+	rt := New(Config[*followState, rec]{Name: "__fake", New: func() *followState { return &followState{fakeState: newFakeState()} },
+		Env: env, TickEvery: time.Hour, ReloadOnGain: true,
+		Timers: []Timer[*followState]{{Every: time.Millisecond, Fire: func(*followState, int64) { fired++ }}},
+		Fail:   func(_ any, code int16) any { return code }, ErrorCode: func(error) int16 { return kerr.NotCoordinator.Code },
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	rt.Led(0, 0)
+	if err := rt.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rt.Stop)
+	res, err := rt.Call(context.Background(), func(s *followState, _ int64, id ID) { s.put(id, 0, "x"); s.chain = 2 })
+	if err != nil || res != "ok x" {
+		t.Fatalf("answer %v, %v", res, err)
+	}
+	var settled int
+	rt.Run(context.Background(), func(s *followState, _ int64) { settled = s.settled })
+	env.mu.Lock()
+	got := slices.Clone(env.logs[0])
+	env.mu.Unlock()
+	if !slices.Equal(got, []string{"x", "next", "next"}) {
+		t.Errorf("log %v, want the answered record and the two it led to", got)
+	}
+	if settled == 0 {
+		t.Error("Settled never called")
+	}
+	waitFor(t, func() bool {
+		var n int
+		rt.Run(context.Background(), func(*followState, int64) { n = fired })
+		return n >= 2
+	})
+	// A gain rebuilds everything (ReloadOnGain), and a failed append
+	// reverts: both are reported to the state kept.
+	env.mu.Lock()
+	env.logs[1] = []string{"b"}
+	env.mu.Unlock()
+	rt.Led(1, 0)
+	env.fail(errAppend)
+	if res, _ := rt.Call(context.Background(), func(s *followState, _ int64, id ID) { s.put(id, 1, "y") }); res != kerr.NotCoordinator.Code {
+		t.Errorf("failed append answered %v", res)
+	}
+	var rebuilds []string
+	var loads [][]int32
+	rt.Run(context.Background(), func(s *followState, _ int64) { rebuilds, loads = s.rebuilds, s.loads })
+	if !slices.Equal(rebuilds, []string{"revert ok"}) {
+		t.Errorf("rebuilds seen by the state kept: %v", rebuilds)
+	}
+	if len(loads) != 1 || !slices.Equal(loads[0], []int32{0, 1}) {
+		t.Errorf("loads of the reverted state %v, want both partitions at once", loads)
 	}
 }
 
