@@ -137,7 +137,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	}
 	// The coordinators exist before the controller's first image, whose
 	// leadership is pushed into them (coordinatorLeadership).
-	b.groups = b.newGroups()
+	b.groups, b.txns = b.newGroups(), b.newTxns()
 	if cfg.ControllerQuorumVoters != "" {
 		if err := b.startController(dir); err != nil {
 			b.catalog.closeAll()

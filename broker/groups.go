@@ -121,10 +121,11 @@ func (b *Broker) startGroups() error {
 }
 
 // coordinatorLeadership tells the coordinator of p's topic, if p is a
-// partition of __consumer_offsets, that this broker leads p at epoch (led)
-// or no longer leads it: Kafka's onElection and onResignation. applyRoles
-// calls it for every partition whose role it applies. A partition gained
-// is loaded beside the others (the roles of a new topic's partitions are
+// partition of __consumer_offsets or __transaction_state, that this broker
+// leads p at epoch (led) or no longer leads it: Kafka's onElection and
+// onResignation. applyRoles calls it for every partition whose role it
+// applies. For the group coordinator, a partition gained is loaded beside
+// the others (the roles of a new topic's partitions are
 // applied one by one, so this is common); one lost, or led again at a new
 // epoch, rebuilds the coordinator from the partitions led, every parked
 // JoinGroup and SyncGroup answered NOT_COORDINATOR. Unlike Kafka, which
@@ -135,13 +136,22 @@ func (b *Broker) startGroups() error {
 // is served from a state that is not loaded; requests wait while it
 // loads rather than being answered COORDINATOR_LOAD_IN_PROGRESS.
 func (b *Broker) coordinatorLeadership(p *partition.Partition, epoch int32, led bool) {
-	if p.Topic() != offsetsTopic || b.groups == nil {
+	var rt interface {
+		Led(p, epoch int32)
+		Lost(p int32)
+	}
+	switch {
+	case p.Topic() == offsetsTopic && b.groups != nil:
+		rt = b.groups.rt
+	case p.Topic() == txnStateTopic && b.txns != nil:
+		rt = b.txns.rt // its reload is described in txns.go
+	default:
 		return
 	}
 	if led {
-		b.groups.rt.Led(p.Index(), epoch)
+		rt.Led(p.Index(), epoch)
 	} else {
-		b.groups.rt.Lost(p.Index())
+		rt.Lost(p.Index())
 	}
 }
 
