@@ -39,11 +39,14 @@
 // produce waits for the high watermark holding no lock. No lock
 // is taken while holding a later one. A produce waits for the fsync its
 // flush policy demands (storage.Log.FlushAfterAppend) holding none of
-// these, so that appends from other connections join the same fsync. The group coordinator's goroutine
-// (groups.go) holds no lock of its own: it takes Broker.mu to create
-// __consumer_offsets and a partition's appendMu to append to it, like any
-// handler. The transaction coordinator's goroutine (txns.go) likewise
-// holds no lock of its own: it takes a partition's appendMu to append to
+// these, so that appends from other connections join the same fsync. The coordinators' goroutines
+// are coordinator/runtime's (groups.go, txns.go). Each holds only the
+// runtime's mutex, a leaf that guards the leadership pushed in (applyRoles
+// calls Led and Lost holding no lock, and the goroutine takes it to read
+// them, calling nothing while it is held). The group coordinator's
+// goroutine takes Broker.mu to create __consumer_offsets and a partition's
+// appendMu to append to it, like any handler; the transaction
+// coordinator's takes a partition's appendMu to append to
 // __transaction_state, to write markers and to set a verification guard.
 // A transactional produce takes a partition's appendMu only to look at the
 // producer's open transaction and releases it before it calls the
