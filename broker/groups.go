@@ -172,9 +172,25 @@ func (gc *groupCoordinator) offsetsParts() []*partition.Partition {
 	if gc.parts == nil {
 		if t := gc.b.lookupTopic(offsetsTopic); t != nil {
 			gc.parts = gc.b.partitions(t)
+			adoptSingleNode(gc.b, gc.rt, gc.parts)
 		}
 	}
 	return gc.parts
+}
+
+// adoptSingleNode has the runtime of a single node's coordinator serve
+// every partition of parts, its topic found or created since it started,
+// as loaded (nothing of it was replayed; a revert replays it). In cluster
+// mode the roles applied say which partitions are loaded.
+func adoptSingleNode[S runtime.State[R], R any](b *Broker, rt *runtime.Runtime[S, R], parts []*partition.Partition) {
+	if b.isCluster() {
+		return
+	}
+	led := map[int32]int32{}
+	for _, p := range parts {
+		led[p.Index()] = 0
+	}
+	rt.Adopt(led)
 }
 
 // groupShard is the runtime's State: the group coordinator, and what it
@@ -337,13 +353,7 @@ func (gc *groupCoordinator) createOffsetsTopic() error {
 		return err
 	}
 	gc.parts = parts
-	if !gc.b.isCluster() {
-		led := map[int32]int32{}
-		for _, p := range parts {
-			led[p.Index()] = 0
-		}
-		gc.rt.Adopt(led)
-	}
+	adoptSingleNode(gc.b, gc.rt, parts)
 	return nil
 }
 
@@ -360,7 +370,7 @@ type recordBatch struct {
 // them, checked for the producer epoch only (OriginCoordinator).
 func (e groupEnv) Append(recs []group.Record, stop <-chan struct{}) error {
 	gc := e.gc
-	if gc.parts == nil {
+	if gc.offsetsParts() == nil {
 		if err := gc.createOffsetsTopic(); err != nil {
 			return fmt.Errorf("%w: %v", errOffsetsTopic, err)
 		}
@@ -393,7 +403,7 @@ func (e groupEnv) Append(recs []group.Record, stop <-chan struct{}) error {
 // epoch older than the partition's, else nil. Run on the coordinator's
 // goroutine.
 func (gc *groupCoordinator) txnAppendError(groupID string, producer group.Producer) *kerr.Error {
-	if gc.parts == nil {
+	if gc.offsetsParts() == nil {
 		return nil
 	}
 	p := gc.parts[group.PartitionFor(groupID, int32(len(gc.parts)))]

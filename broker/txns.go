@@ -357,6 +357,7 @@ func (tc *txnCoordinator) stateParts() []*partition.Partition {
 	if tc.parts == nil {
 		if t := tc.b.lookupTopic(txnStateTopic); t != nil {
 			tc.parts = tc.b.partitions(t)
+			adoptSingleNode(tc.b, tc.rt, tc.parts)
 		}
 	}
 	return tc.parts
@@ -388,13 +389,7 @@ func (tc *txnCoordinator) createTopic() error {
 		return err
 	}
 	tc.parts = parts
-	if !tc.b.isCluster() {
-		led := map[int32]int32{}
-		for _, p := range parts {
-			led[p.Index()] = 0
-		}
-		tc.rt.Adopt(led)
-	}
+	adoptSingleNode(tc.b, tc.rt, parts)
 	return nil
 }
 

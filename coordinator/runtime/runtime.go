@@ -158,8 +158,9 @@ func (rt *Runtime[S, R]) Lost(p int32) {
 }
 
 // Adopt marks partitions as led and loaded without replaying them: for the
-// Env, on the goroutine, when it has just created the topic, whose
-// partitions hold nothing yet.
+// coordinator, on the goroutine (or in Start's load), when a single node
+// creates its topic, whose partitions hold nothing yet, or first finds it
+// after it started. A later revert replays them.
 func (rt *Runtime[S, R]) Adopt(led map[int32]int32) {
 	rt.mu.Lock()
 	maps.Copy(rt.want, led)
