@@ -137,6 +137,9 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	if cfg.ControllerQuorumVoters == "" {
 		b.applyCatalogBrokerConfigs() // cluster mode takes them from the image
 	}
+	// The coordinators exist before the controller's first image, whose
+	// leadership is pushed into them (coordinatorLeadership).
+	b.groups, b.txns = b.newGroups(), b.newTxns()
 	if cfg.ControllerQuorumVoters != "" {
 		if err := b.startController(dir); err != nil {
 			b.catalog.closeAll()

@@ -26,8 +26,9 @@
 //
 // Imports: broker/partition, broker/peer, broker/quota,
 // broker/topicconfig, coordinator/group, coordinator/txn,
-// coordinator/controller and controller/metadata (cluster mode), protocol,
-// protocol/batch, storage and vfs of this project; never cmd.
+// coordinator/runtime, coordinator/controller and controller/metadata
+// (cluster mode), protocol, protocol/batch, storage and vfs of this
+// project; never cmd.
 //
 // Lock order: take the left lock before the right one, never the reverse.
 //
@@ -38,7 +39,8 @@
 //
 // Leaves, held with nothing taken inside: apiMetrics.mu (metrics.go),
 // quota.ByteRate.mu, quota.ConnectionRate.mu, quota.Replication.mu, a
-// peer.Conn's mutex, and a Partition's waiters' mutex.
+// peer.Conn's mutex, a Partition's waiters' mutex, and a
+// coordinator/runtime Runtime's mutex (the leadership pushed in).
 //
 // Beside the order:
 //   - Partition's methods take and release its locks: no caller here holds
@@ -48,10 +50,12 @@
 //     watermark, and a produce for the fsync its flush policy demands
 //     (storage.Log.FlushAfterAppend), holding none, so that appends from
 //     other connections join the same fsync.
-//   - The group and transaction coordinators' goroutines (groups.go,
-//     txns.go) hold no lock of their own; they take Broker.mu to create
-//     their topic and a partition's appendMu to append, write markers and
-//     set a verification guard, like any handler.
+//   - The group and transaction coordinators' goroutines are
+//     coordinator/runtime's (groups.go, txns.go) and hold no lock of the
+//     broker's; they take Broker.mu to create their topic and a
+//     partition's appendMu to append, write markers and set a
+//     verification guard, like any handler. applyRoles pushes leadership
+//     in (Led, Lost) holding no lock.
 //   - A transactional produce looks at the producer's open transaction
 //     under appendMu and releases it before it calls the transaction
 //     coordinator (txn_verify.go), so the coordinator never waits for a

@@ -1,11 +1,14 @@
 package broker
 
-// The group coordinator's driver. One goroutine owns the
-// coordinator/group state machine: handlers send it events through a
-// channel and wait for their answer; a ticker feeds it time. After each
+// The group coordinator's part of the broker. A coordinator/runtime drives
+// the coordinator/group state machine from one goroutine: handlers send it
+// events and wait for their answer; a ticker feeds it time. After each
 // event it appends the records the coordinator produced to
 // __consumer_offsets, then hands out the answers, so an acknowledged offset
-// commit is in the log. A JoinGroup or SyncGroup that the coordinator parks
+// commit is in the log. This file gives the runtime its State (groupShard:
+// how a batch of __consumer_offsets is replayed) and its Env (groupEnv:
+// the appends, the topic created on first use), and pushes leadership into
+// it (coordinatorLeadership). A JoinGroup or SyncGroup that the coordinator parks
 // leaves its handler waiting on its own answer channel; the goroutine moves
 // on, so a parked request holds only its own connection (whose later
 // requests wait behind it, as in Kafka).
@@ -32,8 +35,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"maps"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -41,6 +42,7 @@ import (
 	"github.com/gregor-broker/gregor/broker/partition"
 	"github.com/gregor-broker/gregor/broker/topicconfig"
 	"github.com/gregor-broker/gregor/coordinator/group"
+	"github.com/gregor-broker/gregor/coordinator/runtime"
 	"github.com/gregor-broker/gregor/protocol/batch"
 )
 
@@ -48,28 +50,16 @@ import (
 // bounds how late a session or rebalance timeout fires.
 const groupTickInterval = 20 * time.Millisecond
 
-// groupCoordinator drives a group.Coordinator from one goroutine.
+// groupCoordinator is the group coordinator's part of the broker: a
+// coordinator/runtime driving a group.Coordinator (groupShard), and the
+// runtime's Env for __consumer_offsets (groupEnv).
 type groupCoordinator struct {
-	b      *Broker
-	events chan groupEvent
-	cancel context.CancelFunc
-	done   chan struct{}
-
-	// Owned by the run goroutine.
+	b        *Broker
 	coordCfg group.Config
-	coord    *group.Coordinator
-	parts    []*partition.Partition
-	loaded   map[int32]int32 // cluster mode: the partitions loaded, with their leader epochs
-	stopping <-chan struct{} // closed when the coordinator stops
-	nextID   group.ReplyID
-	waiting  map[group.ReplyID]chan any
-}
+	rt       *runtime.Runtime[*groupShard, group.Record]
 
-// groupEvent is one step for the coordinator. reply, if set, receives the
-// answer to the request fn submits under the id it is given.
-type groupEvent struct {
-	fn    func(c *group.Coordinator, now int64, id group.ReplyID)
-	reply chan any
+	// Owned by the runtime's goroutine.
+	parts []*partition.Partition // __consumer_offsets's, once it exists (offsetsParts)
 }
 
 func nowMillis() int64 { return time.Now().UnixMilli() }
@@ -83,16 +73,12 @@ func (b *Broker) groupElsewhere(groupID string) bool {
 	return b.isCluster() && !b.cluster.coordinates(groupID)
 }
 
-// startGroups replays __consumer_offsets, if it exists, and starts the
-// coordinator's goroutine. The topic itself is created on first use, when
-// the coordinator first has records to write, as Kafka creates it on the
-// first FindCoordinator.
-func (b *Broker) startGroups() error {
+// newGroups makes the group coordinator, neither loaded nor running, so
+// that the leadership the controller's first image gives is pushed into
+// it (coordinatorLeadership) before startGroups loads.
+func (b *Broker) newGroups() *groupCoordinator {
 	gc := &groupCoordinator{
-		b:       b,
-		events:  make(chan groupEvent),
-		done:    make(chan struct{}),
-		waiting: map[group.ReplyID]chan any{},
+		b: b,
 		coordCfg: group.Config{
 			InitialRebalanceDelayMs:      *b.cfg.GroupInitialRebalanceDelayMs,
 			MinSessionTimeoutMs:          b.cfg.GroupMinSessionTimeoutMs,
@@ -108,18 +94,66 @@ func (b *Broker) startGroups() error {
 			ConsumerAssignorOffload:      *b.cfg.GroupConsumerAssignorOffloadEnable,
 		},
 	}
-	gc.coord = group.New(gc.coordCfg)
-	if t := b.lookupTopic(offsetsTopic); t != nil {
-		gc.parts = b.partitions(t)
-		if err := gc.replay(); err != nil {
-			return err
+	gc.rt = runtime.New(runtime.Config[*groupShard, group.Record]{
+		Name:      offsetsTopic,
+		New:       func() *groupShard { return &groupShard{gc: gc, c: group.New(gc.coordCfg)} },
+		Env:       groupEnv{gc},
+		TickEvery: groupTickInterval,
+		Fail:      group.Fail,
+		ErrorCode: appendErrorCode,
+		Log:       b.log,
+	})
+	return gc
+}
+
+// startGroups replays __consumer_offsets, if it exists, and starts the
+// coordinator's goroutine: on a single node every partition, in cluster
+// mode those the applied image has this broker lead. The topic itself is
+// created on first use, when the coordinator first has records to write,
+// as Kafka creates it on the first FindCoordinator.
+func (b *Broker) startGroups() error {
+	gc := b.groups
+	if t := b.lookupTopic(offsetsTopic); t != nil && !b.isCluster() {
+		for _, p := range b.partitions(t) {
+			gc.rt.Led(p.Index(), 0)
 		}
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	gc.cancel, gc.stopping = cancel, ctx.Done()
-	b.groups = gc
-	go gc.run(ctx)
-	return nil
+	return gc.rt.Start()
+}
+
+// coordinatorLeadership tells the coordinator of p's topic, if p is a
+// partition of __consumer_offsets or __transaction_state, that this broker
+// leads p at epoch (led) or no longer leads it: Kafka's onElection and
+// onResignation. applyRoles calls it for every partition whose role it
+// applies. For the group coordinator, a partition gained is loaded beside
+// the others (the roles of a new topic's partitions are
+// applied one by one, so this is common); one lost, or led again at a new
+// epoch, rebuilds the coordinator from the partitions led, every parked
+// JoinGroup and SyncGroup answered NOT_COORDINATOR. Unlike Kafka, which
+// unloads one partition at a time, the groups of partitions that did not
+// move come back as after a restart (members keep their ids, their
+// sessions start again). The coordinator applies the change before its
+// next event or tick, loading to the log end as Kafka loads, so no request
+// is served from a state that is not loaded; requests wait while it
+// loads rather than being answered COORDINATOR_LOAD_IN_PROGRESS.
+func (b *Broker) coordinatorLeadership(p *partition.Partition, epoch int32, led bool) {
+	var rt interface {
+		Led(p, epoch int32)
+		Lost(p int32)
+	}
+	switch {
+	case p.Topic() == offsetsTopic && b.groups != nil:
+		rt = b.groups.rt
+	case p.Topic() == txnStateTopic && b.txns != nil:
+		rt = b.txns.rt // its reload is described in txns.go
+	default:
+		return
+	}
+	if led {
+		rt.Led(p.Index(), epoch)
+	} else {
+		rt.Lost(p.Index())
+	}
 }
 
 // newMemberID is Kafka's member id: the client id, a dash and a random UUID.
@@ -132,213 +166,154 @@ func newMemberID(clientID string) string {
 	return clientID + "-" + h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
-// replay feeds every record of __consumer_offsets to the coordinator.
-func (gc *groupCoordinator) replay() error { return gc.replayPartitions(nil) }
-
-// replayPartitions feeds the records of the partitions of
-// __consumer_offsets this broker leads (all of them on a single node) to
-// the coordinator; with only set, just those among them, into the
-// coordinator as it is (their groups are not in it: a group lives in one
-// partition).
-func (gc *groupCoordinator) replayPartitions(only map[int32]bool) error {
-	now := nowMillis()
-	var scratch batch.Scratch
-	loaded := 0
-	var led map[int32]int32
-	if gc.b.isCluster() {
-		led = ledPartitions(gc.parts)
-	}
-	for _, p := range gc.parts {
-		if led != nil {
-			if _, ok := led[p.Index()]; !ok {
-				continue // another broker coordinates its groups
-			}
-		}
-		if only != nil && !only[p.Index()] {
-			continue
-		}
-		end := coordinatorLoadEnd(p)
-		for off := p.Log().StartOffset(); off < end; {
-			data, err := p.Log().Read(off, 1<<20, end)
-			if err != nil {
-				return fmt.Errorf("broker: replaying %s-%d: %w", offsetsTopic, p.Index(), err)
-			}
-			if len(data) == 0 {
-				break
-			}
-			err = batch.Split(data, func(one []byte) error {
-				if h, err := batch.ParseHeader(one); err == nil && h.Control() {
-					// A transaction marker: it ends its producer's
-					// transactional offset commits in this partition.
-					off = max(off, h.BaseOffset+int64(h.LastOffsetDelta)+1)
-					m, ok, err := batch.ParseEndTxnMarker(one, &scratch)
-					if err != nil {
-						return fmt.Errorf("the control batch at offset %d: %w", h.BaseOffset, err)
-					}
-					if ok {
-						gc.coord.CompleteTransaction(now, h.ProducerID, p.Index(), int32(len(gc.parts)), m.Commit)
-					}
-					return nil
-				}
-				var loadErr error
-				if err := batch.ForEachRecord(one, &scratch, func(h *batch.Header, r *batch.Record) bool {
-					off = h.BaseOffset + int64(r.OffsetDelta) + 1
-					var value []byte
-					if r.Value != nil {
-						value = append([]byte(nil), r.Value...)
-					}
-					key := append([]byte(nil), r.Key...)
-					var err error
-					if h.Transactional() && h.ProducerID >= 0 {
-						err = gc.coord.LoadTransactional(now, h.ProducerID, key, value)
-					} else {
-						err = gc.coord.Load(now, key, value)
-					}
-					switch {
-					case errors.Is(err, group.ErrBadRecord):
-						// Not a record Gregor writes (a client produced
-						// to the topic, or a share or streams group
-						// record): skipped.
-						gc.b.log.Warn("skipping a record of "+offsetsTopic, "partition", p.Index(), "err", err)
-					case err != nil:
-						loadErr = err
-						return false
-					default:
-						loaded++
-					}
-					return true
-				}); err != nil {
-					return err
-				}
-				if h, err := batch.ParseHeader(one); err == nil {
-					off = max(off, h.BaseOffset+int64(h.LastOffsetDelta)+1)
-				}
-				return loadErr
-			})
-			if err != nil {
-				return fmt.Errorf("broker: replaying %s-%d: %w", offsetsTopic, p.Index(), err)
-			}
-		}
-	}
-	gc.coord.LoadDone(now)
-	gc.coord.Ready() // loading has no effects to act on
-	gc.loaded = led
-	gc.b.log.Info("group coordinator loaded", "records", loaded, "partitions", len(led))
-	return nil
-}
-
-// syncLeadership reloads the coordinator from the log when the partitions
-// of __consumer_offsets this broker leads, or their leader epochs, are not
-// the ones it loaded (Kafka's onElection and onResignation, cluster mode
-// only): every parked JoinGroup and SyncGroup is answered NOT_COORDINATOR,
-// and the groups and offsets of the partitions it leads now are replayed
-// from their logs (to the log end, as Kafka loads), those of partitions it
-// no longer leads dropped. It runs on the coordinator's goroutine before
-// each event and tick, so no request is served from a state that is not
-// loaded (requests wait while it loads, rather than being answered
-// COORDINATOR_LOAD_IN_PROGRESS). Partitions it newly leads are loaded
-// beside the groups it has. When it loses one, unlike Kafka, which unloads
-// one partition at a time, the whole coordinator is rebuilt: the groups of
-// partitions that did not move come back as after a restart (members keep
-// their ids, their sessions start again; their parked requests are
-// answered NOT_COORDINATOR and sent again after a coordinator lookup).
-func (gc *groupCoordinator) syncLeadership() {
-	if !gc.b.isCluster() {
-		return
-	}
+// offsetsParts returns the partitions of __consumer_offsets, nil while the
+// topic does not exist; in cluster mode another broker may have created
+// it since this one started. Run on the coordinator's goroutine.
+func (gc *groupCoordinator) offsetsParts() []*partition.Partition {
 	if gc.parts == nil {
 		if t := gc.b.lookupTopic(offsetsTopic); t != nil {
 			gc.parts = gc.b.partitions(t)
+			adoptSingleNode(gc.b, gc.rt, gc.parts)
 		}
 	}
-	led := ledPartitions(gc.parts)
-	if maps.Equal(led, gc.loaded) {
+	return gc.parts
+}
+
+// adoptSingleNode has the runtime of a single node's coordinator serve
+// every partition of parts, its topic found or created since it started,
+// as loaded (nothing of it was replayed; a revert replays it). In cluster
+// mode the roles applied say which partitions are loaded.
+func adoptSingleNode[S runtime.State[R], R any](b *Broker, rt *runtime.Runtime[S, R], parts []*partition.Partition) {
+	if b.isCluster() {
 		return
 	}
-	gained, lost := map[int32]bool{}, false
-	for p, epoch := range led {
-		if e, ok := gc.loaded[p]; !ok {
-			gained[p] = true
-		} else if e != epoch {
-			lost = true // led again at a new epoch: its state may have moved on elsewhere
-		}
+	led := map[int32]int32{}
+	for _, p := range parts {
+		led[p.Index()] = 0
 	}
-	for p := range gc.loaded {
-		if _, ok := led[p]; !ok {
-			lost = true
-		}
-	}
-	if !lost {
-		// Only new partitions: their groups are loaded beside the
-		// others, which go on undisturbed (the roles of a new topic's
-		// partitions are applied one by one, so this is common).
-		err := gc.replayPartitions(gained)
-		if err == nil {
-			return
-		}
-		// Partly loaded: start over from nothing.
-		gc.b.log.Error("loading "+offsetsTopic+" after a leadership change failed; reloading every partition", "err", err)
-	}
-	old := gc.coord
-	old.AbortParked(kerr.NotCoordinator.Code)
-	gc.deliver(old.Ready().Replies, 0)
-	gc.coord = group.New(gc.coordCfg)
-	if err := gc.replay(); err != nil {
-		gc.b.log.Error("loading "+offsetsTopic+" after a leadership change failed; retrying", "err", err)
-		gc.coord = old
-	}
+	rt.Adopt(led)
 }
 
-func (gc *groupCoordinator) run(ctx context.Context) {
-	defer close(gc.done)
-	ticker := time.NewTicker(groupTickInterval)
-	defer ticker.Stop()
-	for {
-		select {
-		case ev := <-gc.events:
-			gc.syncLeadership()
-			gc.nextID++
-			if ev.reply != nil {
-				gc.waiting[gc.nextID] = ev.reply
+// groupShard is the runtime's State: the group coordinator, and what it
+// loaded.
+type groupShard struct {
+	gc      *groupCoordinator
+	c       *group.Coordinator
+	scratch batch.Scratch
+	records int // loaded since the last Loaded
+}
+
+// Replay feeds one batch of partition p of __consumer_offsets to the
+// coordinator. A transaction marker ends its producer's transactional
+// offset commits in p; a record that is not one Gregor writes is skipped.
+func (s *groupShard) Replay(now int64, p int32, one []byte) error {
+	if h, err := batch.ParseHeader(one); err == nil && h.Control() {
+		m, ok, err := batch.ParseEndTxnMarker(one, &s.scratch)
+		if err != nil {
+			return fmt.Errorf("the control batch at offset %d: %w", h.BaseOffset, err)
+		}
+		if ok {
+			s.c.CompleteTransaction(now, h.ProducerID, p, int32(len(s.gc.offsetsParts())), m.Commit)
+		}
+		return nil
+	}
+	var loadErr error
+	if err := batch.ForEachRecord(one, &s.scratch, func(h *batch.Header, r *batch.Record) bool {
+		var value []byte
+		if r.Value != nil {
+			value = append([]byte(nil), r.Value...)
+		}
+		key := append([]byte(nil), r.Key...)
+		var err error
+		if h.Transactional() && h.ProducerID >= 0 {
+			err = s.c.LoadTransactional(now, h.ProducerID, key, value)
+		} else {
+			err = s.c.Load(now, key, value)
+		}
+		switch {
+		case errors.Is(err, group.ErrBadRecord):
+			// Not a record Gregor writes (a client produced to the
+			// topic, or a share or streams group record): skipped.
+			s.gc.b.log.Warn("skipping a record of "+offsetsTopic, "partition", p, "err", err)
+		case err != nil:
+			loadErr = err
+			return false
+		default:
+			s.records++
+		}
+		return true
+	}); err != nil {
+		return err
+	}
+	return loadErr
+}
+
+// Loaded ends a load: the coordinator finishes what loading leaves (the
+// consumer groups' epochs and timers).
+func (s *groupShard) Loaded(now int64, parts []int32) {
+	s.c.LoadDone(now)
+	s.c.Ready() // loading has no effects to act on
+	s.gc.b.log.Info("group coordinator loaded", "records", s.records, "partitions", len(parts))
+	s.records = 0
+}
+
+func (s *groupShard) Tick(now int64)   { s.c.Tick(now) }
+func (s *groupShard) Abort(code int16) { s.c.AbortParked(code) }
+
+func (s *groupShard) Ready() ([]group.Record, []runtime.Reply) {
+	eff := s.c.Ready()
+	var replies []runtime.Reply
+	if len(eff.Replies) > 0 {
+		replies = make([]runtime.Reply, len(eff.Replies))
+		for i, r := range eff.Replies {
+			replies[i] = runtime.Reply{ID: runtime.ID(r.ID), Result: r.Result}
+		}
+	}
+	return eff.Records, replies
+}
+
+// groupEnv is the runtime's Env: __consumer_offsets.
+type groupEnv struct{ gc *groupCoordinator }
+
+// Read reads partition p of __consumer_offsets from its start to where a
+// coordinator loads (coordinatorLoadEnd), a batch at a time.
+func (e groupEnv) Read(p int32, fn func(batch []byte) error) error {
+	return readCoordinatorLog(offsetsTopic, e.gc.offsetsParts(), p, fn)
+}
+
+// readCoordinatorLog calls fn with each batch of partition p of a
+// coordinator's topic, whose partitions are parts, from the log start to
+// coordinatorLoadEnd.
+func readCoordinatorLog(topic string, parts []*partition.Partition, p int32, fn func(batch []byte) error) error {
+	if p < 0 || int(p) >= len(parts) {
+		return nil
+	}
+	part := parts[p]
+	end := coordinatorLoadEnd(part)
+	for off := part.Log().StartOffset(); off < end; {
+		data, err := part.Log().Read(off, 1<<20, end)
+		if err != nil {
+			return fmt.Errorf("broker: replaying %s-%d: %w", topic, p, err)
+		}
+		if len(data) == 0 {
+			break
+		}
+		err = batch.Split(data, func(one []byte) error {
+			if err := fn(one); err != nil {
+				return err
 			}
-			ev.fn(gc.coord, nowMillis(), gc.nextID)
-		case <-ticker.C:
-			gc.syncLeadership()
-			gc.coord.Tick(nowMillis())
-		case <-ctx.Done():
-			return
-		}
-		gc.flush()
-	}
-}
-
-// flush appends the coordinator's records, then delivers its answers. If
-// the append fails, the coordinator's decisions do not stand: see revert.
-func (gc *groupCoordinator) flush() {
-	eff := gc.coord.Ready()
-	if len(eff.Records) > 0 {
-		if err := gc.appendRecords(eff.Records); err != nil {
-			gc.revert(eff.Replies, err)
-			return
+			h, err := batch.ParseHeader(one)
+			if err != nil {
+				return err
+			}
+			off = max(off, h.BaseOffset+int64(h.LastOffsetDelta)+1)
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("broker: replaying %s-%d: %w", topic, p, err)
 		}
 	}
-	gc.deliver(eff.Replies, 0)
-}
-
-// deliver hands out answers; a non-zero code fails each (group.Fail).
-func (gc *groupCoordinator) deliver(replies []group.Reply, code int16) {
-	for _, r := range replies {
-		ch, ok := gc.waiting[r.ID]
-		if !ok {
-			continue
-		}
-		delete(gc.waiting, r.ID)
-		res := r.Result
-		if code != 0 {
-			res = group.Fail(res, code)
-		}
-		ch <- res // buffered: the handler may have gone
-	}
+	return nil
 }
 
 // errOffsetsTopic marks a failure to create __consumer_offsets.
@@ -354,7 +329,9 @@ var errOffsetsTopic = errors.New("broker: " + offsetsTopic + " cannot be created
 // REQUEST_TIMED_OUT while waiting) are COORDINATOR_NOT_AVAILABLE, as
 // Kafka's CoordinatorOperationExceptionHelper and
 // TransactionStateManager.appendTransactionToLog map them; a leadership
-// lost meanwhile (NOT_LEADER_OR_FOLLOWER) is NOT_COORDINATOR.
+// lost meanwhile (NOT_LEADER_OR_FOLLOWER) is NOT_COORDINATOR. A failed
+// append reverts the coordinator to the log (coordinator/runtime): the
+// answers of that event and every parked request get this code.
 func appendErrorCode(err error) int16 {
 	var ce *coordinatorAppendError
 	switch {
@@ -366,34 +343,18 @@ func appendErrorCode(err error) int16 {
 	return kerr.NotCoordinator.Code
 }
 
-// revert handles a failed append as Kafka's CoordinatorRuntime does: the
-// in-memory state goes back to what the log holds. The answers of this
-// batch and every parked request are failed, and the coordinator is
-// rebuilt by replaying __consumer_offsets. If even the replay fails, the
-// old coordinator is kept (nothing better is known) and the error logged.
-func (gc *groupCoordinator) revert(replies []group.Reply, err error) {
-	code := appendErrorCode(err)
-	gc.b.log.Error("appending to "+offsetsTopic+" failed; reverting the group coordinator to the log", "err", err)
-	gc.deliver(replies, code)
-	old := gc.coord
-	old.AbortParked(code)
-	gc.deliver(old.Ready().Replies, 0)
-	gc.coord = group.New(gc.coordCfg)
-	if rerr := gc.replay(); rerr != nil {
-		gc.b.log.Error("replaying "+offsetsTopic+" after a failed append failed; keeping the unreverted state", "err", rerr)
-		gc.coord = old
-	}
-}
-
 // createOffsetsTopic creates __consumer_offsets with
 // offsets.topic.num.partitions partitions, compacted, with Kafka's
-// offsets.topic.segment.bytes (100 MiB).
+// offsets.topic.segment.bytes (100 MiB). On a single node its partitions,
+// empty, are loaded as they are; in cluster mode the roles the controller
+// gives them are pushed in as they are applied.
 func (gc *groupCoordinator) createOffsetsTopic() error {
 	parts, err := gc.b.createInternalTopic(gc.b.offsetsTopicCreation())
 	if err != nil {
 		return err
 	}
 	gc.parts = parts
+	adoptSingleNode(gc.b, gc.rt, parts)
 	return nil
 }
 
@@ -404,13 +365,13 @@ type recordBatch struct {
 	txn       group.Producer // ID -1: not transactional
 }
 
-// appendRecords writes records as one v2 batch per partition, and per
-// producer for transactional records: those go in a transactional batch
-// with the producer's id and epoch and no sequence, as Kafka's
-// coordinator writes them, checked for the producer epoch only
-// (OriginCoordinator).
-func (gc *groupCoordinator) appendRecords(recs []group.Record) error {
-	if gc.parts == nil {
+// Append writes records as one v2 batch per partition, and per producer
+// for transactional records: those go in a transactional batch with the
+// producer's id and epoch and no sequence, as Kafka's coordinator writes
+// them, checked for the producer epoch only (OriginCoordinator).
+func (e groupEnv) Append(recs []group.Record, stop <-chan struct{}) error {
+	gc := e.gc
+	if gc.offsetsParts() == nil {
 		if err := gc.createOffsetsTopic(); err != nil {
 			return fmt.Errorf("%w: %v", errOffsetsTopic, err)
 		}
@@ -431,7 +392,7 @@ func (gc *groupCoordinator) appendRecords(recs []group.Record) error {
 	now := nowMillis()
 	var errs []error
 	for _, k := range order {
-		if err := gc.b.appendCoordinatorBatch(gc.parts[k.partition], k.txn.ID, k.txn.Epoch, byBatch[k], now, offsetsCommitTimeout, gc.stopping); err != nil {
+		if err := gc.b.appendCoordinatorBatch(gc.parts[k.partition], k.txn.ID, k.txn.Epoch, byBatch[k], now, offsetsCommitTimeout, stop); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -443,7 +404,7 @@ func (gc *groupCoordinator) appendRecords(recs []group.Record) error {
 // epoch older than the partition's, else nil. Run on the coordinator's
 // goroutine.
 func (gc *groupCoordinator) txnAppendError(groupID string, producer group.Producer) *kerr.Error {
-	if gc.parts == nil {
+	if gc.offsetsParts() == nil {
 		return nil
 	}
 	p := gc.parts[group.PartitionFor(groupID, int32(len(gc.parts)))]
@@ -460,37 +421,17 @@ func (gc *groupCoordinator) txnAppendError(groupID string, producer group.Produc
 func (gc *groupCoordinator) writeMarker(p *partition.Partition, m partition.TxnMarker) (partition.MarkerOutcome, error) {
 	var out partition.MarkerOutcome
 	var werr error
-	err := gc.do(func(c *group.Coordinator, now int64) {
-		if gc.parts == nil { // created by another broker (cluster mode)
-			if t := gc.b.lookupTopic(offsetsTopic); t != nil {
-				gc.parts = gc.b.partitions(t)
-			}
-		}
+	err := gc.rt.Run(context.Background(), func(s *groupShard, now int64) {
+		parts := gc.offsetsParts() // created by another broker (cluster mode)
 		out, werr = p.WriteTxnMarker(m, now)
-		if werr == nil && out.Refused == nil && len(gc.parts) > 0 {
-			c.CompleteTransaction(now, m.PID, p.Index(), int32(len(gc.parts)), m.Commit)
+		if werr == nil && out.Refused == nil && len(parts) > 0 {
+			s.c.CompleteTransaction(now, m.PID, p.Index(), int32(len(parts)), m.Commit)
 		}
 	})
 	if err != nil {
-		return partition.MarkerOutcome{}, err
+		return partition.MarkerOutcome{}, errGroupsStopped
 	}
 	return out, werr
-}
-
-// do runs fn on the coordinator's goroutine and waits for it, for a
-// caller without a request of its own (a marker the transaction
-// coordinator writes in process). It fails only once the coordinator has
-// stopped.
-func (gc *groupCoordinator) do(fn func(c *group.Coordinator, now int64)) error {
-	done := make(chan struct{})
-	ev := groupEvent{fn: func(c *group.Coordinator, now int64, _ group.ReplyID) { fn(c, now); close(done) }}
-	select {
-	case gc.events <- ev:
-	case <-gc.done:
-		return errGroupsStopped
-	}
-	<-done
-	return nil
 }
 
 // errGroupsStopped is returned to callers once the broker closes.
@@ -500,47 +441,26 @@ var errGroupsStopped = errors.New("broker: group coordinator stopped")
 // may be parked behind later events. It fails if the connection or the
 // broker goes away first.
 func (gc *groupCoordinator) call(r *request, fn func(c *group.Coordinator, now int64, id group.ReplyID)) (any, error) {
-	reply := make(chan any, 1)
-	select {
-	case gc.events <- groupEvent{fn: fn, reply: reply}:
-	case <-r.ctx.Done():
-		return nil, r.ctx.Err()
-	case <-gc.done:
-		return nil, errGroupsStopped
+	res, err := gc.rt.Call(r.ctx, func(s *groupShard, now int64, id runtime.ID) { fn(s.c, now, group.ReplyID(id)) })
+	if errors.Is(err, runtime.ErrStopped) {
+		err = errGroupsStopped
 	}
-	select {
-	case res := <-reply:
-		return res, nil
-	case <-r.ctx.Done():
-		return nil, r.ctx.Err()
-	case <-gc.done:
-		return nil, errGroupsStopped
-	}
+	return res, err
 }
 
 // read runs fn on the coordinator's goroutine for a request that is
 // answered at once (DescribeGroups, ListGroups).
 func (gc *groupCoordinator) read(r *request, fn func(c *group.Coordinator, now int64)) error {
-	var wg sync.WaitGroup
-	wg.Add(1)
-	ev := groupEvent{fn: func(c *group.Coordinator, now int64, _ group.ReplyID) { fn(c, now); wg.Done() }}
-	select {
-	case gc.events <- ev:
-	case <-r.ctx.Done():
-		return r.ctx.Err()
-	case <-gc.done:
-		return errGroupsStopped
+	err := gc.rt.Run(r.ctx, func(s *groupShard, now int64) { fn(s.c, now) })
+	if errors.Is(err, runtime.ErrStopped) {
+		err = errGroupsStopped
 	}
-	wg.Wait()
-	return nil
+	return err
 }
 
 // stop ends the goroutine; handlers still waiting get an error and close
 // their connections.
-func (gc *groupCoordinator) stop() {
-	gc.cancel()
-	<-gc.done
-}
+func (gc *groupCoordinator) stop() { gc.rt.Stop() }
 
 // clientHost is the client's address as Kafka reports it: "/" + IP.
 func clientHost(r *request) string {

@@ -160,18 +160,6 @@ const (
 	txnLogAppendTimeout  = 30 * time.Second
 )
 
-// ledPartitions returns the partitions of parts this broker leads in
-// cluster mode, with their leader epochs.
-func ledPartitions(parts []*partition.Partition) map[int32]int32 {
-	led := map[int32]int32{}
-	for _, p := range parts {
-		if epoch, ok := p.LedHere(); ok {
-			led[p.Index()] = epoch
-		}
-	}
-	return led
-}
-
 // coordinatorLoadEnd is how far a coordinator loads its partition p: the
 // log end in cluster mode, as Kafka's loaders read (a new leader's high
 // watermark may still be behind what its predecessor acknowledged), the

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gregor-broker/gregor/broker/partition"
 	"github.com/gregor-broker/gregor/coordinator/group"
+	"github.com/gregor-broker/gregor/coordinator/runtime"
 )
 
 // Scrape-time collectors: the partitions' offsets and sizes and the groups'
@@ -157,21 +158,14 @@ func (gc groupCollector) Collect(ch chan<- prometheus.Metric) {
 // snapshot copies the groups on the coordinator's goroutine, between two
 // events, so a scrape neither races with nor holds up the coordinator.
 func (gc *groupCoordinator) snapshot(ctx context.Context) ([]group.GroupSnapshot, error) {
-	reply := make(chan []group.GroupSnapshot, 1)
-	ev := groupEvent{fn: func(c *group.Coordinator, _ int64, _ group.ReplyID) { reply <- c.Snapshot() }}
-	select {
-	case gc.events <- ev:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-gc.done:
-		return nil, errGroupCoordinatorStopped
+	var snap []group.GroupSnapshot
+	if err := gc.rt.Run(ctx, func(s *groupShard, _ int64) { snap = s.c.Snapshot() }); err != nil {
+		if errors.Is(err, runtime.ErrStopped) {
+			err = errGroupCoordinatorStopped
+		}
+		return nil, err
 	}
-	select {
-	case s := <-reply:
-		return s, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+	return snap, nil
 }
 
 var errGroupCoordinatorStopped = errors.New("broker: group coordinator stopped")

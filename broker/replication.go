@@ -28,8 +28,9 @@ type roleChange struct {
 
 // applyRoles gives every partition of an applied image its role (Kafka's
 // ReplicaManager.applyDelta): leader, follower or none, and hands the
-// followed partitions to the fetcher of their leader. Called on the image
-// goroutine, holding no lock.
+// followed partitions to the fetcher of their leader, and tells the
+// coordinators which of their partitions it now leads
+// (coordinatorLeadership). Called on the image goroutine, holding no lock.
 //
 // current says that im holds this broker's own registration, so that its
 // placement is as new as anything this broker's data dir holds.
@@ -47,11 +48,14 @@ func (c *cluster) applyRoles(im *metadata.Image, roles []roleChange, current boo
 				// Refuse produce rather than append at a wrong epoch.
 				p.SetState(&partition.State{Leader: st.Leader, LeaderEpoch: st.LeaderEpoch, PartitionEpoch: st.PartitionEpoch,
 					Replicas: st.Replicas, ISR: st.ISR, Local: false})
+				b.coordinatorLeadership(p, 0, false)
 				continue
 			}
 			p.Appended() // the high watermark may move (a lone ISR), waiters re-check
+			b.coordinatorLeadership(p, st.LeaderEpoch, true)
 		case slices.Contains(st.Replicas, self):
 			p.BecomeFollower(st)
+			b.coordinatorLeadership(p, 0, false)
 			p.Wake() // acks=all produces waiting here fail over
 			if st.Leader >= 0 {
 				follow[st.Leader] = append(follow[st.Leader], fetchTarget{p: p, t: rc.t, topicID: rc.topicID, leaderEpoch: st.LeaderEpoch})
@@ -60,6 +64,7 @@ func (c *cluster) applyRoles(im *metadata.Image, roles []roleChange, current boo
 			if err := p.BecomeNone(st, current); err != nil {
 				b.log.Error("removing the data of a replica no longer hosted failed", "topic", p.Topic(), "partition", p.Index(), "err", err)
 			}
+			b.coordinatorLeadership(p, 0, false)
 			p.Wake()
 		}
 	}

@@ -172,8 +172,8 @@ var errNoLiveLeader = errors.New("broker: the markers' destination is no longer 
 
 // markersAnswered applies a destination's answer (Kafka's
 // TransactionMarkerRequestCompletionHandler) and reports the partitions
-// done to the coordinator.
-func (tc *txnCoordinator) markersAnswered(ans markerAnswer) {
+// done to the coordinator c.
+func (tc *txnCoordinator) markersAnswered(c *txn.Coordinator, ans markerAnswer) {
 	ch := &tc.markers
 	delete(ch.inflight, ans.dest)
 	codes := map[markerKey]int16{}
@@ -228,7 +228,7 @@ func (tc *txnCoordinator) markersAnswered(ans markerAnswer) {
 			continue
 		}
 		if len(done) > 0 {
-			tc.coord.MarkersWritten(now, qm.m.TransactionalID, qm.m.ProducerID, qm.m.ProducerEpoch, done)
+			c.MarkersWritten(now, qm.m.TransactionalID, qm.m.ProducerID, qm.m.ProducerEpoch, done)
 		}
 	}
 }

@@ -1,8 +1,10 @@
 package broker
 
-// The transaction coordinator's driver. One goroutine owns the
-// coordinator/txn state machine: handlers send it events and wait for
-// their answers; tickers feed it time. After each event it appends the
+// The transaction coordinator's part of the broker. A coordinator/runtime
+// drives the coordinator/txn state machine from one goroutine: handlers
+// send it events and wait for their answers; tickers feed it time (the
+// retry tick, and the timers that abort timed out transactions and expire
+// transactional ids). After each event it appends the
 // records the coordinator produced to __transaction_state (one batch per
 // partition of the topic, each flushed per the topic's flush policy), then
 // answers, and only then writes the transaction markers the event asked
@@ -29,6 +31,19 @@ package broker
 // it exists; the coordinator's goroutine then writes the markers of
 // transactions found in PrepareCommit or PrepareAbort before it takes any
 // request (a marker written twice is harmless).
+//
+// In cluster mode the partitions of __transaction_state this broker leads
+// are pushed into the runtime as applyRoles applies them
+// (coordinatorLeadership, Kafka's onElection and onResignation). At any
+// change the coordinator is rebuilt from the partitions led (as Kafka, to
+// the log end), with the markers of transactions left in PrepareCommit or
+// PrepareAbort sent again; those of partitions no longer led are dropped,
+// their pending markers abandoned to the new coordinator. The change is
+// applied before the next event or tick, so no request is served from a
+// state that is not loaded; requests wait while it loads. The
+// coordinator's memory holds nothing the log does not, so reloading every
+// led partition loses nothing.
+//
 // The topic is created on first use, with transaction.state.log.num.partitions
 // partitions, compacted.
 
@@ -36,7 +51,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"strconv"
 	"sync"
 	"time"
@@ -47,6 +61,7 @@ import (
 	"github.com/gregor-broker/gregor/broker/partition"
 	"github.com/gregor-broker/gregor/broker/topicconfig"
 	"github.com/gregor-broker/gregor/coordinator/group"
+	"github.com/gregor-broker/gregor/coordinator/runtime"
 	"github.com/gregor-broker/gregor/coordinator/txn"
 	"github.com/gregor-broker/gregor/protocol/batch"
 )
@@ -55,44 +70,32 @@ import (
 // tried again.
 const txnMarkerRetryInterval = 500 * time.Millisecond
 
-// txnCoordinator drives a txn.Coordinator from one goroutine.
+// txnCoordinator is the transaction coordinator's part of the broker: a
+// coordinator/runtime driving a txn.Coordinator (txnShard), the runtime's
+// Env for __transaction_state (txnEnv), and the markers.
 type txnCoordinator struct {
-	b      *Broker
-	events chan txnEvent
-	cancel context.CancelFunc
-	done   chan struct{}
-	ctx    context.Context // the run goroutine's; set when it starts
+	b        *Broker
+	coordCfg txn.Config
+	rt       *runtime.Runtime[*txnShard, txn.Record]
+	ctx      context.Context // the runtime's: ended when it stops
 
-	// Owned by the run goroutine.
-	coordCfg      txn.Config
-	coord         *txn.Coordinator
+	// Owned by the runtime's goroutine.
 	parts         []*partition.Partition // __transaction_state's, once it exists (stateParts)
-	loaded        map[int32]int32        // cluster mode: the partitions loaded, with their leader epochs
 	markersFailed bool
 	markers       markerChannel // markers for partitions led elsewhere (cluster mode)
 
 	// verifier asks the coordinators of other nodes (cluster mode; nil on
 	// a single node). Safe for concurrent use.
 	verifier *txnVerifier
-	senders  sync.WaitGroup // the marker requests in flight
+	senders  sync.WaitGroup // the marker requests in flight, and their answers' forwarder
 }
 
-// txnEvent is one step: fn runs on the coordinator, its records are
-// appended, and reply (buffered) receives 0 or the error code the failed
-// append is answered with.
-type txnEvent struct {
-	fn    func(c *txn.Coordinator, now int64)
-	reply chan int16
-}
-
-// startTxns replays __transaction_state, if it exists, and starts the
-// coordinator's goroutine, which first writes the markers of transactions
-// left half-completed.
-func (b *Broker) startTxns() error {
+// newTxns makes the transaction coordinator, neither loaded nor running,
+// so that the leadership the controller's first image gives is pushed into
+// it (coordinatorLeadership) before startTxns loads.
+func (b *Broker) newTxns() *txnCoordinator {
 	tc := &txnCoordinator{
 		b:       b,
-		events:  make(chan txnEvent),
-		done:    make(chan struct{}),
 		markers: newMarkerChannel(),
 		coordCfg: txn.Config{
 			MaxTimeoutMs:       b.cfg.TransactionMaxTimeoutMs,
@@ -112,196 +115,183 @@ func (b *Broker) startTxns() error {
 			},
 		},
 	}
+	abortEvery := time.Duration(b.cfg.TransactionAbortTimedOutTransactionCleanupIntervalMs) * time.Millisecond
+	expireEvery := time.Duration(b.cfg.TransactionRemoveExpiredTransactionCleanupIntervalMs) * time.Millisecond
+	tc.rt = runtime.New(runtime.Config[*txnShard, txn.Record]{
+		Name: txnStateTopic,
+		New:  func() *txnShard { return &txnShard{tc: tc, c: txn.New(tc.coordCfg)} },
+		Env:  txnEnv{tc},
+		// The retry tick: markers that could not be written.
+		TickEvery: txnMarkerRetryInterval,
+		Timers: []runtime.Timer[*txnShard]{
+			{Every: abortEvery, Fire: func(s *txnShard, now int64) {
+				if ids := s.c.AbortTimedOut(now); len(ids) > 0 {
+					b.log.Info("aborting timed out transactions", "transactional_ids", ids)
+				}
+			}},
+			{Every: expireEvery, Fire: func(s *txnShard, now int64) {
+				if ids := s.c.ExpireIDs(now); len(ids) > 0 {
+					b.log.Info("expired transactional ids", "transactional_ids", ids)
+				}
+			}},
+		},
+		// The coordinator's memory holds nothing the log does not, so
+		// reloading every led partition loses nothing.
+		ReloadOnGain: true,
+		Fail:         func(_ any, code int16) any { return code },
+		ErrorCode: func(err error) int16 {
+			if errors.Is(err, errTxnStateTopic) {
+				return kerr.CoordinatorNotAvailable.Code
+			}
+			return appendErrorCode(err)
+		},
+		Log: b.log,
+	})
+	tc.ctx = tc.rt.Context()
+	return tc
+}
+
+// startTxns replays __transaction_state, if it exists (on a single node
+// every partition, in cluster mode those the applied image has this
+// broker lead), and starts the coordinator's goroutine, which first
+// writes the markers of transactions left half-completed.
+func (b *Broker) startTxns() error {
+	tc := b.txns
 	if b.isCluster() {
 		tc.coordCfg.Owns = tc.owns
 		tc.verifier = newTxnVerifier(b)
-	}
-	tc.coord = txn.New(tc.coordCfg)
-	if t := b.lookupTopic(txnStateTopic); t != nil {
-		tc.parts = b.partitions(t)
-		if err := tc.replay(); err != nil {
-			return err
+	} else if t := b.lookupTopic(txnStateTopic); t != nil {
+		for _, p := range b.partitions(t) {
+			tc.rt.Led(p.Index(), 0)
 		}
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	tc.cancel = cancel
-	b.txns = tc
+	if err := tc.rt.Start(); err != nil {
+		if tc.verifier != nil {
+			tc.verifier.close()
+		}
+		return err
+	}
 	b.setTxnOffsetCommitVerifier(tc.verifyTxnOffsetCommit)
-	go tc.run(ctx)
+	tc.senders.Add(1)
+	go tc.forwardMarkerAnswers()
 	return nil
 }
 
-// replay feeds every record of __transaction_state to a fresh coordinator.
-func (tc *txnCoordinator) replay() error {
-	coord := txn.New(tc.coordCfg)
-	var scratch batch.Scratch
-	loaded := 0
-	led := tc.ledPartitions()
-	for _, p := range tc.parts {
-		if led != nil {
-			if _, ok := led[p.Index()]; !ok {
-				continue // another broker coordinates its ids
-			}
-		}
-		end := coordinatorLoadEnd(p)
-		for off := p.Log().StartOffset(); off < end; {
-			data, err := p.Log().Read(off, 1<<20, end)
-			if err != nil {
-				return fmt.Errorf("broker: replaying %s-%d: %w", txnStateTopic, p.Index(), err)
-			}
-			if len(data) == 0 {
-				break
-			}
-			err = batch.Split(data, func(one []byte) error {
-				h, err := batch.ParseHeader(one)
-				if err != nil {
-					return err
-				}
-				off = max(off, h.BaseOffset+int64(h.LastOffsetDelta)+1)
-				if h.Control() {
-					return nil
-				}
-				return batch.ForEachRecord(one, &scratch, func(_ *batch.Header, r *batch.Record) bool {
-					var value []byte
-					if r.Value != nil {
-						value = append([]byte(nil), r.Value...)
-					}
-					if err := coord.Load(append([]byte(nil), r.Key...), value); err != nil {
-						// Not a record of Kafka's transaction log schemas (a
-						// client wrote the topic): skipped, as Kafka skips
-						// unknown keys.
-						tc.b.log.Warn("skipping a record of "+txnStateTopic, "partition", p.Index(), "err", err)
-					} else {
-						loaded++
-					}
-					return true
-				})
-			})
-			if err != nil {
-				return fmt.Errorf("broker: replaying %s-%d: %w", txnStateTopic, p.Index(), err)
-			}
-		}
-	}
-	coord.PendingMarkers()
-	tc.coord = coord
-	tc.loaded = led
-	clear(tc.markers.abandoned)
-	tc.b.log.Info("transaction coordinator loaded", "records", loaded, "transactional_ids", coord.Len(), "partitions", len(led))
-	return nil
-}
-
-// ledPartitions returns, in cluster mode, the partitions of
-// __transaction_state this broker leads and their leader epochs (nil on a
-// single node, which serves them all).
-func (tc *txnCoordinator) ledPartitions() map[int32]int32 {
-	if !tc.b.isCluster() {
-		return nil
-	}
-	return ledPartitions(tc.stateParts())
-}
-
-// syncLeadership reloads the coordinator from the log when the partitions
-// of __transaction_state this broker leads, or their leader epochs, are
-// not the ones it loaded (Kafka's onElection and onResignation): the
-// transactions of partitions it now leads are read from their logs (as
-// Kafka, to the log end), with the markers of those left in PrepareCommit
-// or PrepareAbort sent again; those of partitions it no longer leads are
-// dropped, their pending markers abandoned to the new coordinator. It runs
-// on the coordinator's goroutine before each event and on the retry tick,
-// so no request is served from a state that is not loaded; requests wait
-// while it loads. The coordinator's memory holds nothing the log does not,
-// so reloading every led partition loses nothing.
-func (tc *txnCoordinator) syncLeadership() {
-	if !tc.b.isCluster() {
-		return
-	}
-	led := tc.ledPartitions()
-	if maps.Equal(led, tc.loaded) {
-		return
-	}
-	if err := tc.replay(); err != nil {
-		tc.b.log.Error("loading "+txnStateTopic+" after a leadership change failed; retrying", "err", err)
-		tc.markersFailed = true
-		return
-	}
-	tc.flush(nil)
-}
-
-func (tc *txnCoordinator) run(ctx context.Context) {
-	defer close(tc.done)
-	abortEvery := time.Duration(tc.b.cfg.TransactionAbortTimedOutTransactionCleanupIntervalMs) * time.Millisecond
-	expireEvery := time.Duration(tc.b.cfg.TransactionRemoveExpiredTransactionCleanupIntervalMs) * time.Millisecond
-	abortTicker := time.NewTicker(abortEvery)
-	defer abortTicker.Stop()
-	expireTicker := time.NewTicker(expireEvery)
-	defer expireTicker.Stop()
-	retryTicker := time.NewTicker(txnMarkerRetryInterval)
-	defer retryTicker.Stop()
-	tc.ctx = ctx
-	tc.flush(nil) // the markers of transactions loaded half-completed
+// forwardMarkerAnswers hands the answers of the marker requests to the
+// coordinator's goroutine, each followed by a cycle (the completions they
+// allow, the markers still to send).
+func (tc *txnCoordinator) forwardMarkerAnswers() {
+	defer tc.senders.Done()
 	for {
 		select {
-		case ev := <-tc.events:
-			tc.syncLeadership()
-			ev.fn(tc.coord, nowMillis())
-			tc.flush(ev.reply)
 		case ans := <-tc.markers.results:
-			tc.markersAnswered(ans)
-			tc.flush(nil)
-		case <-abortTicker.C:
-			if ids := tc.coord.AbortTimedOut(nowMillis()); len(ids) > 0 {
-				tc.b.log.Info("aborting timed out transactions", "transactional_ids", ids)
+			if tc.rt.Run(tc.ctx, func(s *txnShard, _ int64) { tc.markersAnswered(s.c, ans) }) != nil {
+				return
 			}
-			tc.flush(nil)
-		case <-expireTicker.C:
-			if ids := tc.coord.ExpireIDs(nowMillis()); len(ids) > 0 {
-				tc.b.log.Info("expired transactional ids", "transactional_ids", ids)
-			}
-			tc.flush(nil)
-		case <-retryTicker.C:
-			tc.syncLeadership()
-			if tc.markersFailed {
-				tc.markersFailed = false
-				tc.coord.PendingMarkers()
-				tc.flush(nil)
-			}
-		case <-ctx.Done():
+		case <-tc.ctx.Done():
 			return
 		}
 	}
 }
 
-// flush appends the coordinator's records, answers reply (if any), then
-// writes the markers and appends the completions they allow, until the
-// coordinator asks for nothing more.
-func (tc *txnCoordinator) flush(reply chan int16) {
-	defer tc.sendMarkers(tc.ctx)
-	for {
-		eff := tc.coord.Ready()
-		if len(eff.Records) > 0 {
-			if err := tc.appendRecords(eff.Records); err != nil {
-				code := appendErrorCode(err)
-				if errors.Is(err, errTxnStateTopic) {
-					code = kerr.CoordinatorNotAvailable.Code
-				}
-				tc.revert(err)
-				if reply != nil {
-					reply <- code
-				}
-				return
-			}
+// txnShard is the runtime's State: the transaction coordinator, the
+// answers its events owe, and what it loaded.
+type txnShard struct {
+	tc      *txnCoordinator
+	c       *txn.Coordinator
+	replies []runtime.Reply // 0 each, once the event's records are appended
+	markers []txn.Marker    // the cycle's, written once it is answered
+	scratch batch.Scratch
+	records int // loaded since the last Loaded
+}
+
+// Replay feeds one batch of partition p of __transaction_state to the
+// coordinator; control batches are skipped, and so are records that are
+// not of Kafka's transaction log schemas (a client wrote the topic), as
+// Kafka skips unknown keys.
+func (s *txnShard) Replay(_ int64, p int32, one []byte) error {
+	h, err := batch.ParseHeader(one)
+	if err != nil {
+		return err
+	}
+	if h.Control() {
+		return nil
+	}
+	return batch.ForEachRecord(one, &s.scratch, func(_ *batch.Header, r *batch.Record) bool {
+		var value []byte
+		if r.Value != nil {
+			value = append([]byte(nil), r.Value...)
 		}
-		if reply != nil {
-			reply <- 0
-			reply = nil
+		if err := s.c.Load(append([]byte(nil), r.Key...), value); err != nil {
+			s.tc.b.log.Warn("skipping a record of "+txnStateTopic, "partition", p, "err", err)
+		} else {
+			s.records++
 		}
-		if len(eff.Markers) == 0 {
-			return
-		}
-		now := nowMillis()
-		for _, m := range eff.Markers {
-			tc.coord.MarkersWritten(now, m.TransactionalID, m.ProducerID, m.ProducerEpoch, tc.writeMarkers(m))
-		}
+		return true
+	})
+}
+
+// Loaded asks for the markers of the transactions loaded in PrepareCommit
+// or PrepareAbort, sent at the next cycle.
+func (s *txnShard) Loaded(_ int64, parts []int32) {
+	s.c.PendingMarkers()
+	clear(s.tc.markers.abandoned)
+	s.tc.b.log.Info("transaction coordinator loaded", "records", s.records, "transactional_ids", s.c.Len(), "partitions", len(parts))
+	s.records = 0
+}
+
+// Tick is the retry tick: markers that could not be written are asked
+// for again.
+func (s *txnShard) Tick(int64) {
+	if s.tc.markersFailed {
+		s.tc.markersFailed = false
+		s.c.PendingMarkers()
+	}
+}
+
+// Abort: the transaction coordinator parks no request.
+func (s *txnShard) Abort(int16) {}
+
+func (s *txnShard) Ready() ([]txn.Record, []runtime.Reply) {
+	replies := s.replies
+	s.replies = nil
+	eff := s.c.Ready()
+	s.markers = eff.Markers
+	return eff.Records, replies
+}
+
+// Answered writes the markers the cycle's records allow, once they are
+// appended and answered, and reports them written; another cycle appends
+// the completions that makes.
+func (s *txnShard) Answered() bool {
+	markers := s.markers
+	s.markers = nil
+	if len(markers) == 0 {
+		return false
+	}
+	now := nowMillis()
+	for _, m := range markers {
+		s.c.MarkersWritten(now, m.TransactionalID, m.ProducerID, m.ProducerEpoch, s.tc.writeMarkers(m))
+	}
+	return true
+}
+
+// Settled sends the markers queued for other brokers. The markers of a
+// cycle whose append failed are not written.
+func (s *txnShard) Settled() {
+	s.markers = nil
+	s.tc.sendMarkers(s.tc.ctx)
+}
+
+// Rebuilt: after a revert, the markers the load asked for are retried on
+// the retry tick; after a failed reload, so are those of the state kept.
+func (s *txnShard) Rebuilt(reverted, ok bool) {
+	switch {
+	case reverted && ok:
+		s.c.Ready()
+		s.tc.markersFailed = true
+	case !reverted && !ok:
+		s.tc.markersFailed = true
 	}
 }
 
@@ -368,6 +358,7 @@ func (tc *txnCoordinator) stateParts() []*partition.Partition {
 	if tc.parts == nil {
 		if t := tc.b.lookupTopic(txnStateTopic); t != nil {
 			tc.parts = tc.b.partitions(t)
+			adoptSingleNode(tc.b, tc.rt, tc.parts)
 		}
 	}
 	return tc.parts
@@ -388,40 +379,34 @@ func (tc *txnCoordinator) owns(id string) int16 {
 // errTxnStateTopic marks a failure to create __transaction_state.
 var errTxnStateTopic = errors.New("broker: " + txnStateTopic + " cannot be created")
 
-// revert rebuilds the coordinator from the log after a failed append, as
-// its in-memory transitions are not durable. If even the replay fails, the
-// old coordinator is kept and the error logged.
-func (tc *txnCoordinator) revert(err error) {
-	tc.b.log.Error("appending to "+txnStateTopic+" failed; reverting the transaction coordinator to the log", "err", err)
-	if tc.parts == nil {
-		tc.coord = txn.New(tc.coordCfg)
-		return
-	}
-	old := tc.coord
-	if rerr := tc.replay(); rerr != nil {
-		tc.b.log.Error("replaying "+txnStateTopic+" after a failed append failed; keeping the unreverted state", "err", rerr)
-		tc.coord = old
-		return
-	}
-	tc.coord.Ready() // the markers PendingMarkers asked for are retried on the ticker
-	tc.markersFailed = true
-}
-
 // createTopic creates __transaction_state as Kafka does:
 // transaction.state.log.num.partitions partitions, compacted, with
-// transaction.state.log.segment.bytes (100 MiB).
+// transaction.state.log.segment.bytes (100 MiB). On a single node its
+// partitions, empty, are loaded as they are; in cluster mode the roles the
+// controller gives them are pushed in as they are applied.
 func (tc *txnCoordinator) createTopic() error {
 	parts, err := tc.b.createInternalTopic(tc.b.txnStateTopicCreation())
 	if err != nil {
 		return err
 	}
 	tc.parts = parts
+	adoptSingleNode(tc.b, tc.rt, parts)
 	return nil
 }
 
-// appendRecords writes records as one v2 batch per partition and applies
-// the topic's flush policy before it returns.
-func (tc *txnCoordinator) appendRecords(recs []txn.Record) error {
+// txnEnv is the runtime's Env: __transaction_state.
+type txnEnv struct{ tc *txnCoordinator }
+
+// Read reads partition p of __transaction_state from its start to where
+// a coordinator loads (coordinatorLoadEnd), a batch at a time.
+func (e txnEnv) Read(p int32, fn func(batch []byte) error) error {
+	return readCoordinatorLog(txnStateTopic, e.tc.stateParts(), p, fn)
+}
+
+// Append writes records as one v2 batch per partition and applies the
+// topic's flush policy before it returns.
+func (e txnEnv) Append(recs []txn.Record, stop <-chan struct{}) error {
+	tc := e.tc
 	if tc.stateParts() == nil {
 		if err := tc.createTopic(); err != nil {
 			return fmt.Errorf("%w: %v", errTxnStateTopic, err)
@@ -440,7 +425,7 @@ func (tc *txnCoordinator) appendRecords(recs []txn.Record) error {
 	now := nowMillis()
 	var errs []error
 	for _, pi := range order {
-		if err := tc.b.appendCoordinatorBatch(tc.parts[pi], -1, -1, byPart[pi], now, txnLogAppendTimeout, tc.ctx.Done()); err != nil {
+		if err := tc.b.appendCoordinatorBatch(tc.parts[pi], -1, -1, byPart[pi], now, txnLogAppendTimeout, stop); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -453,29 +438,34 @@ func (tc *txnCoordinator) call(r *request, fn func(c *txn.Coordinator, now int64
 	return tc.callCtx(r.ctx, fn)
 }
 
-// callCtx is call for a caller that is not a request of its own.
+// callCtx is call for a caller that is not a request of its own. Once
+// the event is taken, it waits for its answer even if ctx ends.
 func (tc *txnCoordinator) callCtx(ctx context.Context, fn func(c *txn.Coordinator, now int64)) (int16, error) {
-	reply := make(chan int16, 1)
-	select {
-	case tc.events <- txnEvent{fn: fn, reply: reply}:
-	case <-ctx.Done():
-		return 0, ctx.Err()
-	case <-tc.done:
-		return 0, errors.New("broker: transaction coordinator stopped")
+	reply, err := tc.rt.Submit(ctx, func(s *txnShard, now int64, id runtime.ID) {
+		s.replies = append(s.replies, runtime.Reply{ID: id, Result: int16(0)})
+		fn(s.c, now)
+	})
+	if errors.Is(err, runtime.ErrStopped) {
+		return 0, errTxnsStopped
+	}
+	if err != nil {
+		return 0, err
 	}
 	select {
 	case code := <-reply:
-		return code, nil
-	case <-tc.done:
-		return 0, errors.New("broker: transaction coordinator stopped")
+		return code.(int16), nil
+	case <-tc.rt.Done():
+		return 0, errTxnsStopped
 	}
 }
+
+// errTxnsStopped is returned to callers once the broker closes.
+var errTxnsStopped = errors.New("broker: transaction coordinator stopped")
 
 // stop ends the goroutine; handlers still waiting get an error and close
 // their connections.
 func (tc *txnCoordinator) stop() {
-	tc.cancel()
-	<-tc.done
+	tc.rt.Stop()
 	tc.markers.peers.close()
 	tc.senders.Wait()
 	if tc.verifier != nil {
