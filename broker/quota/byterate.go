@@ -51,6 +51,36 @@ type sensor struct {
 	lastRecord int64 // ms
 }
 
+// sensorSet holds a sensor per key, made on first use; the ones idle for
+// sensorExpiry are dropped now and then, as Kafka expires its quota
+// sensors. Its owner's mutex guards it.
+type sensorSet[K comparable] struct {
+	byKey     map[K]*sensor
+	lastSweep int64 // ms
+}
+
+// get returns k's sensor, marked as used at now.
+func (s *sensorSet[K]) get(k K, now int64) *sensor {
+	if now-s.lastSweep >= sensorExpiry.Milliseconds()/60 {
+		s.lastSweep = now
+		for key, x := range s.byKey {
+			if now-x.lastRecord >= sensorExpiry.Milliseconds() {
+				delete(s.byKey, key)
+			}
+		}
+	}
+	if s.byKey == nil {
+		s.byKey = map[K]*sensor{}
+	}
+	x := s.byKey[k]
+	if x == nil {
+		x = &sensor{}
+		s.byKey[k] = x
+	}
+	x.lastRecord = now
+	return x
+}
+
 // ByteRate enforces one byte-rate quota key for every client.
 type ByteRate struct {
 	key string
@@ -60,15 +90,14 @@ type ByteRate struct {
 	// mutated.
 	limits atomic.Pointer[map[Entity]float64]
 
-	mu        sync.Mutex // a leaf lock
-	sensors   map[tags]*sensor
-	lastSweep int64 // ms
+	mu      sync.Mutex // a leaf lock
+	sensors sensorSet[tags]
 }
 
 // NewByteRate returns the quota of key, measured over cfg's windows, with
 // no entity holding it yet.
 func NewByteRate(key string, cfg RateConfig) *ByteRate {
-	return &ByteRate{key: key, cfg: cfg, sensors: map[tags]*sensor{}}
+	return &ByteRate{key: key, cfg: cfg}
 }
 
 // Update takes the quota values of all entities, after a change.
@@ -129,7 +158,7 @@ func (q *ByteRate) Record(user, clientID string, v float64, now int64) int32 {
 	tags, limit, ok := resolve(*p, user, clientID)
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	s := q.sensor(tags, now)
+	s := q.sensors.get(tags, now)
 	s.rate.record(q.cfg, v, now)
 	if !ok {
 		return 0 // recorded, as Kafka does, so that a quota set later sees the past
@@ -152,27 +181,7 @@ func (q *ByteRate) Unrecord(user, clientID string, v float64, now int64) {
 	tags, _, _ := resolve(*p, user, clientID)
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.sensor(tags, now).rate.record(q.cfg, -v, now)
-}
-
-// sensor returns the sensor for tags, created on first use, and drops the
-// idle ones now and then. Called with mu held.
-func (q *ByteRate) sensor(t tags, now int64) *sensor {
-	if now-q.lastSweep >= sensorExpiry.Milliseconds()/60 {
-		q.lastSweep = now
-		for k, s := range q.sensors {
-			if now-s.lastRecord >= sensorExpiry.Milliseconds() {
-				delete(q.sensors, k)
-			}
-		}
-	}
-	s := q.sensors[t]
-	if s == nil {
-		s = &sensor{}
-		q.sensors[t] = s
-	}
-	s.lastRecord = now
-	return s
+	q.sensors.get(tags, now).rate.record(q.cfg, -v, now)
 }
 
 // resolve finds a client's quota among limits as Kafka's

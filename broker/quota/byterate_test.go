@@ -117,7 +117,7 @@ func TestByteRateQuotaThrottleTimeAsKafka(t *testing.T) {
 	// Sensors idle for an hour are dropped.
 	q.Record(AnonymousUser, "other", 1, now)
 	q.Record(AnonymousUser, "unknown", 1, now+sensorExpiry.Milliseconds())
-	if _, ok := q.sensors[tags{AnonymousUser, "other"}]; ok {
+	if _, ok := q.sensors.byKey[tags{AnonymousUser, "other"}]; ok {
 		t.Error("an idle sensor was kept past its expiry")
 	}
 }
@@ -152,8 +152,8 @@ func TestByteRateQuotaDisabledRecordsNothing(t *testing.T) {
 	if q.Enabled() {
 		t.Fatal("enabled without a producer_byte_rate")
 	}
-	if ms := q.Record(AnonymousUser, "app", 1e9, 0); ms != 0 || len(q.sensors) != 0 {
-		t.Fatalf("record = %d, %d sensors", ms, len(q.sensors))
+	if ms := q.Record(AnonymousUser, "app", 1e9, 0); ms != 0 || len(q.sensors.byKey) != 0 {
+		t.Fatalf("record = %d, %d sensors", ms, len(q.sensors.byKey))
 	}
 	if got := q.MaxValueInWindow(AnonymousUser, "app"); got != math.MaxInt32 {
 		t.Fatalf("maxValueInWindow without a quota = %d", got)

@@ -36,15 +36,14 @@ type ConnectionRate struct {
 	cfg    RateConfig
 	limits atomic.Pointer[ipLimits] // nil when no IP entity has a quota
 
-	mu        sync.Mutex // a leaf lock
-	sensors   map[netip.Addr]*sensor
-	lastSweep int64 // ms
+	mu      sync.Mutex // a leaf lock
+	sensors sensorSet[netip.Addr]
 }
 
 // NewConnectionRate returns the connection rate quota measured over cfg's
 // windows, with no address holding one yet.
 func NewConnectionRate(cfg RateConfig) *ConnectionRate {
-	return &ConnectionRate{cfg: cfg, sensors: map[netip.Addr]*sensor{}}
+	return &ConnectionRate{cfg: cfg}
 }
 
 // Update takes the quota values of all entities, after a change. A named
@@ -102,20 +101,7 @@ func (q *ConnectionRate) Record(addr netip.Addr, now int64) int32 {
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if now-q.lastSweep >= sensorExpiry.Milliseconds()/60 {
-		q.lastSweep = now
-		for a, s := range q.sensors {
-			if now-s.lastRecord >= sensorExpiry.Milliseconds() {
-				delete(q.sensors, a)
-			}
-		}
-	}
-	s := q.sensors[addr]
-	if s == nil {
-		s = &sensor{}
-		q.sensors[addr] = s
-	}
-	s.lastRecord = now
+	s := q.sensors.get(addr, now)
 	s.rate.record(q.cfg, 1, now)
 	observed := s.rate.measure(q.cfg, now)
 	if observed <= limit {

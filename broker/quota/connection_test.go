@@ -29,7 +29,7 @@ func TestConnectionRateQuotaAsKafka(t *testing.T) {
 		t.Fatalf("11th connection throttled %d ms, want 1000", ms)
 	}
 	// It was taken back out: the rate is still 10 over 10 s.
-	if got := q.sensors[a].rate.measure(q.cfg, now); got != 1 {
+	if got := q.sensors.byKey[a].rate.measure(q.cfg, now); got != 1 {
 		t.Fatalf("rate after the refused connection = %v, want 1", got)
 	}
 	for i := range 50 {
