@@ -2,25 +2,22 @@ package broker
 
 // Metadata (key 3), v0-v13.
 //
-// A single node is the only broker, the controller, and the leader of
-// every partition at leader epoch 0, with itself as the sole replica and
-// ISR. In cluster mode (cluster.go) the brokers are the registered,
-// unfenced ones, the controller is the active controller's node, and each
-// partition's leader, leader epoch, replicas and ISR come from the applied
-// metadata image; its offline replicas are those on fenced or unknown
-// brokers, and a partition without a leader is LEADER_NOT_AVAILABLE.
+// Behavior:
+//   - a single node is the only broker, the controller and every
+//     partition's leader at epoch 0; on a cluster the brokers, controller,
+//     leaders, epochs, replicas and ISR come from the applied image
+//     (cluster.go), with LEADER_NOT_AVAILABLE for a leaderless partition;
+//   - auto-creation creates the topic before answering (Kafka answers
+//     LEADER_NOT_AVAILABLE once first); INVALID_TOPIC_EXCEPTION for a bad
+//     name, UNKNOWN_TOPIC_OR_PARTITION when it may not be created;
+//   - authorized operations (v8+) are everything: no authorizer yet.
 //
-// Topic selection: v0 empty list or v1+ null list means every topic; v1+
-// empty list means none. v10-v11 must name topics; v12+ may ask by topic id
-// instead, and an unknown id is UNKNOWN_TOPIC_ID.
-// Auto-creation (v4+ AllowAutoTopicCreation, always on below v4) happens
-// when the broker allows it and the request names topics. Kafka creates the
-// topic asynchronously and answers LEADER_NOT_AVAILABLE once; Gregor creates
-// it before answering and returns its metadata at once, which clients take
-// without the retry. An invalid name is INVALID_TOPIC_EXCEPTION; a missing
-// topic that may not be created is UNKNOWN_TOPIC_OR_PARTITION.
-// Authorized operations (v8+) are reported as everything, since the broker
-// has no authorizer yet.
+// Version notes:
+//   - v0's empty list or v1+'s null list is every topic, v1+'s empty list
+//     none; v4+ carries AllowAutoTopicCreation (always on below);
+//   - v10-v11 must name topics; v12+ may ask by id (UNKNOWN_TOPIC_ID).
+//
+// docs/apis.md#metadata has the details.
 
 import (
 	"errors"

@@ -2,25 +2,19 @@ package broker
 
 // OffsetForLeaderEpoch (key 23), v2-v4, the range Kafka 4 serves.
 //
-// Answers, for each partition, the largest leader epoch at or below the
-// requested one and the offset where it ended, from the partition log's
-// leader-epoch checkpoint (storage's EndOffsetForEpoch, Kafka's
-// LeaderEpochFileCache.endOffsetFor): the requested epoch and the log end
-// offset for the current epoch; for an older epoch the next epoch's start
-// offset; UNDEFINED_EPOCH and UNDEFINED_EPOCH_OFFSET (-1, -1) with no error
-// when the log cannot say (an epoch newer than any, or -1). Consumers use it
-// (KIP-320) to detect log truncation after a leader change; followers will
-// use it to truncate when replication exists.
+// Behavior:
+//   - per partition, the largest leader epoch at or below the requested one
+//     and where it ended, from the log's leader-epoch checkpoint (Kafka's
+//     LeaderEpochFileCache.endOffsetFor); (-1, -1) with no error when the
+//     log cannot say;
+//   - errors as Kafka's ReplicaManager: UNKNOWN_TOPIC_OR_PARTITION, and
+//     FENCED_LEADER_EPOCH or UNKNOWN_LEADER_EPOCH for an older or newer
+//     current leader epoch, each with epoch and end offset -1.
 //
-// A single node leads every partition at epoch 0 from its first start, so
-// the answers are the current epoch's. Errors, as Kafka's
-// ReplicaManager.lastOffsetForLeaderEpoch: an unknown topic or partition is
-// UNKNOWN_TOPIC_OR_PARTITION; a current leader epoch (v2+, -1 for none)
-// older than the partition's is FENCED_LEADER_EPOCH, newer
-// UNKNOWN_LEADER_EPOCH. Every error carries epoch -1 and end offset -1.
-// There is no authorizer, so TOPIC_AUTHORIZATION_FAILED never occurs.
-// ReplicaId (v3+) changes nothing: this broker is every partition's leader.
-// v4: flexible.
+// Version notes:
+//   - v3+ carries ReplicaId, which changes nothing; v4 is flexible.
+//
+// docs/apis.md#offsetforleaderepoch has the details.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"

@@ -1,27 +1,26 @@
 package broker
 
-// AddPartitionsToTxn (key 24), v0-v5. v3: flexible. v0-v3 are the client's
-// form: one transaction. v4+ batches transactions, each with VerifyOnly,
-// the form a partition leader sends its transaction coordinator (KIP-890);
-// Gregor's own leaders ask the coordinator in process (txn_verify.go), but
-// the request is served for any peer. v2 allows PRODUCER_FENCED (below it,
-// INVALID_PRODUCER_EPOCH), v5 TRANSACTION_ABORTABLE.
+// AddPartitionsToTxn (key 24), v0-v5.
 //
-// For each transaction, as KafkaApis.handleAddPartitionsToTxnRequest: if
-// any partition is unknown (UNKNOWN_TOPIC_OR_PARTITION) or, in the
-// client's form, of an internal topic (TOPIC_AUTHORIZATION_FAILED: Kafka
-// never lets a client add one this way; AddOffsetsToTxn does), nothing is
-// added and the other partitions are OPERATION_NOT_ATTEMPTED. Otherwise
-// the transaction coordinator adds them (txn.Coordinator.AddPartitions),
-// its one error code repeated for every partition: INVALID_REQUEST for an
-// empty transactional id, INVALID_PRODUCER_ID_MAPPING for an unknown id or
-// another producer id, PRODUCER_FENCED for another epoch,
-// CONCURRENT_TRANSACTIONS while the previous transaction completes. The
-// answer is given once the new state is in __transaction_state.
-// VerifyOnly changes nothing: each partition is answered 0 if the
-// transaction holds it, TRANSACTION_ABORTABLE if not. The transaction takes
-// the version of the form (Kafka's transactionVersionForAddPartitionsToTxn):
-// 2 for v4+, whose additions come from transactions V2 produce requests.
+// Behavior:
+//   - per transaction, as Kafka's KafkaApis: an unknown partition
+//     (UNKNOWN_TOPIC_OR_PARTITION) or, in the client's form, an internal
+//     topic's (TOPIC_AUTHORIZATION_FAILED) adds nothing, the others
+//     OPERATION_NOT_ATTEMPTED; otherwise the transaction coordinator adds
+//     them and its one code answers every partition (INVALID_REQUEST,
+//     INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED,
+//     CONCURRENT_TRANSACTIONS), once the state is in __transaction_state;
+//   - VerifyOnly changes nothing: 0 for a partition the transaction holds,
+//     TRANSACTION_ABORTABLE otherwise.
+//
+// Version notes:
+//   - v0-v3 are the client's form, one transaction; v4+ batches them, the
+//     form a leader sends its coordinator (Gregor's own leaders ask in
+//     process, txn_verify.go), and is transaction version 2;
+//   - v2 allows PRODUCER_FENCED (INVALID_PRODUCER_EPOCH below), v3 is
+//     flexible, v5 allows TRANSACTION_ABORTABLE.
+//
+// docs/apis.md#addpartitionstotxn has the details.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"

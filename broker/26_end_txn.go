@@ -1,23 +1,26 @@
 package broker
 
-// EndTxn (key 26), v0-v5. v3: flexible. v2 allows PRODUCER_FENCED (below
-// it, INVALID_PRODUCER_EPOCH), v4 TRANSACTION_ABORTABLE. v5 is transactions
-// V2 (KIP-890 part 2), which Kafka picks by the request version
-// (transactionVersionForEndTxn): every end bumps the producer epoch, and the
-// answer carries the producer id and epoch to go on with.
+// EndTxn (key 26), v0-v5.
 //
-// Commits or aborts the producer's ongoing transaction, as Kafka's
-// TransactionCoordinator.handleEndTransaction (txn.Coordinator.EndTxn has
-// both tables): the answer is given once PrepareCommit or PrepareAbort is
-// in __transaction_state; the coordinator then writes the markers into
-// every partition of the transaction (txns.go) and appends CompleteCommit
-// or CompleteAbort. INVALID_REQUEST for an empty transactional id,
-// INVALID_PRODUCER_ID_MAPPING for an unknown id or another producer id,
-// PRODUCER_FENCED for an epoch that is neither the transaction's nor (v5) a
-// retry's; ending again the way the last transaction ended succeeds, the
-// other way (or with no transaction) is INVALID_TXN_STATE, and while the
-// markers of the same end are being written, CONCURRENT_TRANSACTIONS. v5
-// also aborts an empty transaction, bumping the epoch.
+// Behavior:
+//   - commits or aborts the producer's transaction as Kafka's
+//     TransactionCoordinator (txn.Coordinator.EndTxn has both tables): the
+//     answer comes once PrepareCommit or PrepareAbort is in
+//     __transaction_state, then the markers are written (txns.go) and the
+//     Complete state appended;
+//   - INVALID_REQUEST for an empty id, INVALID_PRODUCER_ID_MAPPING,
+//     PRODUCER_FENCED, INVALID_TXN_STATE for the other end or no
+//     transaction, CONCURRENT_TRANSACTIONS while the same end's markers are
+//     written; ending again the same way succeeds.
+//
+// Version notes:
+//   - v2 allows PRODUCER_FENCED (INVALID_PRODUCER_EPOCH below), v3 is
+//     flexible, v4 allows TRANSACTION_ABORTABLE;
+//   - v5 is transactions V2 (KIP-890 part 2): every end bumps the epoch,
+//     the answer carries the id and epoch to go on with, and an empty
+//     transaction is aborted too.
+//
+// docs/apis.md#endtxn has the details.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"

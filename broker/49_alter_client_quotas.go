@@ -2,29 +2,22 @@ package broker
 
 // AlterClientQuotas (key 49), v0-v1.
 //
-// Sets and removes client quotas, validated as Kafka's controller does
-// (controller.ValidateClientQuotaAlterations, ClientQuotaControlManager):
-// entity types user, client-id and ip, an IP alone and a valid address or
-// resolvable host, keys legal for the entity (producer_byte_rate,
-// consumer_byte_rate, request_percentage, controller_mutation_rate;
-// connection_creation_rate for IPs), values above 0 and whole for integral
-// keys. Every refusal is INVALID_REQUEST with Kafka's message. One result
-// per distinct entity: a second entry for the same entity is refused
-// ("Ignoring duplicate entity"), and, as in Kafka, replaces the first
-// entry's result although the first entry's changes are made.
-// validate_only changes nothing.
+// Behavior:
+//   - validated as Kafka's controller validates (entity types, keys legal
+//     for the entity, values); every refusal INVALID_REQUEST with Kafka's
+//     message; a duplicate entity is refused and takes the first entry's
+//     result, as in Kafka; validate_only changes nothing;
+//   - a single node saves accepted changes in gregor-topics.json before
+//     the answer; a cluster writes them through the active controller (a
+//     node forwards), and each broker applies them with the image
+//     (cluster_quotas.go); a whole-request failure is every entry's error;
+//   - byte and connection rates are enforced (package quota), other keys
+//     stored.
 //
-// A single node persists the changes of all accepted entries together in
-// gregor-topics.json before the answer, and they are in force at once. In
-// cluster mode the active controller writes them as ClientQuotaRecords in
-// one metadata log entry (controller.AlterClientQuotas); another node
-// forwards the request to it, as a KRaft broker forwards it to the
-// controller. Each broker puts them in force when it applies the entry
-// (cluster_quotas.go). A failure of the whole request (no controller
-// reachable: NOT_CONTROLLER; no majority: REQUEST_TIMED_OUT) is every
-// entry's error, as Kafka's AlterClientQuotasRequest.getErrorResponse.
-// The byte rates and the connection rate are enforced (package quota,
-// throttle.go), the other keys only stored. v1: flexible.
+// Version notes:
+//   - v1 is flexible.
+//
+// docs/apis.md#alterclientquotas has the details.
 
 import (
 	"context"
