@@ -26,8 +26,8 @@ func handleAddOffsetsToTxn(b *Broker, r *request, req *kmsg.AddOffsetsToTxnReque
 	resp := newResponse[*kmsg.AddOffsetsToTxnResponse](req)
 	tp := txn.Partition{Topic: offsetsTopic, Partition: group.PartitionFor(req.Group, b.cfg.OffsetsTopicPartitions)}
 	var one int16
-	code, err := b.txns.call(r, func(c *txn.Coordinator, now int64) {
-		one = c.AddPartitions(now, req.TransactionalID, req.ProducerID, req.ProducerEpoch, []txn.Partition{tp}, 0) // Kafka passes TV_0
+	code, err := b.txns.call(r, func(c *txn.Coordinator, now int64, in txn.Inputs) {
+		one = c.AddPartitions(now, req.TransactionalID, req.ProducerID, req.ProducerEpoch, []txn.Partition{tp}, 0, in) // Kafka passes TV_0
 	})
 	if err != nil {
 		return nil, err

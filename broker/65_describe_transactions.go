@@ -24,9 +24,9 @@ func handleDescribeTransactions(b *Broker, r *request, req *kmsg.DescribeTransac
 		code int16
 	}
 	out := make([]described, len(req.TransactionalIDs))
-	if _, err := b.txns.call(r, func(c *txn.Coordinator, _ int64) {
+	if _, err := b.txns.call(r, func(c *txn.Coordinator, _ int64, in txn.Inputs) {
 		for i, id := range req.TransactionalIDs {
-			out[i].t, out[i].code = c.Describe(id)
+			out[i].t, out[i].code = c.Describe(id, in)
 		}
 	}); err != nil {
 		return nil, err

@@ -37,8 +37,8 @@ func handleListTransactions(b *Broker, r *request, req *kmsg.ListTransactionsReq
 	}
 	var listed []txn.Listed
 	var unknown []string
-	if _, err := b.txns.call(r, func(c *txn.Coordinator, now int64) {
-		listed, unknown = c.List(now, f)
+	if _, err := b.txns.call(r, func(c *txn.Coordinator, now int64, in txn.Inputs) {
+		listed, unknown = c.List(now, f, in)
 	}); err != nil {
 		return nil, err
 	}
