@@ -2,21 +2,24 @@ package broker
 
 // ListOffsets (key 2), v1-v11, the range Kafka 4 serves.
 //
-// Special timestamps, each from the version that introduced it:
-// -2 earliest and -1 latest (v1+), -3 the record with the largest timestamp
-// (v7+), -4 earliest local (v8+; with no tiered storage, the log start),
-// -5 latest tiered (v9+) and -6 earliest pending upload (v11+), both
-// "none" (offset -1) without tiered storage. Any other negative timestamp,
-// a special value below its version included, is UNSUPPORTED_VERSION, as
-// Kafka 4.2 answers (compat-tests/rawdiff). Earliest carries the leader
-// epoch even for an empty log, as Kafka's leader epoch cache has an entry
-// from the moment the partition got its leader.
-// A timestamp lookup returns the first record, in offset order, whose
-// timestamp is at or after the target; answers at or past the high
-// watermark (the last stable offset under read_committed) are "none": offset
-// and timestamp -1. Latest is the high watermark or last stable offset.
-// A partition named twice is INVALID_REQUEST; an old or new current leader
-// epoch is FENCED_LEADER_EPOCH or UNKNOWN_LEADER_EPOCH (v4+).
+// Behavior:
+//   - latest is the high watermark (read_committed: the last stable
+//     offset); a timestamp finds the first record, in offset order, at or
+//     after it; answers at or past that bound are "none" (offset and
+//     timestamp -1);
+//   - earliest carries the leader epoch even for an empty log;
+//   - INVALID_REQUEST for a partition named twice; any negative timestamp
+//     that is not a special value of the version is UNSUPPORTED_VERSION,
+//     as Kafka 4.2 answers.
+//
+// Version notes:
+//   - -2 earliest and -1 latest (v1+), -3 largest timestamp (v7+), -4
+//     earliest local (v8+: the log start), -5 latest tiered (v9+) and -6
+//     earliest pending upload (v11+), both "none" without tiered storage;
+//   - v4+ checks the current leader epoch (FENCED_LEADER_EPOCH,
+//     UNKNOWN_LEADER_EPOCH).
+//
+// docs/apis.md#listoffsets has the details.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"

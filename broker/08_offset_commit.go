@@ -2,21 +2,24 @@ package broker
 
 // OffsetCommit (key 8), v2-v10, the range Kafka 4 serves.
 //
-// Commits go through coordinator/group, which checks the generation and
-// member (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID,
-// REBALANCE_IN_PROGRESS while CompletingRebalance) and stores each offset
-// as an OffsetCommit record in __consumer_offsets before answering. A
-// commit with generation -1 and no member id from outside group management
-// (a "simple" commit) is accepted when the group is Empty or unknown, and
-// creates the group in the latter case. A generation for a group that does
-// not exist is ILLEGAL_GENERATION below v9 and GROUP_ID_NOT_FOUND from v9,
-// as in Kafka's OffsetMetadataManager. A topic that does not exist is
-// UNKNOWN_TOPIC_OR_PARTITION (v10: UNKNOWN_TOPIC_ID), as in KafkaApis;
-// metadata above offset.metadata.max.bytes (4096) OFFSET_METADATA_TOO_LARGE.
+// Behavior:
+//   - coordinator/group checks the generation and member
+//     (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID,
+//     REBALANCE_IN_PROGRESS while CompletingRebalance) and appends each
+//     offset to __consumer_offsets before the answer;
+//   - a simple commit (generation -1, no member id) is accepted for an
+//     Empty or unknown group, creating the latter;
+//   - UNKNOWN_TOPIC_OR_PARTITION for a missing topic (v10:
+//     UNKNOWN_TOPIC_ID); OFFSET_METADATA_TOO_LARGE above
+//     offset.metadata.max.bytes (4096).
 //
-// v2-v4 carry a retention time, which Kafka 4 ignores, as Gregor does. v6+
-// carry the leader epoch; v7+ group.instance.id; v8: flexible; v10 names
-// topics by id.
+// Version notes:
+//   - v2-v4's retention time is ignored, as Kafka 4 does; v6+ carry the
+//     leader epoch, v7+ group.instance.id; v8 is flexible;
+//   - a generation for a missing group is ILLEGAL_GENERATION below v9,
+//     GROUP_ID_NOT_FOUND from v9; v10 names topics by id.
+//
+// docs/apis.md#offsetcommit has the details.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"

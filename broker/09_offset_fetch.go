@@ -2,20 +2,26 @@ package broker
 
 // OffsetFetch (key 9), v1-v10.
 //
-// Answers a group's committed offsets (coordinator/group): -1 for a
-// partition without one, and for every partition of a group that does not
-// exist, without error, as Kafka does. v1 has no top-level error code; v2+
-// may ask for every committed partition with a null topic list; v5+ return
-// the leader epoch; v6: flexible; v7+ require_stable (a partition with a
-// transactional offset waiting for its producer's marker is
-// UNSTABLE_OFFSET_COMMIT, offset -1; without it the last committed offset
-// is answered); v8+ ask for
-// several groups at once; v9+ carry a member id and epoch, which only
-// KIP-848 consumer groups check; v10 names topics by id (an unknown id is
-// UNKNOWN_TOPIC_ID; with a null topic list, offsets of topics that no
-// longer exist are left out, as they have no id). In cluster mode a broker
-// that does not lead the group's __consumer_offsets partition answers
-// NOT_COORDINATOR.
+// Behavior:
+//   - answers a group's committed offsets (coordinator/group): -1 for a
+//     partition without one, and for every partition of a missing group,
+//     without error, as Kafka;
+//   - in cluster mode NOT_COORDINATOR from a broker that does not lead the
+//     group's __consumer_offsets partition.
+//
+// Version notes:
+//   - v1 has no top-level error code; v2+ may ask for every committed
+//     partition (null topic list); v5+ return the leader epoch; v6 is
+//     flexible;
+//   - v7+ require_stable: a partition with a transactional offset waiting
+//     for its marker is UNSTABLE_OFFSET_COMMIT (offset -1); without it the
+//     last committed offset is answered;
+//   - v8+ ask for several groups; v9+ carry a member id and epoch, checked
+//     for KIP-848 consumer groups only; v10 names topics by id
+//     (UNKNOWN_TOPIC_ID; a null list leaves out topics gone, which have no
+//     id).
+//
+// docs/apis.md#offsetfetch has the details.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"

@@ -2,14 +2,20 @@ package broker
 
 // FindCoordinator (key 10), v0-v6.
 //
-// A single node coordinates every group and transactional id, so the answer
-// is always itself. In cluster mode the coordinator of a key is the leader
-// of its partition of __consumer_offsets or __transaction_state (Kafka's
-// partitionFor: the key's Java hash modulo the partition count), the topic
-// being created through the controller on first use; a partition without
-// a leader is COORDINATOR_NOT_AVAILABLE. v4+ batches keys (CoordinatorKeys) and answers per key;
-// v0-v3 carry one key. Key type 0 is a group, 1 a transactional id, 2 a
-// share group (v6+); any other type is INVALID_REQUEST.
+// Behavior:
+//   - a single node coordinates every group and transactional id: the
+//     answer is itself;
+//   - in cluster mode the coordinator is the leader of the key's partition
+//     of __consumer_offsets or __transaction_state (Kafka's partitionFor:
+//     the key's Java hash modulo the partition count), the topic created
+//     through the controller on first use; COORDINATOR_NOT_AVAILABLE for a
+//     partition without a leader;
+//   - key type 0 is a group, 1 a transactional id, 2 a share group (v6+);
+//     any other is INVALID_REQUEST.
+//
+// Version notes:
+//   - v0-v3 carry one key; v4+ batch keys (CoordinatorKeys), answered per
+//     key.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"

@@ -2,19 +2,22 @@ package broker
 
 // JoinGroup (key 11), v0-v9.
 //
-// The classic group protocol's join, handled by coordinator/group (its
-// state machine) through groups.go. The request is parked until the
-// rebalance completes, so the connection's later requests wait behind it,
-// as in Kafka.
+// Behavior:
+//   - the classic protocol's join, decided by coordinator/group through
+//     groups.go; the request is parked until the rebalance completes, so
+//     the connection's later requests wait behind it, as in Kafka.
 //
-// v0 has no rebalance timeout: the session timeout stands in for it, as in
-// Kafka. v0-v1 were removed in Kafka 4.0 and re-added in 4.0.1 for
-// kafka-go and old librdkafka. v4+ (KIP-394): a new dynamic member gets
-// MEMBER_ID_REQUIRED and its member id, and must join again with it.
-// v5+ carries group.instance.id (KIP-345, static membership). v6: flexible.
-// v7+ returns the protocol type and name. v8 adds a reason. v9
-// (KIP-814): a static leader that restarts in a Stable group gets the
-// members with SkipAssignment.
+// Version notes:
+//   - v0 has no rebalance timeout: the session timeout stands in; v0-v1,
+//     removed in Kafka 4.0 and back in 4.0.1, are served;
+//   - v4+ (KIP-394): a new dynamic member gets MEMBER_ID_REQUIRED and its
+//     id, and joins again with it; v5+ carry group.instance.id (KIP-345);
+//     v6 is flexible; v7+ return the protocol type and name; v8 adds a
+//     reason;
+//   - v9 (KIP-814): a static leader restarting in a Stable group gets the
+//     members with SkipAssignment.
+//
+// docs/apis.md#joingroup has the details.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"

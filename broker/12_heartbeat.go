@@ -2,10 +2,13 @@ package broker
 
 // Heartbeat (key 12), v0-v4.
 //
-// Keeps a member's session alive (coordinator/group). REBALANCE_IN_PROGRESS
-// tells the member to rejoin; ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID and
-// FENCED_INSTANCE_ID (v3+, group.instance.id) that it was fenced. v4:
-// flexible.
+// Behavior:
+//   - keeps a member's session alive (coordinator/group);
+//     REBALANCE_IN_PROGRESS tells it to rejoin; ILLEGAL_GENERATION,
+//     UNKNOWN_MEMBER_ID and FENCED_INSTANCE_ID that it was fenced.
+//
+// Version notes:
+//   - v3+ carry group.instance.id (FENCED_INSTANCE_ID); v4 is flexible.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"

@@ -2,10 +2,13 @@ package broker
 
 // LeaveGroup (key 13), v0-v5.
 //
-// v0-v2 name one member and answer with one error code; v3+ (KIP-345) name
-// several members, by member id or group.instance.id, and answer each. v4:
-// flexible; v5 adds a reason. A leaving member triggers a rebalance of the
-// rest (coordinator/group).
+// Behavior:
+//   - a leaving member triggers a rebalance of the rest (coordinator/group).
+//
+// Version notes:
+//   - v0-v2 name one member and answer one error code; v3+ (KIP-345) name
+//     several, by member id or group.instance.id, and answer each;
+//   - v4 is flexible; v5 adds a reason.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"

@@ -2,11 +2,15 @@ package broker
 
 // SyncGroup (key 14), v0-v5.
 //
-// A follower's request is parked until the leader's arrives with the
-// assignment (coordinator/group). The leader's assignment is stored in
-// __consumer_offsets before anyone is answered. v3+ carries
-// group.instance.id; v4: flexible; v5+ carries the protocol type and name,
-// checked against the group's (INCONSISTENT_GROUP_PROTOCOL) and echoed.
+// Behavior:
+//   - a follower's request is parked until the leader's arrives with the
+//     assignment (coordinator/group), which is stored in __consumer_offsets
+//     before anyone is answered.
+//
+// Version notes:
+//   - v3+ carry group.instance.id; v4 is flexible;
+//   - v5+ carry the protocol type and name, checked against the group's
+//     (INCONSISTENT_GROUP_PROTOCOL) and echoed.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"

@@ -2,14 +2,18 @@ package broker
 
 // DescribeGroups (key 15), v0-v6.
 //
-// Describes classic groups (coordinator/group): the state, protocol type,
-// and members; the chosen protocol, member metadata and assignments only
-// for a Stable group, as in Kafka. A group that does not exist is reported
-// in state Dead without an error, as Kafka's GroupMetadataManager does;
-// from v6 (KIP-1043) with GROUP_ID_NOT_FOUND, as Kafka 4.2 answers
-// (compat-tests/rawdiff).
-// v3+ may ask for authorized operations (all, without an authorizer); v4+
-// report group.instance.id; v5: flexible; v6 adds error messages.
+// Behavior:
+//   - describes classic groups (coordinator/group): state, protocol type
+//     and members; the chosen protocol, member metadata and assignments
+//     only for a Stable group, as in Kafka;
+//   - a missing group is in state Dead without an error, as Kafka's
+//     GroupMetadataManager.
+//
+// Version notes:
+//   - v3+ may ask for authorized operations (all: no authorizer); v4+
+//     report group.instance.id; v5 is flexible;
+//   - v6 adds error messages and (KIP-1043) answers a missing group with
+//     GROUP_ID_NOT_FOUND, as Kafka 4.2 (compat-tests/rawdiff).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"

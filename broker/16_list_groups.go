@@ -2,11 +2,16 @@ package broker
 
 // ListGroups (key 16), v0-v5.
 //
-// Lists every group this broker coordinates. v3: flexible; v4+ filter by
-// state (case-insensitive, as Kafka) and report it; v5+ filter by type
-// ("classic" or "consumer", case-insensitive; an unknown type matches
-// nothing) and report it. A consumer group (KIP-848) reports protocol type
-// "consumer" and its own states (Empty, Assigning, Reconciling, Stable).
+// Behavior:
+//   - lists every group this broker coordinates; a consumer group
+//     (KIP-848) reports protocol type "consumer" and its own states (Empty,
+//     Assigning, Reconciling, Stable).
+//
+// Version notes:
+//   - v3 is flexible; v4+ filter by state (case-insensitive, as Kafka) and
+//     report it;
+//   - v5+ filter by type ("classic" or "consumer", case-insensitive; an
+//     unknown type matches nothing) and report it.
 
 import (
 	"strings"

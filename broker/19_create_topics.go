@@ -1,19 +1,24 @@
 package broker
 
-// CreateTopics (key 19), v0-v7. Kafka 4 serves v2+; v0-v1 differ only in
-// fields the handler fills or ignores, so old pinned clients keep working.
+// CreateTopics (key 19), v0-v7.
 //
-// Per topic, in Kafka's order: a name repeated in one request is
-// INVALID_REQUEST, answered once for all its copies (as Kafka); an invalid name INVALID_TOPIC_EXCEPTION;
-// an existing name TOPIC_ALREADY_EXISTS; partitions and replication factor
-// must be positive or -1 for the broker default (v4+); a replication factor
-// above the number of brokers (one on a single node, the unfenced ones in
-// cluster mode) is INVALID_REPLICATION_FACTOR; a manual
-// assignment must be consecutive partitions from 0, each on this broker
-// alone (INVALID_REPLICA_ASSIGNMENT); unknown or invalid configs are
-// INVALID_CONFIG. ValidateOnly (v1+) checks without creating.
-// v5+ answers with the partition count, replication factor and every
-// config of the created topic; v7+ with its topic id.
+// Behavior:
+//   - per topic, in Kafka's order: INVALID_REQUEST for a name repeated in
+//     the request (answered once for all its copies), INVALID_TOPIC_EXCEPTION
+//     for a bad name, TOPIC_ALREADY_EXISTS;
+//   - partitions and replication factor positive or -1 (the broker
+//     default); INVALID_REPLICATION_FACTOR above the brokers (one on a
+//     single node, the unfenced ones on a cluster);
+//   - a manual assignment is consecutive partitions from 0, each on this
+//     broker alone (INVALID_REPLICA_ASSIGNMENT); INVALID_CONFIG for unknown
+//     or invalid configs.
+//
+// Version notes:
+//   - Kafka 4 serves v2+; v0-v1 differ only in fields the handler fills or
+//     ignores, so old pinned clients keep working;
+//   - v1+ ValidateOnly checks without creating; v4+ allow -1 defaults;
+//     v5+ answer the partition count, replication factor and every config;
+//     v7+ the topic id.
 
 import (
 	"fmt"

@@ -1,11 +1,16 @@
 package broker
 
-// DeleteTopics (key 20), v0-v6. Kafka 4 serves v1+; v0 is the same request.
+// DeleteTopics (key 20), v0-v6.
 //
-// v0-v5 name topics; v6 may name them or give topic ids. An unknown name is
-// UNKNOWN_TOPIC_OR_PARTITION, an unknown id UNKNOWN_TOPIC_ID, and an entry
-// with both a name and an id INVALID_REQUEST. Deletion closes the partition
-// logs, wakes fetches waiting on them and removes the data before answering.
+// Behavior:
+//   - closes the partition logs, wakes fetches waiting on them and removes
+//     the data before answering;
+//   - UNKNOWN_TOPIC_OR_PARTITION for an unknown name, UNKNOWN_TOPIC_ID for
+//     an unknown id, INVALID_REQUEST for an entry with both.
+//
+// Version notes:
+//   - Kafka 4 serves v1+; v0 is the same request;
+//   - v0-v5 name topics; v6 names them or gives topic ids.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"

@@ -61,8 +61,8 @@ func handleInitProducerID(b *Broker, r *request, req *kmsg.InitProducerIDRequest
 	}
 	if id := req.TransactionalID; id != nil {
 		var res txn.InitResult
-		code, err := b.txns.call(r, func(c *txn.Coordinator, now int64) {
-			res = c.InitProducerID(now, *id, req.TransactionTimeoutMillis, req.ProducerID, req.ProducerEpoch)
+		code, err := b.txns.call(r, func(c *txn.Coordinator, now int64, in txn.Inputs) {
+			res = c.InitProducerID(now, *id, req.TransactionTimeoutMillis, req.ProducerID, req.ProducerEpoch, in)
 		})
 		if err != nil {
 			return nil, err

@@ -125,11 +125,11 @@ func (b *Broker) addPartitionsToTxn(r *request, version int16, a txnAddition) (m
 	}
 	var one int16
 	var each map[txn.Partition]int16
-	code, err := b.txns.call(r, func(c *txn.Coordinator, now int64) {
+	code, err := b.txns.call(r, func(c *txn.Coordinator, now int64, in txn.Inputs) {
 		if a.verifyOnly {
-			one, each = c.VerifyPartitions(a.id, a.pid, a.epoch, a.parts)
+			one, each = c.VerifyPartitions(a.id, a.pid, a.epoch, a.parts, in)
 		} else {
-			one = c.AddPartitions(now, a.id, a.pid, a.epoch, a.parts, txnVersionForAddPartitions(version))
+			one = c.AddPartitions(now, a.id, a.pid, a.epoch, a.parts, txnVersionForAddPartitions(version), in)
 		}
 	})
 	if err != nil {

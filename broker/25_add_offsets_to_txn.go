@@ -1,16 +1,20 @@
 package broker
 
-// AddOffsetsToTxn (key 25), v0-v4. v3: flexible. v2 allows PRODUCER_FENCED
-// (below it, INVALID_PRODUCER_EPOCH), v4 TRANSACTION_ABORTABLE.
+// AddOffsetsToTxn (key 25), v0-v4.
 //
-// Adds the group's partition of __consumer_offsets (Kafka's partitionFor:
-// the group id's Java hash modulo offsets.topic.num.partitions) to the
-// producer's transaction, so that the transaction's markers reach the
-// offsets a TxnOffsetCommit writes there. The transaction coordinator
-// decides as for AddPartitionsToTxn (txn.Coordinator.AddPartitions), with
-// the same errors; the partition need not exist yet (__consumer_offsets is
-// created on its first use, and a marker for a partition that does not
-// exist is not needed).
+// Behavior:
+//   - adds the group's __consumer_offsets partition (Kafka's partitionFor:
+//     the group id's Java hash modulo offsets.topic.num.partitions) to the
+//     producer's transaction, so that its markers reach the offsets a
+//     TxnOffsetCommit writes there;
+//   - decided as AddPartitionsToTxn (txn.Coordinator.AddPartitions), with
+//     the same errors; the partition need not exist yet (the topic is
+//     created on first use, and a partition that does not exist needs no
+//     marker).
+//
+// Version notes:
+//   - v2 allows PRODUCER_FENCED (INVALID_PRODUCER_EPOCH below); v3 is
+//     flexible; v4 allows TRANSACTION_ABORTABLE.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -26,8 +30,8 @@ func handleAddOffsetsToTxn(b *Broker, r *request, req *kmsg.AddOffsetsToTxnReque
 	resp := newResponse[*kmsg.AddOffsetsToTxnResponse](req)
 	tp := txn.Partition{Topic: offsetsTopic, Partition: group.PartitionFor(req.Group, b.cfg.OffsetsTopicPartitions)}
 	var one int16
-	code, err := b.txns.call(r, func(c *txn.Coordinator, now int64) {
-		one = c.AddPartitions(now, req.TransactionalID, req.ProducerID, req.ProducerEpoch, []txn.Partition{tp}, 0) // Kafka passes TV_0
+	code, err := b.txns.call(r, func(c *txn.Coordinator, now int64, in txn.Inputs) {
+		one = c.AddPartitions(now, req.TransactionalID, req.ProducerID, req.ProducerEpoch, []txn.Partition{tp}, 0, in) // Kafka passes TV_0
 	})
 	if err != nil {
 		return nil, err

@@ -34,8 +34,8 @@ func init() { registerScoped(everywhere, 26, 0, 5, handleEndTxn) }
 func handleEndTxn(b *Broker, r *request, req *kmsg.EndTxnRequest) (kmsg.Response, error) {
 	resp := newResponse[*kmsg.EndTxnResponse](req)
 	var res txn.EndResult
-	code, err := b.txns.call(r, func(c *txn.Coordinator, now int64) {
-		res = c.EndTxn(now, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit, txnVersionForEndTxn(req.Version))
+	code, err := b.txns.call(r, func(c *txn.Coordinator, now int64, in txn.Inputs) {
+		res = c.EndTxn(now, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit, txnVersionForEndTxn(req.Version), in)
 	})
 	if err != nil {
 		return nil, err

@@ -2,11 +2,14 @@ package broker
 
 // DescribeAcls (key 29), v1-v3, the range Kafka 4 serves.
 //
-// Gregor has no authorizer, so it answers as Kafka without one
-// (AclApis.handleDescribeAcls): SECURITY_DISABLED with Kafka's message and
-// no resources. The Java admin client surfaces it as
-// SecurityDisabledException.
-// v2: flexible. v3: user resource type (no difference here).
+// Behavior:
+//   - no authorizer: answered as Kafka without one
+//     (AclApis.handleDescribeAcls), SECURITY_DISABLED with Kafka's message
+//     and no resources; the Java admin client surfaces
+//     SecurityDisabledException.
+//
+// Version notes:
+//   - v2 is flexible; v3 adds the user resource type (no difference here).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"

@@ -2,10 +2,13 @@ package broker
 
 // CreateAcls (key 30), v1-v3, the range Kafka 4 serves.
 //
-// Without an authorizer every creation fails with SECURITY_DISABLED and
-// Kafka's message "No Authorizer is configured." (AclApis.handleCreateAcls),
-// one result per creation, in request order.
-// v2: flexible. v3: user resource type (no difference here).
+// Behavior:
+//   - no authorizer: every creation fails with SECURITY_DISABLED and
+//     Kafka's message "No Authorizer is configured."
+//     (AclApis.handleCreateAcls), one result per creation, in request order.
+//
+// Version notes:
+//   - v2 is flexible; v3 adds the user resource type (no difference here).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"

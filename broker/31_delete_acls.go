@@ -2,10 +2,13 @@ package broker
 
 // DeleteAcls (key 31), v1-v3, the range Kafka 4 serves.
 //
-// Without an authorizer every filter fails with SECURITY_DISABLED and
-// Kafka's message "No Authorizer is configured." (AclApis.handleDeleteAcls),
-// one result per filter, in request order, with no matching ACLs.
-// v2: flexible. v3: user resource type (no difference here).
+// Behavior:
+//   - no authorizer: every filter fails with SECURITY_DISABLED and Kafka's
+//     message "No Authorizer is configured." (AclApis.handleDeleteAcls), one
+//     result per filter, in request order, with no matching ACLs.
+//
+// Version notes:
+//   - v2 is flexible; v3 adds the user resource type (no difference here).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"

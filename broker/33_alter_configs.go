@@ -1,14 +1,19 @@
 package broker
 
-// AlterConfigs (key 33), v0-v2, the legacy form of IncrementalAlterConfigs
-// (44_incremental_alter_configs.go), which holds the shared checks.
+// AlterConfigs (key 33), v0-v2.
 //
-// A TOPIC resource's configs replace its whole explicit set: a config left
-// out returns to the broker default. Every value must be non-null
-// (INVALID_REQUEST "Null value not supported"). BROKER_LOGGER is not
-// served by this API in Kafka either (INVALID_REQUEST "Unknown resource
-// type 8"). ValidateOnly checks without changing anything.
-// v2: flexible.
+// Behavior:
+//   - the legacy form of IncrementalAlterConfigs
+//     (44_incremental_alter_configs.go, which holds the shared checks);
+//   - a TOPIC resource's configs replace its whole explicit set: one left
+//     out returns to the broker default;
+//   - every value must be non-null (INVALID_REQUEST "Null value not
+//     supported"); BROKER_LOGGER is not served, as in Kafka
+//     (INVALID_REQUEST "Unknown resource type 8"); ValidateOnly checks
+//     without changing anything.
+//
+// Version notes:
+//   - v2 is flexible.
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"

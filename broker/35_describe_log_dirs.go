@@ -2,17 +2,20 @@ package broker
 
 // DescribeLogDirs (key 35), v1-v4, the range Kafka 4 serves.
 //
-// There is one log dir: the data directory, or "memory" for an in-memory
-// broker. It lists every partition (a null topic list) or the requested
-// ones that exist, silently leaving out the rest, as Kafka does. A
-// partition's size is the bytes of its record batches; it is never a future
-// replica (no log-dir moves). In cluster mode the partitions are those this
-// broker is a replica of, leader or follower, and the offset lag is the
-// high watermark minus the log end offset, at least 0 (Kafka's
-// getLogEndOffsetLag: a follower behind the leader's high watermark lags).
-// v3: top-level ErrorCode (only authorization fails it in Kafka: always 0).
-// v4: TotalBytes and UsableBytes of the directory's file system, or -1
-// (Kafka's "unknown") in memory or where the platform cannot tell.
+// Behavior:
+//   - one log dir: the data directory, or "memory" for an in-memory broker;
+//   - every partition (null topic list) or the requested ones that exist,
+//     the rest silently left out, as Kafka; a partition's size is its
+//     batches' bytes; never a future replica (no log-dir moves);
+//   - in cluster mode the partitions this broker is a replica of, with the
+//     offset lag high watermark minus log end offset, at least 0 (Kafka's
+//     getLogEndOffsetLag).
+//
+// Version notes:
+//   - v3 adds the top-level ErrorCode (always 0: only authorization fails
+//     it in Kafka);
+//   - v4 adds TotalBytes and UsableBytes of the directory's file system, or
+//     -1 (Kafka's "unknown") in memory or where the platform cannot tell.
 
 import (
 	"slices"

@@ -2,11 +2,13 @@ package broker
 
 // CreatePartitions (key 37), v0-v3.
 //
-// Grows a topic to Count partitions. An unknown topic is
-// UNKNOWN_TOPIC_OR_PARTITION; a count not above the current one
-// INVALID_PARTITIONS; a topic named twice INVALID_REQUEST; manual
-// assignments must cover exactly the new partitions, each on this broker
-// alone (INVALID_REPLICA_ASSIGNMENT). ValidateOnly checks without changing.
+// Behavior:
+//   - grows a topic to Count partitions; ValidateOnly checks without
+//     changing;
+//   - UNKNOWN_TOPIC_OR_PARTITION for an unknown topic, INVALID_PARTITIONS
+//     for a count not above the current one, INVALID_REQUEST for a topic
+//     named twice; manual assignments cover exactly the new partitions,
+//     each on this broker alone (INVALID_REPLICA_ASSIGNMENT).
 
 import (
 	"fmt"

@@ -2,11 +2,14 @@ package broker
 
 // DeleteGroups (key 42), v0-v2.
 //
-// Deletes empty groups and their committed offsets, writing tombstones to
-// __consumer_offsets (coordinator/group). GROUP_ID_NOT_FOUND for a group
-// that does not exist, NON_EMPTY_GROUP for one with members, as Kafka's
-// ClassicGroup.validateDeleteGroup. v2: flexible. (v3, KIP-1043 error
-// messages, is not served.)
+// Behavior:
+//   - deletes empty groups and their committed offsets, with tombstones in
+//     __consumer_offsets (coordinator/group);
+//   - GROUP_ID_NOT_FOUND for a missing group, NON_EMPTY_GROUP for one with
+//     members, as Kafka's ClassicGroup.validateDeleteGroup.
+//
+// Version notes:
+//   - v2 is flexible; v3 (KIP-1043 error messages) is not served.
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"

@@ -2,25 +2,23 @@ package broker
 
 // AlterPartitionReassignments (key 45), v0-v1, cluster mode only.
 //
-// Starts, changes or cancels (null replicas) partition reassignments
-// (KIP-455) through the active controller: this node's when it is active,
-// else the request is forwarded to the active controller's node, as a
-// KRaft broker forwards it to the controller quorum. The controller
-// (coordinator/controller, AlterPartitionReassignments) validates each
-// partition as Kafka does and answers per partition with Kafka's error
-// codes and messages: UNKNOWN_TOPIC_OR_PARTITION, INVALID_REPLICA_ASSIGNMENT,
-// INVALID_REPLICATION_FACTOR (v1 with allow_replication_factor_change
-// false, KIP-860), NO_REASSIGNMENT_IN_PROGRESS. The answer comes once the
-// reassignment is written, not when it completes: the new replicas copy
-// the partition from its leader, and the reassignment completes when they
-// are all in the ISR (ListPartitionReassignments shows it until then). A
-// failure of the whole request (no controller reachable: NOT_CONTROLLER;
-// no majority: REQUEST_TIMED_OUT) is the top-level error code and every
-// partition's.
+// Behavior:
+//   - starts, changes or cancels (null replicas) reassignments (KIP-455)
+//     through the active controller, forwarded to its node from the
+//     others; the controller validates each partition as Kafka, with its
+//     codes and messages (UNKNOWN_TOPIC_OR_PARTITION,
+//     INVALID_REPLICA_ASSIGNMENT, INVALID_REPLICATION_FACTOR,
+//     NO_REASSIGNMENT_IN_PROGRESS);
+//   - answered once the reassignment is written, not when it completes;
+//   - a failure of the whole request (NOT_CONTROLLER, REQUEST_TIMED_OUT) is
+//     the top-level code and every partition's;
+//   - a single node does not serve the key (ApiVersions says so).
 //
-// A single node has one broker, so nothing can be reassigned: it does not
-// serve the key, and clients are told so by ApiVersions.
-// v1: allow_replication_factor_change (KIP-860).
+// Version notes:
+//   - v1 adds allow_replication_factor_change (KIP-860; false:
+//     INVALID_REPLICATION_FACTOR for a change).
+//
+// docs/apis.md#alterpartitionreassignments has the details.
 
 import (
 	"context"

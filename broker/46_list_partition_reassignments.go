@@ -2,17 +2,17 @@ package broker
 
 // ListPartitionReassignments (key 46), v0, cluster mode only.
 //
-// Lists ongoing partition reassignments (KIP-455): every one for null
-// topics, else those of the named partitions; unknown topics and
-// partitions and partitions not being reassigned are left out, as Kafka's
-// controller does. Each lists the current replicas (the target followed by
-// the replicas being removed), the adding and the removing replicas. The
-// active controller answers; another node forwards the request to it. A
-// failure of the whole request (NOT_CONTROLLER, REQUEST_TIMED_OUT) is the
-// top-level error, with the named partitions listed bare, as Kafka's
-// ListPartitionReassignmentsRequest.getErrorResponse.
-//
-// A single node does not serve the key (nothing is ever reassigned there).
+// Behavior:
+//   - lists ongoing reassignments (KIP-455): all for null topics, else the
+//     named partitions', leaving out unknown ones and those not being
+//     reassigned, as Kafka's controller;
+//   - each with its current replicas (the target, then those being
+//     removed), the adding and the removing ones;
+//   - the active controller answers, forwarded to from other nodes; a
+//     failure of the whole request (NOT_CONTROLLER, REQUEST_TIMED_OUT) is
+//     the top-level error, the named partitions listed bare (Kafka's
+//     getErrorResponse);
+//   - a single node does not serve the key (nothing is reassigned there).
 
 import (
 	"context"

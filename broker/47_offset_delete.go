@@ -2,14 +2,16 @@ package broker
 
 // OffsetDelete (key 47), v0.
 //
-// Deletes committed offsets of a group (KIP-496), with tombstones in
-// __consumer_offsets. GROUP_ID_NOT_FOUND for a group that does not exist,
-// NON_EMPTY_GROUP for a classic group with members whose protocol type is
-// not "consumer" (Kafka's ClassicGroup.validateOffsetDelete); otherwise per
-// partition, GROUP_SUBSCRIBED_TO_TOPIC for a topic the group's members
-// subscribe to (a classic group's from their protocol metadata, a KIP-848
-// group's by name). A topic that does not exist is
-// UNKNOWN_TOPIC_OR_PARTITION per partition, as KafkaApis answers.
+// Behavior:
+//   - deletes a group's committed offsets (KIP-496), with tombstones in
+//     __consumer_offsets;
+//   - GROUP_ID_NOT_FOUND for a missing group; NON_EMPTY_GROUP for a classic
+//     group with members whose protocol type is not "consumer" (Kafka's
+//     ClassicGroup.validateOffsetDelete);
+//   - per partition, GROUP_SUBSCRIBED_TO_TOPIC for a topic the members
+//     subscribe to (a classic group's from their protocol metadata, a
+//     KIP-848 group's by name), UNKNOWN_TOPIC_OR_PARTITION for a missing
+//     topic, as KafkaApis.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"

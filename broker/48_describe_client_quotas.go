@@ -2,19 +2,24 @@ package broker
 
 // DescribeClientQuotas (key 48), v0-v1.
 //
-// Lists the client quotas whose entity matches a filter, as Kafka's
-// brokers do (ClientQuotasImage.describe): a single node's stored ones, in
-// cluster mode those of the metadata image this broker last applied (so a
-// broker answers an alteration once it has applied it). Each component
-// names an entity type (user, client-id, ip) and matches a name exactly
-// (EXACT), the default entity (DEFAULT) or any entity of that type
-// (SPECIFIED); with strict set, an entity must have no other types. A bad
-// filter fails the whole request, with a top-level error and no entries:
-// INVALID_REQUEST for an empty or repeated type, a match string where none
-// belongs (or none where one does), an unknown match type, or IP combined
-// with user or client-id; UNSUPPORTED_VERSION for an unknown entity type.
-// The byte rates and the connection rate are enforced (package quota,
-// throttle.go), the other keys only stored. v1: flexible.
+// Behavior:
+//   - lists the quotas whose entity matches the filter, as Kafka's
+//     ClientQuotasImage.describe: a single node's stored ones; on a cluster
+//     the last applied image's, so an alteration shows once applied;
+//   - each component names a type (user, client-id, ip) and matches a name
+//     (EXACT), the default (DEFAULT) or any (SPECIFIED); strict: no other
+//     types;
+//   - a bad filter fails the request, with no entries: INVALID_REQUEST (an
+//     empty or repeated type, a misplaced or missing match string, an
+//     unknown match type, ip with user or client-id), UNSUPPORTED_VERSION
+//     for an unknown entity type;
+//   - the byte rates and connection rate are enforced (package quota,
+//     throttle.go), other keys only stored.
+//
+// Version notes:
+//   - v1 is flexible.
+//
+// docs/apis.md#describeclientquotas has the details.
 
 import (
 	"fmt"

@@ -3,17 +3,21 @@ package broker
 // DescribeQuorum (key 55), v0-v1, in cluster mode only (a single node has
 // no quorum and does not advertise it).
 //
-// As Kafka's brokers do, a node whose voter is not the raft leader
-// forwards the request to the active controller's node, since only the
-// leader knows each voter's progress. The answer names the metadata topic
-// __cluster_metadata, partition 0: the leader, its term as the leader
-// epoch, the commit index as the high watermark, and each voter's log end
-// (the index up to which its log matches the leader's), and the same for
-// each observer (a broker-only node, a raft learner). Gregor keeps no
-// fetch times: v1's LastFetchTimestamp and
-// LastCaughtUpTimestamp are -1, Kafka's "unknown". A request for any other
-// partition is UNKNOWN_TOPIC_OR_PARTITION; a leader that is not this
-// node, for a forwarded request, NOT_LEADER_OR_FOLLOWER.
+// Behavior:
+//   - a node whose voter is not the raft leader forwards the request to
+//     the active controller's node, as Kafka's brokers, since only the
+//     leader knows each voter's progress;
+//   - the answer is __cluster_metadata partition 0: the leader, its term as
+//     leader epoch, the commit index as high watermark, and each voter's
+//     and observer's (broker-only node, raft learner) log end, up to which
+//     its log matches the leader's;
+//   - UNKNOWN_TOPIC_OR_PARTITION for any other partition;
+//     NOT_LEADER_OR_FOLLOWER for a forwarded request whose leader is not
+//     this node.
+//
+// Version notes:
+//   - v1's LastFetchTimestamp and LastCaughtUpTimestamp are -1 (Kafka's
+//     "unknown"): Gregor keeps no fetch times.
 
 import (
 	"context"

@@ -3,18 +3,21 @@ package broker
 // DescribeCluster (key 60), v0-v2, what the Java admin client's
 // describeCluster uses.
 //
-// A single node answers itself alone, as controller id too. In cluster mode
-// the brokers are the registered, unfenced ones (and with v2's
-// IncludeFencedBrokers the fenced ones, IsFenced set) and the controller
-// id is the active controller's node, as combined-mode nodes are brokers
-// clients can reach. ClusterAuthorizedOperations, when asked for, is
-// every cluster operation, since there is no authorizer; otherwise Kafka's
-// "not asked" value, the minimum int32.
-// v1: EndpointType. 1 (brokers) is served; 2 (controllers) is
-// MISMATCHED_ENDPOINT_TYPE, since clients reach the broker listener; any
-// other value UNSUPPORTED_ENDPOINT_TYPE, both with Kafka's message and
-// nothing else filled in (AuthHelper.computeDescribeClusterResponse).
-// v2: IncludeFencedBrokers and IsFenced; a single node is never fenced.
+// Behavior:
+//   - a single node answers itself alone, as controller id too; on a
+//     cluster the registered, unfenced brokers, and the active controller's
+//     node as controller id (combined-mode nodes are brokers clients reach);
+//   - ClusterAuthorizedOperations, when asked for, is every cluster
+//     operation (no authorizer), else Kafka's "not asked", the minimum
+//     int32.
+//
+// Version notes:
+//   - v1 EndpointType: 1 (brokers) is served; 2 (controllers) is
+//     MISMATCHED_ENDPOINT_TYPE, since clients reach the broker listener;
+//     others UNSUPPORTED_ENDPOINT_TYPE; both with Kafka's message and
+//     nothing else filled in (AuthHelper.computeDescribeClusterResponse);
+//   - v2 IncludeFencedBrokers adds the fenced ones, IsFenced set; a single
+//     node is never fenced.
 
 import (
 	"fmt"

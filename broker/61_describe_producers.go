@@ -1,17 +1,17 @@
 package broker
 
-// DescribeProducers (key 61), v0, the range Kafka 4 serves (flexible).
+// DescribeProducers (key 61), v0 (flexible), the range Kafka 4 serves.
 //
-// For each named partition, the producers its producer state holds:
-// producer id, epoch, last sequence (-1 when the producer's last entry is
-// a transaction marker), the timestamp of its last batch or marker, the
-// epoch of the coordinator that wrote its last marker (-1 if none), and
-// the first offset of its open transaction in the partition (-1 if none),
-// as Kafka's UnifiedLog.activeProducers lists them; Gregor orders them by
-// producer id. An invalid topic name is INVALID_TOPIC_EXCEPTION with
-// Kafka's message, an unknown topic or partition UNKNOWN_TOPIC_OR_PARTITION
-// (KafkaApis.handleDescribeProducersRequest). Expired producers are
-// dropped first, as an append would.
+// Behavior:
+//   - for each named partition, the producers of its producer state, as
+//     Kafka's UnifiedLog.activeProducers lists them: id, epoch, last
+//     sequence (-1 when the last entry is a marker), the timestamp of the
+//     last batch or marker, the coordinator epoch of the last marker (-1:
+//     none) and the first offset of the open transaction (-1: none),
+//     ordered by producer id;
+//   - expired producers are dropped first, as an append would;
+//   - INVALID_TOPIC_EXCEPTION with Kafka's message for an invalid name,
+//     UNKNOWN_TOPIC_OR_PARTITION (KafkaApis.handleDescribeProducersRequest).
 
 import (
 	"time"

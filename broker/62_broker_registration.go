@@ -1,15 +1,18 @@
 package broker
 
-// BrokerRegistration (key 62), v0-v4, broker to active controller, in
-// cluster mode only and never advertised in ApiVersions (Kafka serves it
-// on the controller listener, which the raft transport owns here; see
-// cluster.go). The node answers only when its voter is the active
-// controller, with the controller's error codes (NOT_CONTROLLER,
-// INCONSISTENT_CLUSTER_ID, DUPLICATE_BROKER_REGISTRATION, ...). A
-// broker-only node adds a listener named RAFT_OBSERVER with the address of
-// its raft listener, which is taken out of its endpoints and makes it an
-// observer of the quorum (cluster_observer.go). Features,
-// log dirs and the previous broker epoch are not used yet.
+// BrokerRegistration (key 62), v0-v4, broker to active controller.
+//
+// Behavior:
+//   - cluster mode only and never advertised in ApiVersions: Kafka serves
+//     it on the controller listener, which the raft transport owns here
+//     (cluster.go);
+//   - answered only by the active controller's node, with the controller's
+//     codes (NOT_CONTROLLER, INCONSISTENT_CLUSTER_ID,
+//     DUPLICATE_BROKER_REGISTRATION, ...);
+//   - a broker-only node adds a listener RAFT_OBSERVER with its raft
+//     listener's address, taken out of its endpoints, which makes it an
+//     observer of the quorum (cluster_observer.go);
+//   - features, log dirs and the previous broker epoch are not used yet.
 
 import (
 	"context"

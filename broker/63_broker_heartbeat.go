@@ -1,10 +1,15 @@
 package broker
 
-// BrokerHeartbeat (key 63), v0-v1, broker to active controller, in cluster
-// mode only and never advertised (see 62_broker_registration.go). The
-// active controller keeps the broker's session alive, unfences it once it
-// has caught up to its registration, and fences it on request. Offline
-// log dirs (v1) are not used yet.
+// BrokerHeartbeat (key 63), v0-v1, broker to active controller.
+//
+// Behavior:
+//   - cluster mode only and never advertised (see
+//     62_broker_registration.go);
+//   - the active controller keeps the broker's session alive, unfences it
+//     once it has caught up to its registration, and fences it on request.
+//
+// Version notes:
+//   - v1's offline log dirs are not used yet.
 
 import (
 	"context"

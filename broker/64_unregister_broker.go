@@ -1,14 +1,17 @@
 package broker
 
-// UnregisterBroker (key 64), v0, in cluster mode only (a single node has
-// no registrations and does not advertise it): Kafka's `kafka-cluster.sh
-// unregister --id N`, Admin.unregisterBroker. The active controller
-// removes the broker's registration (its ISR memberships and leaderships
-// go as when it is fenced) and, for a broker-only node, removes it from
-// the quorum's observers. A node that is not the active controller
-// forwards the request to it, as admin writes are. Errors:
-// BROKER_ID_NOT_REGISTERED, NOT_CONTROLLER (no active controller known),
-// REQUEST_TIMED_OUT.
+// UnregisterBroker (key 64), v0: Kafka's `kafka-cluster.sh unregister --id
+// N`, Admin.unregisterBroker.
+//
+// Behavior:
+//   - cluster mode only (a single node has no registrations and does not
+//     advertise it);
+//   - the active controller removes the registration (its ISR memberships
+//     and leaderships go as when it is fenced) and, for a broker-only node,
+//     its place among the quorum's observers; another node forwards the
+//     request, as admin writes;
+//   - BROKER_ID_NOT_REGISTERED, NOT_CONTROLLER (no active controller
+//     known), REQUEST_TIMED_OUT.
 
 import (
 	"context"

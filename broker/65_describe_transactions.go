@@ -2,12 +2,14 @@ package broker
 
 // DescribeTransactions (key 65), v0 (flexible).
 //
-// Each transactional id's state from the transaction coordinator, as
-// Kafka's handleDescribeTransactions: state name, producer id and epoch,
-// timeout, start time (-1 with no transaction) and the partitions of the
-// ongoing transaction (in PrepareCommit or PrepareAbort, those still
-// waiting for their marker). An unknown id is TRANSACTIONAL_ID_NOT_FOUND,
-// an empty one INVALID_REQUEST.
+// Behavior:
+//   - each transactional id's state from the transaction coordinator, as
+//     Kafka's handleDescribeTransactions: state name, producer id and
+//     epoch, timeout, start time (-1: no transaction), and the ongoing
+//     transaction's partitions (in PrepareCommit or PrepareAbort, those
+//     still waiting for their marker);
+//   - TRANSACTIONAL_ID_NOT_FOUND for an unknown id, INVALID_REQUEST for an
+//     empty one.
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -24,9 +26,9 @@ func handleDescribeTransactions(b *Broker, r *request, req *kmsg.DescribeTransac
 		code int16
 	}
 	out := make([]described, len(req.TransactionalIDs))
-	if _, err := b.txns.call(r, func(c *txn.Coordinator, _ int64) {
+	if _, err := b.txns.call(r, func(c *txn.Coordinator, _ int64, in txn.Inputs) {
 		for i, id := range req.TransactionalIDs {
-			out[i].t, out[i].code = c.Describe(id)
+			out[i].t, out[i].code = c.Describe(id, in)
 		}
 	}); err != nil {
 		return nil, err

@@ -2,14 +2,18 @@ package broker
 
 // ListTransactions (key 66), v0-v2 (flexible).
 //
-// The transactional ids of the transaction coordinator with their producer
-// id and state, filtered as Kafka's listTransactionStates: by state names
-// (names Kafka does not know are listed back in UnknownStateFilters and
-// match nothing), by producer ids, v1+ by duration (only transactions
-// begun more than DurationFilterMillis ago; -1 is no filter), v2+ by a
-// regular expression the whole transactional id must match (RE2 syntax,
-// as Kafka's re2j; null or empty is no filter, an invalid one
-// INVALID_REGULAR_EXPRESSION).
+// Behavior:
+//   - the transaction coordinator's ids with producer id and state,
+//     filtered as Kafka's listTransactionStates: by state names (unknown
+//     ones listed back in UnknownStateFilters, matching nothing) and
+//     producer ids.
+//
+// Version notes:
+//   - v1+ filter by duration: transactions begun more than
+//     DurationFilterMillis ago (-1: no filter);
+//   - v2+ by a regular expression the whole id must match (RE2, as Kafka's
+//     re2j; null or empty: no filter; invalid:
+//     INVALID_REGULAR_EXPRESSION).
 
 import (
 	"regexp"
@@ -37,8 +41,8 @@ func handleListTransactions(b *Broker, r *request, req *kmsg.ListTransactionsReq
 	}
 	var listed []txn.Listed
 	var unknown []string
-	if _, err := b.txns.call(r, func(c *txn.Coordinator, now int64) {
-		listed, unknown = c.List(now, f)
+	if _, err := b.txns.call(r, func(c *txn.Coordinator, now int64, in txn.Inputs) {
+		listed, unknown = c.List(now, f, in)
 	}); err != nil {
 		return nil, err
 	}

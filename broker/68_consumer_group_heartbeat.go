@@ -3,15 +3,19 @@ package broker
 // ConsumerGroupHeartbeat (key 68), v0-v1: the KIP-848 consumer group
 // protocol, served by coordinator/group (coordinator/group/consumer.go).
 //
-// Every call hands the coordinator the current topics (names, ids and
-// partition counts), so a topic created, deleted or grown is seen at the
-// next heartbeat of any member and starts a new target assignment.
-// v0: the coordinator names a member that joins without an id; v1
-// (KIP-1082): the client names itself, and an empty member id is
-// INVALID_REQUEST; v1 adds SubscribedTopicRegex, matched with Go's regexp
-// (RE2 syntax, as Kafka's RE2/J) against the whole topic name, internal
-// topics excluded, and resolved at the group's next heartbeat: as from
-// Kafka, the literal topics come first, the regex's a heartbeat later.
+// Behavior:
+//   - every call hands the coordinator the current topics (names, ids,
+//     partition counts), so a topic created, deleted or grown is seen at
+//     any member's next heartbeat and starts a new target assignment.
+//
+// Version notes:
+//   - v0: the coordinator names a member joining without an id; v1
+//     (KIP-1082): the client names itself, an empty member id is
+//     INVALID_REQUEST;
+//   - v1 adds SubscribedTopicRegex, matched with Go's regexp (RE2, as
+//     Kafka's RE2/J) against whole names, internal topics excluded,
+//     resolved at the group's next heartbeat: as from Kafka, the literal
+//     topics come first, the regex's a heartbeat later.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"

@@ -1,14 +1,20 @@
 package broker
 
 // ConsumerGroupDescribe (key 69), v0-v1: KIP-848 consumer groups as
-// coordinator/group describes them: state ("Empty", "Assigning",
-// "Reconciling", "Stable"), group and assignment epochs, the assignor in
-// use, and each member with its current and target assignment (topic ids
-// resolved to names; a topic deleted since is left out). A group that does
-// not exist or is a classic group is GROUP_ID_NOT_FOUND, as Kafka answers
-// (its admin client then falls back to DescribeGroups). v1 adds MemberType:
-// always 1 ("consumer"): classic members never join a consumer group here.
-// Authorized operations, when asked for, are all of them (no authorizer).
+// coordinator/group describes them.
+//
+// Behavior:
+//   - state ("Empty", "Assigning", "Reconciling", "Stable"), group and
+//     assignment epochs, the assignor in use, and each member's current and
+//     target assignment (topic ids resolved to names; a topic deleted since
+//     left out);
+//   - GROUP_ID_NOT_FOUND for a missing or classic group, as Kafka (its
+//     admin client then falls back to DescribeGroups);
+//   - authorized operations, when asked for, are all (no authorizer).
+//
+// Version notes:
+//   - v1 adds MemberType, always 1 ("consumer"): classic members never join
+//     a consumer group here.
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"

@@ -1,20 +1,21 @@
 package broker
 
-// DescribeTopicPartitions (key 75), v0, what kafka-topics --describe and
-// the Java admin client's describeTopics use from Kafka 3.8 on.
+// DescribeTopicPartitions (key 75), v0, what kafka-topics --describe and the
+// Java admin client's describeTopics use from Kafka 3.8 on.
 //
-// Topics are answered in name order, from the cursor's topic and partition
-// on; an empty topic list means every topic. At most ResponsePartitionLimit
-// partitions are returned (clamped to 1..2000, Kafka's
-// max.request.partition.size.limit default); when more remain, NextCursor
-// names the first one left out. A named topic that does not exist is
-// UNKNOWN_TOPIC_OR_PARTITION (INVALID_TOPIC_EXCEPTION for an invalid name);
-// with an empty list only existing topics appear. A cursor whose topic is
-// not in a non-empty list, or whose partition is negative, is
-// INVALID_REQUEST for every requested topic, as Kafka's handler throws.
-// Authorized operations are every topic operation (no authorizer). In
-// cluster mode each partition shows the image's leader, replicas and ISR
-// (LEADER_NOT_AVAILABLE without a leader), as Metadata does.
+// Behavior:
+//   - topics in name order from the cursor's topic and partition; an empty
+//     list is every existing topic; at most ResponsePartitionLimit
+//     partitions (clamped to 1..2000, Kafka's
+//     max.request.partition.size.limit default), NextCursor naming the
+//     first left out;
+//   - UNKNOWN_TOPIC_OR_PARTITION for a missing named topic
+//     (INVALID_TOPIC_EXCEPTION for a bad name); a cursor whose topic is not
+//     in a non-empty list, or with a negative partition, is INVALID_REQUEST
+//     for every requested topic, as Kafka's handler throws;
+//   - authorized operations are every topic operation (no authorizer);
+//   - on a cluster, the image's leader, replicas and ISR
+//     (LEADER_NOT_AVAILABLE without a leader), as Metadata.
 
 import (
 	"sort"

@@ -128,13 +128,13 @@ func (b *Broker) askTxnCoordinator(r *request, req *kmsg.ProduceRequest, p *part
 	}
 	var top int16
 	var parts map[txn.Partition]int16
-	code, err := b.txns.call(r, func(c *txn.Coordinator, now int64) {
+	code, err := b.txns.call(r, func(c *txn.Coordinator, now int64, in txn.Inputs) {
 		if add {
 			// Transactions V2: the produce adds its partition (Kafka's
 			// leader sends AddPartitionsToTxn v5 without verifyOnly).
-			top = c.AddPartitions(now, id, pid, epoch, []txn.Partition{tp}, 2)
+			top = c.AddPartitions(now, id, pid, epoch, []txn.Partition{tp}, 2, in)
 		} else {
-			top, parts = c.VerifyPartitions(id, pid, epoch, []txn.Partition{tp})
+			top, parts = c.VerifyPartitions(id, pid, epoch, []txn.Partition{tp}, in)
 		}
 		if top == 0 && parts[tp] == 0 {
 			// Set on the coordinator's goroutine, which writes every

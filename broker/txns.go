@@ -101,18 +101,6 @@ func (b *Broker) newTxns() *txnCoordinator {
 			MaxTimeoutMs:       b.cfg.TransactionMaxTimeoutMs,
 			IDExpirationMs:     b.cfg.TransactionalIDExpirationMs,
 			TransactionVersion: finalizedTransactionVersion,
-			NewProducerID: func() (int64, int16) {
-				pid, err := b.allocateProducerID()
-				switch {
-				case errors.Is(err, errProducerIDsExhausted):
-					b.log.Error("cannot allocate a producer id", "err", err)
-					return -1, kerr.UnknownServerError.Code
-				case err != nil:
-					b.log.Error("cannot reserve producer ids", "err", err)
-					return -1, kerr.CoordinatorLoadInProgress.Code
-				}
-				return pid, 0
-			},
 		},
 	}
 	abortEvery := time.Duration(b.cfg.TransactionAbortTimedOutTransactionCleanupIntervalMs) * time.Millisecond
@@ -125,12 +113,12 @@ func (b *Broker) newTxns() *txnCoordinator {
 		TickEvery: txnMarkerRetryInterval,
 		Timers: []runtime.Timer[*txnShard]{
 			{Every: abortEvery, Fire: func(s *txnShard, now int64) {
-				if ids := s.c.AbortTimedOut(now); len(ids) > 0 {
+				if ids := s.c.AbortTimedOut(now, tc.inputs()); len(ids) > 0 {
 					b.log.Info("aborting timed out transactions", "transactional_ids", ids)
 				}
 			}},
 			{Every: expireEvery, Fire: func(s *txnShard, now int64) {
-				if ids := s.c.ExpireIDs(now); len(ids) > 0 {
+				if ids := s.c.ExpireIDs(now, tc.inputs()); len(ids) > 0 {
 					b.log.Info("expired transactional ids", "transactional_ids", ids)
 				}
 			}},
@@ -158,7 +146,6 @@ func (b *Broker) newTxns() *txnCoordinator {
 func (b *Broker) startTxns() error {
 	tc := b.txns
 	if b.isCluster() {
-		tc.coordCfg.Owns = tc.owns
 		tc.verifier = newTxnVerifier(b)
 	} else if t := b.lookupTopic(txnStateTopic); t != nil {
 		for _, p := range b.partitions(t) {
@@ -232,9 +219,15 @@ func (s *txnShard) Replay(_ int64, p int32, one []byte) error {
 }
 
 // Loaded asks for the markers of the transactions loaded in PrepareCommit
-// or PrepareAbort, sent at the next cycle.
+// or PrepareAbort, sent at the next cycle. The runtime counts parts as
+// loaded once Loaded returns, so in cluster mode the ids served here are
+// those of parts.
 func (s *txnShard) Loaded(_ int64, parts []int32) {
-	s.c.PendingMarkers()
+	in := s.tc.inputs()
+	if in.Serving != nil {
+		in.Serving = s.tc.servingOf(parts)
+	}
+	s.c.PendingMarkers(in)
 	clear(s.tc.markers.abandoned)
 	s.tc.b.log.Info("transaction coordinator loaded", "records", s.records, "transactional_ids", s.c.Len(), "partitions", len(parts))
 	s.records = 0
@@ -245,7 +238,7 @@ func (s *txnShard) Loaded(_ int64, parts []int32) {
 func (s *txnShard) Tick(int64) {
 	if s.tc.markersFailed {
 		s.tc.markersFailed = false
-		s.c.PendingMarkers()
+		s.c.PendingMarkers(s.tc.inputs())
 	}
 }
 
@@ -364,16 +357,63 @@ func (tc *txnCoordinator) stateParts() []*partition.Partition {
 	return tc.parts
 }
 
-// owns is the coordinator's txn.Config.Owns in cluster mode: this broker
-// serves a transactional id while it leads the id's partition of
-// __transaction_state, and answers NOT_COORDINATOR otherwise (the topic
-// not existing yet included: FindCoordinator creates it).
+// inputs are what the coordinator's calls are given besides their
+// requests (txn.Inputs): in cluster mode the ids served are owns', on a
+// single node every id; producer ids come from newProducerID.
+func (tc *txnCoordinator) inputs() txn.Inputs {
+	in := txn.Inputs{NewProducerID: tc.newProducerID}
+	if tc.b.isCluster() {
+		in.Serving = tc.owns
+	}
+	return in
+}
+
+// newProducerID allocates a producer id for the coordinator, from the
+// blocks idempotent producers take theirs from: UNKNOWN_SERVER_ERROR when
+// the ids are exhausted, COORDINATOR_LOAD_IN_PROGRESS when no block can be
+// reserved (the client retries).
+func (tc *txnCoordinator) newProducerID() (int64, int16) {
+	pid, err := tc.b.allocateProducerID()
+	switch {
+	case errors.Is(err, errProducerIDsExhausted):
+		tc.b.log.Error("cannot allocate a producer id", "err", err)
+		return -1, kerr.UnknownServerError.Code
+	case err != nil:
+		tc.b.log.Error("cannot reserve producer ids", "err", err)
+		return -1, kerr.CoordinatorLoadInProgress.Code
+	}
+	return pid, 0
+}
+
+// owns says, in cluster mode and on the coordinator's goroutine, whether
+// this broker serves transactional id id: as the runtime says of the id's
+// partition of __transaction_state (runtime.Serving: 0 while it is led
+// here and loaded, NOT_COORDINATOR when it is not led here,
+// COORDINATOR_LOAD_IN_PROGRESS while it is led but not loaded), and
+// NOT_COORDINATOR while the topic does not exist (FindCoordinator creates
+// it).
 func (tc *txnCoordinator) owns(id string) int16 {
 	parts := tc.stateParts()
-	if len(parts) == 0 || !tc.b.leadsHere(parts[group.PartitionFor(id, int32(len(parts)))]) {
+	if len(parts) == 0 {
 		return kerr.NotCoordinator.Code
 	}
-	return 0
+	return tc.rt.Serving(group.PartitionFor(id, int32(len(parts))))
+}
+
+// servingOf is owns for the state a load is building, before the runtime
+// counts its partitions as loaded: the ids of parts are served.
+func (tc *txnCoordinator) servingOf(parts []int32) func(id string) int16 {
+	loaded := map[int32]bool{}
+	for _, p := range parts {
+		loaded[p] = true
+	}
+	return func(id string) int16 {
+		n := int32(len(tc.stateParts()))
+		if n == 0 || !loaded[group.PartitionFor(id, n)] {
+			return kerr.NotCoordinator.Code
+		}
+		return 0
+	}
 }
 
 // errTxnStateTopic marks a failure to create __transaction_state.
@@ -432,18 +472,19 @@ func (e txnEnv) Append(recs []txn.Record, stop <-chan struct{}) error {
 	return errors.Join(errs...)
 }
 
-// call runs fn on the coordinator's goroutine and waits until its records
-// are appended: 0, or the error code a failed append is answered with.
-func (tc *txnCoordinator) call(r *request, fn func(c *txn.Coordinator, now int64)) (int16, error) {
+// call runs fn on the coordinator's goroutine, with the inputs its calls
+// take (inputs), and waits until its records are appended: 0, or the error
+// code a failed append is answered with.
+func (tc *txnCoordinator) call(r *request, fn func(c *txn.Coordinator, now int64, in txn.Inputs)) (int16, error) {
 	return tc.callCtx(r.ctx, fn)
 }
 
 // callCtx is call for a caller that is not a request of its own. Once
 // the event is taken, it waits for its answer even if ctx ends.
-func (tc *txnCoordinator) callCtx(ctx context.Context, fn func(c *txn.Coordinator, now int64)) (int16, error) {
+func (tc *txnCoordinator) callCtx(ctx context.Context, fn func(c *txn.Coordinator, now int64, in txn.Inputs)) (int16, error) {
 	reply, err := tc.rt.Submit(ctx, func(s *txnShard, now int64, id runtime.ID) {
 		s.replies = append(s.replies, runtime.Reply{ID: id, Result: int16(0)})
-		fn(s.c, now)
+		fn(s.c, now, tc.inputs())
 	})
 	if errors.Is(err, runtime.ErrStopped) {
 		return 0, errTxnsStopped
@@ -495,13 +536,13 @@ func (tc *txnCoordinator) verifyTxnOffsetCommit(ctx context.Context, tid string,
 		return nil
 	}
 	var code int16
-	appendCode, err := tc.callCtx(ctx, func(c *txn.Coordinator, now int64) {
+	appendCode, err := tc.callCtx(ctx, func(c *txn.Coordinator, now int64, in txn.Inputs) {
 		if add {
-			code = c.AddPartitions(now, tid, pid, epoch, []txn.Partition{tp}, 2)
+			code = c.AddPartitions(now, tid, pid, epoch, []txn.Partition{tp}, 2, in)
 			return
 		}
 		var parts map[txn.Partition]int16
-		if code, parts = c.VerifyPartitions(tid, pid, epoch, []txn.Partition{tp}); code == 0 {
+		if code, parts = c.VerifyPartitions(tid, pid, epoch, []txn.Partition{tp}, in); code == 0 {
 			code = parts[tp]
 		}
 	})

@@ -26,7 +26,12 @@
 // that is not loaded. Partitions newly led are replayed beside the loaded
 // ones (unless Config.ReloadOnGain); a partition lost, or led again at another epoch, rebuilds the
 // whole state from the partitions led (parked requests answered
-// NOT_COORDINATOR). A failed load is retried before the next event. After
+// NOT_COORDINATOR). A failed load is retried before the next event.
+// Serving tells the coordinator, for one partition, what the runtime knows
+// of it: led and loaded (0), not led (NOT_COORDINATOR), or led but not
+// loaded at its epoch (COORDINATOR_LOAD_IN_PROGRESS), so that a state
+// machine is given which of its keys it serves as an input of each call
+// instead of asking the broker. After
 // a successful load the goroutine runs one cycle, for what the load asked
 // for (a transaction coordinator's pending markers); so it does when it
 // starts.
@@ -47,8 +52,9 @@
 // that only signals the runtime's; all end with Stop. Led and Lost take the runtime's one mutex,
 // which guards only the wanted leadership and is never held while calling
 // out; they may be called from any goroutine, before Start too. Adopt is
-// for the Env alone, on the goroutine.
+// for the Env alone, on the goroutine; Serving is for the goroutine too.
 //
-// Imports: kerr from franz-go for NOT_COORDINATOR; nothing of this
+// Imports: kerr from franz-go for NOT_COORDINATOR and
+// COORDINATOR_LOAD_IN_PROGRESS; nothing of this
 // project.
 package runtime

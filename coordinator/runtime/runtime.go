@@ -157,6 +157,25 @@ func (rt *Runtime[S, R]) Lost(p int32) {
 	}
 }
 
+// Serving says whether partition p is served, for the coordinator to ask
+// on the goroutine: 0 when p is led here and loaded at the epoch it is led
+// at; NOT_COORDINATOR when it is not led here; COORDINATOR_LOAD_IN_PROGRESS
+// when it is led but not yet loaded at that epoch (a load that failed and
+// is retried, or a change Led made during the event), as Kafka's
+// coordinators answer for a partition still loading.
+func (rt *Runtime[S, R]) Serving(p int32) int16 {
+	rt.mu.Lock()
+	epoch, led := rt.want[p]
+	rt.mu.Unlock()
+	if !led {
+		return kerr.NotCoordinator.Code
+	}
+	if e, loaded := rt.loaded[p]; !loaded || e != epoch {
+		return kerr.CoordinatorLoadInProgress.Code
+	}
+	return 0
+}
+
 // Adopt marks partitions as led and loaded without replaying them: for the
 // coordinator, on the goroutine (or in Start's load), when a single node
 // creates its topic, whose partitions hold nothing yet, or first finds it

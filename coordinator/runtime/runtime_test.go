@@ -319,6 +319,40 @@ func TestFailedLeadershipLoadRetries(t *testing.T) {
 	}
 }
 
+// TestServing checks what Serving says of a partition led and loaded, not
+// led, and led but not loaded (its load failed, to be retried).
+func TestServing(t *testing.T) {
+	rt, env := newTest(t, map[int32][]string{0: {"a"}, 1: {"bad"}})
+	rt.Led(0, 0)
+	start(t, rt)
+	rt.Led(1, 0)
+	serving := func() (codes [3]int16) {
+		t.Helper()
+		if err := rt.Run(context.Background(), func(*fakeState, int64) {
+			for p := range codes {
+				codes[p] = rt.Serving(int32(p))
+			}
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return codes
+	}
+	loading, elsewhere := kerr.CoordinatorLoadInProgress.Code, kerr.NotCoordinator.Code
+	if got := serving(); got != [3]int16{0, loading, elsewhere} {
+		t.Errorf("with partition 1's load failing: %v", got)
+	}
+	env.mu.Lock()
+	env.logs[1] = []string{"b"}
+	env.mu.Unlock()
+	if got := serving(); got != [3]int16{0, 0, elsewhere} {
+		t.Errorf("once partition 1 is loaded: %v", got)
+	}
+	rt.Lost(0)
+	if got := serving(); got != [3]int16{elsewhere, 0, elsewhere} {
+		t.Errorf("after partition 0 is lost: %v", got)
+	}
+}
+
 func TestAdopt(t *testing.T) {
 	rt, env := newTest(t, map[int32][]string{})
 	start(t, rt)

@@ -20,22 +20,51 @@ type Config struct {
 	// 604800000, seven days): a transactional id with no transaction in
 	// progress and no update for this long is removed (ExpireIDs).
 	IDExpirationMs int64
-	// NewProducerID hands out a producer id never used before, or a Kafka
-	// error code when it cannot. Required.
-	NewProducerID func() (int64, int16)
 	// TransactionVersion is the cluster's finalized transaction.version,
 	// Kafka's server TV: the version of the aborts the coordinator starts
 	// itself (fencing, timeouts). At 2 such an abort bumps the epoch once
 	// more, as a transactions V2 EndTxn does.
 	TransactionVersion int16
-	// Owns says whether this coordinator serves transactional id id: 0,
-	// or the error Kafka's TransactionStateManager.getTransactionState
+}
+
+// Inputs are what a call needs of the world outside the coordinator,
+// besides its request and the time: which transactional ids this
+// coordinator serves, and where new producer ids come from. The driver
+// gives them with each call that needs them, as coordinator/group is given
+// its topic image, and the coordinator keeps neither; given the same
+// inputs, a call makes the same decision.
+type Inputs struct {
+	// Serving says whether this coordinator serves transactional id id:
+	// 0, or the error Kafka's TransactionStateManager.getTransactionState
 	// answers for an id whose __transaction_state partition this broker
-	// does not lead (NOT_COORDINATOR) or is still loading
-	// (COORDINATOR_LOAD_IN_PROGRESS). It is asked where Kafka asks, after
-	// the request's own checks; timers and ListTransactions pass over the
+	// does not lead (NOT_COORDINATOR) or has not loaded yet
+	// (COORDINATOR_LOAD_IN_PROGRESS); the broker asks its
+	// coordinator/runtime. It is asked where Kafka asks, after the
+	// request's own checks; timers, PendingMarkers and List pass over the
 	// ids it refuses. Nil: every id is served (a single node).
-	Owns func(id string) int16
+	Serving func(id string) int16
+	// NewProducerID hands out a producer id never used before, or a Kafka
+	// error code when it cannot. InitProducerID, EndTxn (transactions V2,
+	// at an exhausted epoch) and the fences of InitProducerID and
+	// AbortTimedOut call it, only when they need a new producer id; they
+	// panic if it is nil then.
+	NewProducerID func() (int64, int16)
+}
+
+// serving is in.Serving, 0 when unset.
+func (in Inputs) serving(id string) int16 {
+	if in.Serving == nil {
+		return 0
+	}
+	return in.Serving(id)
+}
+
+// newProducerID is in.NewProducerID, which must be set.
+func (in Inputs) newProducerID() (int64, int16) {
+	if in.NewProducerID == nil {
+		panic("txn: a new producer id is needed and Inputs.NewProducerID is nil")
+	}
+	return in.NewProducerID()
 }
 
 // Defaults of Config, Kafka's.
@@ -81,9 +110,6 @@ func New(cfg Config) *Coordinator {
 	if cfg.IDExpirationMs <= 0 {
 		cfg.IDExpirationMs = DefaultIDExpirationMs
 	}
-	if cfg.NewProducerID == nil {
-		panic("txn: Config.NewProducerID is required")
-	}
 	return &Coordinator{cfg: cfg, txns: map[string]*Txn{}}
 }
 
@@ -95,14 +121,6 @@ func (c *Coordinator) Ready() Effects {
 }
 
 func (c *Coordinator) persist(t *Txn) { c.records = append(c.records, record(t)) }
-
-// owns is Config.Owns, 0 when unset.
-func (c *Coordinator) owns(id string) int16 {
-	if c.cfg.Owns == nil {
-		return 0
-	}
-	return c.cfg.Owns(id)
-}
 
 // InitResult answers InitProducerId.
 type InitResult struct {
@@ -123,22 +141,24 @@ func initError(e *kerr.Error) InitResult {
 // first, with the epoch bumped (PrepareEpochFence), and the answer is
 // CONCURRENT_TRANSACTIONS so that the client retries once the abort is
 // complete and gets the epoch bumped once more. PRODUCER_FENCED is
-// returned as is: the handler maps it for old versions.
-func (c *Coordinator) InitProducerID(now int64, id string, timeoutMs int32, expectedPID int64, expectedEpoch int16) InitResult {
+// returned as is: the handler maps it for old versions. in says whether id
+// is served and gives the new producer id when one is needed (a new id, a
+// rotation, or the fence at the last epoch).
+func (c *Coordinator) InitProducerID(now int64, id string, timeoutMs int32, expectedPID int64, expectedEpoch int16, in Inputs) InitResult {
 	switch {
 	case id == "":
 		return initError(kerr.InvalidRequest)
 	case timeoutMs <= 0 || timeoutMs > c.cfg.MaxTimeoutMs:
 		return initError(kerr.InvalidTransactionTimeout)
 	}
-	if code := c.owns(id); code != 0 {
+	if code := in.serving(id); code != 0 {
 		return InitResult{ErrorCode: code, ProducerID: -1, ProducerEpoch: -1}
 	}
 	hasExpected := expectedPID != noProducerID
 	t := c.txns[id]
 	created := false
 	if t == nil {
-		pid, code := c.cfg.NewProducerID()
+		pid, code := in.newProducerID()
 		if code != 0 {
 			return InitResult{ErrorCode: code, ProducerID: -1, ProducerEpoch: -1}
 		}
@@ -161,7 +181,7 @@ func (c *Coordinator) InitProducerID(now int64, id string, timeoutMs int32, expe
 	case Ongoing:
 		// prepareFenceProducerEpoch, then endTransaction(ABORT) with the
 		// bumped epoch, not from the client.
-		if code := c.fence(now, t); code != 0 {
+		if code := c.fence(now, t, in); code != 0 {
 			return InitResult{ErrorCode: code, ProducerID: -1, ProducerEpoch: -1}
 		}
 		return initError(kerr.ConcurrentTransactions)
@@ -173,7 +193,7 @@ func (c *Coordinator) InitProducerID(now int64, id string, timeoutMs int32, expe
 	switch {
 	case epochExhausted(t.ProducerEpoch) && (!hasExpected || expectedEpoch == t.ProducerEpoch):
 		// prepareProducerIdRotation
-		pid, code := c.cfg.NewProducerID()
+		pid, code := in.newProducerID()
 		if code != 0 {
 			return InitResult{ErrorCode: code, ProducerID: -1, ProducerEpoch: -1}
 		}
@@ -213,11 +233,11 @@ func (c *Coordinator) InitProducerID(now int64, id string, timeoutMs int32, expe
 }
 
 // checkProducer is the common start of AddPartitions and EndTxn.
-func (c *Coordinator) checkProducer(id string, pid int64) (*Txn, *kerr.Error) {
+func (c *Coordinator) checkProducer(id string, pid int64, in Inputs) (*Txn, *kerr.Error) {
 	if id == "" {
 		return nil, kerr.InvalidRequest
 	}
-	if code := c.owns(id); code != 0 {
+	if code := in.serving(id); code != 0 {
 		return nil, kerr.ErrorForCode(code).(*kerr.Error)
 	}
 	t := c.txns[id]
@@ -233,9 +253,10 @@ func (c *Coordinator) checkProducer(id string, pid int64) (*Txn, *kerr.Error) {
 // transaction, which begins (Ongoing) if none was. tv is the caller's
 // transaction version, which the transaction takes (Kafka's
 // prepareAddPartitions): 2 for AddPartitionsToTxn v4+ and produce v12+, 0
-// otherwise. The caller has checked that the partitions exist.
-func (c *Coordinator) AddPartitions(now int64, id string, pid int64, epoch int16, parts []Partition, tv int16) int16 {
-	t, err := c.checkProducer(id, pid)
+// otherwise. The caller has checked that the partitions exist. Of in, only
+// Serving is asked.
+func (c *Coordinator) AddPartitions(now int64, id string, pid int64, epoch int16, parts []Partition, tv int16, in Inputs) int16 {
+	t, err := c.checkProducer(id, pid, in)
 	switch {
 	case err != nil:
 		return err.Code
@@ -270,12 +291,12 @@ func (c *Coordinator) AddPartitions(now int64, id string, pid int64, epoch int16
 // verifyOnly form of AddPartitionsToTxn that a partition leader sends
 // before it appends a transactional batch, KIP-890 part 1): an error for
 // the whole transaction, else TRANSACTION_ABORTABLE for each partition not
-// in it. Nothing changes.
-func (c *Coordinator) VerifyPartitions(id string, pid int64, epoch int16, parts []Partition) (int16, map[Partition]int16) {
+// in it. Nothing changes. Of in, only Serving is asked.
+func (c *Coordinator) VerifyPartitions(id string, pid int64, epoch int16, parts []Partition, in Inputs) (int16, map[Partition]int16) {
 	if id == "" {
 		return kerr.InvalidRequest.Code, nil
 	}
-	if code := c.owns(id); code != 0 {
+	if code := in.serving(id); code != 0 {
 		return code, nil
 	}
 	t := c.txns[id]
@@ -329,14 +350,17 @@ func endError(e *kerr.Error) EndResult {
 // complete, CONCURRENT_TRANSACTIONS before. An abort with the current epoch
 // and no transaction ongoing (Empty, CompleteCommit, CompleteAbort) is an
 // empty transaction: it bumps the epoch too, as Kafka's table says.
-func (c *Coordinator) EndTxn(now int64, id string, pid int64, epoch int16, commit bool, tv int16) EndResult {
+//
+// in says whether id is served and gives the producer id a version 2 end
+// at an exhausted epoch moves to.
+func (c *Coordinator) EndTxn(now int64, id string, pid int64, epoch int16, commit bool, tv int16, in Inputs) EndResult {
 	if tv < 2 {
-		return c.endTxnV1(now, id, pid, epoch, commit)
+		return c.endTxnV1(now, id, pid, epoch, commit, in)
 	}
 	if id == "" {
 		return endError(kerr.InvalidRequest)
 	}
-	if code := c.owns(id); code != 0 {
+	if code := in.serving(id); code != 0 {
 		return EndResult{ErrorCode: code, ProducerID: -1, ProducerEpoch: -1}
 	}
 	t := c.txns[id]
@@ -363,7 +387,7 @@ func (c *Coordinator) EndTxn(now int64, id string, pid int64, epoch int16, commi
 		next := int64(noProducerID)
 		if epochExhausted(t.ProducerEpoch) {
 			var code int16
-			if next, code = c.cfg.NewProducerID(); code != 0 {
+			if next, code = in.newProducerID(); code != 0 {
 				return EndResult{ErrorCode: code, ProducerID: -1, ProducerEpoch: -1}
 			}
 		}
@@ -404,11 +428,11 @@ func (c *Coordinator) EndTxn(now int64, id string, pid int64, epoch int16, commi
 }
 
 // endTxnV1 is Kafka's endTransactionWithTV1 from a client.
-func (c *Coordinator) endTxnV1(now int64, id string, pid int64, epoch int16, commit bool) EndResult {
+func (c *Coordinator) endTxnV1(now int64, id string, pid int64, epoch int16, commit bool, in Inputs) EndResult {
 	if id == "" {
 		return endError(kerr.InvalidRequest)
 	}
-	if code := c.owns(id); code != 0 {
+	if code := in.serving(id); code != 0 {
 		return EndResult{ErrorCode: code, ProducerID: -1, ProducerEpoch: -1}
 	}
 	t := c.txns[id]
@@ -441,7 +465,7 @@ func (c *Coordinator) endTxnV1(now int64, id string, pid int64, epoch int16, com
 // for want of an epoch for the second bump, the abort takes the last epoch
 // and moves to a new producer id at completion, as a V2 end with an
 // exhausted epoch does.
-func (c *Coordinator) fence(now int64, t *Txn) int16 {
+func (c *Coordinator) fence(now int64, t *Txn, in Inputs) int16 {
 	tv := c.cfg.TransactionVersion
 	switch {
 	case t.ProducerEpoch == math.MaxInt16:
@@ -449,7 +473,7 @@ func (c *Coordinator) fence(now int64, t *Txn) int16 {
 		// writes: every path moves to a new producer id before this.
 		return kerr.UnknownServerError.Code
 	case tv >= 2 && t.ProducerEpoch == math.MaxInt16-1:
-		next, code := c.cfg.NewProducerID()
+		next, code := in.newProducerID()
 		if code != 0 {
 			return code
 		}
@@ -521,10 +545,10 @@ func (c *Coordinator) MarkersWritten(now int64, id string, pid int64, epoch int1
 
 // PendingMarkers asks again for the markers of every transaction in
 // PrepareCommit or PrepareAbort: after loading, and to retry markers that
-// could not be written.
-func (c *Coordinator) PendingMarkers() {
+// could not be written. Ids in refuses are passed over.
+func (c *Coordinator) PendingMarkers(in Inputs) {
 	for _, id := range c.sortedIDs() {
-		if t := c.txns[id]; (t.State == PrepareCommit || t.State == PrepareAbort) && c.owns(id) == 0 {
+		if t := c.txns[id]; (t.State == PrepareCommit || t.State == PrepareAbort) && in.serving(id) == 0 {
 			c.askMarkers(t)
 		}
 	}
@@ -542,15 +566,16 @@ func (c *Coordinator) sortedIDs() []string {
 // AbortTimedOut is Kafka's abortTimedOutTransactions: every Ongoing
 // transaction begun more than its timeout before now is aborted with the
 // producer epoch bumped (PrepareEpochFence), so the producer, if it is
-// still there, is fenced.
-func (c *Coordinator) AbortTimedOut(now int64) []string {
+// still there, is fenced. Ids in refuses are passed over; a fence at the
+// last epoch takes a new producer id from in.
+func (c *Coordinator) AbortTimedOut(now int64, in Inputs) []string {
 	var aborted []string
 	for _, id := range c.sortedIDs() {
 		t := c.txns[id]
-		if c.owns(id) != 0 {
+		if in.serving(id) != 0 {
 			continue
 		}
-		if t.State == Ongoing && t.StartMs+int64(t.TimeoutMs) < now && c.fence(now, t) == 0 {
+		if t.State == Ongoing && t.StartMs+int64(t.TimeoutMs) < now && c.fence(now, t, in) == 0 {
 			aborted = append(aborted, id)
 		}
 	}
@@ -559,12 +584,13 @@ func (c *Coordinator) AbortTimedOut(now int64) []string {
 
 // ExpireIDs is Kafka's removeExpiredTransactionalIds: a transactional id
 // in Empty, CompleteCommit or CompleteAbort not updated for
-// transactional.id.expiration.ms is removed, with a tombstone.
-func (c *Coordinator) ExpireIDs(now int64) []string {
+// transactional.id.expiration.ms is removed, with a tombstone. Ids in
+// refuses are passed over.
+func (c *Coordinator) ExpireIDs(now int64, in Inputs) []string {
 	var expired []string
 	for _, id := range c.sortedIDs() {
 		t := c.txns[id]
-		if c.owns(id) != 0 {
+		if in.serving(id) != 0 {
 			continue
 		}
 		if t.State.expirationAllowed() && t.LastUpdateMs <= now-c.cfg.IDExpirationMs {
@@ -597,12 +623,13 @@ func (c *Coordinator) Load(key, value []byte) error {
 }
 
 // Describe is Kafka's handleDescribeTransactions for one id: a copy of
-// its metadata, or TRANSACTIONAL_ID_NOT_FOUND (INVALID_REQUEST for "").
-func (c *Coordinator) Describe(id string) (Txn, int16) {
+// its metadata, or TRANSACTIONAL_ID_NOT_FOUND (INVALID_REQUEST for ""),
+// or in's refusal.
+func (c *Coordinator) Describe(id string, in Inputs) (Txn, int16) {
 	if id == "" {
 		return Txn{}, kerr.InvalidRequest.Code
 	}
-	if code := c.owns(id); code != 0 {
+	if code := in.serving(id); code != 0 {
 		return Txn{}, code
 	}
 	t := c.txns[id]
@@ -632,8 +659,10 @@ type Listed struct {
 }
 
 // List is Kafka's listTransactionStates: the transactions passing every
-// filter, by transactional id, and the state names it does not know.
-func (c *Coordinator) List(now int64, f ListFilter) (out []Listed, unknownStates []string) {
+// filter, by transactional id, and the state names it does not know. Ids
+// in refuses are not listed, so that ListTransactions, which admin clients
+// send to every broker, lists each id once.
+func (c *Coordinator) List(now int64, f ListFilter, in Inputs) (out []Listed, unknownStates []string) {
 	states := map[State]bool{}
 	for _, n := range f.States {
 		if s, ok := StateByName(n); ok {
@@ -649,7 +678,7 @@ func (c *Coordinator) List(now int64, f ListFilter) (out []Listed, unknownStates
 	for _, id := range c.sortedIDs() {
 		t := c.txns[id]
 		switch {
-		case t.State == Dead, c.owns(id) != 0,
+		case t.State == Dead, in.serving(id) != 0,
 			len(f.ProducerIDs) > 0 && !pids[t.ProducerID],
 			len(f.States) > 0 && !states[t.State],
 			f.DurationMs >= 0 && now-t.StartMs <= f.DurationMs,

@@ -25,7 +25,8 @@ import (
 
 func TestDataDriven(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
-		d := &txnDriver{c: newTestTV(t, 0)}
+		c, in := newTestTV(t, 0)
+		d := &txnDriver{c: c, in: in}
 		datadriven.RunTest(t, path, func(t *testing.T, td *datadriven.TestData) string {
 			var out strings.Builder
 			d.run(t, td, &out)
@@ -37,7 +38,8 @@ func TestDataDriven(t *testing.T) {
 // txnDriver interprets one transcript against one coordinator.
 type txnDriver struct {
 	c       *Coordinator
-	tv      int16 // the cluster's transaction.version
+	in      Inputs // every id served, producer ids from 1000
+	tv      int16  // the cluster's transaction.version
 	now     int64
 	records []Record
 	markers []Marker // asked for and not yet reported written
@@ -99,10 +101,12 @@ func (d *txnDriver) run(t *testing.T, td *datadriven.TestData, out *strings.Buil
 	pid := ddInt(t, td, "pid", 1000)
 	epoch := int16(ddInt(t, td, "epoch", 0))
 	tv := int16(ddInt(t, td, "tv", 0))
+	in := d.in
 	switch td.Cmd {
 	case "config":
 		tv := int16(ddInt(t, td, "transaction-version", 0))
-		*d = txnDriver{c: newTestTV(t, tv), tv: tv}
+		c, in := newTestTV(t, tv)
+		*d = txnDriver{c: c, in: in, tv: tv}
 		return
 	case "advance":
 		d.now += ddInt(t, td, "ms", 0)
@@ -115,16 +119,16 @@ func (d *txnDriver) run(t *testing.T, td *datadriven.TestData, out *strings.Buil
 		if td.HasArg("pid") {
 			expPID, expEpoch = pid, epoch
 		}
-		r := d.c.InitProducerID(d.now, id, int32(ddInt(t, td, "timeout", 1000)), expPID, expEpoch)
+		r := d.c.InitProducerID(d.now, id, int32(ddInt(t, td, "timeout", 1000)), expPID, expEpoch, in)
 		fmt.Fprintf(out, "%s pid=%d epoch=%d\n", errName(r.ErrorCode), r.ProducerID, r.ProducerEpoch)
 	case "add":
-		fmt.Fprintf(out, "%s\n", errName(d.c.AddPartitions(d.now, id, pid, epoch, ddPartitions(t, td), tv)))
+		fmt.Fprintf(out, "%s\n", errName(d.c.AddPartitions(d.now, id, pid, epoch, ddPartitions(t, td), tv, in)))
 	case "end":
 		commit := td.HasArg("commit")
 		if commit == td.HasArg("abort") {
 			t.Fatalf("%s: end needs commit or abort", td.Pos)
 		}
-		r := d.c.EndTxn(d.now, id, pid, epoch, commit, tv)
+		r := d.c.EndTxn(d.now, id, pid, epoch, commit, tv, in)
 		fmt.Fprintf(out, "%s pid=%d epoch=%d\n", errName(r.ErrorCode), r.ProducerID, r.ProducerEpoch)
 	case "markers-written":
 		// The driver reports every marker asked for so far as written.
@@ -133,7 +137,7 @@ func (d *txnDriver) run(t *testing.T, td *datadriven.TestData, out *strings.Buil
 		}
 		d.markers = nil
 	case "abort-timed-out":
-		fmt.Fprintf(out, "aborted %v\n", d.c.AbortTimedOut(d.now))
+		fmt.Fprintf(out, "aborted %v\n", d.c.AbortTimedOut(d.now, in))
 	case "endtxn-table":
 		// The table of EndTxn answers (see endTxnTable).
 		d.endTxnTable(t, out, tv)
@@ -177,13 +181,14 @@ func (d *txnDriver) effects(t *testing.T, out *strings.Builder) {
 
 // state prints id's state, and fails if the log alone rebuilds another.
 func (d *txnDriver) state(t *testing.T, out *strings.Builder, id string) {
-	got, code := d.c.Describe(id)
+	in := d.in
+	got, code := d.c.Describe(id, in)
 	if code != 0 {
 		fmt.Fprintf(out, "%s: %s\n", id, errName(code))
 		return
 	}
 	fmt.Fprintf(out, "%s: %s pid=%d epoch=%d partitions=%s\n", id, got.State, got.ProducerID, got.ProducerEpoch, partitionsString(got.SortedPartitions()))
-	r, _ := replayed(t, d.records).Describe(id)
+	r, _ := replayed(t, d.records).Describe(id, in)
 	r.LastProducerEpoch = got.LastProducerEpoch // not persisted, as in Kafka
 	if !reflect.DeepEqual(r, got) {
 		t.Fatalf("replayed %+v, in memory %+v", r, got)
@@ -206,36 +211,36 @@ func (d *txnDriver) endTxnTable(t *testing.T, out *strings.Builder, tv int16) {
 	for _, rc := range recipes {
 		for _, commit := range []bool{true, false} {
 			for _, rel := range []int16{0, -1, 1} {
-				c := newTestTV(t, tv)
+				c, in := newTestTV(t, tv)
 				var pending []Marker
 				var cur int16
 				for _, s := range rc.steps {
 					switch s {
 					case 'i':
-						cur = c.InitProducerID(0, "id", 1000, -1, -1).ProducerEpoch
+						cur = c.InitProducerID(0, "id", 1000, -1, -1, in).ProducerEpoch
 					case 'a':
-						c.AddPartitions(0, "id", 1000, cur, []Partition{tpA}, tv)
+						c.AddPartitions(0, "id", 1000, cur, []Partition{tpA}, tv, in)
 					case 'c', 'x':
-						c.EndTxn(0, "id", 1000, cur, s == 'c', tv)
+						c.EndTxn(0, "id", 1000, cur, s == 'c', tv, in)
 					case 'm':
 						for _, m := range pending {
 							c.MarkersWritten(0, m.TransactionalID, m.ProducerID, m.ProducerEpoch, m.Partitions)
 						}
 					}
 					pending = append(pending, c.Ready().Markers...)
-					if tx, _ := c.Describe("id"); tx.ProducerEpoch != cur {
+					if tx, _ := c.Describe("id", in); tx.ProducerEpoch != cur {
 						cur = tx.ProducerEpoch
 					}
 				}
-				if tx, _ := c.Describe("id"); tx.State.String() != rc.name {
+				if tx, _ := c.Describe("id", in); tx.State.String() != rc.name {
 					t.Fatalf("recipe %s reached %s", rc.steps, tx.State)
 				}
 				e := cur + rel
 				if e < 0 {
 					continue // no epoch before the first
 				}
-				r := c.EndTxn(0, "id", 1000, e, commit, tv)
-				after, _ := c.Describe("id")
+				r := c.EndTxn(0, "id", 1000, e, commit, tv, in)
+				after, _ := c.Describe("id", in)
 				kind := "abort"
 				if commit {
 					kind = "commit"

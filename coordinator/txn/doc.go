@@ -38,8 +38,15 @@
 // v1 with its tagged fields), encoded by kmsg's TxnMetadataKey and
 // TxnMetadataValue, so Kafka's tools read Gregor's __transaction_state.
 //
-// Allocating a producer id is the one thing the coordinator cannot do
-// itself; Config.NewProducerID does it.
+// What a call needs of the world outside, besides its request and the
+// time, comes with the call as an argument (Inputs), as coordinator/group
+// is given its topic image: which transactional ids this coordinator
+// serves (in cluster mode, the broker asks coordinator/runtime whether the
+// id's __transaction_state partition is led here and loaded), and a
+// producer id allocator, the one thing the coordinator cannot do itself,
+// called only when a transition needs a new producer id. The coordinator
+// keeps neither, so its tests give plain values: every id served, producer
+// ids counting up.
 //
 // Imports: kmsg and kerr from franz-go; nothing of this project.
 package txn
