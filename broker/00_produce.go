@@ -250,8 +250,8 @@ func (b *Broker) produceTo(r *request, req *kmsg.ProduceRequest, t *topic, p *pa
 		}
 	}
 	// stored is the header as the batch is stored, once stamped: the
-	// partition's producer state takes it from Validate rather than
-	// parsing the batch again.
+	// partition's producer state and its log take it from Validate
+	// rather than parsing the batch again.
 	stored := info.Header
 	if cfg.logAppendTime {
 		batch.SetLogAppendTime(one, now)
@@ -262,7 +262,7 @@ func (b *Broker) produceTo(r *request, req *kmsg.ProduceRequest, t *topic, p *pa
 		batch.SetMaxTimestamp(one, false, info.MaxTimestamp)
 		stored.MaxTimestamp = info.MaxTimestamp
 	}
-	out, err := p.AppendParsed(partition.OriginClient, one, &stored, now, guard)
+	out, err := p.Append(partition.OriginClient, one, &stored, now, guard)
 	switch {
 	case err != nil:
 		b.log.Error("append failed", "topic", p.Topic(), "partition", p.Index(), "err", err)

@@ -40,7 +40,7 @@ func txnBatch(t testing.TB, pid int64, epoch int16, seq int32, n int, tag string
 func appendDirect(t testing.TB, p *partition.Partition, b []byte) partition.AppendOutcome {
 	t.Helper()
 	batch.SetPartitionLeaderEpoch(b, p.LeaderEpoch())
-	out, err := p.Append(partition.OriginClient, b, time.Now().UnixMilli())
+	out, err := p.AppendBuilt(partition.OriginClient, b, time.Now().UnixMilli())
 	if err != nil {
 		t.Fatal(err)
 	}
