@@ -280,7 +280,9 @@ func (l *Log) fail(cause error) error {
 // Either the whole unit is appended or, on error, none of it is: a failed
 // write is cut off the file again (if that fails too, the Log fails with
 // ErrFailed). Nothing is fsynced; see Sync. Append does not allocate per
-// record or per batch.
+// record or per batch. It parses each header three times (to check the
+// unit, to index each batch, for the leader-epoch cache); a leader's one
+// validated batch goes through AppendValidated, which parses none.
 func (l *Log) Append(batches []byte) (first, last int64, err error) {
 	return l.append(batches, false)
 }
