@@ -134,3 +134,49 @@ func TestAppendValidatedRefusesWhatItCannotStore(t *testing.T) {
 		t.Fatalf("a refused append changed the log: end %d, size %d", l.EndOffset(), l.Size())
 	}
 }
+
+// FuzzAppendValidated appends the batches data describes (three bytes a
+// batch: records, timestamp step, value size; a high bit of the first bumps
+// the leader epoch) through Append and through AppendValidated, with an
+// index interval and segment size taken from the first two bytes, and
+// wants the same offsets and files.
+func FuzzAppendValidated(f *testing.F) {
+	f.Add([]byte{3, 40, 1, 200, 5, 0x85, 1, 90, 2, 250, 7, 3, 0, 9})
+	f.Add([]byte{0, 0, 0x80, 0x80, 0x80, 1, 1, 1})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) < 2 || len(data) > 600 {
+			return
+		}
+		cfg := testConfig()
+		cfg.IndexIntervalBytes = int(data[0]) * 8
+		cfg.SegmentBytes = 512 + int64(data[1])*64
+		cfg.SegmentMs, cfg.Now = 3_000, func() time.Time { return time.UnixMilli(50_000) }
+		fsys := vfs.NewMemFS()
+		byAppend := mustOpen(t, fsys, "/append", cfg)
+		byShape := mustOpen(t, fsys, "/shape", cfg)
+		ts, epoch := int64(40_000), int32(0)
+		for p := 2; p+3 <= len(data); p += 3 {
+			if data[p]&0x80 != 0 {
+				epoch++
+			}
+			ts += int64(int8(data[p+1])) * 20
+			maxTs := ts
+			if data[p+1] == 0 {
+				maxTs = noTimestamp
+			}
+			b := makeBatch(batchSpec{records: 1 + int(data[p]&0x0f), maxTs: maxTs, valueSize: int(data[p+2])})
+			binary.BigEndian.PutUint32(b[offPartitionLeaderEpoch:], uint32(epoch))
+			c := bytes.Clone(b)
+			f1, l1, err1 := byAppend.Append(b)
+			f2, l2, err2 := byShape.AppendValidated(c, shapeOf(t, c))
+			if err1 != nil || err2 != nil || f1 != f2 || l1 != l2 || !bytes.Equal(b, c) {
+				t.Fatalf("batch at %d: Append (%d, %d, %v), AppendValidated (%d, %d, %v)", p, f1, l1, err1, f2, l2, err2)
+			}
+		}
+		sameFiles(t, "open", dirContents(t, fsys, "/shape"), dirContents(t, fsys, "/append"))
+		if err := errors.Join(byAppend.Close(), byShape.Close()); err != nil {
+			t.Fatal(err)
+		}
+		sameFiles(t, "closed", dirContents(t, fsys, "/shape"), dirContents(t, fsys, "/append"))
+	})
+}
