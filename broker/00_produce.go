@@ -195,7 +195,10 @@ func (b *Broker) produceTo(r *request, req *kmsg.ProduceRequest, t *topic, p *pa
 		fail(kerr.RecordListTooLarge, fmt.Sprintf("The batch size of %d bytes exceeds segment.bytes %d", len(one), cfg.segmentBytes))
 		return -1, 0
 	}
-	if hdr, err := batch.ParseHeader(one); err == nil && hdr.Compression() == batch.Zstd && req.Version < 7 {
+	// Kafka refuses zstd below v7 before it looks at the batch's CRC or
+	// records, so the codec bits are read here, in place; Validate is the
+	// one parse of the header.
+	if codec, ok := batch.Codec(one); ok && codec == batch.Zstd && req.Version < 7 {
 		fail(kerr.UnsupportedCompressionType, fmt.Sprintf("Produce requests with version %d are not allowed to use ZStandard compression", req.Version))
 		return -1, 0
 	}
@@ -247,8 +250,8 @@ func (b *Broker) produceTo(r *request, req *kmsg.ProduceRequest, t *topic, p *pa
 		}
 	}
 	// stored is the header as the batch is stored, once stamped: the
-	// partition's producer state takes it from Validate rather than
-	// parsing the batch again.
+	// partition's producer state and its log take it from Validate
+	// rather than parsing the batch again.
 	stored := info.Header
 	if cfg.logAppendTime {
 		batch.SetLogAppendTime(one, now)
@@ -259,7 +262,7 @@ func (b *Broker) produceTo(r *request, req *kmsg.ProduceRequest, t *topic, p *pa
 		batch.SetMaxTimestamp(one, false, info.MaxTimestamp)
 		stored.MaxTimestamp = info.MaxTimestamp
 	}
-	out, err := p.AppendParsed(partition.OriginClient, one, &stored, now, guard)
+	out, err := p.Append(partition.OriginClient, one, &stored, now, guard)
 	switch {
 	case err != nil:
 		b.log.Error("append failed", "topic", p.Topic(), "partition", p.Index(), "err", err)

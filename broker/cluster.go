@@ -454,7 +454,7 @@ func (c *cluster) syncImage(im *metadata.Image) {
 			}
 			// Published at once, under Broker.mu with the topic, so that no
 			// request sees the partition without its leadership; appends
-			// wait for the role itself (applyRoles, AppendGuarded).
+			// wait for the role itself (applyRoles, partition.Append).
 			p.SetState(st)
 			roles = append(roles, roleChange{p: p, t: t, topicID: t.id, st: st})
 		}

@@ -94,7 +94,7 @@ func (b *Broker) appendCoordinatorBatch(p *partition.Partition, pid int64, epoch
 	if transactional {
 		origin = partition.OriginCoordinator
 	}
-	out, err := p.Append(origin, one, now)
+	out, err := p.AppendBuilt(origin, one, now)
 	if err != nil {
 		return err
 	}

@@ -74,6 +74,8 @@ func TestProduceErrors(t *testing.T) {
 	badCRC := good()
 	badCRC[len(badCRC)-1] ^= 0xff
 	twoBatches := append(good(), good()...)
+	zstdBadCRC := makeBatch(t, batch.Zstd, 1, now)
+	zstdBadCRC[len(zstdBadCRC)-1] ^= 0xff
 	future := makeBatch(t, batch.None, 3, now+2*3600*1000)
 
 	tests := []struct {
@@ -93,6 +95,9 @@ func TestProduceErrors(t *testing.T) {
 		{"no batch", 9, 1, "small", 0, nil, kerr.InvalidRecord},
 		{"too large", 9, 1, "small", 0, makeBatch(t, batch.None, 20, now), kerr.MessageTooLarge},
 		{"zstd before v7", 6, 1, "small", 0, makeBatch(t, batch.Zstd, 1, now), kerr.UnsupportedCompressionType},
+		// Kafka's ProduceRequest.validateRecords refuses zstd before the log checks the CRC.
+		{"zstd before v7, bad crc", 6, 1, "small", 0, zstdBadCRC, kerr.UnsupportedCompressionType},
+		{"zstd at v7, bad crc", 7, 1, "small", 0, zstdBadCRC, kerr.CorruptMessage},
 		{"timestamp too far ahead", 9, 1, "small", 0, future, kerr.InvalidTimestamp},
 		// Kafka 4 caps min.insync.replicas at the replication factor.
 		{"min isr above replicas", 9, -1, "strict", 0, good(), nil},

@@ -39,7 +39,7 @@ func txnBatch(t testing.TB, pid int64, epoch int16, seq int32, n int, tag string
 // these tests exercise the partition side alone.
 func appendDirect(t testing.TB, p *partition.Partition, b []byte) partition.AppendOutcome {
 	t.Helper()
-	out, err := p.Append(partition.OriginClient, b, time.Now().UnixMilli())
+	out, err := p.AppendBuilt(partition.OriginClient, b, time.Now().UnixMilli())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -157,14 +157,16 @@ func (b *Broker) askTxnCoordinator(r *request, req *kmsg.ProduceRequest, p *part
 }
 
 // hasTransactionalRecords is Kafka's RequestUtils.hasTransactionalRecords:
-// whether the first batch of some partition's records is transactional.
+// whether the first batch of some partition's records is transactional,
+// from its attributes alone: the header is parsed once, by the partition's
+// batch.Validate.
 func hasTransactionalRecords(req *kmsg.ProduceRequest) bool {
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
 			if m, _ := batch.Magic(p.Records); m != 2 {
 				continue // an old message set has no transactional flag
 			}
-			if h, err := batch.ParseHeader(p.Records); err == nil && h.Transactional() {
+			if batch.IsTransactional(p.Records) { // the attributes, read in place
 				return true
 			}
 		}

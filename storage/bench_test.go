@@ -26,6 +26,21 @@ func BenchmarkAppend(b *testing.B) {
 	})
 }
 
+// BenchmarkAppendValidated is BenchmarkAppend through a leader's entry
+// point: the same batches, appended with the shape their validation
+// learned, which AppendValidated takes instead of walking the header.
+func BenchmarkAppendValidated(b *testing.B) {
+	var shape BatchShape
+	benchAppend(b, func(l *Log, batch []byte) error {
+		if shape == (BatchShape{}) {
+			h, _ := parseHeader(batch)
+			shape = BatchShape{LastOffsetDelta: h.lastOffsetDelta, MaxTimestamp: h.maxTimestamp}
+		}
+		_, _, err := l.AppendValidated(batch, shape)
+		return err
+	})
+}
+
 // BenchmarkAppendReplicated is BenchmarkAppend for a follower: the same
 // batches, each carrying the offset the leader gave it, appended with
 // AppendReplicated, which also checks their CRC-32C. The batch's base

@@ -5,7 +5,11 @@
 // storage imports nothing of the project but vfs, and not kmsg. It knows
 // the 61-byte Kafka v2 record-batch header and nothing of records, requests
 // or sockets; the broker validates batches before Append and finds records
-// inside the batches it reads. All disk access goes through the
+// inside the batches it reads. A partition leader appends the one batch of
+// a produce with AppendValidated, passing the BatchShape (last offset
+// delta, max timestamp) its validation learned, so that storage parses no
+// header of it; Append and AppendReplicated walk the headers of the
+// batches they are given. All disk access goes through the
 // file-system seam of package vfs (vfs.OSFS, vfs.MemFS, and vfs.FaultFS for
 // fault injection).
 //

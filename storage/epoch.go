@@ -103,15 +103,36 @@ func (c *epochCache) assignBatches(batches []byte) error {
 	}
 	for p := 0; p+batchHeaderSize <= len(batches); {
 		h, _ := parseHeader(batches[p:])
-		epoch := int32(binary.BigEndian.Uint32(batches[p+offPartitionLeaderEpoch:]))
-		if last, ok := c.latest(); epoch >= 0 && (!ok || epoch > last.Epoch) {
-			if err := c.assign(epoch, h.baseOffset); err != nil {
-				return err
-			}
+		if err := c.assignIfNewer(batchLeaderEpoch(batches[p:]), h.baseOffset); err != nil {
+			return err
 		}
 		p += int(h.size)
 	}
 	return nil
+}
+
+// assignBatch is assignBatches for one batch whose partition leader epoch
+// and base offset the caller has read. appendMu held.
+func (c *epochCache) assignBatch(epoch int32, baseOffset int64) error {
+	if err := c.flush(); err != nil {
+		return err
+	}
+	return c.assignIfNewer(epoch, baseOffset)
+}
+
+// assignIfNewer assigns epoch at baseOffset if it is newer than the latest
+// entry; a batch without an epoch (-1) changes nothing. appendMu held.
+func (c *epochCache) assignIfNewer(epoch int32, baseOffset int64) error {
+	if last, ok := c.latest(); epoch >= 0 && (!ok || epoch > last.Epoch) {
+		return c.assign(epoch, baseOffset)
+	}
+	return nil
+}
+
+// batchLeaderEpoch is the partition leader epoch of the batch at the start
+// of b, which holds at least a header.
+func batchLeaderEpoch(b []byte) int32 {
+	return int32(binary.BigEndian.Uint32(b[offPartitionLeaderEpoch:]))
 }
 
 // truncateFromEnd removes the entries starting at or after endOffset, as a

@@ -280,7 +280,9 @@ func (l *Log) fail(cause error) error {
 // Either the whole unit is appended or, on error, none of it is: a failed
 // write is cut off the file again (if that fails too, the Log fails with
 // ErrFailed). Nothing is fsynced; see Sync. Append does not allocate per
-// record or per batch.
+// record or per batch. It parses each header three times (to check the
+// unit, to index each batch, for the leader-epoch cache); a leader's one
+// validated batch goes through AppendValidated, which parses none.
 func (l *Log) Append(batches []byte) (first, last int64, err error) {
 	return l.append(batches, false)
 }
@@ -392,58 +394,165 @@ func (l *Log) append(batches []byte, keepOffsets bool) (first, last int64, err e
 	if err != nil {
 		return -1, -1, err
 	}
-
-	seg := l.active()
-	if l.shouldRoll(seg, int64(len(batches)), u.count, u.next-1, u.maxTs) {
-		if err := l.roll(); err != nil {
-			return -1, -1, err
-		}
-		seg = l.active()
+	seg, err := l.segmentForUnit(int64(len(batches)), u)
+	if err != nil {
+		return -1, -1, err
 	}
 
-	// Assign offsets (unless kept) and work out the index entries, exactly
-	// as recovery would rebuild them (see scanSegment).
-	idx, tim := l.idxScratch[:0], l.timScratch[:0]
-	maxTs, maxTsOffset := seg.maxTs, seg.maxTsOffset
-	_, lastIdxPos := seg.offsets.last()
-	lastTimeTs, _ := seg.times.last()
-	pos, off := seg.size, u.first
+	// Assign offsets (unless kept) and work out the index entries.
+	w := l.startUnitIndex(seg, u.first)
 	for p := 0; p < len(batches); {
 		b := batches[p:]
 		if !keepOffsets {
-			binary.BigEndian.PutUint64(b[offBaseOffset:], uint64(off))
+			binary.BigEndian.PutUint64(b[offBaseOffset:], uint64(w.next))
 		}
 		h, _ := parseHeader(b)
-		if h.maxTimestamp > maxTs {
-			maxTs, maxTsOffset = h.maxTimestamp, h.lastOffset()
-		}
-		if pos-lastIdxPos > int64(l.cfg.IndexIntervalBytes) {
-			idx = appendOffsetEntry(idx, seg.base, h.lastOffset(), pos)
-			lastIdxPos = pos
-			if maxTs > lastTimeTs {
-				tim = appendTimeEntry(tim, seg.base, maxTs, maxTsOffset)
-				lastTimeTs = maxTs
-			}
-		}
-		pos += h.size
+		w.add(h.size, h.lastOffset(), h.maxTimestamp)
 		p += int(h.size)
-		off = h.nextOffset()
 	}
-	l.idxScratch, l.timScratch = idx, tim
-	if err := l.makeRoom(seg, len(idx)/offsetEntrySize, len(tim)/timeEntrySize); err != nil {
+	if err := l.reserveIndex(seg, &w); err != nil {
 		return -1, -1, err
 	}
 	// As Kafka, record a new leader epoch before the data that starts it.
 	if err := l.epochs.assignBatches(batches); err != nil {
 		return -1, -1, err
 	}
+	return l.writeUnit(seg, batches, u, &w)
+}
 
+// BatchShape is what AppendValidated takes from its caller instead of
+// reading the batch's header: what the caller's validation of the batch
+// learned.
+type BatchShape struct {
+	// LastOffsetDelta is the batch's lastOffsetDelta: it takes the offsets
+	// from the log end to the log end + LastOffsetDelta.
+	LastOffsetDelta int32
+	// MaxTimestamp is the batch's maxTimestamp as stored, after any stamp
+	// of the caller's: the time index, the segment's max timestamp and
+	// time-based rolling follow it.
+	MaxTimestamp int64
+}
+
+// AppendValidated is Append for one batch that its caller has validated as
+// a partition leader does (a whole v2 batch of exactly len(batch) bytes, as
+// batch.Validate accepts one) and whose shape it passes: no header is
+// walked or parsed; the offsets, index entries, segment max timestamp and
+// roll decision come from shape and len(batch), and only the partition
+// leader epoch, which the leader stamped, is read from the bytes. It
+// assigns the offsets from the log end, rewriting the base offset in
+// place, and stores, indexes and publishes exactly what Append would for
+// the same batch. It checks only that batch holds a header, that
+// shape.LastOffsetDelta is not negative, and that the offsets do not
+// overflow (ErrInvalidBatch); a shape that disagrees with the header
+// indexes the batch wrongly, so bytes not validated upstream (a
+// follower's) go through AppendReplicated, and several batches through
+// Append.
+func (l *Log) AppendValidated(batch []byte, shape BatchShape) (first, last int64, err error) {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.writable(); err != nil {
+		return -1, -1, err
+	}
+	switch {
+	case len(batch) < batchHeaderSize:
+		return -1, -1, fmt.Errorf("%w: %d bytes, shorter than a batch header", ErrInvalidBatch, len(batch))
+	case len(batch) > math.MaxInt32:
+		return -1, -1, fmt.Errorf("%w: %d bytes is more than one segment can hold", ErrInvalidBatch, len(batch))
+	case shape.LastOffsetDelta < 0:
+		return -1, -1, fmt.Errorf("%w: negative lastOffsetDelta %d", ErrInvalidBatch, shape.LastOffsetDelta)
+	}
+	end := l.end.Load()
+	if end > math.MaxInt64-int64(shape.LastOffsetDelta)-1 {
+		return -1, -1, fmt.Errorf("%w: offsets overflow", ErrInvalidBatch)
+	}
+	u := unitShape{first: end, next: end + int64(shape.LastOffsetDelta) + 1, count: 1, maxTs: max(noTimestamp, shape.MaxTimestamp)}
+	seg, err := l.segmentForUnit(int64(len(batch)), u)
+	if err != nil {
+		return -1, -1, err
+	}
+	binary.BigEndian.PutUint64(batch[offBaseOffset:], uint64(end))
+	w := l.startUnitIndex(seg, end)
+	w.add(int64(len(batch)), u.next-1, shape.MaxTimestamp)
+	if err := l.reserveIndex(seg, &w); err != nil {
+		return -1, -1, err
+	}
+	if err := l.epochs.assignBatch(batchLeaderEpoch(batch), end); err != nil {
+		return -1, -1, err
+	}
+	return l.writeUnit(seg, batch, u, &w)
+}
+
+// segmentForUnit returns the segment a unit of n bytes and shape u goes
+// to: the active one, rolled first if shouldRoll says so. appendMu held.
+func (l *Log) segmentForUnit(n int64, u unitShape) (*segment, error) {
+	seg := l.active()
+	if l.shouldRoll(seg, n, u.count, u.next-1, u.maxTs) {
+		if err := l.roll(); err != nil {
+			return nil, err
+		}
+		seg = l.active()
+	}
+	return seg, nil
+}
+
+// unitIndex works out, batch by batch, the offset and time index entries
+// of a unit appended to a segment, exactly as recovery would rebuild them
+// (see scanSegment), and the segment's size, end offset and max timestamp
+// after it.
+type unitIndex struct {
+	base, interval         int64 // the segment's base offset; index.interval.bytes
+	idx, tim               []byte
+	pos, next              int64 // the segment's size and the next offset
+	maxTs, maxTsOffset     int64
+	lastIdxPos, lastTimeTs int64
+}
+
+// startUnitIndex starts the index of a unit appended to seg at offset
+// first, in the Log's scratch buffers. appendMu held.
+func (l *Log) startUnitIndex(seg *segment, first int64) unitIndex {
+	w := unitIndex{base: seg.base, interval: int64(l.cfg.IndexIntervalBytes),
+		idx: l.idxScratch[:0], tim: l.timScratch[:0], pos: seg.size, next: first,
+		maxTs: seg.maxTs, maxTsOffset: seg.maxTsOffset}
+	_, w.lastIdxPos = seg.offsets.last()
+	w.lastTimeTs, _ = seg.times.last()
+	return w
+}
+
+// add indexes the next batch of the unit: size bytes, ending at lastOffset,
+// with max timestamp maxTs.
+func (w *unitIndex) add(size, lastOffset, maxTs int64) {
+	if maxTs > w.maxTs {
+		w.maxTs, w.maxTsOffset = maxTs, lastOffset
+	}
+	if w.pos-w.lastIdxPos > w.interval {
+		w.idx = appendOffsetEntry(w.idx, w.base, lastOffset, w.pos)
+		w.lastIdxPos = w.pos
+		if w.maxTs > w.lastTimeTs {
+			w.tim = appendTimeEntry(w.tim, w.base, w.maxTs, w.maxTsOffset)
+			w.lastTimeTs = w.maxTs
+		}
+	}
+	w.pos += size
+	w.next = lastOffset + 1
+}
+
+// reserveIndex keeps w's buffers for the next append and makes room in
+// seg's index files for its entries. appendMu held.
+func (l *Log) reserveIndex(seg *segment, w *unitIndex) error {
+	l.idxScratch, l.timScratch = w.idx, w.tim
+	return l.makeRoom(seg, len(w.idx)/offsetEntrySize, len(w.tim)/timeEntrySize)
+}
+
+// writeUnit writes the unit batches, of shape u and indexed by w, to seg
+// and publishes it; on a failed write the files are cut back. appendMu
+// held.
+func (l *Log) writeUnit(seg *segment, batches []byte, u unitShape, w *unitIndex) (first, last int64, err error) {
 	err = writeFull(seg.log, batches, seg.size)
 	if err == nil {
-		err = seg.offsets.write(idx)
+		err = seg.offsets.write(w.idx)
 	}
 	if err == nil {
-		err = seg.times.write(tim)
+		err = seg.times.write(w.tim)
 	}
 	if err != nil {
 		err = fmt.Errorf("storage: append to %s: %w", seg.path, err)
@@ -457,14 +566,14 @@ func (l *Log) append(batches []byte, keepOffsets bool) (first, last int64, err e
 	if seg.size == 0 {
 		seg.rollTs = u.maxTs // Kafka's rollingBasedTimestamp
 	}
-	seg.size = pos
-	seg.end = off
-	seg.offsets.publish(idx)
-	seg.times.publish(tim)
-	seg.maxTs, seg.maxTsOffset = maxTs, maxTsOffset
-	l.end.Store(off)
+	seg.size = w.pos
+	seg.end = w.next
+	seg.offsets.publish(w.idx)
+	seg.times.publish(w.tim)
+	seg.maxTs, seg.maxTsOffset = w.maxTs, w.maxTsOffset
+	l.end.Store(w.next)
 	l.mu.Unlock()
-	return u.first, off - 1, nil
+	return u.first, w.next - 1, nil
 }
 
 // makeRoom grows the active segment's mapped index files when an append

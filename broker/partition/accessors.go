@@ -35,7 +35,7 @@ func (p *Partition) Topic() string { return p.topic }
 func (p *Partition) Index() int32 { return p.index }
 
 // Log is the partition's log. Appends go through the partition (Append,
-// AppendGuarded, WriteTxnMarker, AppendFromLeader), so that each is checked
+// AppendBuilt, WriteTxnMarker, AppendFromLeader), so that each is checked
 // against the producer state and stamped with the leader epoch under
 // appendMu; the log is for reads, flushes and the cleaner.
 func (p *Partition) Log() *storage.Log { return p.log }

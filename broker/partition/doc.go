@@ -2,12 +2,15 @@
 // with its producer state. A Partition owns the partition's log
 // (storage.Log) and what must change in step with it:
 //
-//   - appends: Append, AppendGuarded and AppendParsed (for a header the
-//     caller parsed already) check a batch against the producer
-//     state (duplicates, producer epochs, sequences, and the guard of a
-//     transaction verification) and stamp the leader epoch, as one step
-//     with the append; WriteTxnMarker appends a transaction marker and
-//     completes the producer's transaction (txn_markers.go);
+//   - appends: Append takes a batch with the header its caller parsed
+//     (a produced batch's, from batch.Validate; AppendBuilt parses that of
+//     a batch the broker built), checks it against the producer state
+//     (duplicates, producer epochs, sequences, and the guard of a
+//     transaction verification) and stamps the leader epoch, as one step
+//     with the log's append, which takes the batch's shape from the same
+//     header (storage.Log.AppendValidated); WriteTxnMarker appends a
+//     transaction marker and completes the producer's transaction
+//     (txn_markers.go);
 //   - the producer state and its snapshots (producer_state.go), rebuilt
 //     when the partition opens (LoadProducers) and after a truncation;
 //   - the leader epoch, stamped under appendMu on every batch it appends

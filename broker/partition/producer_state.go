@@ -277,7 +277,7 @@ func (s *producerStates) checkEpoch(pid int64, epoch int16) (*kerr.Error, string
 // max timestamp as stored. A new epoch forgets the old epoch's batches.
 //
 // A transactional batch of a producer without an ongoing transaction here
-// begins one at baseOffset; AppendGuarded publishes that before the batch is
+// begins one at baseOffset; Append publishes that before the batch is
 // appended, so that no read_committed fetch sees it past the LSO.
 func (s *producerStates) update(h *batch.Header, baseOffset int64) {
 	e := s.entry(h.ProducerID)
@@ -473,7 +473,7 @@ func (p *Partition) SnapshotAtClose() {
 	p.takeSnapshot(p.log.EndOffset())
 }
 
-// AppendOutcome is what Append or AppendGuarded did with a batch.
+// AppendOutcome is what Append did with a batch.
 type AppendOutcome struct {
 	// BaseOffset is where the batch was appended or, for a duplicate, where
 	// the original was.
@@ -509,44 +509,33 @@ const (
 	OriginCoordinator
 )
 
-// Append appends one validated batch of origin, ready to store, to p's
-// log, stamped with the leader epoch it is appended at (AppendOutcome's
-// LeaderEpoch). A batch with a producer id is first checked against the
-// producer state, and the state is updated once the append succeeded; the
-// check, the stamp and the append are atomic with respect to other appends
-// to p. now (Unix ms) drives expiry. A non-nil error is the log's and
-// nothing was appended.
-func (p *Partition) Append(origin Origin, one []byte, now int64) (AppendOutcome, error) {
-	return p.AppendGuarded(origin, one, now, Unguarded)
-}
-
 // Unguarded is the guard of appends that are not a client's transactional
 // produce.
 const Unguarded = ^uint64(0)
 
-// AppendGuarded is Append for a client's batch, verified with the
-// transaction coordinator under guard if it is transactional (the
-// broker's txn_verify.go sets it with SetTxnGuard; 0: not verified,
-// because the producer's transaction was already open here; Unguarded:
-// not a client's transactional produce). If the batch would open a transaction and guard is
-// not p's guard for the producer — a marker ended the transaction
-// meanwhile — it is refused with INVALID_TXN_STATE, as Kafka's UnifiedLog
-// refuses a batch whose VerificationGuard does not match.
-func (p *Partition) AppendGuarded(origin Origin, one []byte, now int64, guard uint64) (AppendOutcome, error) {
-	h, err := batch.ParseHeader(one)
-	if err != nil {
-		return AppendOutcome{}, err
-	}
-	return p.AppendParsed(origin, one, &h, now, guard)
-}
-
-// AppendParsed is AppendGuarded for a batch whose header the caller has
-// parsed already (a produced batch's, from batch.Validate), so that it is
-// not parsed again. Of h it reads the producer id, epoch and base
+// Append appends one validated batch of origin, ready to store, to p's
+// log, stamped with the leader epoch it is appended at (AppendOutcome's
+// LeaderEpoch). h is the batch's header, which the caller has parsed
+// already (a produced batch's, from batch.Validate) and which is not
+// parsed again: of it Append reads the producer id, epoch and base
 // sequence, the last offset delta, the transactional flag and the max
 // timestamp, which must be one's as stored, after any stamp of the
-// caller's.
-func (p *Partition) AppendParsed(origin Origin, one []byte, h *batch.Header, now int64, guard uint64) (AppendOutcome, error) {
+// caller's; the log takes the last two as the batch's shape
+// (storage.Log.AppendValidated). A batch with a producer id is first
+// checked against the producer state, and the state is updated once the
+// append succeeded; the check, the stamp and the append are atomic with
+// respect to other appends to p. now (Unix ms) drives expiry. A non-nil
+// error is the log's and nothing was appended.
+//
+// guard is the transaction verification a client's transactional batch
+// was verified under (the broker's txn_verify.go sets it with
+// SetTxnGuard; 0: not verified, because the producer's transaction was
+// already open here; Unguarded: not a client's transactional produce). If
+// the batch would open a transaction and guard is not p's guard for the
+// producer — a marker ended the transaction meanwhile — it is refused with
+// INVALID_TXN_STATE, as Kafka's UnifiedLog refuses a batch whose
+// VerificationGuard does not match.
+func (p *Partition) Append(origin Origin, one []byte, h *batch.Header, now int64, guard uint64) (AppendOutcome, error) {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	epoch := p.leaderEpoch.Load() // 0 on a single node
@@ -588,7 +577,7 @@ func (p *Partition) AppendParsed(origin Origin, one []byte, h *batch.Header, now
 	if beginsTxn {
 		p.producers.setOngoing(h.ProducerID, p.log.EndOffset())
 	}
-	first, last, err := p.log.Append(one)
+	first, last, err := p.log.AppendValidated(one, storage.BatchShape{LastOffsetDelta: h.LastOffsetDelta, MaxTimestamp: h.MaxTimestamp})
 	if err != nil {
 		if beginsTxn {
 			p.producers.setOngoing(h.ProducerID, -1)
@@ -604,6 +593,17 @@ func (p *Partition) AppendParsed(origin Origin, one []byte, h *batch.Header, now
 		p.producers.update(h, first)
 	}
 	return AppendOutcome{BaseOffset: first, End: last + 1, LeaderEpoch: epoch}, nil
+}
+
+// AppendBuilt is Append, Unguarded, for a batch the broker built rather
+// than validated (a coordinator's records, tests): its header is parsed
+// here.
+func (p *Partition) AppendBuilt(origin Origin, one []byte, now int64) (AppendOutcome, error) {
+	h, err := batch.ParseHeader(one)
+	if err != nil {
+		return AppendOutcome{}, err
+	}
+	return p.Append(origin, one, &h, now, Unguarded)
 }
 
 // ProducerLastBatches returns each producer's epoch and the last offset of

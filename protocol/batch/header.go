@@ -163,6 +163,25 @@ func Magic(b []byte) (magic int8, ok bool) {
 	return int8(b[offMagic]), true
 }
 
+// Codec returns the codec bits of the header at the start of b, read in
+// place, for a check that must precede Validate's (a produce version too old
+// for zstd): it is ParseHeader(b).Compression() without the rest of the
+// header. ok is false if b is shorter than a header; like ParseHeader it
+// checks nothing else, so the codec may be unknown.
+func Codec(b []byte) (c Compression, ok bool) {
+	if len(b) < HeaderSize {
+		return 0, false
+	}
+	return Compression(int16(binary.BigEndian.Uint16(b[offAttributes:])) & attrCompressionMask), true
+}
+
+// IsTransactional reports whether the header at the start of b has the
+// transactional bit, read in place: ParseHeader(b).Transactional(), and
+// false if b is shorter than a header. Nothing else is checked.
+func IsTransactional(b []byte) bool {
+	return len(b) >= HeaderSize && int16(binary.BigEndian.Uint16(b[offAttributes:]))&attrTransactional != 0
+}
+
 // SetBaseOffset writes the base offset into the batch at the start of b, in
 // place. The CRC does not cover it, so nothing else changes. b must hold at
 // least a header (a batch that passed Check or Validate); it panics otherwise.

@@ -80,6 +80,31 @@ func TestMagicIsByte16(t *testing.T) {
 	}
 }
 
+func TestCodecAndIsTransactionalAgreeWithParseHeader(t *testing.T) {
+	for _, c := range codecs {
+		for _, txn := range []bool{false, true} {
+			opts := defaultOptions(c)
+			opts.Transactional, opts.ProducerID, opts.ProducerEpoch, opts.BaseSequence = txn, 5, 0, 0
+			b := mustBuild(t, opts, sampleRecords(2))
+			b[offAttributes] = 0x7f // high byte: unused bits, ignored by both
+			h, _ := ParseHeader(b)
+			if got, ok := Codec(b); !ok || got != h.Compression() {
+				t.Errorf("%v: Codec = %v, %v; want %v", c, got, ok, h.Compression())
+			}
+			if got := IsTransactional(b); got != h.Transactional() || got != txn {
+				t.Errorf("%v transactional=%v: IsTransactional = %v", c, txn, got)
+			}
+			b[offAttributes+1] |= attrCompressionMask // an unknown codec is read as is
+			if got, _ := Codec(b); got != 7 {
+				t.Errorf("%v: Codec of codec bits 7 = %v", c, got)
+			}
+			if _, ok := Codec(b[:HeaderSize-1]); ok || IsTransactional(b[:HeaderSize-1]) {
+				t.Errorf("%v: a short header was read", c)
+			}
+		}
+	}
+}
+
 func TestCompressionString(t *testing.T) {
 	for c, want := range map[Compression]string{None: "none", Gzip: "gzip", Snappy: "snappy", LZ4: "lz4", Zstd: "zstd", 5: "unknown(5)", -1: "unknown(-1)"} {
 		if got := c.String(); got != want {
