@@ -173,17 +173,32 @@ func (b *Broker) produceTo(r *request, req *kmsg.ProduceRequest, t *topic, p *pa
 		fail(e, msg)
 		sp.LogStartOffset = p.Log().StartOffset()
 	}
-	one, err := singleBatch(records)
-	if err != nil {
+	// ProduceRequest.validateRecords, in Kafka's order: at least one batch,
+	// the first batch's magic, zstd below v7 (read in place, before the CRC
+	// or the records; Validate is the one parse of the header), then exactly
+	// one batch. The log's size checks come after.
+	failBatches := func(err error) {
 		if errors.Is(err, batch.ErrCorrupt) {
 			fail(kerr.CorruptMessage, err.Error())
 		} else {
 			fail(kerr.InvalidRecord, err.Error())
 		}
+	}
+	one, rest, err := firstBatch(records, req.Version)
+	if err != nil {
+		failBatches(err)
 		return -1, 0
 	}
 	if magic, _ := batch.Magic(one); magic != 2 {
 		fail(kerr.InvalidRecord, fmt.Sprintf("Produce requests with version %d are only allowed to contain record batches with magic version 2", req.Version))
+		return -1, 0
+	}
+	if codec, ok := batch.Codec(one); ok && codec == batch.Zstd && req.Version < 7 {
+		fail(kerr.UnsupportedCompressionType, fmt.Sprintf("Produce requests with version %d are not allowed to use ZStandard compression", req.Version))
+		return -1, 0
+	}
+	if rest != nil {
+		failBatches(rest)
 		return -1, 0
 	}
 	cfg := *t.effective.Load()
@@ -193,13 +208,6 @@ func (b *Broker) produceTo(r *request, req *kmsg.ProduceRequest, t *topic, p *pa
 	}
 	if int64(len(one)) > cfg.segmentBytes {
 		fail(kerr.RecordListTooLarge, fmt.Sprintf("The batch size of %d bytes exceeds segment.bytes %d", len(one), cfg.segmentBytes))
-		return -1, 0
-	}
-	// Kafka refuses zstd below v7 before it looks at the batch's CRC or
-	// records, so the codec bits are read here, in place; Validate is the
-	// one parse of the header.
-	if codec, ok := batch.Codec(one); ok && codec == batch.Zstd && req.Version < 7 {
-		fail(kerr.UnsupportedCompressionType, fmt.Sprintf("Produce requests with version %d are not allowed to use ZStandard compression", req.Version))
 		return -1, 0
 	}
 	info, err := batch.Validate(one, &r.conn.scratch)
@@ -282,14 +290,17 @@ func (b *Broker) produceTo(r *request, req *kmsg.ProduceRequest, t *topic, p *pa
 	return out.End, out.LeaderEpoch
 }
 
-// singleBatch returns the one batch a v3+ partition entry must hold. As in
-// Kafka, bytes after the last complete batch that do not form a whole batch
-// are ignored; a blob with no complete batch is INVALID_RECORD.
-func singleBatch(records []byte) ([]byte, error) {
-	var one []byte
-	err := batch.Split(records, func(b []byte) error {
+// firstBatch splits a v3+ partition entry into its first batch and what
+// Kafka says of the rest once it has checked the first one's magic and
+// codec: nil when no other batch follows, else INVALID_RECORD for a second
+// batch or the framing error that reading one met. As in Kafka, bytes after
+// the last complete batch that do not form a whole batch are ignored; a
+// blob with no complete batch is INVALID_RECORD (err).
+func firstBatch(records []byte, version int16) (one []byte, rest, err error) {
+	errSecond := fmt.Errorf("Produce requests with version %d are only allowed to contain exactly one record batch per partition", version)
+	err = batch.Split(records, func(b []byte) error {
 		if one != nil {
-			return errors.New("produce requests with version 3 and above are only allowed to contain exactly one record batch per partition")
+			return errSecond
 		}
 		one = b
 		return nil
@@ -297,10 +308,13 @@ func singleBatch(records []byte) ([]byte, error) {
 	if errors.Is(err, batch.ErrTruncated) {
 		err = nil
 	}
-	if err == nil && one == nil {
-		err = errors.New("produce requests with version 3 and above must have at least one record batch per partition")
+	if one != nil {
+		return one, err, nil
 	}
-	return one, err
+	if err == nil {
+		err = fmt.Errorf("Produce requests with version %d must have at least one record batch per partition", version)
+	}
+	return nil, nil, err
 }
 
 // batchErrorCode maps a batch validation error to its Kafka code.

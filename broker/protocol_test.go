@@ -69,6 +69,7 @@ func TestProduceErrors(t *testing.T) {
 	c := dialRaw(t, b.Addr())
 	createTopic(t, c, "small", 1, map[string]string{"max.message.bytes": "200"})
 	createTopic(t, c, "strict", 1, map[string]string{"min.insync.replicas": "2"})
+	createTopic(t, c, "tiny", 1, map[string]string{"max.message.bytes": "10"})
 	now := time.Now().UnixMilli()
 	good := func() []byte { return makeBatch(t, batch.None, 3, now) }
 	badCRC := good()
@@ -77,6 +78,8 @@ func TestProduceErrors(t *testing.T) {
 	zstdBadCRC := makeBatch(t, batch.Zstd, 1, now)
 	zstdBadCRC[len(zstdBadCRC)-1] ^= 0xff
 	future := makeBatch(t, batch.None, 3, now+2*3600*1000)
+	twoZstd := append(makeBatch(t, batch.Zstd, 1, now), makeBatch(t, batch.Zstd, 1, now)...)
+	zstdThenCorrupt := append(makeBatch(t, batch.Zstd, 1, now), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
 
 	tests := []struct {
 		name    string
@@ -98,6 +101,13 @@ func TestProduceErrors(t *testing.T) {
 		// Kafka's ProduceRequest.validateRecords refuses zstd before the log checks the CRC.
 		{"zstd before v7, bad crc", 6, 1, "small", 0, zstdBadCRC, kerr.UnsupportedCompressionType},
 		{"zstd at v7, bad crc", 7, 1, "small", 0, zstdBadCRC, kerr.CorruptMessage},
+		// validateRecords checks the first batch's magic and codec, then that
+		// it is the only one, all before the log's size limits.
+		{"zstd before v7, two batches", 6, 1, "small", 0, twoZstd, kerr.UnsupportedCompressionType},
+		{"zstd before v7, a corrupt second batch", 6, 1, "small", 0, zstdThenCorrupt, kerr.UnsupportedCompressionType},
+		{"zstd at v7, two batches", 7, 1, "small", 0, twoZstd, kerr.InvalidRecord},
+		{"zstd before v7, too large", 6, 1, "tiny", 0, makeBatch(t, batch.Zstd, 1, now), kerr.UnsupportedCompressionType},
+		{"two batches, too large", 9, 1, "tiny", 0, twoBatches, kerr.InvalidRecord},
 		{"timestamp too far ahead", 9, 1, "small", 0, future, kerr.InvalidTimestamp},
 		// Kafka 4 caps min.insync.replicas at the replication factor.
 		{"min isr above replicas", 9, -1, "strict", 0, good(), nil},
