@@ -32,6 +32,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"time"
 
@@ -229,33 +230,13 @@ func (b *Broker) produceTo(r *request, req *kmsg.ProduceRequest, t *topic, p *pa
 		}
 		guard = g
 	}
-	if cfg.compact && info.NullKeys > 0 { // walk the records only when Validate counted a null key
-		if bad := nullKeys(one, r); len(bad) > 0 {
-			msg := fmt.Sprintf("Compacted topic cannot accept message without key in topic partition %s-%d.", p.Topic(), p.Index())
-			failInLog(kerr.InvalidRecord, fmt.Sprintf("One or more records have been rejected due to %d record errors in total: %s", len(bad), msg))
-			if req.Version >= 8 {
-				for _, i := range bad {
-					rec := kmsg.NewProduceResponseTopicPartitionErrorRecord()
-					rec.RelativeOffset = int32(i)
-					rec.ErrorMessage = &msg
-					sp.ErrorRecords = append(sp.ErrorRecords, rec)
-				}
-			}
-			return -1, 0
-		}
-	}
 	now := time.Now().UnixMilli()
-	if !cfg.logAppendTime {
-		if bad, msg := b.checkTimestamps(one, &info, cfg, now, r); bad >= 0 {
-			failInLog(kerr.InvalidTimestamp, msg)
-			if req.Version >= 8 {
-				rec := kmsg.NewProduceResponseTopicPartitionErrorRecord()
-				rec.RelativeOffset = int32(bad)
-				rec.ErrorMessage = &msg
-				sp.ErrorRecords = []kmsg.ProduceResponseTopicPartitionErrorRecord{rec}
-			}
-			return -1, 0
+	if code, msg, errs := recordErrors(one, &info, cfg, now, p, r); code != nil {
+		failInLog(code, msg)
+		if req.Version >= 8 {
+			sp.ErrorRecords = errs
 		}
+		return -1, 0
 	}
 	// stored is the header as the batch is stored, once stamped: the
 	// partition's producer state and its log take it from Validate
@@ -329,48 +310,55 @@ func batchErrorCode(err error) *kerr.Error {
 	}
 }
 
-// nullKeys returns the indexes of the records of one without a key, which a
-// compacted topic refuses (Kafka's LogValidator: INVALID_RECORD naming each).
-func nullKeys(one []byte, r *request) []int {
-	var bad []int
+// recordErrors is the per-record part of Kafka's LogValidator: on a
+// compacted topic a record without a key is INVALID_RECORD, and on a
+// CreateTime topic a record whose timestamp is set (not -1) and outside
+// message.timestamp.before.max.ms / after.max.ms of now is INVALID_TIMESTAMP;
+// a record has at most one error, the key's first. Every record is checked
+// and each error is listed, as Kafka's RecordValidationException lists them;
+// the partition's error is INVALID_TIMESTAMP if any record has a timestamp
+// error, else INVALID_RECORD, with Kafka's message. The records are walked
+// only when Validate's counts say some record fails: on the refusal path
+// alone, to name the records.
+func recordErrors(one []byte, info *batch.Info, cfg effectiveTopicConfig, now int64, p *partition.Partition, r *request) (*kerr.Error, string, []kmsg.ProduceResponseTopicPartitionErrorRecord) {
+	keys := cfg.compact && info.NullKeys > 0
+	checkNew := !cfg.logAppendTime && cfg.timestampAfterMaxMs < math.MaxInt64-now
+	checkOld := !cfg.logAppendTime && cfg.timestampBeforeMaxMs < now
+	tooNew := func(ts int64) bool { return checkNew && ts > now+cfg.timestampAfterMaxMs }
+	tooOld := func(ts int64) bool { return checkOld && ts != batch.NoTimestamp && ts < now-cfg.timestampBeforeMaxMs }
+	if !keys && !tooNew(info.MaxTimestamp) && !tooOld(info.MinTimestamp) {
+		return nil, "", nil
+	}
+	var errs []kmsg.ProduceResponseTopicPartitionErrorRecord
+	timestamps := false
+	add := func(i int, msg string) {
+		rec := kmsg.NewProduceResponseTopicPartitionErrorRecord()
+		rec.RelativeOffset, rec.ErrorMessage = int32(i), &msg
+		errs = append(errs, rec)
+	}
 	i := 0
-	batch.ForEachRecord(one, &r.conn.scratch, func(_ *batch.Header, rec *batch.Record) bool {
-		if rec.Key == nil {
-			bad = append(bad, i)
+	batch.ForEachRecord(one, &r.conn.scratch, func(h *batch.Header, rec *batch.Record) bool {
+		switch ts := h.RecordTimestamp(rec); {
+		case cfg.compact && rec.Key == nil:
+			add(i, fmt.Sprintf("Compacted topic cannot accept message without key in topic partition %s-%d", p.Topic(), p.Index()))
+		case ts != batch.NoTimestamp && (tooNew(ts) || tooOld(ts)):
+			timestamps = true
+			add(i, fmt.Sprintf("Timestamp %d of message with offset %d is out of range. The timestamp should be within [%d, %d]",
+				ts, i, now-cfg.timestampBeforeMaxMs, now+cfg.timestampAfterMaxMs))
 		}
 		i++
 		return true
 	})
-	return bad
-}
-
-// checkTimestamps enforces message.timestamp.before.max.ms and
-// message.timestamp.after.max.ms for CreateTime topics. It returns the index
-// of the first offending record and a message, or -1. The records are only
-// walked when the batch's bounds say one may be out of range.
-func (b *Broker) checkTimestamps(one []byte, info *batch.Info, cfg effectiveTopicConfig, now int64, r *request) (int, string) {
-	tooNew := cfg.timestampAfterMaxMs < math.MaxInt64-now && info.MaxTimestamp > now+cfg.timestampAfterMaxMs
-	checkOld := cfg.timestampBeforeMaxMs < now && info.MinTimestamp != batch.NoTimestamp && info.MinTimestamp < now-cfg.timestampBeforeMaxMs
-	if !tooNew && !checkOld {
-		return -1, ""
+	switch {
+	case len(errs) == 0:
+		return nil, "", nil
+	case timestamps:
+		return kerr.InvalidTimestamp, "One or more records have been rejected due to invalid timestamp", errs
 	}
-	bad, msg := -1, ""
-	i := 0
-	batch.ForEachRecord(one, &r.conn.scratch, func(h *batch.Header, rec *batch.Record) bool {
-		ts := h.RecordTimestamp(rec)
-		switch {
-		case ts > now+cfg.timestampAfterMaxMs && cfg.timestampAfterMaxMs < math.MaxInt64-now:
-			msg = fmt.Sprintf("Timestamp %d of message with offset %d is out of range. The timestamp should be within [%d, %d]",
-				ts, i, now-cfg.timestampBeforeMaxMs, now+cfg.timestampAfterMaxMs)
-		case checkOld && ts < now-cfg.timestampBeforeMaxMs:
-			msg = fmt.Sprintf("Timestamp %d of message with offset %d is out of range. The timestamp should be within [%d, %d]",
-				ts, i, now-cfg.timestampBeforeMaxMs, now+cfg.timestampAfterMaxMs)
-		default:
-			i++
-			return true
-		}
-		bad = i
-		return false
-	})
-	return bad, msg
+	shown := make([]string, 0, 3)
+	for _, e := range errs[:min(len(errs), 3)] {
+		shown = append(shown, fmt.Sprintf("RecordError(batchIndex=%d, message='%s')", e.RelativeOffset, *e.ErrorMessage))
+	}
+	return kerr.InvalidRecord, fmt.Sprintf("One or more records have been rejected due to %d record errors in total, and only showing the first three errors at most: [%s]",
+		len(errs), strings.Join(shown, ", ")), errs
 }

@@ -3,6 +3,7 @@ package broker
 import (
 	"encoding/binary"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -192,6 +193,65 @@ func TestProduceTimestampErrorNamesTheRecord(t *testing.T) {
 	// Kafka's RecordValidationException answer carries the log start offset.
 	if got.LogStartOffset != 0 {
 		t.Fatalf("log start offset %d, want 0", got.LogStartOffset)
+	}
+}
+
+// As Kafka's LogValidator: every record is checked and each error listed,
+// a record's missing key before its timestamp; one timestamp error makes
+// the partition's error INVALID_TIMESTAMP; a record without a timestamp
+// (-1) is never out of range.
+func TestProduceRecordErrorsListEveryRecord(t *testing.T) {
+	b := startBroker(t, Config{})
+	c := dialRaw(t, b.Addr())
+	createTopic(t, c, "ct", 1, map[string]string{"cleanup.policy": "compact", "message.timestamp.after.max.ms": "1000"})
+	createTopic(t, c, "old", 1, map[string]string{"message.timestamp.before.max.ms": "1000"})
+	now := time.Now().UnixMilli()
+	build := func(base int64, recs []batch.Record) []byte {
+		t.Helper()
+		one, err := batch.AppendBatch(nil, batch.BuildOptions{BaseTimestamp: base, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}, recs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return one
+	}
+	offsets := func(got kmsg.ProduceResponseTopicPartition) []int32 {
+		var o []int32
+		for _, e := range got.ErrorRecords {
+			o = append(o, e.RelativeOffset)
+		}
+		return o
+	}
+	k := []byte("k")
+	mixed := build(now, []batch.Record{
+		{OffsetDelta: 0, TimestampDelta: 60000},         // no key, and late: the key's error
+		{OffsetDelta: 1, Key: k, TimestampDelta: 60000}, // late
+		{OffsetDelta: 2, Key: k},                        // fine
+		{OffsetDelta: 3, Key: k, TimestampDelta: 90000}, // late
+	})
+	got := produceRaw(c, 9, 1, "ct", 0, mixed)
+	if got.ErrorCode != kerr.InvalidTimestamp.Code || !slices.Equal(offsets(got), []int32{0, 1, 3}) {
+		t.Fatalf("got %v with record errors %+v, want INVALID_TIMESTAMP naming 0, 1, 3", kerr.ErrorForCode(got.ErrorCode), got.ErrorRecords)
+	}
+	if got.ErrorMessage == nil || *got.ErrorMessage != "One or more records have been rejected due to invalid timestamp" {
+		t.Fatalf("message %v", got.ErrorMessage)
+	}
+	if m := got.ErrorRecords[0].ErrorMessage; m == nil || !strings.HasPrefix(*m, "Compacted topic cannot accept message without key") {
+		t.Fatalf("record 0's message %v", m)
+	}
+	keys := build(now, []batch.Record{{OffsetDelta: 0}, {OffsetDelta: 1}, {OffsetDelta: 2}, {OffsetDelta: 3, Key: k}, {OffsetDelta: 4}})
+	got = produceRaw(c, 9, 1, "ct", 0, keys)
+	want := "One or more records have been rejected due to 4 record errors in total, and only showing the first three errors at most: [" +
+		"RecordError(batchIndex=0, message='Compacted topic cannot accept message without key in topic partition ct-0'), " +
+		"RecordError(batchIndex=1, message='Compacted topic cannot accept message without key in topic partition ct-0'), " +
+		"RecordError(batchIndex=2, message='Compacted topic cannot accept message without key in topic partition ct-0')]"
+	if got.ErrorCode != kerr.InvalidRecord.Code || !slices.Equal(offsets(got), []int32{0, 1, 2, 4}) || got.ErrorMessage == nil || *got.ErrorMessage != want {
+		t.Fatalf("got %v with record errors %+v, message %v", kerr.ErrorForCode(got.ErrorCode), got.ErrorRecords, got.ErrorMessage)
+	}
+	// Base timestamp -1: record 0 has no timestamp, record 1's is 0, long ago.
+	untimed := build(batch.NoTimestamp, []batch.Record{{OffsetDelta: 0}, {OffsetDelta: 1, TimestampDelta: 1}})
+	got = produceRaw(c, 9, 1, "old", 0, untimed)
+	if got.ErrorCode != kerr.InvalidTimestamp.Code || !slices.Equal(offsets(got), []int32{1}) {
+		t.Fatalf("got %v with record errors %+v, want INVALID_TIMESTAMP naming 1", kerr.ErrorForCode(got.ErrorCode), got.ErrorRecords)
 	}
 }
 
