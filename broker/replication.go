@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/gregor-broker/gregor/broker/partition"
+	"github.com/gregor-broker/gregor/broker/replication"
 	"github.com/gregor-broker/gregor/coordinator/controller"
 	"github.com/gregor-broker/gregor/coordinator/controller/metadata"
 )
@@ -38,7 +39,7 @@ func (c *cluster) applyRoles(im *metadata.Image, roles []roleChange, current boo
 	b := c.b
 	self := b.cfg.NodeID
 	now := time.Now().UnixMilli()
-	follow := map[int32][]fetchTarget{}
+	follow := map[int32][]replication.Target{}
 	for _, rc := range roles {
 		p, st := rc.p, rc.st
 		switch {
@@ -58,7 +59,7 @@ func (c *cluster) applyRoles(im *metadata.Image, roles []roleChange, current boo
 			b.coordinatorLeadership(p, 0, false)
 			p.Wake() // acks=all produces waiting here fail over
 			if st.Leader >= 0 {
-				follow[st.Leader] = append(follow[st.Leader], fetchTarget{p: p, t: rc.t, topicID: rc.topicID, leaderEpoch: st.LeaderEpoch})
+				follow[st.Leader] = append(follow[st.Leader], replication.Target{Partition: p, Topic: rc.t, TopicID: rc.topicID, LeaderEpoch: st.LeaderEpoch})
 			}
 		default:
 			if err := p.BecomeNone(st, current); err != nil {
@@ -68,7 +69,7 @@ func (c *cluster) applyRoles(im *metadata.Image, roles []roleChange, current boo
 			p.Wake()
 		}
 	}
-	c.fetchers.update(follow)
+	c.repl.Follow(follow)
 }
 
 // replicationLoop runs the leader's periodic work: the ISR expiry check

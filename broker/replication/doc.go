@@ -1,0 +1,32 @@
+// Package replication is a cluster node's replication, as Kafka's
+// ReplicaManager and its fetcher threads run it, over the partitions
+// package partition keeps. It owns:
+//
+//   - the replica fetchers (fetcher.go, Kafka's ReplicaFetcherThread):
+//     one goroutine and one connection per leader broker, copying the
+//     partitions this node follows (Manager.Follow) and truncating them
+//     where their log diverges from the leader's;
+//   - the replication throttles' decisions (throttle.go): the two rates
+//     (Quotas), a leader holding back a throttled follower, a follower
+//     leaving a throttled partition out of its fetch.
+//
+// The broker owns the rest and gives it what it needs: the configuration
+// (Config, taken from the broker's), and an Env for this node's broker
+// epoch, the brokers' endpoints in the metadata image and the
+// connections to them. Which partitions are followed, and from which
+// leader, the broker decides from each image (its applyRoles), as it
+// serves the leader's side of a replica fetch (its readReplica) and sets
+// the throttles' bounds from its dynamic configs.
+//
+// Imports: broker/partition, broker/quota and storage of this project,
+// and franz-go's kerr and kmsg; never broker.
+//
+// Lock order: fetcherManager.mu (Follow) before a fetcher's mu, before
+// quota.Replication.mu (a follower throttle's check) and storage.Log's
+// epoch lock (the log's latest epoch, read as a fetch is built), which
+// are leaves. Topic's methods, called under a fetcher's mu, take no lock.
+// No Env method is called holding a lock of this package, and no fetch
+// or partition call is made holding one but those reads: a fetch's round
+// trip and the partition's appends and truncations run on the fetcher's
+// goroutine with nothing held.
+package replication
