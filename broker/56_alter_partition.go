@@ -2,7 +2,7 @@ package broker
 
 // AlterPartition (key 56), v2-v3, partition leader to active controller, in
 // cluster mode only and never advertised (see 62_broker_registration.go):
-// a leader's ISR changes (partition/replica.go, replication.go). v2 names topics by id; v3
+// a leader's ISR changes (partition/replica.go, replication/isr.go). v2 names topics by id; v3
 // carries each new ISR member's broker epoch (NewEpochISR). A request that
 // reaches a node whose controller is not active is NOT_CONTROLLER, for the
 // sender to find the active one again.

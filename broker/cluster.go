@@ -178,7 +178,7 @@ func (c *cluster) run() {
 	c.wg.Add(3)
 	go func() {
 		defer c.wg.Done()
-		c.replicationLoop()
+		c.repl.Run()
 	}()
 	go func() {
 		defer c.wg.Done()
@@ -206,7 +206,7 @@ func (c *cluster) close() error {
 	}
 	c.wg.Wait()
 	c.repl.Wait()
-	c.checkpointHighWatermarks()
+	c.repl.CheckpointHighWatermarks()
 	c.rpc.close()
 	return c.ctrl.Close()
 }

@@ -8,18 +8,25 @@
 //     where their log diverges from the leader's;
 //   - the replication throttles' decisions (throttle.go): the two rates
 //     (Quotas), a leader holding back a throttled follower, a follower
-//     leaving a throttled partition out of its fetch.
+//     leaving a throttled partition out of its fetch;
+//   - the leader's periodic work and ISR changes (isr.go): the ISR expiry
+//     check and the high watermark checkpoint (Manager.Run), and the
+//     AlterPartition an ISR change needs, retried until the controller
+//     answers (Manager.AlterISR).
 //
 // The broker owns the rest and gives it what it needs: the configuration
 // (Config, taken from the broker's), and an Env for this node's broker
-// epoch, the brokers' endpoints in the metadata image and the
-// connections to them. Which partitions are followed, and from which
+// epoch, the brokers' endpoints in the metadata image, the connections to
+// them, the partitions of its catalogue, and the call that takes an
+// AlterPartition to the active controller, in-process or over the network. Which partitions are followed, and from which
 // leader, the broker decides from each image (its applyRoles), as it
 // serves the leader's side of a replica fetch (its readReplica) and sets
 // the throttles' bounds from its dynamic configs.
 //
-// Imports: broker/partition, broker/quota and storage of this project,
-// and franz-go's kerr and kmsg; never broker.
+// Imports: broker/partition, broker/quota, storage, and
+// coordinator/controller and controller/metadata (the AlterPartition
+// request's types) of this project, and franz-go's kerr and kmsg; never
+// broker.
 //
 // Lock order: fetcherManager.mu (Follow) before a fetcher's mu, before
 // quota.Replication.mu (a follower throttle's check) and storage.Log's

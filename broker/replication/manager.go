@@ -6,6 +6,8 @@ import (
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-broker/gregor/coordinator/controller"
 )
 
 // Config is what replication takes of the broker's configuration: Kafka's
@@ -13,6 +15,9 @@ import (
 type Config struct {
 	// NodeID is this broker's node.id.
 	NodeID int32
+	// ReplicaLagTimeMaxMs is replica.lag.time.max.ms: a follower not
+	// caught up for that long leaves the ISR, checked every half of it.
+	ReplicaLagTimeMaxMs int64
 	// ReplicaFetchWaitMaxMs, ReplicaFetchMinBytes, ReplicaFetchMaxBytes
 	// and ReplicaFetchResponseMaxBytes are replica.fetch.wait.max.ms,
 	// replica.fetch.min.bytes, replica.fetch.max.bytes (per partition) and
@@ -24,6 +29,9 @@ type Config struct {
 	// ReplicaFetchBackoffMs is replica.fetch.backoff.ms: the pause after a
 	// failed replica fetch.
 	ReplicaFetchBackoffMs int64
+	// ReplicaHighWatermarkCheckpointIntervalMs is
+	// replica.high.watermark.checkpoint.interval.ms.
+	ReplicaHighWatermarkCheckpointIntervalMs int64
 	// ListOffsetsVersion is the ListOffsets version a follower asks its
 	// leader's log start and high watermark with (the highest served).
 	ListOffsetsVersion int16
@@ -47,6 +55,13 @@ type Env interface {
 	// NewConn returns a new connection for a fetcher to its leader: a
 	// *peer.Conn with client id FetchClientID.
 	NewConn() Conn
+	// Partitions lists every partition of the catalogue, for the ISR
+	// expiry check and the high watermark checkpoint.
+	Partitions() []TopicPartition
+	// AlterPartition sends one partition's AlterPartition to the active
+	// controller, with the followers' broker epochs (AlterPartition v3).
+	// An error is the request's, and AlterISR retries it.
+	AlterPartition(ctx context.Context, req controller.AlterPartitionRequest, followerEpochs map[int32]int64) (controller.AlterPartitionResult, error)
 }
 
 // Conn is a fetcher's connection to its leader (peer.Conn's methods): Do
@@ -68,7 +83,8 @@ type Topic interface {
 }
 
 // Manager is this node's replication in cluster mode: the replica
-// fetchers of the partitions it follows.
+// fetchers of the partitions it follows, and the leader's ISR expiry,
+// ISR changes and high watermark checkpoint (isr.go).
 type Manager struct {
 	cfg    Config
 	env    Env
