@@ -1,14 +1,16 @@
 package broker
 
 // The broker's side of package replication: the roles from each image
-// (applyRoles), the replication Config, taken from the broker's, and the
-// Env the cluster gives it.
+// (applyRoles), the replication Config, taken from the broker's, the Env
+// the cluster gives it, and a Produce's acks=all wait.
 
 import (
 	"context"
 	"errors"
 	"slices"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gregor-broker/gregor/broker/partition"
 	"github.com/gregor-broker/gregor/broker/peer"
@@ -140,6 +142,24 @@ func (e replicationEnv) AlterPartition(ctx context.Context, req controller.Alter
 		return controller.AlterPartitionResult{}, errors.New("broker: the controller answered no partition")
 	}
 	return results[0], nil
+}
+
+// MinInsyncReplicas is replication.Topic's: the topic's
+// min.insync.replicas (an atomic load).
+func (t *topic) MinInsyncReplicas() int { return t.effective.Load().minInsyncReplicas }
+
+// awaitReplication waits until every partition appended to by an acks=all
+// produce has replicated its batch, or the request times out
+// (replication.AwaitAcks). An error means the connection or the broker is
+// closing.
+func (b *Broker) awaitReplication(r *request, req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse, flushes []pendingFlush) error {
+	var acks []replication.Ack
+	for _, f := range flushes {
+		if sp := &resp.Topics[f.topic].Partitions[f.partition]; sp.ErrorCode == 0 {
+			acks = append(acks, replication.Ack{Partition: f.p, Topic: f.t, End: f.end, Epoch: f.epoch, Code: &sp.ErrorCode})
+		}
+	}
+	return replication.AwaitAcks(r.ctx, time.Duration(max(req.TimeoutMillis, 0))*time.Millisecond, acks)
 }
 
 // FollowerThrottled is replication.Topic's: whether the topic's

@@ -12,16 +12,20 @@
 //   - the leader's periodic work and ISR changes (isr.go): the ISR expiry
 //     check and the high watermark checkpoint (Manager.Run), and the
 //     AlterPartition an ISR change needs, retried until the controller
-//     answers (Manager.AlterISR).
+//     answers (Manager.AlterISR);
+//   - a Produce's acks=all (acks.go): the min.insync.replicas check before
+//     the append (EnoughISR) and the wait for the high watermark after it
+//     (AwaitAcks), over the partitions alone.
 //
 // The broker owns the rest and gives it what it needs: the configuration
 // (Config, taken from the broker's), and an Env for this node's broker
 // epoch, the brokers' endpoints in the metadata image, the connections to
 // them, the partitions of its catalogue, and the call that takes an
-// AlterPartition to the active controller, in-process or over the network. Which partitions are followed, and from which
-// leader, the broker decides from each image (its applyRoles), as it
-// serves the leader's side of a replica fetch (its readReplica) and sets
-// the throttles' bounds from its dynamic configs.
+// AlterPartition to the active controller, in-process or over the
+// network. Which partitions are followed, and from which leader, the
+// broker decides from each image (its applyRoles), as it serves the
+// leader's side of a replica fetch (its readReplica) and sets the
+// throttles' bounds from its dynamic configs.
 //
 // Imports: broker/partition, broker/quota, storage, and
 // coordinator/controller and controller/metadata (the AlterPartition
@@ -31,9 +35,11 @@
 // Lock order: fetcherManager.mu (Follow) before a fetcher's mu, before
 // quota.Replication.mu (a follower throttle's check) and storage.Log's
 // epoch lock (the log's latest epoch, read as a fetch is built), which
-// are leaves. Topic's methods, called under a fetcher's mu, take no lock.
-// No Env method is called holding a lock of this package, and no fetch
-// or partition call is made holding one but those reads: a fetch's round
-// trip and the partition's appends and truncations run on the fetcher's
-// goroutine with nothing held.
+// are leaves. Topic's methods, called under a fetcher's mu, and
+// Env.NewConn, called under fetcherManager.mu as a fetcher starts, take no
+// lock; no other Env method is called holding a lock of this package. No
+// fetch or partition call is made holding one but those reads: a fetch's
+// round trip and the partition's appends and truncations run on the
+// fetcher's goroutine with nothing held. AwaitAcks and AlterISR hold no
+// lock of this package.
 package replication

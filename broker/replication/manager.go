@@ -43,7 +43,8 @@ type Config struct {
 }
 
 // Env is what replication needs of the broker. Its methods are called
-// holding no lock of this package.
+// holding no lock of this package, but NewConn, which must take none
+// (doc.go).
 type Env interface {
 	// BrokerEpoch is this node's broker epoch, -1 while it is not
 	// registered.
@@ -72,17 +73,20 @@ type Conn interface {
 	Close()
 }
 
-// Topic is what replication reads of a followed partition's topic. Its
-// configs may change at any time, so it is asked at each use; it is
-// called holding a fetcher's mutex and must take no lock.
+// Topic is what replication reads of a partition's topic. Its configs may
+// change at any time, so it is asked at each use; it is called holding a
+// fetcher's mutex and must take no lock.
 type Topic interface {
+	// MinInsyncReplicas is the topic's min.insync.replicas (acks.go).
+	MinInsyncReplicas() int
 	// FollowerThrottled reports whether the topic's
 	// follower.replication.throttled.replicas names the replica of
 	// partition on broker.
 	FollowerThrottled(partition, broker int32) bool
 }
 
-// Manager is this node's replication in cluster mode: the replica
+// Manager is this node's replication in cluster mode (acks.go's waits
+// need none): the replica
 // fetchers of the partitions it follows, and the leader's ISR expiry,
 // ISR changes and high watermark checkpoint (isr.go).
 type Manager struct {
