@@ -9,7 +9,7 @@ package broker
 //     under the partition's producer-state guard (broker/partition);
 //   - acks=0 gets no answer, acks=1 one after the append; acks=-1 on a
 //     cluster checks min.insync.replicas first and waits for the ISR after
-//     (produce_acks.go);
+//     (broker/replication/acks.go);
 //   - transactional batches go only to partitions the transaction added,
 //     as the coordinator verifies (txn_verify.go, KIP-890);
 //   - under flush.messages the answer waits for the fsync, taken outside
@@ -40,6 +40,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gregor-broker/gregor/broker/partition"
+	"github.com/gregor-broker/gregor/broker/replication"
 	"github.com/gregor-broker/gregor/protocol/batch"
 )
 
@@ -87,7 +88,7 @@ func handleProduce(b *Broker, r *request, req *kmsg.ProduceRequest) (kmsg.Respon
 					msg := "Cannot append to internal topic " + t.name
 					sp.ErrorMessage = &msg
 				}
-			case req.Acks == -1 && p.State() != nil && !enoughISR(t, p, &sp, req.Version):
+			case req.Acks == -1 && p.State() != nil && !replication.EnoughISR(t, p, &sp, req.Version):
 				// NOT_ENOUGH_REPLICAS, nothing appended.
 			default:
 				if end, epoch := b.produceTo(r, req, t, p, rp.Records, &sp); end >= 0 {

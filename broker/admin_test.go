@@ -287,7 +287,7 @@ func TestIncrementalAlterConfigsErrors(t *testing.T) {
 	if v, source := describeTopicConfig(t, c, "t", "retention.ms"); v != "604800000" || source != kmsg.ConfigSource(topicconfig.SourceDefault) {
 		t.Fatalf("a failed alteration changed retention.ms to %s (source %v)", v, source)
 	}
-	if got := b.replQuotas.leader.Bound(); got != math.MaxInt64 {
+	if got := b.replQuotas.Leader.Bound(); got != math.MaxInt64 {
 		t.Fatalf("a failed alteration set the leader throttle to %d", got)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gregor-broker/gregor/broker/partition"
 	"github.com/gregor-broker/gregor/broker/quota"
+	"github.com/gregor-broker/gregor/broker/replication"
 	"github.com/gregor-broker/gregor/broker/topicconfig"
 	"github.com/gregor-broker/gregor/vfs"
 )
@@ -73,7 +74,7 @@ type Broker struct {
 
 	// replQuotas are the replication throttles (replication_throttle.go),
 	// bounded by the dynamic broker configs in dynamicConfigs.
-	replQuotas     replicationQuotas
+	replQuotas     replication.Quotas
 	dynamicConfigs atomic.Pointer[dynamicBrokerConfigs]
 }
 
@@ -97,7 +98,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	}
 	b := &Broker{cfg: cfg, log: cfg.Logger, conns: map[*conn]struct{}{}}
 	b.metrics = newBrokerMetrics(b)
-	b.replQuotas.init(&b.cfg)
+	b.replQuotas.Init(b.cfg.ReplicationQuotaWindowNum, b.cfg.ReplicationQuotaWindowSizeSeconds)
 	b.quotas = quota.NewClients(quota.RateConfig{Samples: cfg.QuotaWindowNum, WindowMs: int64(cfg.QuotaWindowSizeSeconds) * 1000}, b.metrics.registry)
 	if err := b.startHTTP(ctx); err != nil {
 		return nil, err

@@ -21,6 +21,7 @@ import (
 
 	"github.com/gregor-broker/gregor/broker/partition"
 	"github.com/gregor-broker/gregor/broker/quota"
+	"github.com/gregor-broker/gregor/broker/replication"
 	"github.com/gregor-broker/gregor/broker/topicconfig"
 	"github.com/gregor-broker/gregor/coordinator/controller"
 	"github.com/gregor-broker/gregor/coordinator/controller/metadata"
@@ -59,9 +60,10 @@ type cluster struct {
 
 	rpc *controllerRPC
 
-	// fetchers copy the partitions this broker follows from their leaders
-	// (replica_fetcher.go).
-	fetchers fetcherManager
+	// repl is this node's replication: the fetchers copy the partitions
+	// it follows from their leaders (package replication,
+	// replication_env.go).
+	repl *replication.Manager
 
 	// voterRank is this node's place among the voters by id, which picks
 	// its range of producer ids (producerIDRange); a broker-only node's is
@@ -106,7 +108,6 @@ func (b *Broker) startController(dir string) error {
 		return fmt.Errorf("broker: the data dir %s holds %d topics of a single-node broker and no cluster metadata; turning a single node into a cluster node is not supported yet (start cluster nodes on new data dirs)", dir, len(b.catalog.byName))
 	}
 	c := &cluster{b: b, rpc: newControllerRPC(""), synced: make(chan struct{}), stop: make(chan struct{})}
-	c.fetchers.c = c
 	c.epoch.Store(-1)
 	for id := range voters {
 		if id < b.cfg.NodeID {
@@ -157,6 +158,7 @@ func (b *Broker) startController(dir string) error {
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.ctrl = ctrl
+	c.repl = replication.New(c.ctx, b.replicationConfig(), replicationEnv{c}, &b.replQuotas)
 	b.cluster = c
 	return nil
 }
@@ -176,7 +178,7 @@ func (c *cluster) run() {
 	c.wg.Add(3)
 	go func() {
 		defer c.wg.Done()
-		c.replicationLoop()
+		c.repl.Run()
 	}()
 	go func() {
 		defer c.wg.Done()
@@ -203,7 +205,8 @@ func (c *cluster) close() error {
 		c.unsubscribe()
 	}
 	c.wg.Wait()
-	c.checkpointHighWatermarks()
+	c.repl.Wait()
+	c.repl.CheckpointHighWatermarks()
 	c.rpc.close()
 	return c.ctrl.Close()
 }

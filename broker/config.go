@@ -216,7 +216,7 @@ type Config struct {
 	ControlledShutdownEnable  *bool
 	ControlledShutdownTimeout time.Duration
 
-	// Replication (cluster mode, partition/replica.go and replica_fetcher.go),
+	// Replication (cluster mode, partition/replica.go and replication/fetcher.go),
 	// Kafka's names and defaults.
 
 	// ReplicaLagTimeMaxMs is replica.lag.time.max.ms: a follower not caught

@@ -25,7 +25,7 @@
 // reaches it only through Partition's methods.
 //
 // Imports: broker/partition, broker/peer, broker/quota,
-// broker/topicconfig, coordinator/group, coordinator/txn,
+// broker/replication, broker/topicconfig, coordinator/group, coordinator/txn,
 // coordinator/runtime, coordinator/controller and controller/metadata
 // (cluster mode), protocol, protocol/batch, storage and vfs of this
 // project; never cmd.
@@ -35,7 +35,7 @@
 //	quota.Clients.updateMu -> Broker.mu           (refreshQuotas)
 //	logManager.mu          -> Broker.mu           (the cleaner threads, logmanager.go)
 //	Broker.mu              -> partition.Partition (appendMu -> replicaState.mu -> storage.Log's locks)
-//	replicaFetcher.mu      -> quota.Replication.mu
+//	replication's replicaFetcher.mu -> quota.Replication.mu (broker/replication/doc.go)
 //
 // Leaves, held with nothing taken inside: apiMetrics.mu (metrics.go),
 // quota.ByteRate.mu, quota.ConnectionRate.mu, quota.Replication.mu, a

@@ -101,7 +101,7 @@ func (b *Broker) readReplica(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopicPa
 	}
 	if expand != nil {
 		b.log.Info("expanding the ISR", "topic", p.Topic(), "partition", p.Index(), "isr", expand)
-		b.cluster.alterISR(p, t.id)
+		b.cluster.repl.AlterISR(p, t.id)
 	}
 	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = hw, lso, start
 	if staleHW {

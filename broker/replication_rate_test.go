@@ -53,12 +53,12 @@ func TestThrottleRatesAreDynamicBrokerConfigs(t *testing.T) {
 		wantCode(t, "alter", got.ErrorCode, nil)
 	}
 	alter(true, incResource(resourceBroker, "1", "set leader.replication.throttled.rate=100"))
-	if got := b.replQuotas.leader.Bound(); got != math.MaxInt64 {
+	if got := b.replQuotas.Leader.Bound(); got != math.MaxInt64 {
 		t.Fatalf("validate-only set the leader bound to %d", got)
 	}
 	alter(false, incResource(resourceBroker, "1", "set leader.replication.throttled.rate=100000"))
 	alter(false, incResource(resourceBroker, "", "set follower.replication.throttled.rate=2000", "set leader.replication.throttled.rate=5"))
-	if l, f := b.replQuotas.leader.Bound(), b.replQuotas.follower.Bound(); l != 100000 || f != 2000 {
+	if l, f := b.replQuotas.Leader.Bound(), b.replQuotas.Follower.Bound(); l != 100000 || f != 2000 {
 		t.Fatalf("bounds leader %d follower %d, want 100000 (the node's) and 2000 (the default)", l, f)
 	}
 	describe := func(c *rawConn, name string) kmsg.DescribeConfigsResponseResource {
@@ -95,7 +95,7 @@ func TestThrottleRatesAreDynamicBrokerConfigs(t *testing.T) {
 	}
 
 	b = startBroker(t, Config{NodeID: 1, DataDir: dir})
-	if l, f := b.replQuotas.leader.Bound(), b.replQuotas.follower.Bound(); l != 100000 || f != 2000 {
+	if l, f := b.replQuotas.Leader.Bound(), b.replQuotas.Follower.Bound(); l != 100000 || f != 2000 {
 		t.Fatalf("after a restart: bounds leader %d follower %d, want 100000 and 2000", l, f)
 	}
 	c = dialRaw(t, b.Addr())
@@ -103,7 +103,7 @@ func TestThrottleRatesAreDynamicBrokerConfigs(t *testing.T) {
 	// What kafka-reassign-partitions.sh --verify sends to every broker.
 	alter(false, incResource(resourceBroker, "1", "delete leader.replication.throttled.rate", "delete follower.replication.throttled.rate",
 		"delete replica.alter.log.dirs.io.max.bytes.per.second"))
-	if l, f := b.replQuotas.leader.Bound(), b.replQuotas.follower.Bound(); l != 5 || f != 2000 {
+	if l, f := b.replQuotas.Leader.Bound(), b.replQuotas.Follower.Bound(); l != 5 || f != 2000 {
 		t.Fatalf("with the node's rates deleted: bounds %d and %d, want the defaults 5 and 2000", l, f)
 	}
 	// Legacy AlterConfigs replaces the resource's whole set.
@@ -115,7 +115,7 @@ func TestThrottleRatesAreDynamicBrokerConfigs(t *testing.T) {
 	lr.Configs = append(lr.Configs, lc)
 	legacy.Resources = append(legacy.Resources, lr)
 	wantCode(t, "legacy alter", c.do(legacy).(*kmsg.AlterConfigsResponse).Resources[0].ErrorCode, nil)
-	if l, f := b.replQuotas.leader.Bound(), b.replQuotas.follower.Bound(); l != 700 || f != math.MaxInt64 {
+	if l, f := b.replQuotas.Leader.Bound(), b.replQuotas.Follower.Bound(); l != 700 || f != math.MaxInt64 {
 		t.Fatalf("after a legacy alteration: bounds %d and %d, want 700 and unbounded", l, f)
 	}
 	res := describe(c, "1")

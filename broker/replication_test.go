@@ -360,7 +360,10 @@ func TestReplicationAcksAllWaitsForASlowFollower(t *testing.T) {
 		self := c.NodeID
 		c.testHooks.replicaFetch = func(int32) {
 			if slow.Load() == self {
-				notify(entered)
+				select {
+				case entered <- struct{}{}:
+				default:
+				}
 				<-release
 			}
 		}

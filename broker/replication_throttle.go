@@ -24,18 +24,14 @@ package broker
 // The leader (readReplica): a fetch from a follower that is not in the ISR,
 // for a partition this broker's leader list names, is answered with no
 // records, not delayed nor refused, while the leader's measured rate is
-// above its bound (ReplicaManager.shouldLeaderThrottle). The record bytes of
+// above its bound (replication.Quotas.LeaderThrottles). The record bytes of
 // listed partitions sent are recorded, in sync or not, once the response
 // is complete (KafkaApis records the throttled partitions' size).
 //
-// The follower (replica_fetcher.go): a partition its follower list names is
-// left out of the fetch while the follower's rate is above its bound,
-// unless the replica was caught up at its last fetch (the leader's high
-// watermark at or below its log end: RemoteLeaderEndPoint's
-// shouldFollowerThrottle). The bytes fetched for listed partitions are
-// recorded. A fetcher whose every partition is left out waits
-// replica.fetch.backoff.ms, as Kafka's fetcher backs off when it has
-// nothing to fetch; it never spins.
+// The follower (package replication's fetcher): a partition its follower
+// list names is left out of the fetch while the follower's rate is above
+// its bound, unless the replica was caught up at its last fetch; the bytes
+// fetched for listed partitions are recorded (replication/throttle.go).
 //
 // Rates are measured as Kafka's (package quota's Replication): over
 // replication.quota.window.num samples of
@@ -61,7 +57,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -85,18 +80,6 @@ const (
 	sourceDynamicDefaultBroker int8 = 3
 )
 
-// replicationQuotas are a broker's two replication quotas.
-type replicationQuotas struct {
-	leader, follower quota.Replication
-}
-
-func (qs *replicationQuotas) init(cfg *Config) {
-	now := func() int64 { return time.Now().UnixMilli() }
-	windowMs := int64(cfg.ReplicationQuotaWindowSizeSeconds) * 1000
-	qs.leader.Init(cfg.ReplicationQuotaWindowNum, windowMs, now)
-	qs.follower.Init(cfg.ReplicationQuotaWindowNum, windowMs, now)
-}
-
 // leaderThrottles reports whether the leader answers replica's fetch of p
 // without records now, and whether p is on the leader's list at all (its
 // bytes are recorded).
@@ -104,42 +87,14 @@ func (b *Broker) leaderThrottles(t *topic, p *partition.Partition, replica int32
 	if !t.effective.Load().leaderThrottled.Has(p.Index(), b.cfg.NodeID) {
 		return false, false
 	}
-	return b.replQuotas.leader.Exceeded() && !p.InISR(replica), true
+	return b.replQuotas.LeaderThrottles(p, replica), true
 }
 
 // recordLeaderThrottled records the bytes of the throttled partitions of a
 // follower's fetch response, once it is complete.
 func (b *Broker) recordLeaderThrottled(resp kmsg.Response) {
 	if reply, ok := resp.(*fetchReply); ok && reply.leaderThrottledBytes > 0 {
-		b.replQuotas.leader.Record(reply.leaderThrottledBytes)
-	}
-}
-
-// followerThrottles reports whether fp is left out of the next fetch.
-// f.mu held; the quota's lock is a leaf taken after it.
-func (f *replicaFetcher) followerThrottles(fp *fetchPartition) bool {
-	return !fp.inSync && fp.t.effective.Load().followerThrottled.Has(fp.p.Index(), f.c.b.cfg.NodeID) &&
-		f.c.b.replQuotas.follower.Exceeded()
-}
-
-// fetched records what a fetch brought for a partition: its record bytes
-// when the follower list names it, and whether the replica is caught up
-// (the leader's high watermark at or below the new log end, end; 0 when
-// nothing was appended), known from its first answer and updated whenever
-// records are appended, as Kafka's PartitionFetchState.lag. Called by the
-// fetch loop, which alone reads and writes fp.lagKnown and fp.inSync: no
-// lock.
-func (f *replicaFetcher) fetched(s sentPartition, rp *kmsg.FetchResponseTopicPartition, end int64) {
-	fp := s.fp
-	if n := len(rp.RecordBatches); n > 0 && fp.t.effective.Load().followerThrottled.Has(fp.p.Index(), f.c.b.cfg.NodeID) {
-		f.c.b.replQuotas.follower.Record(int64(n))
-	}
-	if end > 0 || !fp.lagKnown {
-		next := s.fetchOffset
-		if end > 0 {
-			next = end
-		}
-		fp.lagKnown, fp.inSync = true, rp.HighWatermark <= next
+		b.replQuotas.Leader.Record(reply.leaderThrottledBytes)
 	}
 }
 
@@ -172,7 +127,7 @@ func (b *Broker) setDynamicBrokerConfigs(perBroker, defaults map[string]string) 
 	for _, q := range []struct {
 		q    *quota.Replication
 		name string
-	}{{&b.replQuotas.leader, leaderThrottledRate}, {&b.replQuotas.follower, followerThrottledRate}} {
+	}{{&b.replQuotas.Leader, leaderThrottledRate}, {&b.replQuotas.Follower, followerThrottledRate}} {
 		if n := bound(q.name); q.q.SetBound(n) != n {
 			b.log.Info("replication throttle rate", "config", q.name, "bytes_per_second", n)
 		}

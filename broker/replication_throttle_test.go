@@ -78,9 +78,9 @@ func TestReassignmentIsThrottledUntilTheThrottleIsRemoved(t *testing.T) {
 			alterBroker(t, ctx, adm, throttled, kadm.AlterConfig{Op: kadm.SetConfig, Name: rateKey, Value: kmsg.StringPtr(strconv.Itoa(rate))})
 			alterTopic(t, ctx, adm, topic, kadm.AlterConfig{Op: kadm.SetConfig, Name: listKey, Value: kmsg.StringPtr(fmt.Sprintf("0:%d", throttled))})
 			waitLong(t, "the throttle in force", func() bool {
-				q := &tc.nodes[throttled].replQuotas.leader
+				q := &tc.nodes[throttled].replQuotas.Leader
 				if side == "follower" {
-					q = &tc.nodes[throttled].replQuotas.follower
+					q = &tc.nodes[throttled].replQuotas.Follower
 				}
 				return q.Bound() == rate
 			})

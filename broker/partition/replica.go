@@ -23,7 +23,7 @@ package partition
 // high watermark counts the larger of the two ISRs (Kafka's maximal ISR),
 // and only one is in flight per partition.
 //
-// A follower copies the leader's log (broker/replica_fetcher.go, through
+// A follower copies the leader's log (broker/replication/fetcher.go, through
 // AppendFromLeader and the truncations in follower.go); its high
 // watermark is the leader's, capped at its own log end.
 //

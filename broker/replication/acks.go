@@ -1,4 +1,4 @@
-package broker
+package replication
 
 // acks=all in cluster mode (Kafka's appendRecordsToLeader min.insync.replicas
 // check and DelayedProduce).
@@ -10,14 +10,18 @@ package broker
 // on the connection's goroutine and holding no lock, until the high
 // watermark of every partition appended to has passed its batch:
 // partitions wake it when their high watermark moves or their leadership
-// changes (partition.watch). A partition whose maximal ISR shrank below
+// changes (Partition.Watch). A partition whose maximal ISR shrank below
 // min.insync.replicas meanwhile answers NOT_ENOUGH_REPLICAS_AFTER_APPEND,
 // one this broker stopped leading NOT_LEADER_OR_FOLLOWER, and one still
 // waiting when the request's timeout passes REQUEST_TIMED_OUT (the batch
 // stays in the log, as in Kafka). Like any request, the wait holds the
 // connection's later requests back, so one producer's order is kept.
+//
+// EnoughISR is the check before the append, AwaitAcks the wait after it;
+// both need only the partitions and their topics' min.insync.replicas.
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -27,14 +31,14 @@ import (
 	"github.com/gregor-broker/gregor/broker/partition"
 )
 
-// enoughISR checks min.insync.replicas before an acks=all append, filling
+// EnoughISR checks min.insync.replicas before an acks=all append, filling
 // sp with NOT_ENOUGH_REPLICAS when the ISR is too small.
-func enoughISR(t *topic, p *partition.Partition, sp *kmsg.ProduceResponseTopicPartition, version int16) bool {
+func EnoughISR(t Topic, p *partition.Partition, sp *kmsg.ProduceResponseTopicPartition, version int16) bool {
 	isr, replicas, leading := p.LeaderISR()
 	if !leading {
 		return true // the append refuses it: NOT_LEADER_OR_FOLLOWER
 	}
-	minISR := partition.EffectiveMinISR(t.effective.Load().minInsyncReplicas, replicas)
+	minISR := partition.EffectiveMinISR(t.MinInsyncReplicas(), replicas)
 	if len(isr) >= minISR {
 		return true
 	}
@@ -46,40 +50,44 @@ func enoughISR(t *topic, p *partition.Partition, sp *kmsg.ProduceResponseTopicPa
 	return false
 }
 
-// awaitReplication waits until every partition appended to by an acks=all
-// produce has replicated its batch, or the request times out. An error
-// means the connection or the broker is closing.
-func (b *Broker) awaitReplication(r *request, req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse, flushes []pendingFlush) error {
-	var waiting []pendingFlush
-	for _, f := range flushes {
-		if resp.Topics[f.topic].Partitions[f.partition].ErrorCode == 0 {
-			waiting = append(waiting, f)
-		}
-	}
+// An Ack is one partition an acks=all produce appended to and waits for.
+type Ack struct {
+	Partition *partition.Partition
+	Topic     Topic  // its min.insync.replicas, read at each check
+	End       int64  // the offset after the batch
+	Epoch     int32  // the leader epoch of the append
+	Code      *int16 // the partition's error code in the response
+}
+
+// AwaitAcks waits until every partition of acks has replicated its batch,
+// or timeout passes, setting the Code of each that fails. An error is
+// ctx's: the connection or the broker is closing.
+func AwaitAcks(ctx context.Context, timeout time.Duration, acks []Ack) error {
+	waiting := append([]Ack(nil), acks...) // compacted as partitions finish
 	if len(waiting) == 0 {
 		return nil
 	}
 	wake := make(chan struct{}, 1)
 	for _, f := range waiting {
-		f.p.Watch(wake)
+		f.Partition.Watch(wake)
 	}
 	defer func() {
-		for _, f := range flushes {
-			f.p.Unwatch(wake)
+		for _, f := range acks {
+			f.Partition.Unwatch(wake)
 		}
 	}()
-	timer := time.NewTimer(time.Duration(max(req.TimeoutMillis, 0)) * time.Millisecond)
+	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	for {
 		still := waiting[:0]
 		for _, f := range waiting {
-			done, e := f.p.ReplicationDone(f.end, f.epoch, f.t.effective.Load().minInsyncReplicas)
+			done, e := f.Partition.ReplicationDone(f.End, f.Epoch, f.Topic.MinInsyncReplicas())
 			if !done {
 				still = append(still, f)
 				continue
 			}
 			if e != nil {
-				resp.Topics[f.topic].Partitions[f.partition].ErrorCode = e.Code
+				*f.Code = e.Code
 			}
 		}
 		waiting = still
@@ -90,11 +98,11 @@ func (b *Broker) awaitReplication(r *request, req *kmsg.ProduceRequest, resp *km
 		case <-wake:
 		case <-timer.C:
 			for _, f := range waiting {
-				resp.Topics[f.topic].Partitions[f.partition].ErrorCode = kerr.RequestTimedOut.Code
+				*f.Code = kerr.RequestTimedOut.Code
 			}
 			return nil
-		case <-r.ctx.Done():
-			return r.ctx.Err()
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package broker
+package replication
 
 // The follower's side of replication: Kafka's ReplicaFetcherThread and
 // AbstractFetcherThread, one fetcher per leader broker
@@ -18,7 +18,7 @@ package broker
 //
 // The records come whole-batch from the leader's log. Each batch's framing
 // and CRC are checked (as Kafka's follower does), then they are appended
-// with their offsets kept (appendReplicated) and the producer state is
+// with their offsets kept (partition's AppendFromLeader) and the producer state is
 // updated from them exactly as at recovery, so idempotence and transactions
 // survive a failover. The follower's high watermark is the leader's capped
 // at its log end, and its log start offset follows the leader's (below the
@@ -45,28 +45,29 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gregor-broker/gregor/broker/partition"
-	"github.com/gregor-broker/gregor/broker/peer"
 	"github.com/gregor-broker/gregor/storage"
 )
 
-// replicaFetchClientID is the client id of replica fetches.
-const replicaFetchClientID = "gregor-replica-fetcher"
+// FetchClientID is the client id of replica fetches, which the
+// connections Env.NewConn returns send.
+const FetchClientID = "gregor-replica-fetcher"
 
-// replicaFetchVersion is the Fetch version followers send: topic ids,
+// fetchVersion is the Fetch version followers send: topic ids,
 // ReplicaState, diverging epochs.
-const replicaFetchVersion = 17
+const fetchVersion = 17
 
-// fetchTarget is a partition to follow, from the image.
-type fetchTarget struct {
-	p           *partition.Partition
-	t           *topic // its throttled-replica lists (replication_throttle.go)
-	topicID     [16]byte
-	leaderEpoch int32
+// A Target is a partition to follow, from the image.
+type Target struct {
+	Partition *partition.Partition
+	// Topic gives its throttled-replica lists (throttle.go).
+	Topic       Topic
+	TopicID     [16]byte
+	LeaderEpoch int32
 }
 
 // fetcherManager holds one fetcher per leader broker.
 type fetcherManager struct {
-	c        *cluster
+	mgr      *Manager
 	mu       sync.Mutex
 	byLeader map[int32]*replicaFetcher
 }
@@ -74,7 +75,7 @@ type fetcherManager struct {
 // update makes the fetchers follow exactly the partitions given, by
 // leader: fetchers are started for new leaders and stopped for leaders no
 // longer followed.
-func (m *fetcherManager) update(follow map[int32][]fetchTarget) {
+func (m *fetcherManager) update(follow map[int32][]Target) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.byLeader == nil {
@@ -90,15 +91,15 @@ func (m *fetcherManager) update(follow map[int32][]fetchTarget) {
 		f := m.byLeader[leader]
 		if f == nil {
 			select {
-			case <-m.c.stop:
+			case <-m.mgr.ctx.Done():
 				return
 			default:
 			}
-			f = newReplicaFetcher(m.c, leader)
+			f = newReplicaFetcher(m.mgr, leader)
 			m.byLeader[leader] = f
-			m.c.wg.Add(1)
+			m.mgr.wg.Add(1)
 			go func() {
-				defer m.c.wg.Done()
+				defer m.mgr.wg.Done()
 				f.run()
 			}()
 		}
@@ -108,12 +109,12 @@ func (m *fetcherManager) update(follow map[int32][]fetchTarget) {
 
 // fetchPartition is a followed partition's fetch state.
 type fetchPartition struct {
-	fetchTarget
+	Target
 	fenced     bool      // FENCED_LEADER_EPOCH: wait for a newer epoch
 	failed     bool      // a local append failed: not fetched again
 	delayUntil time.Time // retry after an error
 	// lagKnown and inSync: whether the leader's high watermark was at or
-	// below the log end after the last append (replication_throttle.go).
+	// below the log end after the last append (throttle.go).
 	// Owned by the fetch loop (run), unguarded.
 	lagKnown, inSync bool
 }
@@ -121,7 +122,7 @@ type fetchPartition struct {
 // replicaFetcher fetches every partition this broker follows from one
 // leader.
 type replicaFetcher struct {
-	c      *cluster
+	mgr    *Manager
 	leader int32
 
 	mu      sync.Mutex
@@ -130,35 +131,35 @@ type replicaFetcher struct {
 	stop    chan struct{}
 	stopped bool // guarded by mu
 
-	// ctx ends when the fetcher or the cluster stops, and with it a fetch
+	// ctx ends when the fetcher or the Manager stops, and with it a fetch
 	// in flight on conn, which only run uses.
 	ctx    context.Context
 	cancel context.CancelFunc
-	conn   peer.Conn
+	conn   Conn
 }
 
-func newReplicaFetcher(c *cluster, leader int32) *replicaFetcher {
-	ctx, cancel := context.WithCancel(c.ctx)
-	return &replicaFetcher{c: c, leader: leader, parts: map[*partition.Partition]*fetchPartition{},
+func newReplicaFetcher(mgr *Manager, leader int32) *replicaFetcher {
+	ctx, cancel := context.WithCancel(mgr.ctx)
+	return &replicaFetcher{mgr: mgr, leader: leader, parts: map[*partition.Partition]*fetchPartition{},
 		changed: make(chan struct{}, 1), stop: make(chan struct{}), ctx: ctx, cancel: cancel,
-		conn: peer.Conn{ClientID: replicaFetchClientID, MaxResponseBytes: c.b.cfg.MaxFrameBytes, DialTimeout: 10 * time.Second}}
+		conn: mgr.env.NewConn()}
 }
 
 // set replaces the followed partitions. A partition whose leader epoch
 // changed starts over (no longer fenced or delayed); one whose append
 // failed stays failed.
-func (f *replicaFetcher) set(targets []fetchTarget) {
+func (f *replicaFetcher) set(targets []Target) {
 	f.mu.Lock()
 	next := make(map[*partition.Partition]*fetchPartition, len(targets))
 	for _, t := range targets {
-		fp := f.parts[t.p]
+		fp := f.parts[t.Partition]
 		switch {
 		case fp == nil:
-			fp = &fetchPartition{fetchTarget: t}
-		case fp.leaderEpoch != t.leaderEpoch:
-			fp = &fetchPartition{fetchTarget: t, failed: fp.failed}
+			fp = &fetchPartition{Target: t}
+		case fp.LeaderEpoch != t.LeaderEpoch:
+			fp = &fetchPartition{Target: t, failed: fp.failed}
 		}
-		next[t.p] = fp
+		next[t.Partition] = fp
 	}
 	f.parts = next
 	f.mu.Unlock()
@@ -184,16 +185,16 @@ type sentPartition struct {
 // run is the fetch loop.
 func (f *replicaFetcher) run() {
 	defer f.conn.Close()
-	backoff := time.Duration(f.c.b.cfg.ReplicaFetchBackoffMs) * time.Millisecond
+	backoff := time.Duration(f.mgr.cfg.ReplicaFetchBackoffMs) * time.Millisecond
 	for {
 		select {
 		case <-f.stop:
 			return
-		case <-f.c.stop:
+		case <-f.mgr.ctx.Done():
 			return
 		default:
 		}
-		if hook := f.c.b.cfg.testHooks.replicaFetch; hook != nil {
+		if hook := f.mgr.cfg.BeforeFetch; hook != nil {
 			hook(f.leader)
 		}
 		req, sent, wait := f.buildRequest()
@@ -203,13 +204,13 @@ func (f *replicaFetcher) run() {
 		}
 		raw, err := f.roundTrip(req)
 		if err != nil {
-			f.c.b.log.Debug("replica fetch failed", "leader", f.leader, "err", err)
+			f.mgr.log.Debug("replica fetch failed", "leader", f.leader, "err", err)
 			f.sleep(backoff)
 			continue
 		}
 		resp := raw.(*kmsg.FetchResponse)
 		if resp.ErrorCode != 0 {
-			f.c.b.log.Debug("replica fetch refused", "leader", f.leader, "err", kerr.ErrorForCode(resp.ErrorCode))
+			f.mgr.log.Debug("replica fetch refused", "leader", f.leader, "err", kerr.ErrorForCode(resp.ErrorCode))
 			f.sleep(backoff)
 			continue
 		}
@@ -225,19 +226,19 @@ func (f *replicaFetcher) sleep(d time.Duration) {
 	case <-t.C:
 	case <-f.changed:
 	case <-f.stop:
-	case <-f.c.stop:
+	case <-f.mgr.ctx.Done():
 	}
 }
 
 // buildRequest builds the next fetch from the partitions ready to fetch,
 // or returns how long to wait for one to be.
 func (f *replicaFetcher) buildRequest() (*kmsg.FetchRequest, map[*partition.Partition]sentPartition, time.Duration) {
-	cfg := f.c.b.cfg
+	cfg := f.mgr.cfg
 	self := cfg.NodeID
 	req := kmsg.NewPtrFetchRequest()
-	req.SetVersion(replicaFetchVersion)
+	req.SetVersion(fetchVersion)
 	req.ReplicaID = self
-	req.ReplicaState.ID, req.ReplicaState.Epoch = self, f.c.epoch.Load()
+	req.ReplicaState.ID, req.ReplicaState.Epoch = self, f.mgr.env.BrokerEpoch()
 	req.MaxWaitMillis, req.MinBytes, req.MaxBytes = cfg.ReplicaFetchWaitMaxMs, cfg.ReplicaFetchMinBytes, cfg.ReplicaFetchResponseMaxBytes
 	req.SessionID, req.SessionEpoch = 0, -1
 	sent := map[*partition.Partition]sentPartition{}
@@ -258,19 +259,19 @@ func (f *replicaFetcher) buildRequest() (*kmsg.FetchRequest, map[*partition.Part
 			continue // until the rate is below the bound; the wait is the backoff
 		}
 		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition, rp.CurrentLeaderEpoch = p.Index(), fp.leaderEpoch
+		rp.Partition, rp.CurrentLeaderEpoch = p.Index(), fp.LeaderEpoch
 		rp.FetchOffset, rp.LogStartOffset = p.Log().EndOffset(), p.Log().StartOffset()
 		rp.LastFetchedEpoch = -1
 		if e, ok := p.Log().LatestEpoch(); ok {
 			rp.LastFetchedEpoch = e
 		}
 		rp.PartitionMaxBytes = cfg.ReplicaFetchMaxBytes
-		i, ok := byTopic[fp.topicID]
+		i, ok := byTopic[fp.TopicID]
 		if !ok {
 			i = len(req.Topics)
-			byTopic[fp.topicID] = i
+			byTopic[fp.TopicID] = i
 			rt := kmsg.NewFetchRequestTopic()
-			rt.TopicID = fp.topicID
+			rt.TopicID = fp.TopicID
 			req.Topics = append(req.Topics, rt)
 		}
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
@@ -281,11 +282,10 @@ func (f *replicaFetcher) buildRequest() (*kmsg.FetchRequest, map[*partition.Part
 
 // leaderAddr is the leader's Kafka listener, from the image.
 func (f *replicaFetcher) leaderAddr() (string, error) {
-	im := f.c.currentImage()
-	if im == nil || im.Brokers[f.leader] == nil {
+	host, port, registered := f.mgr.env.Endpoint(f.leader)
+	if !registered {
 		return "", fmt.Errorf("broker: leader %d is not registered", f.leader)
 	}
-	host, port := brokerEndpoint(im.Brokers[f.leader])
 	if port < 0 {
 		return "", fmt.Errorf("broker: leader %d has no endpoint", f.leader)
 	}
@@ -294,14 +294,14 @@ func (f *replicaFetcher) leaderAddr() (string, error) {
 
 // roundTrip sends req to the leader on the fetcher's connection, which
 // dials again after an error or when the leader registers another
-// endpoint (peer.Conn). A fetch may wait replica.fetch.wait.max.ms at the
+// endpoint (a peer.Conn). A fetch may wait replica.fetch.wait.max.ms at the
 // leader, and gets 30 s more.
 func (f *replicaFetcher) roundTrip(req kmsg.Request) (kmsg.Response, error) {
 	addr, err := f.leaderAddr()
 	if err != nil {
 		return nil, err
 	}
-	wait := time.Duration(f.c.b.cfg.ReplicaFetchWaitMaxMs) * time.Millisecond
+	wait := time.Duration(f.mgr.cfg.ReplicaFetchWaitMaxMs) * time.Millisecond
 	ctx, cancel := context.WithTimeout(f.ctx, wait+30*time.Second)
 	defer cancel()
 	return f.conn.Do(ctx, addr, req)
@@ -311,12 +311,12 @@ func (f *replicaFetcher) roundTrip(req kmsg.Request) (kmsg.Response, error) {
 func (f *replicaFetcher) processResponse(resp *kmsg.FetchResponse, sent map[*partition.Partition]sentPartition) {
 	byID := map[[16]byte]map[int32]sentPartition{}
 	for p, s := range sent {
-		if byID[s.fp.topicID] == nil {
-			byID[s.fp.topicID] = map[int32]sentPartition{}
+		if byID[s.fp.TopicID] == nil {
+			byID[s.fp.TopicID] = map[int32]sentPartition{}
 		}
-		byID[s.fp.topicID][p.Index()] = s
+		byID[s.fp.TopicID][p.Index()] = s
 	}
-	backoff := time.Duration(f.c.b.cfg.ReplicaFetchBackoffMs) * time.Millisecond
+	backoff := time.Duration(f.mgr.cfg.ReplicaFetchBackoffMs) * time.Millisecond
 	for _, rt := range resp.Topics {
 		for i := range rt.Partitions {
 			rp := &rt.Partitions[i]
@@ -327,7 +327,7 @@ func (f *replicaFetcher) processResponse(resp *kmsg.FetchResponse, sent map[*par
 			if !f.current(s.fp) {
 				continue // the image moved the partition meanwhile
 			}
-			p := s.fp.p
+			p := s.fp.Partition
 			switch err := kerr.ErrorForCode(rp.ErrorCode); {
 			case err == nil:
 				err := f.processPartition(s, rp)
@@ -336,24 +336,24 @@ func (f *replicaFetcher) processResponse(resp *kmsg.FetchResponse, sent map[*par
 					// ErrClosed: the topic was deleted meanwhile; the next
 					// image drops the partition.
 				case errors.Is(err, partition.ErrInvalidFromLeader), errors.Is(err, partition.ErrNoProgress):
-					f.c.b.log.Warn("fetching again after a backoff", "topic", p.Topic(), "partition", p.Index(), "leader", f.leader, "err", err)
+					f.mgr.log.Warn("fetching again after a backoff", "topic", p.Topic(), "partition", p.Index(), "leader", f.leader, "err", err)
 					f.mark(s.fp, func(fp *fetchPartition) { fp.delayUntil = time.Now().Add(backoff) })
 				default:
-					f.c.b.log.Error("replicating from the leader failed; this replica stops fetching the partition",
+					f.mgr.log.Error("replicating from the leader failed; this replica stops fetching the partition",
 						"topic", p.Topic(), "partition", p.Index(), "leader", f.leader, "err", err)
 					f.mark(s.fp, func(fp *fetchPartition) { fp.failed = true })
 				}
 			case errors.Is(err, kerr.FencedLeaderEpoch):
-				f.c.b.log.Info("the leader has a newer leader epoch; waiting for the metadata image",
-					"topic", p.Topic(), "partition", p.Index(), "leader", f.leader, "epoch", s.fp.leaderEpoch)
+				f.mgr.log.Info("the leader has a newer leader epoch; waiting for the metadata image",
+					"topic", p.Topic(), "partition", p.Index(), "leader", f.leader, "epoch", s.fp.LeaderEpoch)
 				f.mark(s.fp, func(fp *fetchPartition) { fp.fenced = true })
 			case errors.Is(err, kerr.OffsetOutOfRange):
 				if err := f.outOfRange(s); err != nil {
-					f.c.b.log.Warn("resetting an out-of-range replica failed", "topic", p.Topic(), "partition", p.Index(), "err", err)
+					f.mgr.log.Warn("resetting an out-of-range replica failed", "topic", p.Topic(), "partition", p.Index(), "err", err)
 					f.mark(s.fp, func(fp *fetchPartition) { fp.delayUntil = time.Now().Add(backoff) })
 				}
 			default:
-				f.c.b.log.Debug("replica fetch of a partition refused; retrying", "topic", p.Topic(), "partition", p.Index(), "leader", f.leader, "err", err)
+				f.mgr.log.Debug("replica fetch of a partition refused; retrying", "topic", p.Topic(), "partition", p.Index(), "leader", f.leader, "err", err)
 				f.mark(s.fp, func(fp *fetchPartition) { fp.delayUntil = time.Now().Add(backoff) })
 			}
 		}
@@ -364,7 +364,7 @@ func (f *replicaFetcher) processResponse(resp *kmsg.FetchResponse, sent map[*par
 func (f *replicaFetcher) current(fp *fetchPartition) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.parts[fp.p] == fp
+	return f.parts[fp.Partition] == fp
 }
 
 func (f *replicaFetcher) mark(fp *fetchPartition, fn func(*fetchPartition)) {
@@ -377,14 +377,14 @@ func (f *replicaFetcher) mark(fp *fetchPartition, fn func(*fetchPartition)) {
 // a diverging epoch, or the records, then the high watermark and the log
 // start offset. An error means the local log failed.
 func (f *replicaFetcher) processPartition(s sentPartition, rp *kmsg.FetchResponseTopicPartition) error {
-	p := s.fp.p
+	p := s.fp.Partition
 	if rp.DivergingEpoch.Epoch >= 0 || rp.DivergingEpoch.EndOffset >= 0 {
-		return p.TruncateDiverging(s.fp.leaderEpoch, rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset)
+		return p.TruncateDiverging(s.fp.LeaderEpoch, rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset)
 	}
 	var end int64
 	if len(rp.RecordBatches) > 0 {
 		var err error
-		end, err = p.AppendFromLeader(s.fp.leaderEpoch, s.fetchOffset, rp.RecordBatches)
+		end, err = p.AppendFromLeader(s.fp.LeaderEpoch, s.fetchOffset, rp.RecordBatches)
 		if err != nil {
 			return err
 		}
@@ -416,13 +416,13 @@ func (f *replicaFetcher) outOfRange(s sentPartition) error {
 		return err
 	}
 	if s.fetchOffset < start {
-		return s.fp.p.StartOverAt(s.fp.leaderEpoch, s.fetchOffset, start)
+		return s.fp.Partition.StartOverAt(s.fp.LeaderEpoch, s.fetchOffset, start)
 	}
 	hw, err := f.listOffset(s, -1)
 	if err != nil {
 		return err
 	}
-	return s.fp.p.TruncateAbove(s.fp.leaderEpoch, s.fetchOffset, hw)
+	return s.fp.Partition.TruncateAbove(s.fp.LeaderEpoch, s.fetchOffset, hw)
 }
 
 // listOffset asks the leader for the partition's earliest (-2) or latest
@@ -431,12 +431,12 @@ func (f *replicaFetcher) listOffset(s sentPartition, timestamp int64) (int64, er
 	req := kmsg.NewPtrListOffsetsRequest()
 	req.ReplicaID = -1
 	rt := kmsg.NewListOffsetsRequestTopic()
-	rt.Topic = s.fp.p.Topic()
+	rt.Topic = s.fp.Partition.Topic()
 	rp := kmsg.NewListOffsetsRequestTopicPartition()
-	rp.Partition, rp.CurrentLeaderEpoch, rp.Timestamp = s.fp.p.Index(), s.fp.leaderEpoch, timestamp
+	rp.Partition, rp.CurrentLeaderEpoch, rp.Timestamp = s.fp.Partition.Index(), s.fp.LeaderEpoch, timestamp
 	rt.Partitions = []kmsg.ListOffsetsRequestTopicPartition{rp}
 	req.Topics = []kmsg.ListOffsetsRequestTopic{rt}
-	req.SetVersion(handlers[2].max)
+	req.SetVersion(f.mgr.cfg.ListOffsetsVersion)
 	raw, err := f.roundTrip(req)
 	if err != nil {
 		return 0, err
