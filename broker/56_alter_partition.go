@@ -3,9 +3,8 @@ package broker
 // AlterPartition (key 56), v2-v3, partition leader to active controller.
 //
 // Behavior:
-//   - a leader's ISR changes (partition/replica.go,
-//     replication/isr.go), in
-//     cluster mode only and never advertised (see
+//   - a leader's ISR changes (partition/replica.go, replication/isr.go),
+//     in cluster mode only and never advertised (see
 //     62_broker_registration.go);
 //   - NOT_CONTROLLER from a node whose controller is not active, for the
 //     sender to find the active one again.
