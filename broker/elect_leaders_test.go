@@ -137,3 +137,18 @@ func TestElectLeadersUnknownElectionType(t *testing.T) {
 		t.Fatalf("results %+v, want none", all.Topics)
 	}
 }
+
+func TestUncleanDefault(t *testing.T) {
+	for _, c := range []struct {
+		v    string
+		want bool
+	}{{"", false}, {"false", false}, {"true", true}, {"TRUE", true}} {
+		defaults := map[string]string{}
+		if c.v != "" {
+			defaults["unclean.leader.election.enable"] = c.v
+		}
+		if got := uncleanDefault(defaults); got != c.want {
+			t.Errorf("unclean.leader.election.enable=%q: %v, want %v", c.v, got, c.want)
+		}
+	}
+}
