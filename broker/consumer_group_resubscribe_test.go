@@ -284,6 +284,7 @@ func testSlidingWindow(t *testing.T, bootstrap []string) {
 // TestConsumerGroupSlidingResubscriptionConverges is issue #26 case 1
 // against one in-process broker.
 func TestConsumerGroupSlidingResubscriptionConverges(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, groupTestConfig(""))
 	testSlidingWindow(t, []string{b.Addr()})
 }

@@ -68,6 +68,7 @@ func runSlidingWindowWithUnsubscribe(t *testing.T, r *librdkafkaResubscriber, to
 // 24 topics and the default heartbeat interval (5 s) are what make it
 // fail without the interval; at Kafka's defaults it takes about 25 s.
 func TestConsumerGroupUnsubscribeWhileSlidingConverges(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, groupTestConfig(""))
 	createSlideTopics(t, []string{b.Addr()})
 	r := newLibrdkafkaResubscriber(t, []string{b.Addr()}, "slide-unsubscribe")

@@ -52,6 +52,7 @@ var (
 // levels a new metadata log starts with, at epoch 0 (it has no log), and
 // supports what a cluster node supports.
 func TestSingleNodeFinalizesTheBootstrapFeatures(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{})
 	resp := apiVersionsV3(t, b.Addr())
 	supported, finalized := featureLevels(t, resp)
@@ -66,6 +67,7 @@ func TestSingleNodeFinalizesTheBootstrapFeatures(t *testing.T) {
 }
 
 func TestSingleNodeDoesNotAdvertiseClusterAPIs(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{})
 	req := kmsg.NewPtrApiVersionsRequest()
 	req.SetVersion(3)

@@ -140,6 +140,7 @@ func (m *franzMember) stop(t *testing.T) {
 // flow; every record is processed; the committed offsets survive a broker
 // restart and a new member resumes from them.
 func TestFranzGoGroupMembersShareRecordsAndResumeAfterRestart(t *testing.T) {
+	t.Parallel()
 	for name, balancer := range map[string]func() kgo.GroupBalancer{
 		"range":              kgo.RangeBalancer,
 		"cooperative-sticky": kgo.CooperativeStickyBalancer,
@@ -220,6 +221,7 @@ func TestFranzGoGroupMembersShareRecordsAndResumeAfterRestart(t *testing.T) {
 // loses its partitions after its session timeout, and the remaining
 // member is assigned every partition.
 func TestSessionTimeoutRevokesPartitions(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, groupTestConfig(""))
 	const topic, group = "sessions", "sleepy"
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -280,6 +282,7 @@ func TestSessionTimeoutRevokesPartitions(t *testing.T) {
 // TestSaramaConsumerGroupProcessesEveryRecord: three sarama ConsumerGroup
 // members, one leaving midway, process every record and commit.
 func TestSaramaConsumerGroupProcessesEveryRecord(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, groupTestConfig(""))
 	const topic, group = "sarama-events", "sarama-workers"
 	prod := roundRobinProducer(t, b.Addr())
@@ -373,6 +376,7 @@ func (h saramaHandler) ConsumeClaim(s sarama.ConsumerGroupSession, c sarama.Cons
 // share a topic; one leaves while records flow; every record is processed
 // and committed.
 func TestKafkaGoReaderGroupProcessesEveryRecord(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, groupTestConfig(""))
 	const topic, group = "kafka-go-events", "kafka-go-workers"
 	prod := roundRobinProducer(t, b.Addr())
@@ -438,6 +442,7 @@ func TestKafkaGoReaderGroupProcessesEveryRecord(t *testing.T) {
 // without the group rebalancing: the other member keeps consuming and is
 // never revoked.
 func TestFranzGoStaticMemberRestartKeepsAssignment(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, groupTestConfig(""))
 	const topic, group = "static-events", "static-workers"
 	prod := roundRobinProducer(t, b.Addr())
