@@ -141,6 +141,7 @@ func TestSaramaProduceConsumeEveryCodec(t *testing.T) {
 				continue // zstd needs Produce v7 (Kafka 2.1)
 			}
 			t.Run(version.String()+"/"+name, func(t *testing.T) {
+				t.Parallel() // each on a topic of its own
 				saramaProduceConsume(t, b.Addr(), "sarama-"+version.String()+"-"+name, version, codec)
 			})
 		}

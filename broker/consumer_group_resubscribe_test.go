@@ -269,12 +269,15 @@ func (r *franzResubscriber) close() { r.cl.Close() }
 
 func testSlidingWindow(t *testing.T, bootstrap []string) {
 	createSlideTopics(t, bootstrap)
+	// Two groups: the clients' assignments do not depend on each other.
 	t.Run("librdkafka", func(t *testing.T) {
+		t.Parallel()
 		r := newLibrdkafkaResubscriber(t, bootstrap, "slide-librdkafka")
 		defer r.close()
 		runSlidingWindow(t, r)
 	})
 	t.Run("franz-go", func(t *testing.T) {
+		t.Parallel()
 		r := newFranzResubscriber(t, bootstrap, "slide-franz", slideTopicNames()[:slideWindow])
 		defer r.close()
 		runSlidingWindow(t, r)
