@@ -480,10 +480,14 @@ func TestFranzGoStaticMemberRestartKeepsAssignment(t *testing.T) {
 		d, err := adm.DescribeGroups(ctx, group)
 		return err == nil && d[group].State == "Stable" && len(d[group].Members) == 2
 	}
+	// Both members must hold partitions: the group can be Stable with both
+	// in it before either's callback for that generation has run, one
+	// member still showing the four partitions it held alone.
 	waitForGroup(t, "two static members, stable", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
-		return twoStable() && len(assignedTo["restarting"]) > 0 && len(assignedTo["steady"])+len(assignedTo["restarting"]) == 4
+		r, s := len(assignedTo["restarting"]), len(assignedTo["steady"])
+		return twoStable() && r > 0 && s > 0 && r+s == 4
 	})
 	mu.Lock()
 	before := append([]int32(nil), assignedTo["restarting"]...)
