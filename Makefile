@@ -34,15 +34,18 @@ test: vet unit race fuzz
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { gofmt -l .; echo "gofmt: files above need formatting"; exit 1; }
 	$(GO) vet ./...
+	$(GO) vet -tags cluster ./...
 
 # The cluster fault tests run short here (clustertest/: 3 leader kills, a
 # SIGSTOP and, as root, a leader cut off from its peers); the full-disk one
-# only in make cluster-test.
+# only in make cluster-test. -tags cluster adds broker's in-process cluster
+# tests to its single-node suite (docs/architecture.md, Tests), here and in
+# race.
 unit:
-	$(GO) test -count=1 -skip '$(CLUSTER_LONG_ONLY)' ./...
+	$(GO) test -count=1 -tags cluster -skip '$(CLUSTER_LONG_ONLY)' ./...
 
 race:
-	$(GO) test -count=1 -race ./broker/... ./coordinator/... ./storage/... ./vfs/...
+	$(GO) test -count=1 -race -tags cluster ./broker/... ./coordinator/... ./storage/... ./vfs/...
 
 # Each fuzz target runs briefly; longer runs: make fuzz FUZZTIME=10m.
 # scripts/fuzz.sh retries a target once when Go 1.26's fuzz coordinator fails

@@ -51,6 +51,7 @@ func topicConfigValue(t *testing.T, ctx context.Context, adm *kadm.Client, topic
 }
 
 func TestKadmAlteredTopicConfigsSurviveRestart(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	dir := t.TempDir()
@@ -104,6 +105,7 @@ func TestKadmAlteredTopicConfigsSurviveRestart(t *testing.T) {
 }
 
 func TestKadmDeleteRecordsThenConsumeFromTheNewStart(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	b := startBroker(t, Config{DataDir: t.TempDir()})
@@ -157,6 +159,7 @@ func TestKadmDeleteRecordsThenConsumeFromTheNewStart(t *testing.T) {
 }
 
 func TestKadmDescribeClusterAndLogDirs(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	dir := t.TempDir()
@@ -218,6 +221,7 @@ func TestKadmDescribeClusterAndLogDirs(t *testing.T) {
 }
 
 func TestAlteredSegmentBytesRollsTheNextAppend(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	dir := t.TempDir()
@@ -260,6 +264,7 @@ func TestAlteredSegmentBytesRollsTheNextAppend(t *testing.T) {
 // append of a record more than segment.ms after the active segment's first
 // rolls it, as Kafka measures segment age (no waiting on the wall clock).
 func TestSegmentMsRollsOnRecordTimestamps(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	dir := t.TempDir()

@@ -50,6 +50,7 @@ func findConfig(t *testing.T, res kmsg.DescribeConfigsResponseResource, name str
 }
 
 func TestDescribeConfigsErrors(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{NodeID: 3})
 	c := dialRaw(t, b.Addr())
 	createTopic(t, c, "t", 1, nil)
@@ -85,6 +86,7 @@ func TestDescribeConfigsErrors(t *testing.T) {
 }
 
 func TestDescribeConfigsTopicSourcesAndSynonyms(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{TopicDefaults: map[string]string{"retention.ms": "1000"}})
 	c := dialRaw(t, b.Addr())
 	createTopic(t, c, "t", 1, map[string]string{"segment.bytes": "2097152"})
@@ -139,6 +141,7 @@ func synonymNames(c kmsg.DescribeConfigsResponseResourceConfig) string {
 }
 
 func TestDescribeConfigsBroker(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{NodeID: 2, NumPartitions: 3})
 	c := dialRaw(t, b.Addr())
 	res := c.do(describeConfigsReq(4, configResource(resourceBroker, "2"))).(*kmsg.DescribeConfigsResponse).Resources[0]
@@ -173,6 +176,7 @@ func TestDescribeConfigsBroker(t *testing.T) {
 // read-only, STATIC_BROKER_CONFIG, with itself as the one synonym; the
 // name filter finds it.
 func TestDescribeConfigsBrokerRack(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{NodeID: 1, BrokerRack: "rack-a"})
 	c := dialRaw(t, b.Addr())
 	req := describeConfigsReq(4, configResource(resourceBroker, "1", "broker.rack"))
@@ -225,6 +229,7 @@ func describeTopicConfig(t *testing.T, c *rawConn, topic, name string) (string, 
 }
 
 func TestIncrementalAlterConfigsErrors(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{NodeID: 1})
 	c := dialRaw(t, b.Addr())
 	createTopic(t, c, "t", 1, nil)
@@ -300,6 +305,7 @@ func deref(s *string) string {
 }
 
 func TestIncrementalAlterConfigsNothingHalfApplied(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{})
 	c := dialRaw(t, b.Addr())
 	createTopic(t, c, "t", 1, nil)
@@ -311,6 +317,7 @@ func TestIncrementalAlterConfigsNothingHalfApplied(t *testing.T) {
 }
 
 func TestIncrementalAlterConfigsOperations(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{})
 	c := dialRaw(t, b.Addr())
 	createTopic(t, c, "t", 1, nil)
@@ -338,6 +345,7 @@ func TestIncrementalAlterConfigsOperations(t *testing.T) {
 }
 
 func TestAlterConfigsTakeEffectOnTheNextProduce(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{})
 	c := dialRaw(t, b.Addr())
 	createTopic(t, c, "t", 1, nil)
@@ -365,6 +373,7 @@ func legacyAlterReq(validateOnly bool, typ int8, name string, configs map[string
 }
 
 func TestAlterConfigsReplacesTheWholeSet(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{NodeID: 0})
 	c := dialRaw(t, b.Addr())
 	createTopic(t, c, "t", 1, map[string]string{"retention.ms": "1000"})
@@ -412,6 +421,7 @@ func deleteRecordsReq(version int16, topic string, partition int32, offset int64
 }
 
 func TestDeleteRecords(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{})
 	c := dialRaw(t, b.Addr())
 	createTopic(t, c, "t", 1, nil)
@@ -470,6 +480,7 @@ func TestDeleteRecords(t *testing.T) {
 }
 
 func TestDescribeCluster(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{NodeID: 5})
 	c := dialRaw(t, b.Addr())
 	tests := []struct {
@@ -549,6 +560,7 @@ func summarize(resp *kmsg.DescribeTopicPartitionsResponse) string {
 }
 
 func TestDescribeTopicPartitionsPaginates(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{})
 	c := dialRaw(t, b.Addr())
 	createTopic(t, c, "a", 3, nil)
@@ -604,6 +616,7 @@ func describeLogDirsReq(version int16, topics map[string][]int32) *kmsg.Describe
 }
 
 func TestDescribeLogDirs(t *testing.T) {
+	t.Parallel()
 	for _, dataDir := range []string{"", t.TempDir()} {
 		b := startBroker(t, Config{DataDir: dataDir})
 		c := dialRaw(t, b.Addr())
@@ -639,6 +652,7 @@ func TestDescribeLogDirs(t *testing.T) {
 }
 
 func TestACLAPIsAnswerSecurityDisabled(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{})
 	c := dialRaw(t, b.Addr())
 	for v := int16(1); v <= 3; v++ {
@@ -688,6 +702,7 @@ func TestACLAPIsAnswerSecurityDisabled(t *testing.T) {
 // (log.retention.ms is null; the default comes from log.retention.hours),
 // one for segment.bytes (observed on the reference broker).
 func TestDescribeConfigsDefaultSynonymsAreKafkas(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{})
 	c := dialRaw(t, b.Addr())
 	createTopic(t, c, "syn", 1, map[string]string{"flush.ms": "1000"})

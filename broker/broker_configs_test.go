@@ -9,6 +9,7 @@ import (
 // The key table of docs/configuration.md is generated from the broker's
 // config table; GREGOR_UPDATE_DOCS=1 rewrites it.
 func TestConfigurationDocMatchesTheTable(t *testing.T) {
+	t.Parallel()
 	const path = "../docs/configuration.md"
 	const begin, end = "<!-- broker config table: generated from broker/broker_configs.go -->\n", "<!-- end of the generated table -->\n"
 	raw, err := os.ReadFile(path)
@@ -38,6 +39,7 @@ func TestConfigurationDocMatchesTheTable(t *testing.T) {
 // and is filled by setDefaults; a Kafka-required or derived key is read by
 // the loader.
 func TestBrokerConfigTableIsConsistent(t *testing.T) {
+	t.Parallel()
 	var cfg Config
 	cfg.setDefaults()
 	b := &Broker{cfg: cfg}
@@ -70,6 +72,7 @@ func TestBrokerConfigTableIsConsistent(t *testing.T) {
 }
 
 func TestBrokerConfigParseRefusesAsKafka(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ key, value, want string }{
 		{"num.partitions", "lots", "not a number"},
 		{"num.partitions", "0", "out of range [1, 2147483647]"},

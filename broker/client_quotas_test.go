@@ -57,6 +57,7 @@ func alterQuotas(t *testing.T, ctx context.Context, adm *kadm.Client, entries ..
 // describes them with each match type, removes one, and finds the rest
 // after a restart.
 func TestClientQuotasStoredDescribedAndPersisted(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	dir := t.TempDir()
@@ -150,6 +151,7 @@ func TestClientQuotasStoredDescribedAndPersisted(t *testing.T) {
 // TestAlterClientQuotasRefusals: every refusal is INVALID_REQUEST with
 // Kafka's message, per entity, and changes nothing.
 func TestAlterClientQuotasRefusals(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{})
 	c := dialRaw(t, b.Addr())
 	type comp struct {
@@ -231,6 +233,7 @@ func TestAlterClientQuotasRefusals(t *testing.T) {
 // entity is refused and its answer replaces the first's, yet the first
 // entry's changes are made.
 func TestAlterClientQuotasDuplicateEntity(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	b := startBroker(t, Config{})
@@ -261,6 +264,7 @@ func TestAlterClientQuotasDuplicateEntity(t *testing.T) {
 // TestDescribeClientQuotasBadFilters: a bad filter fails the request with
 // a top-level error and null entries, as Kafka's getErrorResponse.
 func TestDescribeClientQuotasBadFilters(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{})
 	c := dialRaw(t, b.Addr())
 	comp := func(typ string, match kmsg.QuotasMatchType, name *string) kmsg.DescribeClientQuotasRequestComponent {

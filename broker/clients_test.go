@@ -118,6 +118,7 @@ func franzConsume(t *testing.T, ctx context.Context, addr, topic string, want []
 }
 
 func TestFranzGoProduceConsumeEveryCodec(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{DataDir: t.TempDir()}) // on disk: records leave by sendfile
 	for name, codec := range franzCodecs {
 		t.Run(name, func(t *testing.T) { franzProduceConsume(t, b.Addr(), "franz-"+name, codec) })
@@ -130,6 +131,7 @@ var saramaCodecs = map[string]sarama.CompressionCodec{
 }
 
 func TestSaramaProduceConsumeEveryCodec(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{DataDir: t.TempDir()}) // on disk: records leave by sendfile
 	// Sarama pins request versions from Config.Version: a modern pin and an
 	// old one (Produce v3, Fetch v4) that Kafka 4 still serves.
@@ -139,6 +141,7 @@ func TestSaramaProduceConsumeEveryCodec(t *testing.T) {
 				continue // zstd needs Produce v7 (Kafka 2.1)
 			}
 			t.Run(version.String()+"/"+name, func(t *testing.T) {
+				t.Parallel() // each on a topic of its own
 				saramaProduceConsume(t, b.Addr(), "sarama-"+version.String()+"-"+name, version, codec)
 			})
 		}
@@ -205,6 +208,7 @@ var kafkaGoCodecs = map[string]kafkago.Compression{
 }
 
 func TestKafkaGoProduceConsumeEveryCodec(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{DataDir: t.TempDir()}) // on disk: records leave by sendfile
 	for name, codec := range kafkaGoCodecs {
 		t.Run(name, func(t *testing.T) {
@@ -250,6 +254,7 @@ func TestKafkaGoProduceConsumeEveryCodec(t *testing.T) {
 }
 
 func TestRestartServesTheSameTopicsAndRecords(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -1,3 +1,5 @@
+//go:build cluster
+
 package broker
 
 // victimAndSurvivor picks two live brokers of tc for a test that stops one:

@@ -1,3 +1,5 @@
+//go:build cluster
+
 package broker
 
 import (
@@ -565,30 +567,6 @@ func TestClusterElectsANewControllerWhenTheActiveOneCloses(t *testing.T) {
 	}
 }
 
-func TestSingleNodeDoesNotAdvertiseClusterAPIs(t *testing.T) {
-	b := startBroker(t, Config{})
-	req := kmsg.NewPtrApiVersionsRequest()
-	req.SetVersion(3)
-	req.ClientSoftwareName, req.ClientSoftwareVersion = "gregor-test", "1.0"
-	resp := dialRaw(t, b.Addr()).do(req).(*kmsg.ApiVersionsResponse)
-	if resp.ErrorCode != 0 || len(resp.ApiKeys) == 0 {
-		t.Fatalf("ApiVersions: error %d, %d keys", resp.ErrorCode, len(resp.ApiKeys))
-	}
-	for _, k := range resp.ApiKeys {
-		// Nothing can be reassigned on one broker: no
-		// AlterPartitionReassignments (45) or ListPartitionReassignments (46).
-		if k.ApiKey == 55 || k.ApiKey == 62 || k.ApiKey == 63 || k.ApiKey == 45 || k.ApiKey == 46 {
-			t.Fatalf("single node advertises key %d", k.ApiKey)
-		}
-	}
-	// Sending one closes the connection, as for any key not served.
-	c := dialRaw(t, b.Addr())
-	c.sendRefused(kmsg.NewPtrBrokerHeartbeatRequest())
-	c = dialRaw(t, b.Addr())
-	c.sendRefused(kmsg.NewPtrAlterPartitionAssignmentsRequest())
-	c.expectClosed()
-}
-
 func hasConfig(configs []kadm.Config, name, value string) bool {
 	for _, c := range configs {
 		if c.Key == name && c.Value != nil && *c.Value == value {
@@ -748,20 +726,5 @@ func TestClusterNodeServesOnlyOnceUnfenced(t *testing.T) {
 	md := tc.metadata(1)
 	if len(md.Topics) != 1 || len(md.Topics[0].Partitions) != 4 {
 		t.Fatalf("node 1's Metadata after the restart: %+v", md.Topics)
-	}
-}
-
-func TestUncleanDefault(t *testing.T) {
-	for _, c := range []struct {
-		v    string
-		want bool
-	}{{"", false}, {"false", false}, {"true", true}, {"TRUE", true}} {
-		defaults := map[string]string{}
-		if c.v != "" {
-			defaults["unclean.leader.election.enable"] = c.v
-		}
-		if got := uncleanDefault(defaults); got != c.want {
-			t.Errorf("unclean.leader.election.enable=%q: %v, want %v", c.v, got, c.want)
-		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 )
 
 func TestPooledFrameCap(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ size, wantCap int }{
 		{1, minPooledFrame},
 		{minPooledFrame, minPooledFrame},
@@ -38,6 +39,7 @@ func TestPooledFrameCap(t *testing.T) {
 // while earlier requests' records are in the log, and checks that every
 // record reads back as it was sent.
 func TestPooledProduceFrames(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		disk bool
@@ -153,6 +155,7 @@ func TestPooledProduceFrames(t *testing.T) {
 // header closes the connection, rather than leaving the reader waiting for
 // the api key it peeks at.
 func TestFrameTooShortForAPIKey(t *testing.T) {
+	t.Parallel()
 	br := startBroker(t, Config{})
 	for _, frame := range [][]byte{{0, 0, 0, 0}, {0, 0, 0, 1, 0}} {
 		c := dialRaw(t, br.Addr())
@@ -167,6 +170,7 @@ func TestFrameTooShortForAPIKey(t *testing.T) {
 // keeps the response in its writer: only while a whole next frame is already
 // buffered, so a client waiting for its answer is never kept waiting.
 func TestFrameBuffered(t *testing.T) {
+	t.Parallel()
 	frame := func(size int32, body int) []byte {
 		b := binary.BigEndian.AppendUint32(nil, uint32(size))
 		return append(b, make([]byte, body)...)

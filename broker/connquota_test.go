@@ -19,6 +19,8 @@ import (
 // connections from another address (127.0.0.2, where the loopback allows
 // it) are served, and removing the quota serves everyone again.
 func TestConnectionCreationRateDelaysClosingNewConnections(t *testing.T) {
+	// Not parallel: it times connection closes against a rate, which tests
+	// beside it would skew.
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	// Two windows: the rate is over at least one second, so one

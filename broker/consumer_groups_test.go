@@ -81,6 +81,7 @@ func describeConsumerGroup(t *testing.T, c *rawConn, group string) kmsg.Consumer
 // twice, a leaving member's partitions go to the others, and a member that
 // stops heartbeating is fenced after group.consumer.session.timeout.ms.
 func TestConsumerGroupHeartbeatMembersConvergeLeaveAndExpire(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, consumerGroupTestConfig(""))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -179,6 +180,7 @@ func TestConsumerGroupHeartbeatMembersConvergeLeaveAndExpire(t *testing.T) {
 // records flow; every record is processed; after a broker restart the
 // group's offsets and state are back and a new member resumes from them.
 func TestFranzGoServerSideBalancerProcessesEveryRecordAndResumes(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
@@ -247,6 +249,7 @@ func TestFranzGoServerSideBalancerProcessesEveryRecordAndResumes(t *testing.T) {
 // earlier offset is still the committed one and the group does not exist.
 // Once writes work again, both succeed.
 func TestGroupCoordinatorRevertsWhenOffsetsTopicWriteFails(t *testing.T) {
+	t.Parallel()
 	fsys := vfs.NewFaultFS(vfs.NewMemFS(), nil)
 	cfg := consumerGroupTestConfig("")
 	cfg.fs = fsys

@@ -16,6 +16,7 @@ import (
 // open transaction and one whose transaction a marker ended, through
 // kadm, and checks the per-partition errors over a raw connection.
 func TestDescribeProducers(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{})
 	c := dialRaw(t, b.Addr())
 	createTopic(t, c, "t", 2, nil)

@@ -134,6 +134,7 @@ func checkAcknowledgedPresent(t *testing.T, vals []string, acked map[string]bool
 // and finds every acknowledged record. The default policy, left to the OS,
 // loses them, which shows the crash is real.
 func TestFlushMessagesOneSurvivesPowerLoss(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		flushMessages string
 		wantAll       bool
@@ -157,6 +158,7 @@ func TestFlushMessagesOneSurvivesPowerLoss(t *testing.T) {
 }
 
 func TestFlushMsSyncsWithoutDelayingTheProducer(t *testing.T) {
+	t.Parallel()
 	mem := vfs.NewMemFS()
 	b := startBroker(t, Config{FS: mem, DataDir: "/data", TopicDefaults: map[string]string{"flush.ms": "10"}})
 	c := dialRaw(t, b.Addr())
@@ -169,6 +171,7 @@ func TestFlushMsSyncsWithoutDelayingTheProducer(t *testing.T) {
 }
 
 func TestProduceAcksZeroWithFlushMessagesOneSyncsInBackground(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{FS: vfs.NewMemFS(), DataDir: "/data", TopicDefaults: map[string]string{"flush.messages": "1"}})
 	c := dialRaw(t, b.Addr())
 	createTopic(t, c, "z", 1, nil)
@@ -193,6 +196,7 @@ func faultsUnder(dir string, err error, ops ...vfs.Op) vfs.Injector {
 }
 
 func TestFsyncFailureAnswersKafkaStorageErrorAndKeepsReads(t *testing.T) {
+	t.Parallel()
 	ffs := vfs.NewFaultFS(vfs.NewMemFS(), nil)
 	b, err := Start(context.Background(), Config{FS: ffs, DataDir: "/data", Logger: slog.New(slog.DiscardHandler),
 		TopicDefaults: map[string]string{"flush.messages": "1"}})
@@ -243,6 +247,7 @@ func TestFsyncFailureAnswersKafkaStorageErrorAndKeepsReads(t *testing.T) {
 // every other partition stay readable, and writes work again once space is
 // freed, since the log cut the failed write off cleanly.
 func TestDiskFullRefusesWritesAndKeepsServingReads(t *testing.T) {
+	t.Parallel()
 	ffs := vfs.NewFaultFS(vfs.NewMemFS(), nil)
 	b := startBroker(t, Config{FS: ffs, DataDir: "/data", Logger: slog.New(slog.DiscardHandler)})
 	c := dialRaw(t, b.Addr())
@@ -282,6 +287,7 @@ func TestDiskFullRefusesWritesAndKeepsServingReads(t *testing.T) {
 // into a partition dir, then restarts: the broker logs the top-level ones,
 // loads nothing from any of them, and serves its topic as before.
 func TestStrayEntriesInTheDataDirAreIgnored(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	b, err := Start(context.Background(), Config{DataDir: dir, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
@@ -339,6 +345,7 @@ func TestStrayEntriesInTheDataDirAreIgnored(t *testing.T) {
 // as Kafka takes its only log dir offline and shuts down. Nothing panics,
 // and the broker starts once the directory is readable again.
 func TestUnreadablePartitionDirRefusesToStart(t *testing.T) {
+	t.Parallel()
 	mem := vfs.NewMemFS()
 	b, err := Start(context.Background(), Config{FS: mem, DataDir: "/data", Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
@@ -413,6 +420,7 @@ func (f *holdingFile) Sync() error {
 // record a power loss could still take; once the fsync is done the
 // producer is answered and a waiting fetch gets the records.
 func TestFlushMessagesOneShowsConsumersOnlyFsyncedRecords(t *testing.T) {
+	t.Parallel()
 	h := &holdingFS{FS: vfs.NewMemFS(), waiting: make(chan struct{}, 4)}
 	b := startBroker(t, Config{FS: h, DataDir: "/data", TopicDefaults: map[string]string{"flush.messages": "1"}})
 	c := dialRaw(t, b.Addr())
@@ -449,6 +457,7 @@ func TestFlushMessagesOneShowsConsumersOnlyFsyncedRecords(t *testing.T) {
 // alteration fsyncs them, so the high watermark does not go back for long
 // and comes to the log end without another produce.
 func TestSwitchingToFlushMessagesOneKeepsRecordsVisible(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{FS: vfs.NewMemFS(), DataDir: "/data"})
 	c := dialRaw(t, b.Addr())
 	createTopic(t, c, "a", 1, nil)

@@ -33,6 +33,7 @@ func electReq(version int16, typ int8, topics map[string][]int32) *kmsg.ElectLea
 // ELECTION_NOT_NEEDED, and missing topics or partitions are
 // UNKNOWN_TOPIC_OR_PARTITION with Kafka's messages.
 func TestElectLeadersSingleNodeNeedsNoElection(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{})
 	adm, _ := newAdmin(t, b.Addr())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -80,6 +81,7 @@ func TestElectLeadersSingleNodeNeedsNoElection(t *testing.T) {
 // every partition; like Kafka, each topic is listed and the partitions that
 // need no election (all of them here) are left out.
 func TestElectLeadersAllPartitionsListsTopicsOnly(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{})
 	adm, _ := newAdmin(t, b.Addr())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -118,6 +120,7 @@ func TestElectLeadersAllPartitionsListsTopicsOnly(t *testing.T) {
 // TestElectLeadersUnknownElectionType: Kafka fails the request with
 // INVALID_REQUEST at the top and on every partition named.
 func TestElectLeadersUnknownElectionType(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{})
 	c := dialRaw(t, b.Addr())
 	resp := c.do(electReq(2, 5, map[string][]int32{"x": {0, 3}})).(*kmsg.ElectLeadersResponse)
@@ -135,5 +138,21 @@ func TestElectLeadersUnknownElectionType(t *testing.T) {
 	wantCode(t, "top level, all partitions", all.ErrorCode, kerr.InvalidRequest)
 	if len(all.Topics) != 0 {
 		t.Fatalf("results %+v, want none", all.Topics)
+	}
+}
+
+func TestUncleanDefault(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		v    string
+		want bool
+	}{{"", false}, {"false", false}, {"true", true}, {"TRUE", true}} {
+		defaults := map[string]string{}
+		if c.v != "" {
+			defaults["unclean.leader.election.enable"] = c.v
+		}
+		if got := uncleanDefault(defaults); got != c.want {
+			t.Errorf("unclean.leader.election.enable=%q: %v, want %v", c.v, got, c.want)
+		}
 	}
 }

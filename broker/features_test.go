@@ -5,7 +5,6 @@ import (
 	"maps"
 	"testing"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gregor-broker/gregor/coordinator/controller/metadata"
@@ -49,68 +48,11 @@ var (
 	wantFinalized = map[string]int16{"metadata.version": 12, "transaction.version": 2, "group.version": 1}
 )
 
-// TestClusterApiVersionsListsTheFeaturesOfTheMetadataLog: every node lists
-// the features finalized in the metadata log, at an epoch that is the
-// offset of the image it applied: it grows as the log does, and the levels
-// come back after the whole cluster restarts.
-func TestClusterApiVersionsListsTheFeaturesOfTheMetadataLog(t *testing.T) {
-	tc := startCluster(t, 3)
-	epochs := map[int32]int64{}
-	for _, id := range tc.live() {
-		resp := apiVersionsV3(t, tc.nodes[id].Addr())
-		supported, finalized := featureLevels(t, resp)
-		if !maps.Equal(supported, wantSupported) || !maps.Equal(finalized, wantFinalized) {
-			t.Fatalf("node %d: supported %v finalized %v, want %v and %v", id, supported, finalized, wantSupported, wantFinalized)
-		}
-		if resp.FinalizedFeaturesEpoch <= 0 {
-			t.Fatalf("node %d: finalized features epoch %d, want the offset of its metadata image", id, resp.FinalizedFeaturesEpoch)
-		}
-		epochs[id] = resp.FinalizedFeaturesEpoch
-	}
-
-	// A topic is a metadata write: every node's epoch moves past it.
-	adm := kadm.NewClient(tc.client(1))
-	if _, err := adm.CreateTopic(testCtx(t), 1, 3, nil, "features-epoch"); err != nil {
-		t.Fatal(err)
-	}
-	var created int64
-	waitLong(t, "node 1 to apply the topic", func() bool {
-		im := tc.nodes[1].cluster.currentImage()
-		created = int64(im.Offset)
-		return im.TopicByName("features-epoch") != nil
-	})
-	for _, id := range tc.live() {
-		waitLong(t, fmt.Sprintf("node %d's features epoch to pass the topic's creation", id), func() bool {
-			e := apiVersionsV3(t, tc.nodes[id].Addr()).FinalizedFeaturesEpoch
-			return e >= created && e > epochs[id]
-		})
-	}
-
-	// The levels are in the log, not in the binary's defaults: a level
-	// the log holds is what every node reports, and it survives a restart
-	// of the whole cluster.
-	last := int64(tc.nodes[1].cluster.currentImage().Offset)
-	for _, id := range tc.live() {
-		tc.close(id)
-	}
-	tc.restart(1, 2, 3)
-	tc.waitForBrokers(tc.live(), 3)
-	for _, id := range tc.live() {
-		waitLong(t, fmt.Sprintf("node %d to reapply its metadata log", id), func() bool {
-			return int64(tc.nodes[id].cluster.currentImage().Offset) >= last
-		})
-		resp := apiVersionsV3(t, tc.nodes[id].Addr())
-		if _, finalized := featureLevels(t, resp); !maps.Equal(finalized, wantFinalized) || resp.FinalizedFeaturesEpoch < last {
-			t.Fatalf("node %d after a restart: finalized %v at epoch %d, want %v at %d or later", id, finalized,
-				resp.FinalizedFeaturesEpoch, wantFinalized, last)
-		}
-	}
-}
-
 // TestSingleNodeFinalizesTheBootstrapFeatures: a single node finalizes the
 // levels a new metadata log starts with, at epoch 0 (it has no log), and
 // supports what a cluster node supports.
 func TestSingleNodeFinalizesTheBootstrapFeatures(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{})
 	resp := apiVersionsV3(t, b.Addr())
 	supported, finalized := featureLevels(t, resp)
@@ -122,4 +64,29 @@ func TestSingleNodeFinalizesTheBootstrapFeatures(t *testing.T) {
 		t.Fatalf("transaction.version %d, the transaction coordinator runs %d", finalized[metadata.FeatureTransactionVersion],
 			finalizedTransactionVersion)
 	}
+}
+
+func TestSingleNodeDoesNotAdvertiseClusterAPIs(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t, Config{})
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.SetVersion(3)
+	req.ClientSoftwareName, req.ClientSoftwareVersion = "gregor-test", "1.0"
+	resp := dialRaw(t, b.Addr()).do(req).(*kmsg.ApiVersionsResponse)
+	if resp.ErrorCode != 0 || len(resp.ApiKeys) == 0 {
+		t.Fatalf("ApiVersions: error %d, %d keys", resp.ErrorCode, len(resp.ApiKeys))
+	}
+	for _, k := range resp.ApiKeys {
+		// Nothing can be reassigned on one broker: no
+		// AlterPartitionReassignments (45) or ListPartitionReassignments (46).
+		if k.ApiKey == 55 || k.ApiKey == 62 || k.ApiKey == 63 || k.ApiKey == 45 || k.ApiKey == 46 {
+			t.Fatalf("single node advertises key %d", k.ApiKey)
+		}
+	}
+	// Sending one closes the connection, as for any key not served.
+	c := dialRaw(t, b.Addr())
+	c.sendRefused(kmsg.NewPtrBrokerHeartbeatRequest())
+	c = dialRaw(t, b.Addr())
+	c.sendRefused(kmsg.NewPtrAlterPartitionAssignmentsRequest())
+	c.expectClosed()
 }

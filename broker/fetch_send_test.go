@@ -140,6 +140,7 @@ func randomFetchReply(t testing.TB, rng *rand.Rand, version int16, src *sliceSou
 // checks each frame is byte for byte kmsg's encoding of the same response
 // with its records in memory.
 func TestFetchReplyIsByteIdenticalToKmsg(t *testing.T) {
+	t.Parallel()
 	sources := map[string]*sliceSource{
 		"mem": newSliceSource(t, vfs.NewMemFS(), "/t-0"),
 		"os":  newSliceSource(t, vfs.OSFS{}, filepath.Join(t.TempDir(), "t-0")),

@@ -27,6 +27,7 @@ func fetchRequest(version int16, topic string, offset int64, maxWait, minBytes i
 }
 
 func TestFetchLongPollWakesOnAppend(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{})
 	c := dialRaw(t, b.Addr())
 	createTopic(t, c, "t", 1, nil)
@@ -49,6 +50,7 @@ func TestFetchLongPollWakesOnAppend(t *testing.T) {
 }
 
 func TestFetchWaitsOutMaxWaitWithoutData(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{})
 	c := dialRaw(t, b.Addr())
 	createTopic(t, c, "t", 1, nil)
@@ -63,6 +65,7 @@ func TestFetchWaitsOutMaxWaitWithoutData(t *testing.T) {
 }
 
 func TestFetchReturnsTheBatchContainingTheOffset(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{})
 	c := dialRaw(t, b.Addr())
 	createTopic(t, c, "t", 1, nil)
@@ -85,6 +88,7 @@ func TestFetchReturnsTheBatchContainingTheOffset(t *testing.T) {
 }
 
 func TestFetchErrors(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{})
 	c := dialRaw(t, b.Addr())
 	createTopic(t, c, "t", 1, nil)
@@ -153,6 +157,7 @@ func TestFetchErrors(t *testing.T) {
 }
 
 func TestFetchMaxBytesKeepsWholeBatches(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{})
 	c := dialRaw(t, b.Addr())
 	createTopic(t, c, "t", 1, nil)
@@ -175,6 +180,7 @@ func TestFetchMaxBytesKeepsWholeBatches(t *testing.T) {
 }
 
 func TestListOffsets(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{})
 	c := dialRaw(t, b.Addr())
 	createTopic(t, c, "t", 1, nil)
@@ -250,6 +256,7 @@ func TestListOffsets(t *testing.T) {
 // Kafka sends an empty one. Checked on the wire for a flexible and an older
 // version, for a partition with nothing to return and one with an error.
 func TestFetchNeverSendsANullRecordSet(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{})
 	c := dialRaw(t, b.Addr())
 	createTopic(t, c, "t", 1, nil)

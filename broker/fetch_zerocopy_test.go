@@ -63,6 +63,7 @@ func readFetchFrame(t testing.TB, r io.Reader) *kmsg.FetchResponse {
 // and then reads the rest: the response arrives whole and intact, because
 // the fetch holds the segment files open.
 func TestFetchInFlightSurvivesDeleteTopics(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	b := startBroker(t, Config{DataDir: dir})
 	admin := dialRaw(t, b.Addr())
@@ -105,6 +106,7 @@ func TestFetchInFlightSurvivesDeleteTopics(t *testing.T) {
 // checks every response against one read alone: sendfile with explicit
 // offsets shares a file between connections safely.
 func TestConcurrentFetchesOfOneSegment(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{DataDir: t.TempDir()})
 	admin := dialRaw(t, b.Addr())
 	createTopic(t, admin, "shared", 1, map[string]string{"segment.bytes": "2097152"})
@@ -147,6 +149,7 @@ func TestConcurrentFetchesOfOneSegment(t *testing.T) {
 // records (sent with sendfile), fetches without, and small requests in one
 // burst, and reads every response in request order with intact records.
 func TestPipelinedFetchesAndSmallResponsesStayInOrder(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{DataDir: t.TempDir()})
 	c := dialRaw(t, b.Addr())
 	createTopic(t, c, "p", 1, nil)

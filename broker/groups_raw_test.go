@@ -82,6 +82,7 @@ func rawJoinAndSync(t *testing.T, c *rawConn, group, topic string, sessionMs int
 // TestGroupRequestsBadInput: unknown groups, wrong generations and bogus
 // member ids get Kafka's error codes.
 func TestGroupRequestsBadInput(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, groupTestConfig(""))
 	c := dialRaw(t, b.Addr())
 	createTopic(t, c, "t", 1, nil)
@@ -193,6 +194,7 @@ func TestGroupRequestsBadInput(t *testing.T) {
 // TestOffsetCommitAndFetchByTopicID: OffsetCommit v10 and OffsetFetch v10
 // name topics by id.
 func TestOffsetCommitAndFetchByTopicID(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, groupTestConfig(""))
 	c := dialRaw(t, b.Addr())
 	createTopic(t, c, "t", 2, nil)
@@ -234,6 +236,7 @@ func TestOffsetCommitAndFetchByTopicID(t *testing.T) {
 // leader intact; a request above socket.request.max.bytes closes the
 // connection, as Kafka does.
 func TestJoinGroupLargeMetadata(t *testing.T) {
+	t.Parallel()
 	cfg := groupTestConfig("")
 	cfg.MaxFrameBytes = 1 << 20
 	b := startBroker(t, cfg)
@@ -253,6 +256,8 @@ func TestJoinGroupLargeMetadata(t *testing.T) {
 // are served meanwhile; then all get generation 2 and the leader sees 1000
 // members.
 func TestThousandMembersJoinOneGroup(t *testing.T) {
+	// Not parallel: its thousand connections each read with a deadline,
+	// which beside other tests (under -race) it can miss.
 	b := startBroker(t, groupTestConfig(""))
 	lc := dialRaw(t, b.Addr())
 	lj := lc.do(joinReq(3, "big", "", 30000, consumerMetadata("t"))).(*kmsg.JoinGroupResponse)

@@ -67,6 +67,7 @@ type idemStep struct {
 }
 
 func TestIdempotentProduceRules(t *testing.T) {
+	t.Parallel()
 	const max = math.MaxInt32
 	ok := func(pid int64, epoch int16, seq int32, n int) idemStep {
 		return idemStep{pid: pid, epoch: epoch, seq: seq, n: n}
@@ -134,6 +135,7 @@ func TestIdempotentProduceRules(t *testing.T) {
 }
 
 func TestIdempotentDuplicateReportsTheOriginalTimestamp(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{})
 	c := dialRaw(t, b.Addr())
 	createTopic(t, c, "create", 1, nil)
@@ -163,6 +165,7 @@ func TestIdempotentDuplicateReportsTheOriginalTimestamp(t *testing.T) {
 }
 
 func TestIdempotentStateIsPerPartition(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{})
 	c := dialRaw(t, b.Addr())
 	createTopic(t, c, "two", 2, nil)
@@ -177,6 +180,7 @@ func TestIdempotentStateIsPerPartition(t *testing.T) {
 }
 
 func TestInitProducerID(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{})
 	c := dialRaw(t, b.Addr())
 	tests := []struct {
@@ -229,6 +233,7 @@ func TestInitProducerID(t *testing.T) {
 }
 
 func TestProducerIDsAreReservedDurably(t *testing.T) {
+	t.Parallel()
 	fsys := vfs.NewFaultFS(vfs.NewMemFS(), nil)
 	c := catalog{fs: fsys, dir: "/d"}
 	if err := fsys.MkdirAll("/d", 0o755); err != nil {
@@ -263,6 +268,7 @@ func TestProducerIDsAreReservedDurably(t *testing.T) {
 // the broker on the same data directory, cleanly and after a crash, and
 // resends the last batch: it must be deduplicated with its original offset.
 func TestIdempotentStateSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	for _, crash := range []bool{false, true} {
 		t.Run(map[bool]string{false: "clean", true: "crash"}[crash], func(t *testing.T) {
 			dir := t.TempDir()
@@ -347,6 +353,7 @@ func copyDir(t *testing.T, from, to string) {
 // producer over two connections at once: each batch must be appended once,
 // and both connections must be told the same offset for it.
 func TestIdempotentConcurrentConnectionsSamePID(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{})
 	setup := dialRaw(t, b.Addr())
 	createTopic(t, setup, "race", 1, nil)
@@ -398,6 +405,7 @@ func TestIdempotentConcurrentConnectionsSamePID(t *testing.T) {
 // batches the broker already appended, and reads every record back exactly
 // once, in order.
 func TestFranzGoIdempotentExactlyOnceThroughLostResponses(t *testing.T) {
+	t.Parallel()
 	proxy := newLossyProxy(t, 4)
 	b := startBroker(t, Config{Advertise: proxy.addr()})
 	proxy.target = b.Addr()

@@ -53,6 +53,7 @@ func str(s string) *string { return &s }
 // values for a few keys to a compacted topic, lets the background cleaner
 // run, and consumes from the start with franz-go.
 func TestCompactedTopicConsumedAfterCleaningReturnsLatestPerKey(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{LogCleanerBackoffMs: 10})
 	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.DefaultProduceTopic("compacted"))
 	if err != nil {
@@ -133,6 +134,7 @@ func TestCompactedTopicConsumedAfterCleaningReturnsLatestPerKey(t *testing.T) {
 // retention task enforce retention.bytes: ListOffsets earliest follows the
 // new log start, and a fetch below it is OFFSET_OUT_OF_RANGE.
 func TestRetentionTaskDeletesByBytesAndMovesEarliest(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{LogRetentionCheckIntervalMs: 10})
 	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.DefaultProduceTopic("bounded"))
 	if err != nil {
@@ -183,6 +185,7 @@ func TestRetentionTaskDeletesByBytesAndMovesEarliest(t *testing.T) {
 // clock moved past retention.ms: the closed segments go, the active one
 // (rolled because it alone breached, as Kafka does) too.
 func TestRetentionByTimeWithInjectedClock(t *testing.T) {
+	t.Parallel()
 	no := false
 	b := startBroker(t, Config{LogRetentionCheckIntervalMs: math.MaxInt32, LogCleanerEnable: &no})
 	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.DefaultProduceTopic("timed"))
@@ -223,6 +226,7 @@ func TestRetentionByTimeWithInjectedClock(t *testing.T) {
 // cleans __consumer_offsets, restarts the broker and checks that the group's
 // latest offsets were replayed from the compacted log.
 func TestConsumerOffsetsCompactedAndReplayed(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	no, zero := false, int64(0)
 	cfg := Config{DataDir: dir, OffsetsTopicPartitions: 1, LogCleanerEnable: &no, GroupInitialRebalanceDelayMs: &zero}

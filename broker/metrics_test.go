@@ -101,6 +101,7 @@ func httpStatus(t testing.TB, url string) int {
 // checks the scraped series against what was done: requests by API, bytes
 // and records in and out per topic, partition offsets, group lag.
 func TestMetricsAfterProduceFetchAndCommit(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{HTTPListen: "127.0.0.1:0", DataDir: t.TempDir()})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -271,6 +272,7 @@ func TestMetricsAfterProduceFetchAndCommit(t *testing.T) {
 // TestMetricsOfDeletedTopicsAreDropped checks that per-topic series do not
 // outlive their topic.
 func TestMetricsOfDeletedTopicsAreDropped(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{HTTPListen: "127.0.0.1:0"})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -303,6 +305,7 @@ func TestMetricsOfDeletedTopicsAreDropped(t *testing.T) {
 // TestEachBrokerHasItsOwnRegistry checks that two brokers in one process
 // count separately.
 func TestEachBrokerHasItsOwnRegistry(t *testing.T) {
+	t.Parallel()
 	a := startBroker(t, Config{HTTPListen: "127.0.0.1:0"})
 	b := startBroker(t, Config{HTTPListen: "127.0.0.1:0"})
 	raw := dialRaw(t, a.Addr())
@@ -321,6 +324,7 @@ func TestEachBrokerHasItsOwnRegistry(t *testing.T) {
 // accepts connections, 503 again as soon as Close begins. /metrics answers
 // throughout.
 func TestHealthAndReadinessThroughTheBrokersLife(t *testing.T) {
+	t.Parallel()
 	var loading, closing [3]int
 	probe := func(b *Broker) [3]int {
 		base := "http://" + b.HTTPAddr()
@@ -357,6 +361,7 @@ func TestHealthAndReadinessThroughTheBrokersLife(t *testing.T) {
 }
 
 func TestHTTPListenerIsOffByDefault(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{})
 	if addr := b.HTTPAddr(); addr != "" {
 		t.Fatalf("HTTPAddr() = %q without HTTPListen", addr)
@@ -364,6 +369,7 @@ func TestHTTPListenerIsOffByDefault(t *testing.T) {
 }
 
 func TestHTTPListenFailureFailsStart(t *testing.T) {
+	t.Parallel()
 	a := startBroker(t, Config{HTTPListen: "127.0.0.1:0"})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -380,6 +386,7 @@ func TestHTTPListenFailureFailsStart(t *testing.T) {
 // TestResponseErrorCodesAreCounted checks which codes of a response count,
 // and under which labels.
 func TestResponseErrorCodesAreCounted(t *testing.T) {
+	t.Parallel()
 	produce := kmsg.NewPtrProduceResponse()
 	pt := kmsg.NewProduceResponseTopic()
 	for _, code := range []int16{0, kerr.NotLeaderForPartition.Code, kerr.NotLeaderForPartition.Code, kerr.MessageTooLarge.Code} {
@@ -462,6 +469,7 @@ func TestResponseErrorCodesAreCounted(t *testing.T) {
 // its latency, its error codes and its fetched bytes allocates nothing once
 // the series exist.
 func TestRequestMetricsDoNotAllocate(t *testing.T) {
+	// Not parallel: testing.AllocsPerRun counts every goroutine's allocations.
 	b := startBroker(t, Config{})
 	createTopic(t, dialRaw(t, b.Addr()), "counted", 1, nil)
 	produce := kmsg.NewPtrProduceResponse()
@@ -501,6 +509,7 @@ func protocolHeader(key int16) protocol.RequestHeader {
 // commits: the group is Stable with one member and its lag drops to zero;
 // once it leaves, the group is Empty with no members.
 func TestGroupMetricsFollowAMember(t *testing.T) {
+	t.Parallel()
 	cfg := groupTestConfig("")
 	cfg.HTTPListen = "127.0.0.1:0"
 	b := startBroker(t, cfg)
@@ -544,6 +553,7 @@ func TestGroupMetricsFollowAMember(t *testing.T) {
 // and stops its coordinator neither race with it (under -race) nor keep it
 // from finishing.
 func TestScrapesDuringClose(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	b, err := Start(ctx, Config{HTTPListen: "127.0.0.1:0", DataDir: t.TempDir()})

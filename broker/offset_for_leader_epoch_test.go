@@ -18,6 +18,7 @@ import (
 // current epoch, an older and a newer one, -1, fenced and unknown current
 // epochs and unknown partitions, and checks Kafka's answers.
 func TestOffsetForLeaderEpochAnswers(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{})
 	c := dialRaw(t, b.Addr())
 	createTopic(t, c, "e", 2, nil)
@@ -73,6 +74,7 @@ func TestOffsetForLeaderEpochAnswers(t *testing.T) {
 // admin client, restarts the broker, and asks again: the leader-epoch
 // checkpoint (Kafka's file, in the partition directory) keeps the answer.
 func TestOffsetForLeaderEpochWithKadmAcrossRestart(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	dir := t.TempDir()

@@ -101,6 +101,7 @@ func produceAndClose(t *testing.T, dir string) (pid int64, epoch int16, offsets 
 // answered with its original offset, from the snapshot, without reading
 // the log.
 func TestRetriesAfterCleanRestartUseTheSnapshot(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	pid, epoch, offsets, snapshot := produceAndClose(t, dir)
 	end := offsets[len(offsets)-1] + 3
@@ -119,6 +120,7 @@ func TestRetriesAfterCleanRestartUseTheSnapshot(t *testing.T) {
 // Close: the restarted broker deletes it, rebuilds the state from the log,
 // and still answers retries with their original offsets.
 func TestCorruptSnapshotIsRebuiltFromTheLog(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	pid, epoch, offsets, path := produceAndClose(t, dir)
 	raw, err := os.ReadFile(path)
@@ -147,6 +149,7 @@ func TestCorruptSnapshotIsRebuiltFromTheLog(t *testing.T) {
 // the batches after it, and retries still get their original offsets.
 // Only the last two snapshots are kept.
 func TestSnapshotsAtSegmentRollBoundACrashRestart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	b := startBroker(t, Config{DataDir: dir})
 	c := dialRaw(t, b.Addr())

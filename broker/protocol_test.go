@@ -66,6 +66,7 @@ func produceRequest(version int16, acks int16, topic string, partition int32, re
 }
 
 func TestProduceErrors(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{})
 	c := dialRaw(t, b.Addr())
 	createTopic(t, c, "small", 1, map[string]string{"max.message.bytes": "200"})
@@ -127,6 +128,7 @@ func TestProduceErrors(t *testing.T) {
 // Kafka 4.2 closes the connection on Produce v0-v2 though ApiVersions
 // advertises them (compat-tests/rawdiff "Produce v2 request").
 func TestProduceBeforeV3ClosesConnection(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{})
 	for _, v := range []int16{0, 1, 2} {
 		c := dialRaw(t, b.Addr())
@@ -142,6 +144,7 @@ func TestProduceBeforeV3ClosesConnection(t *testing.T) {
 // As Kafka's LogValidator: a compacted topic refuses records without a key,
 // naming each, with the log start offset.
 func TestProduceNullKeyToCompactedTopic(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{})
 	c := dialRaw(t, b.Addr())
 	createTopic(t, c, "c", 1, map[string]string{"cleanup.policy": "compact,delete"})
@@ -166,6 +169,7 @@ func TestProduceNullKeyToCompactedTopic(t *testing.T) {
 }
 
 func TestProduceMagicV1IsInvalidRecord(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{})
 	c := dialRaw(t, b.Addr())
 	createTopic(t, c, "t", 1, nil)
@@ -177,6 +181,7 @@ func TestProduceMagicV1IsInvalidRecord(t *testing.T) {
 }
 
 func TestProduceTimestampErrorNamesTheRecord(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{})
 	c := dialRaw(t, b.Addr())
 	createTopic(t, c, "t", 1, map[string]string{"message.timestamp.after.max.ms": "1000"})
@@ -256,6 +261,7 @@ func TestProduceRecordErrorsListEveryRecord(t *testing.T) {
 }
 
 func TestProduceAcksZeroSendsNoResponse(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{})
 	c := dialRaw(t, b.Addr())
 	createTopic(t, c, "t", 1, nil)
@@ -270,6 +276,7 @@ func TestProduceAcksZeroSendsNoResponse(t *testing.T) {
 }
 
 func TestCreateTopicsErrors(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{})
 	c := dialRaw(t, b.Addr())
 	createTopic(t, c, "exists", 1, nil)
@@ -326,6 +333,7 @@ func TestCreateTopicsErrors(t *testing.T) {
 }
 
 func TestCreateTopicsDuplicateInOneRequest(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{})
 	c := dialRaw(t, b.Addr())
 	req := kmsg.NewPtrCreateTopicsRequest()
@@ -351,6 +359,7 @@ func TestCreateTopicsDuplicateInOneRequest(t *testing.T) {
 }
 
 func TestDeleteAndCreatePartitions(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{})
 	c := dialRaw(t, b.Addr())
 	createTopic(t, c, "grow", 2, nil)
@@ -401,6 +410,7 @@ func TestDeleteAndCreatePartitions(t *testing.T) {
 }
 
 func TestMetadataAutoCreation(t *testing.T) {
+	t.Parallel()
 	no := false
 	tests := []struct {
 		name       string
@@ -442,6 +452,7 @@ func TestMetadataAutoCreation(t *testing.T) {
 }
 
 func TestMetadataVersions(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{})
 	c := dialRaw(t, b.Addr())
 	createTopic(t, c, "a", 2, nil)
@@ -476,6 +487,7 @@ func TestMetadataVersions(t *testing.T) {
 }
 
 func TestAPIVersions(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{})
 	c := dialRaw(t, b.Addr())
 	singleNode := 0 // keys a single node serves: all but the cluster-mode ones
@@ -512,6 +524,7 @@ func TestAPIVersions(t *testing.T) {
 }
 
 func TestAPIVersionsUnknownVersionAnswersV0(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{})
 	c := dialRaw(t, b.Addr())
 	req := kmsg.NewPtrApiVersionsRequest()
@@ -533,6 +546,7 @@ func TestAPIVersionsUnknownVersionAnswersV0(t *testing.T) {
 }
 
 func TestUnsupportedVersionClosesConnection(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{})
 	c := dialRaw(t, b.Addr())
 	req := kmsg.NewPtrFetchRequest()
@@ -542,6 +556,7 @@ func TestUnsupportedVersionClosesConnection(t *testing.T) {
 }
 
 func TestMalformedFramesNeverDisturbOtherConnections(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{MaxFrameBytes: 1 << 20})
 	healthy := dialRaw(t, b.Addr())
 	frames := map[string][]byte{
@@ -576,6 +591,7 @@ func TestMalformedFramesNeverDisturbOtherConnections(t *testing.T) {
 }
 
 func TestPipelinedRequestsAnswerInOrder(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{})
 	c := dialRaw(t, b.Addr())
 	createTopic(t, c, "t", 1, nil)
@@ -621,6 +637,7 @@ func TestPipelinedRequestsAnswerInOrder(t *testing.T) {
 // the Fetch has answered, empty, at its deadline; the reader, which answers a
 // Produce itself when nothing is in flight, must queue this one.
 func TestProduceBehindLongPollWaitsItsTurn(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{})
 	c := dialRaw(t, b.Addr())
 	createTopic(t, c, "t", 1, nil)
@@ -648,6 +665,7 @@ func TestProduceBehindLongPollWaitsItsTurn(t *testing.T) {
 // resource type; clients map each bit to an operation (kafka-python fails on
 // a bit it does not know), so the sets must be exactly Kafka's.
 func TestAuthorizedOperationsAreKafkas(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{})
 	c := dialRaw(t, b.Addr())
 	createTopic(t, c, "t", 1, nil)
@@ -665,6 +683,7 @@ func TestAuthorizedOperationsAreKafkas(t *testing.T) {
 }
 
 func TestProduceToInternalTopicIsRefused(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{OffsetsTopicPartitions: 1})
 	c := dialRaw(t, b.Addr())
 	// A simple offset commit makes the coordinator create __consumer_offsets.
@@ -679,6 +698,7 @@ func TestProduceToInternalTopicIsRefused(t *testing.T) {
 }
 
 func TestAuthorizedOperationsOfAMissingTopic(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{})
 	c := dialRaw(t, b.Addr())
 	req := kmsg.NewPtrMetadataRequest()

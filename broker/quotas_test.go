@@ -10,6 +10,7 @@ import (
 // TestQuotaFilterMatches checks each match type with and without strict
 // against the entities Kafka's ClientQuotasImageTest style would use.
 func TestQuotaFilterMatches(t *testing.T) {
+	t.Parallel()
 	alice := quota.Name{Present: true, Name: "alice"}
 	def := quota.Name{Present: true, Default: true}
 	app := quota.Name{Present: true, Name: "app"}

@@ -12,6 +12,7 @@ import (
 )
 
 func TestParseThrottleRate(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		value string
 		want  int64
@@ -44,6 +45,7 @@ func TestParseThrottleRate(t *testing.T) {
 // TestThrottleRatesAreDynamicBrokerConfigs sets, describes, persists and
 // deletes the rates on a single node, per broker and as cluster defaults.
 func TestThrottleRatesAreDynamicBrokerConfigs(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	b := startBroker(t, Config{NodeID: 1, DataDir: dir})
 	c := dialRaw(t, b.Addr())
@@ -129,6 +131,7 @@ func TestThrottleRatesAreDynamicBrokerConfigs(t *testing.T) {
 // TestThrottledReplicaListsAreValidated checks the topic lists through
 // IncrementalAlterConfigs, and that a valid one is put in force.
 func TestThrottledReplicaListsAreValidated(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{NodeID: 1})
 	c := dialRaw(t, b.Addr())
 	createTopic(t, c, "t", 2, nil)

@@ -25,6 +25,7 @@ func (c *throttleCounter) OnBrokerThrottle(_ kgo.BrokerMetadata, d time.Duration
 // client with another id is not throttled, and removing the quota ends the
 // throttling.
 func TestProducerByteRateThrottlesProducer(t *testing.T) {
+	// Not parallel: it measures rates, which tests beside it would skew.
 	if testing.Short() {
 		t.Skip("runs for several seconds")
 	}
@@ -123,6 +124,7 @@ func TestProducerByteRateThrottlesProducer(t *testing.T) {
 // of samples-1 windows plus the quota times the time taken), and fetch
 // responses carry throttle times.
 func TestConsumerByteRateThrottlesConsumer(t *testing.T) {
+	// Not parallel: it measures rates, which tests beside it would skew.
 	if testing.Short() {
 		t.Skip("runs for several seconds")
 	}
@@ -194,6 +196,7 @@ func TestConsumerByteRateThrottlesConsumer(t *testing.T) {
 // quota, no partitions, no error, the throttle time; the connection reads
 // nothing more until that time has passed.
 func TestThrottledFetchIsEmpty(t *testing.T) {
+	// Not parallel: it times a throttle, which tests beside it would skew.
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	b := startBroker(t, Config{QuotaWindowNum: 2})

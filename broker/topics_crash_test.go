@@ -16,6 +16,7 @@ import (
 // of the topics file not made durable, the old file would come back and
 // the same ids would be handed out twice.
 func TestProducerIDBlockSurvivesPowerLoss(t *testing.T) {
+	t.Parallel()
 	quiet := slog.New(slog.DiscardHandler)
 	for _, tc := range []struct {
 		name string

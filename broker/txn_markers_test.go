@@ -150,6 +150,7 @@ func checkLSO(t *testing.T, c *rawConn, p *partition.Partition, s lsoStep) {
 // read_committed consumer sees exactly the committed and plain records
 // while a read_uncommitted one sees everything.
 func TestTxnMarkersMoveTheLastStableOffset(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{})
 	c := dialRaw(t, b.Addr())
 	createTopic(t, c, "t", 1, nil)
@@ -200,6 +201,7 @@ func TestTxnMarkersMoveTheLastStableOffset(t *testing.T) {
 // TestTxnStateRefusals: Kafka's checks on markers and on a producer's
 // batches while its transaction is open.
 func TestTxnStateRefusals(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{})
 	c := dialRaw(t, b.Addr())
 	createTopic(t, c, "t", 1, nil)
@@ -258,6 +260,7 @@ func TestTxnStateRefusals(t *testing.T) {
 // still stops at the open transaction, the abort is still listed, and the
 // open transaction can then be committed.
 func TestTxnStateSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	for _, crash := range []bool{false, true} {
 		t.Run(map[bool]string{false: "clean", true: "crash"}[crash], func(t *testing.T) {
 			dir := t.TempDir()
@@ -327,6 +330,7 @@ func wireMarker(pid int64, epoch int16, coordEpoch int32, commit bool, topic str
 // partition, an older producer epoch, an older coordinator epoch; markers
 // of one producer id share a response entry.
 func TestWriteTxnMarkersOverTheWire(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{})
 	c := dialRaw(t, b.Addr())
 	createTopic(t, c, "t", 2, nil)
@@ -383,6 +387,7 @@ func TestWriteTxnMarkersOverTheWire(t *testing.T) {
 // to __consumer_offsets is skipped when the group coordinator replays the
 // topic, and committed offsets are still there after a restart.
 func TestOffsetsSurviveAMarkerInConsumerOffsets(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -432,6 +437,7 @@ func b2p(b *Broker, topic string) []*partition.Partition {
 // high watermark is the durable offset, so a marker must be fsynced by the
 // time WriteTxnMarker returns for the transaction to become readable.
 func TestTxnMarkerIsFlushedUnderFlushMessagesOne(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{})
 	c := dialRaw(t, b.Addr())
 	createTopic(t, c, "t", 1, map[string]string{"flush.messages": "1"})

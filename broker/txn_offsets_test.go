@@ -116,6 +116,7 @@ func offsetsPartitionOf(b *Broker, groupID string) *partition.Partition {
 // WriteTxnMarkers commit: the new offsets show and the LSO moves. An
 // aborted transaction's offsets never show.
 func TestTxnOffsetCommitShowsAfterTheCommitMarker(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{})
 	b.setTxnOffsetCommitVerifier(nil) // the group side alone, without the transaction coordinator
 	c := dialRaw(t, b.Addr())
@@ -185,6 +186,7 @@ func TestTxnOffsetCommitShowsAfterTheCommitMarker(t *testing.T) {
 
 // TestTxnOffsetCommitErrors: the refusals, each with Kafka's code.
 func TestTxnOffsetCommitErrors(t *testing.T) {
+	t.Parallel()
 	zero := int64(0)
 	b := startBroker(t, Config{GroupInitialRebalanceDelayMs: &zero})
 	b.setTxnOffsetCommitVerifier(nil) // the group side alone, without the transaction coordinator
@@ -240,6 +242,7 @@ func TestTxnOffsetCommitErrors(t *testing.T) {
 // through the verifier the integrator connects, mapped per version as
 // Kafka 4.2 maps it; v5 asks it to add the partition.
 func TestTxnOffsetCommitVerification(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{})
 	b.setTxnOffsetCommitVerifier(nil) // the group side alone, without the transaction coordinator
 	c := dialRaw(t, b.Addr())
@@ -300,6 +303,7 @@ func TestTxnOffsetCommitVerification(t *testing.T) {
 // still open stays pending (UNSTABLE_OFFSET_COMMIT) until its marker,
 // written after the restart, commits it.
 func TestTxnOffsetsSurviveRestart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -342,6 +346,7 @@ func TestTxnOffsetsSurviveRestart(t *testing.T) {
 // pending; a marker that cannot be written is KAFKA_STORAGE_ERROR and
 // commits nothing, and its retry, once there is space, does.
 func TestTxnOffsetsOnAFullDisk(t *testing.T) {
+	t.Parallel()
 	ffs := vfs.NewFaultFS(vfs.NewMemFS(), nil)
 	b := startBroker(t, Config{FS: ffs, DataDir: "/data", Logger: slog.New(slog.DiscardHandler)})
 	b.setTxnOffsetCommitVerifier(nil) // the group side alone, without the transaction coordinator
@@ -379,6 +384,7 @@ func TestTxnOffsetsOnAFullDisk(t *testing.T) {
 // need), and after a restart the replay finds the last committed offset,
 // with the transaction left open at the end still pending.
 func TestTxnOffsetsCompactedAndReplayed(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	no := false
 	cfg := Config{DataDir: dir, OffsetsTopicPartitions: 1, LogCleanerEnable: &no}

@@ -29,6 +29,7 @@ func describeRaw(t *testing.T, c *rawConn, id string) kmsg.DescribeTransactionsR
 // CONCURRENT_TRANSACTIONS) and is written once the disk has room, which
 // completes the commit and moves the partition's LSO.
 func TestTxnOnAFullDisk(t *testing.T) {
+	t.Parallel()
 	ffs := vfs.NewFaultFS(vfs.NewMemFS(), nil)
 	b := startBroker(t, Config{FS: ffs, DataDir: "/data", Logger: slog.New(slog.DiscardHandler)})
 	c := dialRaw(t, b.Addr())
@@ -67,6 +68,7 @@ func TestTxnOnAFullDisk(t *testing.T) {
 // transaction in PrepareCommit in __transaction_state and writes the
 // marker before the listener opens, completing the commit.
 func TestTxnPrepareCommitSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	ffs := vfs.NewFaultFS(vfs.NewMemFS(), nil)
 	cfg := Config{FS: ffs, DataDir: "/data", Logger: slog.New(slog.DiscardHandler)}
 	b := startBroker(t, cfg)

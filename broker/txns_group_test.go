@@ -18,6 +18,7 @@ import (
 // transformed exactly once and the group's committed offsets are the ends
 // of the input.
 func TestTxnGroupTransactSessionExactlyOnce(t *testing.T) {
+	t.Parallel()
 	const n = 40
 	zero := int64(0)
 	b := startBroker(t, Config{GroupInitialRebalanceDelayMs: &zero})

@@ -93,6 +93,7 @@ func wantTxnCode(t testing.TB, what string, got int16, want *kerr.Error) {
 }
 
 func TestTxnRawBadInput(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{})
 	c := dialRaw(t, b.Addr())
 	createTopics(t, txnTestCtx(t), b.Addr(), 2, "t")
@@ -178,6 +179,7 @@ func TestTxnRawBadInput(t *testing.T) {
 // it comes back, is fenced. The producer here is a transactions V1 client
 // (AddPartitionsToTxn v3, Produce v9).
 func TestTxnAbandonedProducerIsAbortedOnTimeout(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{TransactionAbortTimedOutTransactionCleanupIntervalMs: 20})
 	createTopics(t, txnTestCtx(t), b.Addr(), 1, "t")
 	c := dialRaw(t, b.Addr())
@@ -212,6 +214,7 @@ func TestTxnAbandonedProducerIsAbortedOnTimeout(t *testing.T) {
 // open and restarts it on the same data: the coordinator replays
 // __transaction_state, and the producer commits its transaction.
 func TestTxnRestartInsideTransaction(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	b := startBroker(t, Config{DataDir: dir})
 	createTopics(t, txnTestCtx(t), b.Addr(), 2, "t")
@@ -258,6 +261,7 @@ func TestTxnRestartInsideTransaction(t *testing.T) {
 // epoch and answers the new one, a retry with the old epoch succeeds, and
 // the old epoch is fenced afterwards.
 func TestTxnV2RawProduceAddsAndEndBumps(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{})
 	createTopics(t, txnTestCtx(t), b.Addr(), 1, "t")
 	c := dialRaw(t, b.Addr())
@@ -303,6 +307,7 @@ func TestTxnV2RawProduceAddsAndEndBumps(t *testing.T) {
 // partition: verified once AddOffsetsToTxn added it, added by the V2
 // form, and Kafka's errors otherwise.
 func TestTxnVerifyTxnOffsetCommit(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{})
 	c := dialRaw(t, b.Addr())
 	ctx := txnTestCtx(t)
@@ -348,6 +353,7 @@ func TestTxnVerifyTxnOffsetCommit(t *testing.T) {
 // has passed, or succeeds if the markers are written by then; Produce v11
 // (verification only) is NOT_ENOUGH_REPLICAS at once.
 func TestTxnProduceWhileTheLastTransactionCompletes(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name    string
 		tv2     bool

@@ -133,6 +133,7 @@ func sorted(parts ...[]string) []string {
 }
 
 func TestTxnFranzGoCommitAndAbort(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name string
 		opts []kgo.Opt
@@ -197,6 +198,7 @@ func describeTxn(t *testing.T, ctx context.Context, addr, id string) kadm.Descri
 // transaction: the first's transaction is aborted, its commit is refused
 // as fenced, and only the second's records are committed.
 func TestTxnSecondProducerFencesTheFirst(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, Config{})
 	ctx := txnTestCtx(t)
 	createTopics(t, ctx, b.Addr(), 2, "t")
@@ -230,6 +232,7 @@ func TestTxnSecondProducerFencesTheFirst(t *testing.T) {
 // producers at once, each committing or aborting transactions at random,
 // and checks that read_committed returns exactly the committed records.
 func TestTxnRandomizedExactReadCommitted(t *testing.T) {
+	t.Parallel()
 	const producers, txnsEach, partitions = 4, 12, 3
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
