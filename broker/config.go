@@ -5,6 +5,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/gregor-broker/gregor/broker/replication"
 	"github.com/gregor-broker/gregor/vfs"
 )
 
@@ -216,28 +217,10 @@ type Config struct {
 	ControlledShutdownEnable  *bool
 	ControlledShutdownTimeout time.Duration
 
-	// Replication (cluster mode, partition/replica.go and replication/fetcher.go),
-	// Kafka's names and defaults.
-
-	// ReplicaLagTimeMaxMs is replica.lag.time.max.ms: a follower not caught
-	// up for that long leaves the ISR. Default 30000.
-	ReplicaLagTimeMaxMs int64
-	// ReplicaFetchWaitMaxMs is replica.fetch.wait.max.ms. Default 500.
-	ReplicaFetchWaitMaxMs int32
-	// ReplicaFetchMinBytes is replica.fetch.min.bytes. Default 1.
-	ReplicaFetchMinBytes int32
-	// ReplicaFetchMaxBytes is replica.fetch.max.bytes, per partition.
-	// Default 1 MiB.
-	ReplicaFetchMaxBytes int32
-	// ReplicaFetchResponseMaxBytes is replica.fetch.response.max.bytes.
-	// Default 10 MiB.
-	ReplicaFetchResponseMaxBytes int32
-	// ReplicaFetchBackoffMs is replica.fetch.backoff.ms: the pause after a
-	// failed replica fetch. Default 1000.
-	ReplicaFetchBackoffMs int64
-	// ReplicaHighWatermarkCheckpointIntervalMs is
-	// replica.high.watermark.checkpoint.interval.ms. Default 5000.
-	ReplicaHighWatermarkCheckpointIntervalMs int64
+	// Settings is replication's replica.* keys (cluster mode,
+	// partition/replica.go and replication/fetcher.go), Kafka's names and
+	// defaults; replication.Config carries the same value.
+	replication.Settings
 
 	// controllerListener, if set, is the controller listener already bound
 	// (tests bind every voter's port before any node starts).

@@ -76,17 +76,11 @@ func (c *cluster) applyRoles(im *metadata.Image, roles []roleChange, current boo
 func (b *Broker) replicationConfig() replication.Config {
 	cfg := &b.cfg
 	return replication.Config{
-		NodeID:                                   cfg.NodeID,
-		ReplicaLagTimeMaxMs:                      cfg.ReplicaLagTimeMaxMs,
-		ReplicaFetchWaitMaxMs:                    cfg.ReplicaFetchWaitMaxMs,
-		ReplicaFetchMinBytes:                     cfg.ReplicaFetchMinBytes,
-		ReplicaFetchMaxBytes:                     cfg.ReplicaFetchMaxBytes,
-		ReplicaFetchResponseMaxBytes:             cfg.ReplicaFetchResponseMaxBytes,
-		ReplicaFetchBackoffMs:                    cfg.ReplicaFetchBackoffMs,
-		ReplicaHighWatermarkCheckpointIntervalMs: cfg.ReplicaHighWatermarkCheckpointIntervalMs,
-		ListOffsetsVersion:                       handlers[2].max,
-		Logger:                                   b.log,
-		BeforeFetch:                              cfg.testHooks.replicaFetch,
+		NodeID:             cfg.NodeID,
+		Settings:           cfg.Settings,
+		ListOffsetsVersion: handlers[2].max,
+		Logger:             b.log,
+		BeforeFetch:        cfg.testHooks.replicaFetch,
 	}
 }
 

@@ -10,28 +10,36 @@ import (
 	"github.com/gregor-broker/gregor/coordinator/controller"
 )
 
-// Config is what replication takes of the broker's configuration: Kafka's
-// replica.* settings, as the broker's Config names them.
-type Config struct {
-	// NodeID is this broker's node.id.
-	NodeID int32
+// Settings is replication's keys of server.properties, Kafka's names and
+// defaults; the broker's Config embeds it, so each is defined once.
+type Settings struct {
 	// ReplicaLagTimeMaxMs is replica.lag.time.max.ms: a follower not
 	// caught up for that long leaves the ISR, checked every half of it.
+	// Default 30000.
 	ReplicaLagTimeMaxMs int64
-	// ReplicaFetchWaitMaxMs, ReplicaFetchMinBytes, ReplicaFetchMaxBytes
-	// and ReplicaFetchResponseMaxBytes are replica.fetch.wait.max.ms,
-	// replica.fetch.min.bytes, replica.fetch.max.bytes (per partition) and
+	// ReplicaFetchWaitMaxMs (default 500), ReplicaFetchMinBytes (1),
+	// ReplicaFetchMaxBytes (per partition, 1 MiB) and
+	// ReplicaFetchResponseMaxBytes (10 MiB) are replica.fetch.wait.max.ms,
+	// replica.fetch.min.bytes, replica.fetch.max.bytes and
 	// replica.fetch.response.max.bytes.
 	ReplicaFetchWaitMaxMs        int32
 	ReplicaFetchMinBytes         int32
 	ReplicaFetchMaxBytes         int32
 	ReplicaFetchResponseMaxBytes int32
 	// ReplicaFetchBackoffMs is replica.fetch.backoff.ms: the pause after a
-	// failed replica fetch.
+	// failed replica fetch. Default 1000.
 	ReplicaFetchBackoffMs int64
 	// ReplicaHighWatermarkCheckpointIntervalMs is
-	// replica.high.watermark.checkpoint.interval.ms.
+	// replica.high.watermark.checkpoint.interval.ms. Default 5000.
 	ReplicaHighWatermarkCheckpointIntervalMs int64
+}
+
+// Config is what a Manager is made with.
+type Config struct {
+	// NodeID is this broker's node.id.
+	NodeID int32
+	// Settings is the replica.* keys, as the broker's Config holds them.
+	Settings
 	// ListOffsetsVersion is the ListOffsets version a follower asks its
 	// leader's log start and high watermark with (the highest served).
 	ListOffsetsVersion int16

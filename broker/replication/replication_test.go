@@ -147,9 +147,9 @@ func (e *testEnv) AlterPartition(_ context.Context, req controller.AlterPartitio
 }
 
 func testConfig(self int32) Config {
-	return Config{NodeID: self, ReplicaLagTimeMaxMs: 30000, ReplicaFetchWaitMaxMs: 20, ReplicaFetchMinBytes: 1,
+	return Config{NodeID: self, Settings: Settings{ReplicaLagTimeMaxMs: 30000, ReplicaFetchWaitMaxMs: 20, ReplicaFetchMinBytes: 1,
 		ReplicaFetchMaxBytes: 1 << 20, ReplicaFetchResponseMaxBytes: 10 << 20, ReplicaFetchBackoffMs: 20,
-		ReplicaHighWatermarkCheckpointIntervalMs: 5000, ListOffsetsVersion: 10,
+		ReplicaHighWatermarkCheckpointIntervalMs: 5000}, ListOffsetsVersion: 10,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 }
 

@@ -660,15 +660,13 @@ func TestApplyPropertiesReplicationKeys(t *testing.T) {
 	if err := applyProperties(&cfg, kv, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
 		t.Fatal(err)
 	}
-	want := broker.Config{ReplicaLagTimeMaxMs: 10000, ReplicaFetchWaitMaxMs: 250, ReplicaFetchMinBytes: 10,
-		ReplicaFetchMaxBytes: 2 << 20, ReplicaFetchResponseMaxBytes: 20 << 20, ReplicaFetchBackoffMs: 500,
-		ReplicaHighWatermarkCheckpointIntervalMs: 1000}
-	got := broker.Config{ReplicaLagTimeMaxMs: cfg.ReplicaLagTimeMaxMs, ReplicaFetchWaitMaxMs: cfg.ReplicaFetchWaitMaxMs,
-		ReplicaFetchMinBytes: cfg.ReplicaFetchMinBytes, ReplicaFetchMaxBytes: cfg.ReplicaFetchMaxBytes,
-		ReplicaFetchResponseMaxBytes: cfg.ReplicaFetchResponseMaxBytes, ReplicaFetchBackoffMs: cfg.ReplicaFetchBackoffMs,
-		ReplicaHighWatermarkCheckpointIntervalMs: cfg.ReplicaHighWatermarkCheckpointIntervalMs}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("replication keys: %+v, want %+v", got, want)
+	var want broker.Config
+	want.ReplicaLagTimeMaxMs, want.ReplicaFetchWaitMaxMs, want.ReplicaFetchMinBytes = 10000, 250, 10
+	want.ReplicaFetchMaxBytes, want.ReplicaFetchResponseMaxBytes, want.ReplicaFetchBackoffMs = 2<<20, 20<<20, 500
+	want.ReplicaHighWatermarkCheckpointIntervalMs = 1000
+	got := cfg.Settings
+	if !reflect.DeepEqual(got, want.Settings) {
+		t.Fatalf("replication keys: %+v, want %+v", got, want.Settings)
 	}
 	if cfg.TopicDefaults["unclean.leader.election.enable"] != "true" {
 		t.Fatalf("unclean.leader.election.enable: topic defaults %v", cfg.TopicDefaults)
