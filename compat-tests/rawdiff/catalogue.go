@@ -319,6 +319,10 @@ func waitProducerIDs(c *conn, topic string) error {
 
 // futureTimestamp: two hours ahead, beyond Kafka's default
 // message.timestamp.after.max.ms of one hour.
+func twoZstdBatches() []byte {
+	return append(mkBatch(1, baseTimestamp, batch.Zstd, 0), mkBatch(1, baseTimestamp, batch.Zstd, 0)...)
+}
+
 func futureTimestamp() []byte {
 	return mkBatch(1, time.Now().Add(2*time.Hour).UnixMilli(), batch.None, 0)
 }
@@ -418,6 +422,39 @@ var catalogue = []entry{
 	{name: "Produce null key to a compacted topic", setup: func(c *conn, topic string) error {
 		return createTopic(c, topic, 1, map[string]string{"cleanup.policy": "compact"})
 	}, req: produceWith(9, -1, 0, oneBatch)},
+	// ProduceRequest.validateRecords checks the first batch's magic and
+	// codec, then that no second batch follows, before the log's CRC and
+	// size checks.
+	{name: "Produce zstd at v6 with a bad CRC", setup: setupTopic, req: produceWith(6, -1, 0, func() []byte {
+		b := mkBatch(1, baseTimestamp, batch.Zstd, 0)
+		b[len(b)-1] ^= 0xff
+		return b
+	})},
+	{name: "Produce zstd at v6, two batches", setup: setupTopic, req: produceWith(6, -1, 0, twoZstdBatches)},
+	{name: "Produce zstd at v7, two batches", setup: setupTopic, req: produceWith(7, -1, 0, twoZstdBatches)},
+	{name: "Produce two batches larger than max.message.bytes", setup: func(c *conn, topic string) error {
+		return createTopic(c, topic, 1, map[string]string{"max.message.bytes": "10"})
+	}, req: produceWith(9, -1, 0, func() []byte { return append(oneBatch(), oneBatch()...) })},
+	// LogValidator lists every record's error, a missing key before a
+	// timestamp out of bounds.
+	{name: "Produce record errors: keys and timestamps on a compacted topic", setup: func(c *conn, topic string) error {
+		return createTopic(c, topic, 1, map[string]string{"cleanup.policy": "compact", "message.timestamp.after.max.ms": "1000"})
+	}, req: produceWith(9, -1, 0, func() []byte {
+		k := []byte("k")
+		return recordsBatch(time.Now().UnixMilli(), []batch.Record{
+			{OffsetDelta: 0, TimestampDelta: 60000},
+			{OffsetDelta: 1, Key: k, TimestampDelta: 60000},
+			{OffsetDelta: 2, Key: k},
+			{OffsetDelta: 3, Key: k, TimestampDelta: 90000},
+			{OffsetDelta: 4},
+		})
+	})},
+	{name: "Produce records without a timestamp, message.timestamp.before.max.ms set", setup: func(c *conn, topic string) error {
+		return createTopic(c, topic, 1, map[string]string{"message.timestamp.before.max.ms": "1000"})
+	}, req: produceWith(9, -1, 0, func() []byte {
+		// Base timestamp -1: record 0 has none, record 1's is 0, long ago.
+		return recordsBatch(batch.NoTimestamp, []batch.Record{{OffsetDelta: 0}, {OffsetDelta: 1, TimestampDelta: 1}})
+	})},
 
 	// Fetch v12 (topic with offsets 0-4 in two batches)
 	{name: "Fetch from 0", setup: topicWithData, req: fetch(0, 0, 0, -1, "")},

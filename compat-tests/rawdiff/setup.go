@@ -39,6 +39,16 @@ func mkBatch(n int, ts int64, c batch.Compression, size int) []byte {
 	return b
 }
 
+// recordsBatch builds one uncompressed v2 batch of recs at base timestamp ts.
+func recordsBatch(ts int64, recs []batch.Record) []byte {
+	b, err := batch.AppendBatch(nil, batch.BuildOptions{BaseTimestamp: ts, ProducerID: -1, ProducerEpoch: -1,
+		BaseSequence: -1, PartitionLeaderEpoch: -1}, recs)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
 // messageV1 builds a legacy magic-1 message set of one message.
 func messageV1(ts int64, value string) []byte {
 	msg := []byte{1, 0} // magic, attributes
