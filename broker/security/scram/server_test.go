@@ -9,9 +9,9 @@ import (
 // rfc7677 is RFC 7677's SCRAM-SHA-256 example: user "user", password
 // "pencil".
 var rfc7677 = struct {
-	salt                                            []byte
+	salt                                               []byte
 	clientFirst, serverFirst, clientFinal, serverFinal string
-	serverNonce                                     string
+	serverNonce                                        string
 }{
 	salt:        mustB64("W22ZaJ0SNY7soEsUEjb6gQ=="),
 	clientFirst: "n,,n=user,r=rOprNGfwEbeRWgbNEkqO",
