@@ -187,7 +187,7 @@ func ParseServerFirst(b []byte) (ServerFirst, error) {
 		return ServerFirst{}, formatError("Invalid SCRAM server first message format: invalid iterations")
 	}
 	if n <= 0 {
-		return ServerFirst{}, formatError("Invalid SCRAM server first message format: invalid iterations " + it)
+		return ServerFirst{}, formatError("Invalid SCRAM server first message format: invalid iterations " + strconv.FormatInt(n, 10))
 	}
 	s.Iterations = int32(n)
 	s.Nonce, _ = group(serverFirstRE, m, b, "nonce")
