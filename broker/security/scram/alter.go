@@ -117,7 +117,7 @@ func ValidateAlterations(req AlterRequest, scramSupported bool, exists func(name
 	var out AlterOutcome
 	for _, d := range deletions.values() {
 		out.Results = append(out.Results, AlterResult{User: d.Name})
-		out.Removes = append(out.Removes, RemoveRecord{Name: d.Name, Mechanism: d.Mechanism})
+		out.Removes = append(out.Removes, RemoveRecord(d))
 	}
 	for _, u := range upsertions.values() {
 		cred, err := CredentialFromSaltedPassword(Mechanism(u.Mechanism), u.Salt, u.SaltedPassword, u.Iterations)
