@@ -48,6 +48,8 @@ var importRules = []importRule{
 	{"storage/...", []string{"vfs/..."},
 		"docs/architecture.md: storage imports only vfs"},
 	{"vfs/...", nil, "docs/architecture.md: vfs/ imports nothing of the project"},
+	{"broker/security/scram", nil,
+		"docs/architecture.md (broker/security/scram imports nothing of the project), broker/security/scram/doc.go"},
 	{"broker/replication", []string{"broker/partition", "broker/peer", "broker/quota", "storage/...", "protocol/...",
 		"coordinator/controller", "coordinator/controller/metadata"},
 		"docs/architecture.md, broker/replication/doc.go: replication builds on partition, peer and quota, never on broker"},
