@@ -172,6 +172,12 @@ type Config struct {
 	// "127.0.0.1:9644" or "127.0.0.1:0" for a random port (see
 	// Broker.HTTPAddr). Empty, the default, serves no HTTP.
 	HTTPListen string
+	// HTTPListenIsDefault says HTTPListen is a default nobody asked for:
+	// when its port is taken (another broker on the machine holds it), the
+	// HTTP listener opens on a free port of the same host, with a
+	// warning, instead of failing the start. gregor serve sets it when
+	// --http-listen is not given; an address asked for still fails loudly.
+	HTTPListenIsDefault bool
 
 	// Cluster mode (cluster.go, docs/operations.md), Kafka's names. With
 	// ControllerQuorumVoters empty, the default, the broker is a single

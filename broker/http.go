@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -24,6 +25,14 @@ func (b *Broker) startHTTP(ctx context.Context) error {
 		return nil
 	}
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", b.cfg.HTTPListen)
+	if err != nil && b.cfg.HTTPListenIsDefault && errors.Is(err, syscall.EADDRINUSE) {
+		host, _, _ := net.SplitHostPort(b.cfg.HTTPListen)
+		free := net.JoinHostPort(host, "0")
+		if ln, err = (&net.ListenConfig{}).Listen(ctx, "tcp", free); err == nil {
+			b.log.Warn("the default HTTP address is taken, so the HTTP listener uses a free port instead; set --http-listen to choose one",
+				"default", b.cfg.HTTPListen, "listen", ln.Addr().String())
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("broker: http listen: %w", err)
 	}

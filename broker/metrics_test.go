@@ -383,6 +383,29 @@ func TestHTTPListenFailureFailsStart(t *testing.T) {
 	}
 }
 
+// A second broker whose default HTTP address is taken by the first starts
+// on a free port instead (issue #24 item 7); an address asked for does not
+// (TestHTTPListenFailureFailsStart).
+func TestHTTPListenDefaultTakenUsesAFreePort(t *testing.T) {
+	t.Parallel()
+	a := startBroker(t, Config{HTTPListen: "127.0.0.1:0"})
+	b := startBroker(t, Config{HTTPListen: a.HTTPAddr(), HTTPListenIsDefault: true})
+	if b.HTTPAddr() == "" || b.HTTPAddr() == a.HTTPAddr() {
+		t.Fatalf("second broker's HTTP address %q (first %q)", b.HTTPAddr(), a.HTTPAddr())
+	}
+	if !strings.HasPrefix(b.HTTPAddr(), "127.0.0.1:") {
+		t.Fatalf("the free port is not on the default's host: %s", b.HTTPAddr())
+	}
+	resp, err := http.Get("http://" + b.HTTPAddr() + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("/healthz: %s", resp.Status)
+	}
+}
+
 // TestResponseErrorCodesAreCounted checks which codes of a response count,
 // and under which labels.
 func TestResponseErrorCodesAreCounted(t *testing.T) {

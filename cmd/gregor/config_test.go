@@ -407,6 +407,28 @@ func TestConfigPrecedenceDefaultsFileEnvOverrideFlags(t *testing.T) {
 	}
 }
 
+// --http-listen's default gives way to a free port when taken; the same
+// address given explicitly does not.
+func TestHTTPListenDefaultIsMarked(t *testing.T) {
+	for _, tc := range []struct {
+		args      []string
+		listen    string
+		isDefault bool
+	}{
+		{nil, "127.0.0.1:9644", true},
+		{[]string{"--http-listen", "127.0.0.1:9644"}, "127.0.0.1:9644", false},
+		{[]string{"--http-listen", "127.0.0.1:7000"}, "127.0.0.1:7000", false},
+	} {
+		cfg, err := runServeConfig(t, nil, tc.args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.HTTPListen != tc.listen || cfg.HTTPListenIsDefault != tc.isDefault {
+			t.Errorf("%v: HTTPListen %q default %v, want %q %v", tc.args, cfg.HTTPListen, cfg.HTTPListenIsDefault, tc.listen, tc.isDefault)
+		}
+	}
+}
+
 func TestServeConfigErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name    string

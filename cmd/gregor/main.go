@@ -146,6 +146,7 @@ func serveConfig(c *cli.Context, environ []string, logger *slog.Logger) (broker.
 		HTTPListen: flags("http-listen").String("http-listen"),
 		Logger:     logger,
 	}
+	cfg.HTTPListenIsDefault = !flags("http-listen").IsSet("http-listen")
 	var file []property
 	if path := flags("config").String("config"); path != "" {
 		var err error
