@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -33,6 +34,10 @@ type Broker struct {
 	// to create, grow or delete topics.
 	mu      sync.RWMutex
 	catalog catalog
+
+	// dataDirLock is the open lock file of an on-disk data dir
+	// (datadir_lock_unix.go), released when the broker closes.
+	dataDirLock *os.File
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -129,6 +134,18 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	}
 	if err := fsys.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("broker: creating data dir: %w", err)
+	}
+	if _, onDisk := fsys.(vfs.OSFS); onDisk {
+		lock, err := lockDataDir(dir)
+		if err != nil {
+			return nil, err
+		}
+		b.dataDirLock = lock
+		defer func() {
+			if !started {
+				unlockDataDir(b.dataDirLock)
+			}
+		}()
 	}
 	b.catalog = catalog{fs: fsys, dir: dir, defaults: cfg.TopicDefaults, clusterMode: cfg.ControllerQuorumVoters != "", log: b.log, metrics: b.metrics}
 	if err := b.catalog.load(); err != nil {
@@ -305,6 +322,7 @@ func (b *Broker) close(controlled bool) error {
 				}
 			}
 		}
+		unlockDataDir(b.dataDirLock)
 		b.closeErr = errors.Join(errs...)
 		b.log.Info("gregor: stopped")
 	})

@@ -479,3 +479,33 @@ func TestSwitchingToFlushMessagesOneKeepsRecordsVisible(t *testing.T) {
 		return resp.Topics[0].Partitions[0].HighWatermark == 3
 	})
 }
+
+// A second broker on a data dir in use is refused before it touches it,
+// and starts once the first has closed; the lock file is left alone by
+// the stray-entry check.
+func TestDataDirInUseIsRefused(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	a, err := Start(ctx, Config{DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := Start(ctx, Config{DataDir: dir}); err == nil {
+		b.Close()
+		a.Close()
+		t.Fatal("a second broker started on a data dir in use")
+	} else if !strings.Contains(err.Error(), "in use by another broker") {
+		a.Close()
+		t.Fatalf("error %q does not say the data dir is in use", err)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := Start(ctx, Config{DataDir: dir})
+	if err != nil {
+		t.Fatalf("after the first closed: %v", err)
+	}
+	b.Close()
+}
