@@ -19,11 +19,20 @@ func runSlidingWindowWithUnsubscribe(t *testing.T, r *librdkafkaResubscriber, to
 		sub := names[i:min(i+slideWindow, len(names))]
 		r.subscribe(t, sub)
 		if i > 0 && i%7 == 0 {
-			// The coordinator's answer to the subscription change
-			// comes back while the unsubscribe is still to come, the
-			// interleaving issue #26 found (a millisecond makes it
-			// near certain on a coordinator that answers at once).
-			time.Sleep(time.Millisecond)
+			// The coordinator's answer to the subscription change is
+			// handled while the unsubscribe is still to come, the
+			// interleaving issue #26 found. The wait must cover
+			// librdkafka handling the answer, not only its arrival:
+			// librdkafka 2.11 (the newest confluent-kafka-go served
+			// here) sends its leave without waiting for a heartbeat in
+			// flight, and a heartbeat answer it handles after the leave
+			// moves its join state out of INIT; the leave's answer then
+			// resets the member epoch to 0 but not that state, so its
+			// rejoin is an incremental heartbeat with epoch 0 and no
+			// RebalanceTimeoutMs, which Kafka, as Gregor, refuses as
+			// INVALID_REQUEST, fatal to librdkafka. A millisecond left
+			// that race open about one run in four on a loaded machine.
+			r.poll(50 * time.Millisecond)
 			if err := r.c.Unsubscribe(); err != nil {
 				t.Fatal(err)
 			}
