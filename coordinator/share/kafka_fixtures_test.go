@@ -61,15 +61,6 @@ func unhex(t *testing.T, s string) []byte {
 	return b
 }
 
-func unhexString(t *testing.T, s string) *string {
-	t.Helper()
-	if s == "nil" {
-		return nil
-	}
-	v := string(unhex(t, s))
-	return &v
-}
-
 func atoi[T int16 | int32 | int64](t *testing.T, s string) T {
 	t.Helper()
 	v, err := strconv.ParseInt(s, 10, 64)
