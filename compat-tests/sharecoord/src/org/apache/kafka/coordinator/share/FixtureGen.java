@@ -209,7 +209,7 @@ public class FixtureGen {
     }
 
     // diff-<name>.txt: one operation per block: "op ...", "resp ...", then "rec key value" lines.
-    static void sequence(Path dir, String name, long seed, int updatesPerSnapshot, int steps) throws IOException {
+    static void sequence(Path dir, String name, long seed, int updatesPerSnapshot, int steps, boolean narrow) throws IOException {
         Random rnd = new Random(seed);
         Properties props = new Properties();
         props.put(ShareCoordinatorConfig.SNAPSHOT_UPDATE_RECORDS_PER_SNAPSHOT_CONFIG, Integer.toString(updatesPerSnapshot));
@@ -220,8 +220,11 @@ public class FixtureGen {
         ShareCoordinatorShard shard = new ShareCoordinatorShard(new LogContext(), cfg, metrics,
             metrics.newMetricsShard(registry, new TopicPartition("__share_group_state", 0)), registry, time);
         shard.onLoaded(image());
-        String[] groups = {"g1", "g2"};
-        Uuid[] topics = {T1, T1, T1, T2, T3};
+        // narrow: one group and two share-partitions, few refusals, so
+        // that long runs of writes meet each other.
+        String[] groups = narrow ? new String[]{"g1"} : new String[]{"g1", "g2"};
+        Uuid[] topics = narrow ? new Uuid[]{T1} : new Uuid[]{T1, T1, T1, T2, T3};
+        int bad = narrow ? 60 : 10;
         long offset = 0;
         try (PrintWriter w = new PrintWriter(Files.newBufferedWriter(dir.resolve("diff-" + name + ".txt")))) {
             w.println("# ShareCoordinatorShard (Kafka 4.4.0) fed seed " + seed + ", " + updatesPerSnapshot
@@ -231,7 +234,7 @@ public class FixtureGen {
                 time.ms += rnd.nextInt(8) == 0 ? 200_000 + rnd.nextInt(200_000) : rnd.nextInt(2000);
                 String g = groups[rnd.nextInt(groups.length)];
                 Uuid t = topics[rnd.nextInt(topics.length)];
-                int p = rnd.nextInt(12) == 0 ? -1 : rnd.nextInt(4);
+                int p = rnd.nextInt(bad + 2) == 0 ? -1 : rnd.nextInt(narrow ? 2 : 4);
                 int op = rnd.nextInt(100);
                 registry.idempotentCreateSnapshot(offset);
                 String line;
@@ -239,7 +242,7 @@ public class FixtureGen {
                 CoordinatorResult<?, CoordinatorRecord> res = null;
                 try {
                     if (op < 15) {
-                        int se = rnd.nextInt(10) == 0 ? -1 : rnd.nextInt(4);
+                        int se = rnd.nextInt(bad) == 0 ? -1 : rnd.nextInt(4);
                         long so = rnd.nextInt(3) == 0 ? -1 : rnd.nextInt(30);
                         line = "op init " + time.ms + " " + g + " " + tid(t) + " " + p + " " + se + " " + so;
                         w.println(line);
@@ -250,8 +253,8 @@ public class FixtureGen {
                         InitializeShareGroupStateResponseData.PartitionResult pr = r.response().results().get(0).partitions().get(0);
                         resp = "resp " + pr.errorCode() + " " + hexs(pr.errorMessage());
                     } else if (op < 50) {
-                        int se = rnd.nextInt(10) == 0 ? -1 : rnd.nextInt(4);
-                        int le = rnd.nextInt(10) == 0 ? -1 : rnd.nextInt(5);
+                        int se = rnd.nextInt(bad) == 0 ? -1 : rnd.nextInt(4);
+                        int le = rnd.nextInt(bad) == 0 ? -1 : rnd.nextInt(5);
                         long so = rnd.nextInt(3) == 0 ? -1 : rnd.nextInt(40);
                         int dcc = rnd.nextInt(3) == 0 ? -1 : rnd.nextInt(20);
                         List<WriteShareGroupStateRequestData.StateBatch> bs = new ArrayList<>();
@@ -268,7 +271,7 @@ public class FixtureGen {
                         WriteShareGroupStateResponseData.PartitionResult pr = r.response().results().get(0).partitions().get(0);
                         resp = "resp " + pr.errorCode() + " " + hexs(pr.errorMessage());
                     } else if (op < 75) {
-                        int le = rnd.nextInt(10) == 0 ? -1 : rnd.nextInt(5);
+                        int le = rnd.nextInt(bad) == 0 ? -1 : rnd.nextInt(5);
                         line = "op read " + time.ms + " " + g + " " + tid(t) + " " + p + " " + le;
                         w.println(line);
                         var r = shard.readStateAndMaybeUpdateLeaderEpoch(new ReadShareGroupStateRequestData().setGroupId(g).setTopics(List.of(
@@ -328,8 +331,9 @@ public class FixtureGen {
         records(dir);
         partitionFor(dir, new Random(1));
         combine(dir, new Random(2));
-        sequence(dir, "default", 3, 500, 1500);
-        sequence(dir, "snapshots", 4, 3, 1500);
-        sequence(dir, "always", 5, 0, 800);
+        sequence(dir, "default", 3, 500, 1500, false);
+        sequence(dir, "snapshots", 4, 3, 1500, false);
+        sequence(dir, "always", 5, 0, 800, false);
+        sequence(dir, "narrow", 6, 4, 2000, true);
     }
 }
