@@ -444,3 +444,46 @@ func TestLoadRefuses(t *testing.T) {
 		t.Fatal("a refused record changed the state")
 	}
 }
+
+// TestServiceOrder: the service's checks come in a different order per
+// RPC. Initialize, Delete and ReadSummary ask first whether the
+// coordinator is active (so an empty group id is still
+// COORDINATOR_NOT_AVAILABLE), Read and Write last; Initialize does not
+// refuse a topic without partitions; an inactive coordinator answers
+// each partition as the request lists it, twice if named twice.
+func TestServiceOrder(t *testing.T) {
+	inactive := Inputs{Partitions: image, Inactive: true}
+	twice := []part{{topic: topicA}, {topic: topicA}}
+	for _, tc := range []struct {
+		name string
+		req  any
+		in   Inputs
+		want int // answers, each COORDINATOR_NOT_AVAILABLE when inactive
+	}{
+		{"init inactive, empty group", initReq("", twice...), inactive, 2},
+		{"delete inactive, empty group", deleteReq("", twice...), inactive, 2},
+		{"summary inactive, empty group", summaryReq("", twice...), inactive, 2},
+		{"read inactive, empty group", readReq("", twice...), inactive, 0},
+		{"write inactive, empty group", writeReq("", twice...), inactive, 0},
+		{"write inactive", writeReq("g", twice...), inactive, 2},
+		{"read inactive", readReq("g", twice...), inactive, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := call(t, New(DefaultConfig()), 1, tc.req, tc.in)
+			if len(got) != tc.want {
+				t.Fatalf("got %+v, want %d answers", got, tc.want)
+			}
+			for _, a := range got {
+				if a.code != kerr.CoordinatorNotAvailable.Code || a.msg != "Share coordinator is not available." {
+					t.Fatalf("got %+v", a)
+				}
+			}
+		})
+	}
+	// A topic without partitions in an Initialize: the others are served.
+	req := initReq("g", part{topic: topicB})
+	req.Topics = append(req.Topics, kmsg.NewInitializeShareGroupStateRequestTopic())
+	if got := call(t, New(DefaultConfig()), 1, req, served); len(got) != 1 || got[0].code != 0 || got[0].topic != topicB {
+		t.Fatalf("got %+v", got)
+	}
+}

@@ -40,12 +40,25 @@ func (c *collator[P]) put(id [16]byte, part int32, p P) {
 	t.parts = append(t.parts, p)
 }
 
-// Each handler first makes the ShareCoordinatorService's checks: a request
-// with no topics, a topic with no partitions, or an empty group id is
-// answered with no results at all; an inactive coordinator answers
-// COORDINATOR_NOT_AVAILABLE for every partition. Then each partition is
-// one operation of Kafka's ShareCoordinatorShard, refused first if the
-// runtime does not serve its key (Inputs.Serving).
+// Each handler first makes the ShareCoordinatorService's checks, in its
+// order for that RPC: a request with no topics, a topic with no partitions
+// (not checked by InitializeShareGroupState, where such a topic just has
+// no answer), or an empty group id is answered with no results at all; an
+// inactive coordinator answers COORDINATOR_NOT_AVAILABLE for every
+// partition, topic by topic as the request lists them (checked first by
+// Initialize, Delete and ReadSummary, after the others by Read and Write).
+// Then each partition is one operation of Kafka's ShareCoordinatorShard,
+// refused first if the runtime does not serve its key (Inputs.Serving).
+
+// emptyTopic reports whether a request lists a topic without partitions.
+func emptyTopic[T any](topics []T, parts func(T) int) bool {
+	for _, t := range topics {
+		if parts(t) == 0 {
+			return true
+		}
+	}
+	return false
+}
 
 // InitializeShareGroupState is Kafka's initializeState (API 83): each
 // partition's state starts anew at the request's state epoch and start
@@ -55,21 +68,26 @@ func (c *collator[P]) put(id [16]byte, part int32, p P) {
 func (c *Coordinator) InitializeShareGroupState(now int64, req *kmsg.InitializeShareGroupStateRequest, in Inputs) *kmsg.InitializeShareGroupStateResponse {
 	resp := kmsg.NewPtrInitializeShareGroupStateResponse()
 	resp.Version = req.Version
-	if len(req.Topics) == 0 || req.GroupID == "" {
+	if in.Inactive {
+		for _, t := range req.Topics {
+			rt := kmsg.NewInitializeShareGroupStateResponseTopic()
+			rt.TopicID = t.TopicID
+			for _, p := range t.Partitions {
+				r := kmsg.NewInitializeShareGroupStateResponseTopicPartition()
+				r.Partition, r.ErrorCode, r.ErrorMessage = p.Partition, kerr.CoordinatorNotAvailable.Code, str(msgNotAvailable)
+				rt.Partitions = append(rt.Partitions, r)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
 		return resp
 	}
-	for _, t := range req.Topics {
-		if len(t.Partitions) == 0 {
-			return resp
-		}
+	if req.GroupID == "" || len(req.Topics) == 0 {
+		return resp
 	}
 	var col collator[kmsg.InitializeShareGroupStateResponseTopicPartition]
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
-			f := failure{kerr.CoordinatorNotAvailable.Code, str(msgNotAvailable)}
-			if !in.Inactive {
-				f = c.initializeOne(now, Key{req.GroupID, t.TopicID, p.Partition}, p, in)
-			}
+			f := c.initializeOne(now, Key{req.GroupID, t.TopicID, p.Partition}, p, in)
 			r := kmsg.NewInitializeShareGroupStateResponseTopicPartition()
 			r.Partition, r.ErrorCode, r.ErrorMessage = p.Partition, f.code, f.msg
 			col.put(t.TopicID, p.Partition, r)
@@ -123,25 +141,27 @@ func (c *Coordinator) initializeOne(now int64, k Key, p kmsg.InitializeShareGrou
 func (c *Coordinator) ReadShareGroupState(now int64, req *kmsg.ReadShareGroupStateRequest, in Inputs) *kmsg.ReadShareGroupStateResponse {
 	resp := kmsg.NewPtrReadShareGroupStateResponse()
 	resp.Version = req.Version
-	if len(req.Topics) == 0 || req.GroupID == "" {
+	if len(req.Topics) == 0 || req.GroupID == "" ||
+		emptyTopic(req.Topics, func(t kmsg.ReadShareGroupStateRequestTopic) int { return len(t.Partitions) }) {
 		return resp
 	}
-	for _, t := range req.Topics {
-		if len(t.Partitions) == 0 {
-			return resp
+	if in.Inactive {
+		for _, t := range req.Topics {
+			rt := kmsg.NewReadShareGroupStateResponseTopic()
+			rt.TopicID = t.TopicID
+			for _, p := range t.Partitions {
+				r := kmsg.NewReadShareGroupStateResponseTopicPartition()
+				r.Partition, r.ErrorCode, r.ErrorMessage = p.Partition, kerr.CoordinatorNotAvailable.Code, str(msgNotAvailable)
+				rt.Partitions = append(rt.Partitions, r)
+			}
+			resp.Topics = append(resp.Topics, rt)
 		}
+		return resp
 	}
 	var col collator[kmsg.ReadShareGroupStateResponseTopicPartition]
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
-			var r kmsg.ReadShareGroupStateResponseTopicPartition
-			if in.Inactive {
-				r = kmsg.NewReadShareGroupStateResponseTopicPartition()
-				r.Partition, r.ErrorCode, r.ErrorMessage = p.Partition, kerr.CoordinatorNotAvailable.Code, str(msgNotAvailable)
-			} else {
-				r = c.readOne(now, Key{req.GroupID, t.TopicID, p.Partition}, p, in)
-			}
-			col.put(t.TopicID, p.Partition, r)
+			col.put(t.TopicID, p.Partition, c.readOne(now, Key{req.GroupID, t.TopicID, p.Partition}, p, in))
 		}
 	}
 	for _, t := range col.topics {
@@ -210,24 +230,30 @@ func (c *Coordinator) readOne(now int64, k Key, p kmsg.ReadShareGroupStateReques
 func (c *Coordinator) WriteShareGroupState(now int64, req *kmsg.WriteShareGroupStateRequest, in Inputs) *kmsg.WriteShareGroupStateResponse {
 	resp := kmsg.NewPtrWriteShareGroupStateResponse()
 	resp.Version = req.Version
-	if len(req.Topics) == 0 || req.GroupID == "" {
+	if len(req.Topics) == 0 || req.GroupID == "" ||
+		emptyTopic(req.Topics, func(t kmsg.WriteShareGroupStateRequestTopic) int { return len(t.Partitions) }) {
 		return resp
 	}
-	for _, t := range req.Topics {
-		if len(t.Partitions) == 0 {
-			return resp
+	if in.Inactive {
+		for _, t := range req.Topics {
+			rt := kmsg.NewWriteShareGroupStateResponseTopic()
+			rt.TopicID = t.TopicID
+			for _, p := range t.Partitions {
+				r := kmsg.NewWriteShareGroupStateResponseTopicPartition()
+				r.Partition, r.ErrorCode, r.ErrorMessage = p.Partition, kerr.CoordinatorNotAvailable.Code, str(msgNotAvailable)
+				rt.Partitions = append(rt.Partitions, r)
+			}
+			resp.Topics = append(resp.Topics, rt)
 		}
+		return resp
 	}
 	var col collator[kmsg.WriteShareGroupStateResponseTopicPartition]
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
-			f := failure{kerr.CoordinatorNotAvailable.Code, str(msgNotAvailable)}
-			if !in.Inactive {
-				if req.Version < 1 {
-					p.DeliveryCompleteCount = -1 // not in v0: its default
-				}
-				f = c.writeOne(now, Key{req.GroupID, t.TopicID, p.Partition}, p, in)
+			if req.Version < 1 {
+				p.DeliveryCompleteCount = -1 // not in v0: its default
 			}
+			f := c.writeOne(now, Key{req.GroupID, t.TopicID, p.Partition}, p, in)
 			r := kmsg.NewWriteShareGroupStateResponseTopicPartition()
 			r.Partition, r.ErrorCode, r.ErrorMessage = p.Partition, f.code, f.msg
 			col.put(t.TopicID, p.Partition, r)
@@ -287,21 +313,27 @@ func (c *Coordinator) writeOne(now int64, k Key, p kmsg.WriteShareGroupStateRequ
 func (c *Coordinator) DeleteShareGroupState(now int64, req *kmsg.DeleteShareGroupStateRequest, in Inputs) *kmsg.DeleteShareGroupStateResponse {
 	resp := kmsg.NewPtrDeleteShareGroupStateResponse()
 	resp.Version = req.Version
-	if len(req.Topics) == 0 || req.GroupID == "" {
+	if in.Inactive {
+		for _, t := range req.Topics {
+			rt := kmsg.NewDeleteShareGroupStateResponseTopic()
+			rt.TopicID = t.TopicID
+			for _, p := range t.Partitions {
+				r := kmsg.NewDeleteShareGroupStateResponseTopicPartition()
+				r.Partition, r.ErrorCode, r.ErrorMessage = p.Partition, kerr.CoordinatorNotAvailable.Code, str(msgNotAvailable)
+				rt.Partitions = append(rt.Partitions, r)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
 		return resp
 	}
-	for _, t := range req.Topics {
-		if len(t.Partitions) == 0 {
-			return resp
-		}
+	if req.GroupID == "" || len(req.Topics) == 0 ||
+		emptyTopic(req.Topics, func(t kmsg.DeleteShareGroupStateRequestTopic) int { return len(t.Partitions) }) {
+		return resp
 	}
 	var col collator[kmsg.DeleteShareGroupStateResponseTopicPartition]
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
-			f := failure{kerr.CoordinatorNotAvailable.Code, str(msgNotAvailable)}
-			if !in.Inactive {
-				f = c.deleteOne(Key{req.GroupID, t.TopicID, p.Partition}, in)
-			}
+			f := c.deleteOne(Key{req.GroupID, t.TopicID, p.Partition}, in)
 			r := kmsg.NewDeleteShareGroupStateResponseTopicPartition()
 			r.Partition, r.ErrorCode, r.ErrorMessage = p.Partition, f.code, f.msg
 			col.put(t.TopicID, p.Partition, r)
@@ -341,13 +373,22 @@ func (c *Coordinator) deleteOne(k Key, in Inputs) failure {
 func (c *Coordinator) ReadShareGroupStateSummary(now int64, req *kmsg.ReadShareGroupStateSummaryRequest, in Inputs) *kmsg.ReadShareGroupStateSummaryResponse {
 	resp := kmsg.NewPtrReadShareGroupStateSummaryResponse()
 	resp.Version = req.Version
-	if len(req.Topics) == 0 || req.GroupID == "" {
+	if in.Inactive {
+		for _, t := range req.Topics {
+			rt := kmsg.NewReadShareGroupStateSummaryResponseTopic()
+			rt.TopicID = t.TopicID
+			for _, p := range t.Partitions {
+				r := kmsg.NewReadShareGroupStateSummaryResponseTopicPartition()
+				r.Partition, r.ErrorCode, r.ErrorMessage = p.Partition, kerr.CoordinatorNotAvailable.Code, str(msgNotAvailable)
+				rt.Partitions = append(rt.Partitions, r)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
 		return resp
 	}
-	for _, t := range req.Topics {
-		if len(t.Partitions) == 0 {
-			return resp
-		}
+	if req.GroupID == "" || len(req.Topics) == 0 ||
+		emptyTopic(req.Topics, func(t kmsg.ReadShareGroupStateSummaryRequestTopic) int { return len(t.Partitions) }) {
+		return resp
 	}
 	var col collator[kmsg.ReadShareGroupStateSummaryResponseTopicPartition]
 	for _, t := range req.Topics {
@@ -357,8 +398,6 @@ func (c *Coordinator) ReadShareGroupStateSummary(now int64, req *kmsg.ReadShareG
 			var f failure
 			k := Key{req.GroupID, t.TopicID, p.Partition}
 			switch code := in.serving(k); {
-			case in.Inactive:
-				f = failure{kerr.CoordinatorNotAvailable.Code, str(msgNotAvailable)}
 			case code != 0:
 				f = refused(opSummary, code)
 			case p.Partition < 0:
