@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -192,6 +193,7 @@ func runSequence(t *testing.T, name string) {
 	c := New(cfg)
 	in := Inputs{Partitions: diffImage, StatePartitions: 1}
 	ops, crashes := 0, 0
+	var log []Record
 	for i := 1; i < len(lines); {
 		op := lines[i]
 		i++
@@ -209,7 +211,9 @@ func runSequence(t *testing.T, name string) {
 		ops++
 		got, prefix := applyOp(t, c, in, op)
 		var gotRecs []string
-		for _, r := range c.Ready() {
+		recs := c.Ready()
+		log = append(log, recs...)
+		for _, r := range recs {
 			v := "nil"
 			if r.Value != nil {
 				v = hex.EncodeToString(r.Value)
@@ -233,6 +237,12 @@ func runSequence(t *testing.T, name string) {
 		}
 		if !slices.Equal(gotRecs, wantRecs) {
 			t.Fatalf("%s op %d %v: records\n got %v\nwant %v", name, ops, op, gotRecs, wantRecs)
+		}
+		// The log alone rebuilds the same state, as a restart would.
+		if ops%50 == 0 || i == len(lines) {
+			if got, want := snapshotOf(rebuilt(t, cfg, log)), snapshotOf(c); !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s op %d: the log rebuilds\n%+v\nnot\n%+v", name, ops, got, want)
+			}
 		}
 	}
 	t.Logf("%d operations, %d of which Kafka failed", ops, crashes)
