@@ -6,10 +6,10 @@ import (
 )
 
 // collator gathers one answer per topic and partition, as Kafka's service
-// keys its futures by topic id and partition: a partition named twice is
-// answered once, with the answer of its last operation. Topics and
-// partitions keep the order they first came in (Kafka's come in its hash
-// maps' order, which clients do not rely on).
+// keys its futures by topic id and partition in java.util.HashMaps: a
+// partition named twice is answered once, with the answer of its last
+// operation, and the answers come in those maps' iteration order
+// (javaHashOrder).
 type collator[P any] struct {
 	topics []collTopic[P]
 	byID   map[[16]byte]int
@@ -18,6 +18,7 @@ type collator[P any] struct {
 type collTopic[P any] struct {
 	id     [16]byte
 	parts  []P
+	nums   []int32 // the partition of each of parts
 	byPart map[int32]int
 }
 
@@ -38,6 +39,29 @@ func (c *collator[P]) put(id [16]byte, part int32, p P) {
 	}
 	t.byPart[part] = len(t.parts)
 	t.parts = append(t.parts, p)
+	t.nums = append(t.nums, part)
+}
+
+// ordered lists the topics, and each topic's partitions, in Kafka's
+// HashMap order.
+func (c *collator[P]) ordered() []collTopic[P] {
+	hashes := make([]int32, len(c.topics))
+	for i, t := range c.topics {
+		hashes[i] = javaUUIDHash(t.id)
+	}
+	order, _ := javaHashOrder(hashes)
+	out := make([]collTopic[P], 0, len(c.topics))
+	for _, i := range order {
+		t := c.topics[i]
+		porder, _ := javaHashOrder(t.nums)
+		parts := make([]P, 0, len(t.parts))
+		for _, j := range porder {
+			parts = append(parts, t.parts[j])
+		}
+		t.parts = parts
+		out = append(out, t)
+	}
+	return out
 }
 
 // Each handler first makes the ShareCoordinatorService's checks, in its
@@ -93,7 +117,7 @@ func (c *Coordinator) InitializeShareGroupState(now int64, req *kmsg.InitializeS
 			col.put(t.TopicID, p.Partition, r)
 		}
 	}
-	for _, t := range col.topics {
+	for _, t := range col.ordered() {
 		rt := kmsg.NewInitializeShareGroupStateResponseTopic()
 		rt.TopicID, rt.Partitions = t.id, t.parts
 		resp.Topics = append(resp.Topics, rt)
@@ -164,7 +188,7 @@ func (c *Coordinator) ReadShareGroupState(now int64, req *kmsg.ReadShareGroupSta
 			col.put(t.TopicID, p.Partition, c.readOne(now, Key{req.GroupID, t.TopicID, p.Partition}, p, in))
 		}
 	}
-	for _, t := range col.topics {
+	for _, t := range col.ordered() {
 		rt := kmsg.NewReadShareGroupStateResponseTopic()
 		rt.TopicID, rt.Partitions = t.id, t.parts
 		resp.Topics = append(resp.Topics, rt)
@@ -259,7 +283,7 @@ func (c *Coordinator) WriteShareGroupState(now int64, req *kmsg.WriteShareGroupS
 			col.put(t.TopicID, p.Partition, r)
 		}
 	}
-	for _, t := range col.topics {
+	for _, t := range col.ordered() {
 		rt := kmsg.NewWriteShareGroupStateResponseTopic()
 		rt.TopicID, rt.Partitions = t.id, t.parts
 		resp.Topics = append(resp.Topics, rt)
@@ -339,7 +363,7 @@ func (c *Coordinator) DeleteShareGroupState(now int64, req *kmsg.DeleteShareGrou
 			col.put(t.TopicID, p.Partition, r)
 		}
 	}
-	for _, t := range col.topics {
+	for _, t := range col.ordered() {
 		rt := kmsg.NewDeleteShareGroupStateResponseTopic()
 		rt.TopicID, rt.Partitions = t.id, t.parts
 		resp.Topics = append(resp.Topics, rt)
@@ -415,7 +439,7 @@ func (c *Coordinator) ReadShareGroupStateSummary(now int64, req *kmsg.ReadShareG
 			col.put(t.TopicID, p.Partition, r)
 		}
 	}
-	for _, t := range col.topics {
+	for _, t := range col.ordered() {
 		rt := kmsg.NewReadShareGroupStateSummaryResponseTopic()
 		rt.TopicID, rt.Partitions = t.id, t.parts
 		resp.Topics = append(resp.Topics, rt)

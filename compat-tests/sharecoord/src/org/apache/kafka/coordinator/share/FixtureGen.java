@@ -126,6 +126,63 @@ public class FixtureGen {
         }
     }
 
+    // hashorder.txt: the order java.util.HashMap iterates keys put in a
+    // given order (the order ShareCoordinatorService's answers come in):
+    // "uuid" or "int", the keys, then the indexes of their first puts in
+    // iteration order.
+    static void hashOrder(Path dir, Random rnd) throws IOException {
+        try (PrintWriter w = new PrintWriter(Files.newBufferedWriter(dir.resolve("hashorder.txt")))) {
+            w.println("# java.util.HashMap iteration order: kind, keys put in order, indexes of the first puts as iterated.");
+            for (int i = 0; i < 300; i++) {
+                int n = 1 + rnd.nextInt(i % 10 == 0 ? 60 : 20);
+                List<Uuid> keys = new ArrayList<>();
+                for (int j = 0; j < n; j++) {
+                    if (j > 0 && rnd.nextInt(6) == 0) {
+                        keys.add(keys.get(rnd.nextInt(j)));
+                    } else if (i % 3 == 0) {
+                        // Colliding hashes: bins fill and the table grows early.
+                        keys.add(new Uuid(0, (long) rnd.nextInt(64) << 4));
+                    } else {
+                        keys.add(new Uuid(rnd.nextLong(), rnd.nextLong()));
+                    }
+                }
+                Map<Uuid, Integer> m = new HashMap<>();
+                StringBuilder in = new StringBuilder();
+                for (int j = 0; j < n; j++) {
+                    m.putIfAbsent(keys.get(j), j);
+                    if (j > 0) in.append(',');
+                    in.append(tid(keys.get(j)));
+                }
+                StringBuilder out = new StringBuilder();
+                for (Map.Entry<Uuid, Integer> e : m.entrySet()) {
+                    if (out.length() > 0) out.append(',');
+                    out.append(e.getValue());
+                }
+                w.println("uuid " + in + " " + out);
+            }
+            for (int i = 0; i < 300; i++) {
+                int n = 1 + rnd.nextInt(i % 10 == 0 ? 200 : 30);
+                List<Integer> keys = new ArrayList<>();
+                for (int j = 0; j < n; j++) {
+                    keys.add(i % 4 == 0 ? rnd.nextInt(100) * 64 : rnd.nextInt(i % 2 == 0 ? 40 : 100000));
+                }
+                Map<Integer, Integer> m = new HashMap<>();
+                StringBuilder in = new StringBuilder();
+                for (int j = 0; j < n; j++) {
+                    m.putIfAbsent(keys.get(j), j);
+                    if (j > 0) in.append(',');
+                    in.append(keys.get(j));
+                }
+                StringBuilder out = new StringBuilder();
+                for (Map.Entry<Integer, Integer> e : m.entrySet()) {
+                    if (out.length() > 0) out.append(',');
+                    out.append(e.getValue());
+                }
+                w.println("int " + in + " " + out);
+            }
+        }
+    }
+
     static String batches(List<PersisterStateBatch> bs) {
         if (bs.isEmpty()) return "-";
         StringBuilder sb = new StringBuilder();
@@ -331,6 +388,7 @@ public class FixtureGen {
         records(dir);
         partitionFor(dir, new Random(1));
         combine(dir, new Random(2));
+        hashOrder(dir, new Random(8));
         sequence(dir, "default", 3, 500, 1500, false);
         sequence(dir, "snapshots", 4, 3, 1500, false);
         sequence(dir, "always", 5, 0, 800, false);
