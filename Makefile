@@ -47,11 +47,27 @@ unit:
 race:
 	$(GO) test -count=1 -race -tags cluster ./broker/... ./coordinator/... ./storage/... ./vfs/...
 
+# The packages whose Fuzz targets make fuzz runs, one per line.
+FUZZ_PKGS := \
+	./protocol \
+	./protocol/batch \
+	./storage \
+	./coordinator/group \
+	./coordinator/txn \
+	./coordinator/share \
+	./coordinator/controller/metadata \
+	./coordinator/controller/raftnode \
+	./broker \
+	./broker/quota \
+	./broker/security/scram \
+	./broker/security/ssl \
+	./broker/topicconfig
+
 # Each fuzz target runs briefly; longer runs: make fuzz FUZZTIME=10m.
 # scripts/fuzz.sh retries a target once when Go 1.26's fuzz coordinator fails
 # it at the deadline without a failing input (golang/go#75804).
 fuzz:
-	GO=$(GO) FUZZTIME=$(FUZZTIME) scripts/fuzz.sh ./protocol ./protocol/batch ./storage ./coordinator/group ./coordinator/txn ./coordinator/controller/metadata ./coordinator/controller/raftnode ./broker ./broker/quota ./broker/security/scram ./broker/security/ssl ./broker/topicconfig
+	GO=$(GO) FUZZTIME=$(FUZZTIME) scripts/fuzz.sh $(FUZZ_PKGS)
 
 # The kill -9 crash test with many more cycles than make test runs: a child
 # broker with log.flush.interval.messages=1 is SIGKILLed amid acknowledged

@@ -38,6 +38,8 @@ var importRules = []importRule{
 		"docs/architecture.md (coordinator/group imports nothing of the project), coordinator/group/doc.go"},
 	{"coordinator/txn", nil,
 		"docs/architecture.md (coordinator/txn imports nothing of the project), coordinator/txn/doc.go"},
+	{"coordinator/share", nil,
+		"docs/architecture.md (coordinator/share imports nothing of the project), coordinator/share/doc.go"},
 	{"coordinator/controller/metadata", nil, "coordinator/controller/metadata/doc.go"},
 	{"coordinator/controller/raftnode", []string{"vfs/..."},
 		"docs/architecture.md, coordinator/controller/raftnode/doc.go: the FS seam only"},
