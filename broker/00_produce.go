@@ -247,10 +247,15 @@ func (b *Broker) produceTo(r *request, req *kmsg.ProduceRequest, t *topic, p *pa
 		batch.SetLogAppendTime(one, now)
 		sp.LogAppendTime = now
 		stored.MaxTimestamp = now
-	} else if info.MaxTimestamp != info.Header.MaxTimestamp {
-		// Kafka corrects a batch whose header disagrees with its records.
+	} else if info.MaxTimestamp != info.Header.MaxTimestamp || info.Header.LogAppendTime() {
+		// Kafka's LogValidator sets the topic's timestamp type and the
+		// records' largest timestamp: it corrects a header that disagrees
+		// with its records, and clears a client's LogAppendTime bit (whose
+		// records all read as the header's MaxTimestamp, which so stays).
 		batch.SetMaxTimestamp(one, false, info.MaxTimestamp)
-		stored.MaxTimestamp = info.MaxTimestamp
+		if h, err := batch.ParseHeader(one); err == nil {
+			stored = h // the attributes are rebuilt too
+		}
 	}
 	out, err := p.Append(partition.OriginClient, one, &stored, now, guard)
 	switch {

@@ -711,3 +711,36 @@ func TestAuthorizedOperationsOfAMissingTopic(t *testing.T) {
 			kerr.ErrorForCode(got.ErrorCode), got.AuthorizedOperations)
 	}
 }
+
+// As Kafka's LogValidator, the stored batch takes the topic's timestamp
+// type: a client's LogAppendTime bit on a CreateTime topic is cleared (the
+// CRC recomputed) and the header's MaxTimestamp, which every record read
+// as, stays (compat-tests/rawdiff "Fetch a batch produced with the
+// LogAppendTime bit to a CreateTime topic").
+func TestProduceClearsAClientLogAppendTimeBit(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t, Config{})
+	c := dialRaw(t, b.Addr())
+	createTopic(t, c, "ct", 1, nil)
+	one := makeBatch(t, batch.None, 3, time.Now().UnixMilli())
+	h, err := batch.ParseHeader(one)
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch.SetMaxTimestamp(one, true, h.MaxTimestamp)
+	if got := produceRaw(c, 9, 1, "ct", 0, one); got.ErrorCode != 0 || got.LogAppendTime != -1 {
+		t.Fatalf("produce: %v, log append time %d", kerr.ErrorForCode(got.ErrorCode), got.LogAppendTime)
+	}
+	resp := c.do(fetchRequest(12, "ct", 0, 0, 1)).(*kmsg.FetchResponse)
+	stored := resp.Topics[0].Partitions[0].RecordBatches
+	if _, err := batch.Validate(stored, nil); err != nil { // its CRC among the rest
+		t.Fatalf("stored batch: %v", err)
+	}
+	got, err := batch.ParseHeader(stored)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.LogAppendTime() || got.MaxTimestamp != h.MaxTimestamp {
+		t.Fatalf("stored: LogAppendTime bit %v, max timestamp %d (want false, %d)", got.LogAppendTime(), got.MaxTimestamp, h.MaxTimestamp)
+	}
+}

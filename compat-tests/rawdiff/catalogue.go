@@ -458,6 +458,20 @@ var catalogue = []entry{
 
 	// Fetch v12 (topic with offsets 0-4 in two batches)
 	{name: "Fetch from 0", setup: topicWithData, req: fetch(0, 0, 0, -1, "")},
+	// LogValidator rewrites a batch's timestamp type to the topic's: a
+	// client's LogAppendTime bit on a CreateTime topic is cleared.
+	{name: "Fetch a batch produced with the LogAppendTime bit to a CreateTime topic", setup: func(c *conn, topic string) error {
+		if err := createTopic(c, topic, 1, nil); err != nil {
+			return err
+		}
+		b := mkBatch(3, baseTimestamp, batch.None, 0)
+		h, err := batch.ParseHeader(b)
+		if err != nil {
+			return err
+		}
+		batch.SetMaxTimestamp(b, true, h.MaxTimestamp)
+		return produce(c, topic, b)
+	}, req: fetch(0, 0, 0, -1, "")},
 	{name: "Fetch offset out of range", setup: topicWithData, req: fetch(100, 0, 0, -1, "")},
 	{name: "Fetch unknown topic", req: fetch(0, 0, 0, -1, "")},
 	{name: "Fetch at end, max wait 0", setup: topicWithData, req: fetch(5, 0, 0, -1, "")},
