@@ -84,10 +84,6 @@ func handleProduce(b *Broker, r *request, req *kmsg.ProduceRequest) (kmsg.Respon
 				// Only the coordinators write their topics (ReplicaManager
 				// refuses clients' appends to internal topics).
 				sp.ErrorCode = kerr.InvalidTopicException.Code
-				if req.Version >= 8 {
-					msg := "Cannot append to internal topic " + t.name
-					sp.ErrorMessage = &msg
-				}
 			case req.Acks == -1 && p.State() != nil && !replication.EnoughISR(t, p, &sp, req.Version):
 				// NOT_ENOUGH_REPLICAS, nothing appended.
 			default:
@@ -161,18 +157,22 @@ func (b *Broker) awaitFlushes(resp *kmsg.ProduceResponse, flushes []pendingFlush
 // be a duplicate) and the flush policy must be applied to it, else -1, and
 // the leader epoch it was appended at.
 func (b *Broker) produceTo(r *request, req *kmsg.ProduceRequest, t *topic, p *partition.Partition, records []byte, sp *kmsg.ProduceResponseTopicPartition) (int64, int32) {
-	fail := func(e *kerr.Error, msg string) {
-		sp.ErrorCode = e.Code
+	// As Kafka's LogAppendResult, an error carries no message but the
+	// custom ones: a RecordValidationException's (failInLog) and the
+	// transaction verification's translations (failWithMessage).
+	fail := func(e *kerr.Error) { sp.ErrorCode = e.Code }
+	failWithMessage := func(e *kerr.Error, msg string) {
+		fail(e)
 		if msg != "" && req.Version >= 8 {
 			sp.ErrorMessage = &msg
 		}
 	}
-	// failInLog is an error Kafka raises inside the log append (its
-	// RecordValidationException and the like), whose answer carries the
-	// partition's log start offset; request-level checks and the errors
-	// ReplicaManager lists (corrupt, too large) carry -1.
+	// failInLog is a RecordValidationException, raised inside the log
+	// append, whose answer carries the partition's log start offset;
+	// request-level checks and the errors ReplicaManager lists (corrupt,
+	// too large) carry -1.
 	failInLog := func(e *kerr.Error, msg string) {
-		fail(e, msg)
+		failWithMessage(e, msg)
 		sp.LogStartOffset = p.Log().StartOffset()
 	}
 	// ProduceRequest.validateRecords, in Kafka's order: at least one batch,
@@ -181,9 +181,9 @@ func (b *Broker) produceTo(r *request, req *kmsg.ProduceRequest, t *topic, p *pa
 	// one batch. The log's size checks come after.
 	failBatches := func(err error) {
 		if errors.Is(err, batch.ErrCorrupt) {
-			fail(kerr.CorruptMessage, err.Error())
+			fail(kerr.CorruptMessage)
 		} else {
-			fail(kerr.InvalidRecord, err.Error())
+			fail(kerr.InvalidRecord)
 		}
 	}
 	one, rest, err := firstBatch(records, req.Version)
@@ -192,11 +192,11 @@ func (b *Broker) produceTo(r *request, req *kmsg.ProduceRequest, t *topic, p *pa
 		return -1, 0
 	}
 	if magic, _ := batch.Magic(one); magic != 2 {
-		fail(kerr.InvalidRecord, fmt.Sprintf("Produce requests with version %d are only allowed to contain record batches with magic version 2", req.Version))
+		fail(kerr.InvalidRecord)
 		return -1, 0
 	}
 	if codec, ok := batch.Codec(one); ok && codec == batch.Zstd && req.Version < 7 {
-		fail(kerr.UnsupportedCompressionType, fmt.Sprintf("Produce requests with version %d are not allowed to use ZStandard compression", req.Version))
+		fail(kerr.UnsupportedCompressionType)
 		return -1, 0
 	}
 	if rest != nil {
@@ -205,16 +205,17 @@ func (b *Broker) produceTo(r *request, req *kmsg.ProduceRequest, t *topic, p *pa
 	}
 	cfg := *t.effective.Load()
 	if len(one) > int(cfg.maxMessageBytes) {
-		fail(kerr.MessageTooLarge, fmt.Sprintf("The batch size of %d bytes exceeds max.message.bytes %d", len(one), cfg.maxMessageBytes))
+		fail(kerr.MessageTooLarge)
 		return -1, 0
 	}
 	if int64(len(one)) > cfg.segmentBytes {
-		fail(kerr.RecordListTooLarge, fmt.Sprintf("The batch size of %d bytes exceeds segment.bytes %d", len(one), cfg.segmentBytes))
+		fail(kerr.RecordListTooLarge)
 		return -1, 0
 	}
 	info, err := batch.Validate(one, &r.conn.scratch)
 	if err != nil {
-		fail(batchErrorCode(err), err.Error())
+		b.log.Debug("produce: refused batch", "topic", p.Topic(), "partition", p.Index(), "err", err)
+		fail(batchErrorCode(err))
 		return -1, 0
 	}
 	guard := partition.Unguarded
@@ -222,11 +223,11 @@ func (b *Broker) produceTo(r *request, req *kmsg.ProduceRequest, t *topic, p *pa
 		g, e, msg, err := b.verifyTxnBatch(r, req, p, &info.Header)
 		if err != nil {
 			// The connection or the broker is going away: no answer.
-			fail(kerr.RequestTimedOut, "")
+			fail(kerr.RequestTimedOut)
 			return -1, 0
 		}
 		if e != nil {
-			fail(e, msg)
+			failWithMessage(e, msg)
 			return -1, 0
 		}
 		guard = g
@@ -261,10 +262,10 @@ func (b *Broker) produceTo(r *request, req *kmsg.ProduceRequest, t *topic, p *pa
 	switch {
 	case err != nil:
 		b.log.Error("append failed", "topic", p.Topic(), "partition", p.Index(), "err", err)
-		fail(kerr.KafkaStorageError, "")
+		fail(kerr.KafkaStorageError)
 		return -1, 0
 	case out.Refused != nil:
-		fail(out.Refused, out.Message)
+		fail(out.Refused)
 		return -1, 0
 	case out.Duplicate:
 		sp.LogAppendTime = out.Timestamp

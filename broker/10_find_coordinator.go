@@ -51,6 +51,13 @@ func handleFindCoordinator(b *Broker, r *request, req *kmsg.FindCoordinatorReque
 				c.ErrorCode, c.NodeID, c.Host, c.Port = b.cluster.coordinator(req.CoordinatorType, key)
 			}
 		}
+		// As Kafka's: an empty message for a coordinator found, the
+		// code's description for an error.
+		msg := ""
+		if e := kerr.ErrorForCode(c.ErrorCode); e != nil {
+			msg = e.(*kerr.Error).Description
+		}
+		c.ErrorMessage = &msg
 		resp.Coordinators = append(resp.Coordinators, c)
 	}
 	return resp, nil

@@ -45,7 +45,13 @@ func handleDeleteTopics(b *Broker, r *request, req *kmsg.DeleteTopicsRequest) (k
 				st.TopicID = id
 			}
 		} else {
-			st.ErrorCode = errCode(b.deleteTopic(tg.name, tg.id))
+			e := b.deleteTopic(tg.name, tg.id)
+			st.ErrorCode = errCode(e)
+			if e == kerr.UnknownTopicOrPartition || e == kerr.UnknownTopicID {
+				// Kafka's ApiError without a message of its own
+				// answers the code's description.
+				st.ErrorMessage = &e.Description
+			}
 		}
 		resp.Topics = append(resp.Topics, st)
 	}

@@ -91,11 +91,11 @@ func handleDescribeConfigs(b *Broker, r *request, req *kmsg.DescribeConfigsReque
 		default:
 			kErr, msg = kerr.InvalidRequest, "Unsupported resource type: "+resourceTypeName(int8(rr.ResourceType))
 		}
+		// Kafka's answer always carries a message, empty unless its
+		// error has one of its own.
+		res.ErrorMessage = &msg
 		if kErr != nil {
 			res.ErrorCode = kErr.Code
-			if msg != "" {
-				res.ErrorMessage = &msg
-			}
 			resp.Resources = append(resp.Resources, res)
 			continue
 		}

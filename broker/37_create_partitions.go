@@ -54,7 +54,7 @@ func (b *Broker) growTopic(rt kmsg.CreatePartitionsRequestTopic, validateOnly, f
 	defer b.mu.Unlock()
 	t := b.catalog.byName[rt.Topic]
 	if t == nil {
-		return kerr.UnknownTopicOrPartition, fmt.Sprintf("This server does not host this topic: %s", rt.Topic)
+		return kerr.UnknownTopicOrPartition, "" // Kafka's answer has no message
 	}
 	current := int32(len(t.partitions))
 	switch {

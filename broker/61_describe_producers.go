@@ -35,7 +35,7 @@ func handleDescribeProducers(b *Broker, _ *request, req *kmsg.DescribeProducersR
 		if err := validateTopicName(rt.Topic); err != nil {
 			topicErr, topicMsg = kerr.InvalidTopicException, kmsg.StringPtr(err.Error())
 		} else if t = b.lookupTopic(rt.Topic); t == nil {
-			topicErr = kerr.UnknownTopicOrPartition
+			topicErr, topicMsg = kerr.UnknownTopicOrPartition, &kerr.UnknownTopicOrPartition.Description
 		}
 		for _, index := range rt.Partitions {
 			sp := kmsg.NewDescribeProducersResponseTopicPartition()
@@ -48,6 +48,9 @@ func handleDescribeProducers(b *Broker, _ *request, req *kmsg.DescribeProducersR
 			case topicErr != nil:
 				sp.ErrorCode, sp.ErrorMessage = topicErr.Code, topicMsg
 			case p == nil:
+				// Kafka's replica manager answers without a message
+				// (its metadata check, for a topic it does not know,
+				// with the code's description).
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case p.NotLeader():
 				sp.ErrorCode = kerr.NotLeaderForPartition.Code

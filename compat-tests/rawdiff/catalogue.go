@@ -624,11 +624,13 @@ const minISRSource = "fresh Kafka 4.2 reports min.insync.replicas=1 as a cluster
 // KIP-848 assignment batching configs.
 const kafka43Config = "a Kafka 4.3+ config, which the 4.2.2 reference does not have (docs/configuration.md)"
 
+const logDirThrottle = "Gregor has one log directory, so no replica moves between log directories (AlterReplicaLogDirs) for replica.alter.log.dirs.io.max.bytes.per.second to bound: setting it is INVALID_CONFIG (broker/replication_throttle.go)"
+
 var expectedDiffs = []expected{
 	{"DescribeConfigs broker config types and defaults", "group.consumer.assignment.interval.ms", kafka43Config},
 	{"DescribeConfigs broker config types and defaults", "group.consumer.assignor.offload.enable", kafka43Config},
-	{"IncrementalAlterConfigs log-dir throttle", "Resources.0.ErrorCode",
-		"Gregor has one log directory, so no replica moves between log directories (AlterReplicaLogDirs) for replica.alter.log.dirs.io.max.bytes.per.second to bound: setting it is INVALID_CONFIG (broker/replication_throttle.go)"},
+	{"IncrementalAlterConfigs log-dir throttle", "Resources.0.ErrorCode", logDirThrottle},
+	{"IncrementalAlterConfigs log-dir throttle", "Resources.0.ErrorMessage", logDirThrottle},
 	{"JoinGroup v9 into a consumer group", "ErrorCode",
 		"Kafka lets classic members join a KIP-848 consumer group (online migration) and asks for a member id; Gregor does not implement that interop and refuses with INCONSISTENT_GROUP_PROTOCOL (docs/architecture.md, Groups)"},
 	{"*", "Topics.*.Configs.min.insync.replicas.Source", minISRSource},

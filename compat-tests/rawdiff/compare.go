@@ -260,7 +260,7 @@ func diffConfigs(k, g []any, path []string, out *[]difference, notes *[]string) 
 }
 
 // messages collects the error messages of a tree by path (before masking),
-// for the informational comparison of their presence.
+// for the comparison of their presence.
 func messages(t any, path string, out map[string]any) {
 	switch v := t.(type) {
 	case map[string]any:
@@ -282,23 +282,24 @@ func messages(t any, path string, out map[string]any) {
 	}
 }
 
-// messageNotes lists the paths where one side sends an error message and
-// the other none (null).
-func messageNotes(k, g any) []string {
+// messageDiffs lists the paths where one side sends an error message and
+// the other none (null): the texts are masked, since Gregor words many of
+// its own, but whether there is one is compared.
+func messageDiffs(k, g any) []difference {
 	km, gm := map[string]any{}, map[string]any{}
 	messages(k, "", km)
 	messages(g, "", gm)
-	var notes []string
+	var out []difference
 	for p, kv := range km {
 		if (kv == nil) != (gm[p] == nil) {
-			notes = append(notes, fmt.Sprintf("%s: kafka=%s gregor=%s", p, show(kv), show(gm[p])))
+			out = append(out, difference{p, show(kv), show(gm[p])})
 		}
 	}
 	for p, gv := range gm {
 		if _, ok := km[p]; !ok && gv != nil {
-			notes = append(notes, fmt.Sprintf("%s: kafka=(absent) gregor=%s", p, show(gv)))
+			out = append(out, difference{p, "(absent)", show(gv)})
 		}
 	}
-	sort.Strings(notes)
-	return notes
+	sort.Slice(out, func(i, j int) bool { return out[i].path < out[j].path })
+	return out
 }

@@ -48,7 +48,7 @@ type expected struct {
 
 func main() {
 	kafkaAddr := flag.String("kafka", os.Getenv("GREGOR_KAFKA_BOOTSTRAP"), "reference Kafka bootstrap host:port")
-	verbose := flag.Bool("v", false, "print the informational notes (configs only one side reports, error messages only one side sends)")
+	verbose := flag.Bool("v", false, "print the informational notes (configs only one side reports)")
 	only := flag.String("run", "", "only the entries whose name contains this")
 	flag.Parse()
 	if *kafkaAddr == "" {
@@ -109,12 +109,11 @@ func run(kafkaAddr, only string, verbose bool) int {
 			e.post(trees[0], topic)
 			e.post(trees[1], topic)
 		}
-		msgNotes := messageNotes(trees[0], trees[1])
+		diffs := messageDiffs(trees[0], trees[1])
 		masks := splitPaths(e.mask)
 		k := normalize(trees[0], nil, masks)
 		gr := normalize(trees[1], nil, masks)
-		var diffs []difference
-		notes := msgNotes
+		var notes []string
 		diff(k, gr, nil, &diffs, &notes)
 		var unexpected, known []string
 		for _, d := range diffs {
