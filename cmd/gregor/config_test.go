@@ -167,6 +167,7 @@ func TestApplyPropertiesSetsTheBrokerConfig(t *testing.T) {
 	no, zero := false, int64(0)
 	want := broker.Config{
 		Listen: "0.0.0.0:19092", Advertise: "kafka.example:9092", DataDir: "/data", NodeID: 7,
+		ListenerName: "PLAINTEXT", SecurityProtocol: "PLAINTEXT",
 		NumPartitions: 3, DefaultReplicationFactor: 1, AutoCreateTopics: &no, MaxFrameBytes: 1048576,
 		OffsetsTopicPartitions: 5, GroupInitialRebalanceDelayMs: &zero,
 		GroupMinSessionTimeoutMs: 100, GroupMaxSessionTimeoutMs: 60000, GroupMaxSize: 10,
@@ -247,11 +248,11 @@ func TestApplyPropertiesRefusesInvalidValuesAndAppliesNothing(t *testing.T) {
 		{[]string{"log.retention.hours", "a week"}, "log.retention.hours"},
 		{[]string{"log.dirs", "/a,/b"}, "one directory"},
 		{[]string{"log.dirs", " "}, `log.dirs=" " (test): empty`},
-		{[]string{"listeners", "SSL://:9093"}, "PLAINTEXT only"},
+		{[]string{"listeners", "SSL://:9093"}, "no TLS yet"},
 		{[]string{"listeners", "PLAINTEXT://:9092,SASL_SSL://:9094"}, "SASL_SSL"},
-		{[]string{"listeners", "EXTERNAL://:9092", "listener.security.protocol.map", "EXTERNAL:SASL_PLAINTEXT"}, "SASL_PLAINTEXT"},
+		{[]string{"listeners", "EXTERNAL://:9092", "listener.security.protocol.map", "EXTERNAL:SSL"}, "EXTERNAL uses SSL"},
 		{[]string{"listeners", "CONTROLLER://:9093"}, "no security protocol"},
-		{[]string{"listeners", "CONTROLLER://:9093", "controller.listener.names", "CONTROLLER"}, "no PLAINTEXT listener"},
+		{[]string{"listeners", "CONTROLLER://:9093", "controller.listener.names", "CONTROLLER"}, "no PLAINTEXT or SASL_PLAINTEXT listener"},
 		{[]string{"listeners", "localhost:9092"}, "NAME://HOST:PORT"},
 		{[]string{"listeners", "PLAINTEXT://localhost"}, "missing port"},
 		{[]string{"advertised.listeners", "SSL://h:1"}, "advertised.listeners"},
@@ -274,6 +275,45 @@ func TestApplyPropertiesRefusesInvalidValuesAndAppliesNothing(t *testing.T) {
 		if !reflect.DeepEqual(cfg, broker.Config{Listen: "keep"}) {
 			t.Errorf("%q: config half-applied: %+v", tc.kv, cfg)
 		}
+	}
+}
+
+// TestApplyPropertiesSASLPlaintextListener: a SASL_PLAINTEXT listener is
+// served with its mechanisms, its PLAIN JAAS config (by Kafka's
+// listener.name.<lower-case name>.plain.sasl.jaas.config key) and the
+// re-authentication and delay settings; an unprefixed sasl.jaas.config is
+// ignored with Kafka's warning.
+func TestApplyPropertiesSASLPlaintextListener(t *testing.T) {
+	const jaas = `org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";`
+	var logs strings.Builder
+	var cfg broker.Config
+	err := applyProperties(&cfg, props(
+		"listeners", "CLIENTS://:9095,PLAIN://:9092",
+		"listener.security.protocol.map", "CLIENTS:SASL_PLAINTEXT,PLAIN:PLAINTEXT",
+		"sasl.enabled.mechanisms", " PLAIN , ",
+		"listener.name.clients.plain.sasl.jaas.config", jaas,
+		"sasl.jaas.config", "ignored required;",
+		"connections.max.reauth.ms", "60000",
+		"connection.failed.authentication.delay.ms", "0",
+		"sasl.server.max.receive.size", "4096",
+	), slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Listen != ":9095" || cfg.ListenerName != "CLIENTS" || cfg.SecurityProtocol != "SASL_PLAINTEXT" {
+		t.Errorf("listener %q %q %q, want :9095 CLIENTS SASL_PLAINTEXT", cfg.Listen, cfg.ListenerName, cfg.SecurityProtocol)
+	}
+	if !reflect.DeepEqual(cfg.SASLEnabledMechanisms, []string{"PLAIN"}) || cfg.SASLPlainJAASConfig != jaas {
+		t.Errorf("mechanisms %q, jaas %q", cfg.SASLEnabledMechanisms, cfg.SASLPlainJAASConfig)
+	}
+	if cfg.ConnectionsMaxReauthMs != 60000 || cfg.FailedAuthenticationDelayMs == nil || *cfg.FailedAuthenticationDelayMs != 0 || cfg.SASLServerMaxReceiveSize != 4096 {
+		t.Errorf("reauth %d, delay %v, max receive %d", cfg.ConnectionsMaxReauthMs, cfg.FailedAuthenticationDelayMs, cfg.SASLServerMaxReceiveSize)
+	}
+	if !strings.Contains(logs.String(), "Server config sasl.jaas.config should be prefixed with SASL mechanism name, ignoring config") {
+		t.Errorf("no warning about sasl.jaas.config in %s", logs.String())
+	}
+	if strings.Contains(logs.String(), "alice-secret") || strings.Contains(logs.String(), "unknown config") {
+		t.Errorf("logs name a secret or an unknown key: %s", logs.String())
 	}
 }
 
