@@ -486,8 +486,8 @@ func illegalStateResponse(hdr protocol.RequestHeader, req kmsg.Request) []byte {
 
 // apiName is Kafka's ApiKeys name of key, for messages.
 func apiName(key int16) string {
-	if n := kmsg.NameForKey(key); n != "" {
-		return upperSnake(n)
+	if kmsg.RequestForKey(key) != nil {
+		return upperSnake(kmsg.NameForKey(key))
 	}
 	return fmt.Sprintf("%d", key)
 }

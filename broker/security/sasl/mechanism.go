@@ -50,20 +50,21 @@ type PlainUsers struct {
 // NewPlainUsers takes the users from the entries of a JAAS configuration.
 func NewPlainUsers(entries []JAASEntry) *PlainUsers { return &PlainUsers{entries: entries} }
 
-// Len is the number of users the entries name (for the startup log).
+// Len is the number of distinct users the entries name (for the startup
+// log).
 func (u *PlainUsers) Len() int {
-	n := 0
+	names := map[string]bool{}
 	for _, e := range u.entries {
 		if e.LoginModule != PlainLoginModule {
 			continue
 		}
 		for k := range e.Options {
-			if strings.HasPrefix(k, "user_") {
-				n++
+			if name, ok := strings.CutPrefix(k, "user_"); ok {
+				names[name] = true
 			}
 		}
 	}
-	return n
+	return len(names)
 }
 
 // password is Kafka's JaasContext.configEntryOption for user_NAME: the
