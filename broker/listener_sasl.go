@@ -30,6 +30,11 @@ func listenerSASL(cfg *Config) (*sasl.Config, error) {
 	default:
 		return nil, fmt.Errorf("broker: unknown security protocol %q (PLAINTEXT and SASL_PLAINTEXT are served)", cfg.SecurityProtocol)
 	}
+	if cfg.ControllerQuorumVoters != "" {
+		// The replica fetchers, forwarding and transaction peers connect
+		// to other nodes' Kafka listener without authenticating.
+		return nil, fmt.Errorf("broker: listener %s uses %s, which cluster mode does not serve yet (inter-broker connections do not authenticate); a single node does", cfg.listenerName(), cfg.SecurityProtocol)
+	}
 	mechs := cfg.SASLEnabledMechanisms
 	if mechs == nil {
 		mechs = []string{"GSSAPI"} // Kafka's default

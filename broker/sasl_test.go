@@ -45,8 +45,8 @@ func startSASLBroker(t *testing.T, adjust func(*Config)) *Broker {
 	return startBroker(t, cfg)
 }
 
-// counterValue reads a counter.
-func counterValue(c prometheus.Counter) float64 {
+// saslCounter reads a counter.
+func saslCounter(c prometheus.Counter) float64 {
 	var m dto.Metric
 	if err := c.Write(&m); err != nil {
 		return -1
@@ -82,7 +82,7 @@ func TestSASLPlainFranzProduceConsume(t *testing.T) {
 	if len(recs) != 1 || string(recs[0].Value) != "hello" {
 		t.Fatalf("consumed %d records, want the one produced", len(recs))
 	}
-	if n := counterValue(b.metrics.successfulAuthentications); n < 1 {
+	if n := saslCounter(b.metrics.successfulAuthentications); n < 1 {
 		t.Errorf("successful authentications %v, want at least 1", n)
 	}
 	b.connMu.Lock()
@@ -115,7 +115,7 @@ func TestSASLPlainFranzWrongPassword(t *testing.T) {
 		t.Errorf("error %q lacks Kafka's message", err)
 	}
 	waitFor(t, "the failed authentication counted", func() bool {
-		return counterValue(b.metrics.failedAuthentications) >= 1
+		return saslCounter(b.metrics.failedAuthentications) >= 1
 	})
 }
 
@@ -380,7 +380,7 @@ func TestSASLSessionExpiryAndReauthentication(t *testing.T) {
 		time.Sleep(400 * time.Millisecond)
 		c.sendRefused(metadataRequest())
 		c.expectClosedUnanswered()
-		if n := counterValue(b.metrics.expiredSessions); n < 1 {
+		if n := saslCounter(b.metrics.expiredSessions); n < 1 {
 			t.Errorf("expired sessions %v, want at least 1", n)
 		}
 	})
@@ -434,10 +434,10 @@ func TestSASLFranzReauthenticates(t *testing.T) {
 	}
 	// Two connections (metadata, produce) authenticated, and each at
 	// least once more in four seconds of 1.5 s sessions.
-	if n := counterValue(b.metrics.successfulAuthentications); n < 4 {
+	if n := saslCounter(b.metrics.successfulAuthentications); n < 4 {
 		t.Errorf("%v successful authentications, want re-authentications beyond the first two", n)
 	}
-	if n := counterValue(b.metrics.expiredSessions); n != 0 {
+	if n := saslCounter(b.metrics.expiredSessions); n != 0 {
 		t.Errorf("%v sessions expired: the client should have re-authenticated", n)
 	}
 }
@@ -460,6 +460,7 @@ func TestSASLStartRefusals(t *testing.T) {
 		{"bad jaas", func(c *Config) { c.SASLPlainJAASConfig = "x required user_a=\"b\"" }, "JAAS config entry not terminated by semi-colon"},
 		{"two modules", func(c *Config) { c.SASLPlainJAASConfig = "a required; b required;" }, "contains 2 login modules, should be 1 module"},
 		{"ssl", func(c *Config) { c.SecurityProtocol = "SASL_SSL" }, "not served yet (no TLS)"},
+		{"cluster mode", func(c *Config) { c.ControllerQuorumVoters = "1@127.0.0.1:1" }, "cluster mode does not serve yet"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			zero := int64(0)
