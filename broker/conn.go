@@ -61,7 +61,8 @@ type conn struct {
 	// principal is who the connection authenticated as (User:ANONYMOUS on
 	// PLAINTEXT). Set by the reader before it queues the first request;
 	// a re-authentication keeps it (Kafka refuses another principal).
-	principal sasl.Principal
+	// Atomic so that the broker may list its connections' principals.
+	principal atomic.Pointer[sasl.Principal]
 	// idle, on a SASL connection, is signalled when serve has finished
 	// everything queued, which a re-authentication waits for.
 	idle chan struct{}
@@ -121,7 +122,7 @@ type request struct {
 }
 
 // principal is the principal the request comes from, for authorization.
-func (r *request) principal() sasl.Principal { return r.conn.principal }
+func (r *request) principal() sasl.Principal { return *r.conn.principal.Load() }
 
 // producePool recycles the frame buffers of Produce requests, which are most
 // of what a connection reads. Only Produce qualifies: kmsg decodes byte
@@ -200,13 +201,13 @@ func (c *conn) readFrameMax(r *bufio.Reader, maxSize int32) (frame []byte, poole
 func newConn(b *Broker, nc net.Conn) *conn {
 	tcp, _ := nc.(*net.TCPConn)
 	c := &conn{
-		b:         b,
-		nc:        nc,
-		log:       b.log.With("remote", nc.RemoteAddr().String()),
-		w:         bufio.NewWriterSize(nc, 64*1024),
-		tcp:       tcp,
-		principal: anonymous,
+		b:   b,
+		nc:  nc,
+		log: b.log.With("remote", nc.RemoteAddr().String()),
+		w:   bufio.NewWriterSize(nc, 64*1024),
+		tcp: tcp,
 	}
+	c.principal.Store(&anonymous)
 	if b.sasl != nil {
 		c.idle = make(chan struct{}, 1)
 	}
@@ -277,7 +278,8 @@ func (c *conn) readLoop(ctx context.Context, cancel context.CancelFunc, queue ch
 			c.nc.Close()
 			return
 		}
-		c.principal = c.auth.Principal()
+		p := c.auth.Principal()
+		c.principal.Store(&p)
 	}
 	for {
 		// A throttled connection reads nothing until its time has passed.
@@ -316,7 +318,7 @@ func (c *conn) readLoop(ctx context.Context, cancel context.CancelFunc, queue ch
 			}
 			if c.auth.SessionExpired() {
 				c.log.Info("closing connection", "api_key", hdr.APIKey, "correlation_id", hdr.CorrelationID,
-					"reason", "SASL session expired without re-authentication", "principal", c.principal.String())
+					"reason", "SASL session expired without re-authentication", "principal", c.principal.Load().String())
 				c.b.metrics.expiredSessions.Inc()
 				c.nc.Close()
 				return

@@ -87,8 +87,8 @@ func TestSASLPlainFranzProduceConsume(t *testing.T) {
 	}
 	b.connMu.Lock()
 	for c := range b.conns {
-		if c.principal.String() != "User:alice" {
-			t.Errorf("connection principal %s, want User:alice", c.principal)
+		if p := c.principal.Load(); p.String() != "User:alice" {
+			t.Errorf("connection principal %s, want User:alice", p)
 		}
 	}
 	b.connMu.Unlock()
