@@ -37,7 +37,7 @@ var derivedTopicSettings = []struct {
 }
 
 // ignoredKeys are Kafka broker configs that Gregor accepts and ignores (one
-// no TLS or SASL, no thread pools to size).
+// listener, no thread pools to size).
 var ignoredKeys = []string{
 	"process.roles", "controller.quorum.bootstrap.servers",
 	"inter.broker.listener.name", "num.network.threads", "num.io.threads",
