@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"maps"
@@ -15,7 +16,10 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/urfave/cli/v2"
 
 	"github.com/gregor-broker/gregor/broker"
@@ -712,5 +716,40 @@ func TestApplyPropertiesReplicationKeys(t *testing.T) {
 	}
 	if cfg.TopicDefaults["unclean.leader.election.enable"] != "true" {
 		t.Fatalf("unclean.leader.election.enable: topic defaults %v", cfg.TopicDefaults)
+	}
+}
+
+// TestServeSASLPlaintextFromServerProperties: docs/security.md's example
+// file, as written there, serves SASL_PLAINTEXT with PLAIN; the readiness
+// line names the protocol and mechanisms; a wrong password is refused.
+func TestServeSASLPlaintextFromServerProperties(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/security.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, _ := strings.Cut(string(doc), "```properties\n")
+	example, _, _ := strings.Cut(rest, "```")
+	if !strings.Contains(example, "listeners=SASL_PLAINTEXT://:9092") {
+		t.Fatalf("docs/security.md's first example changed:\n%s", example)
+	}
+	addr := freePort(t)
+	example = strings.ReplaceAll(example, "SASL_PLAINTEXT://:9092", "SASL_PLAINTEXT://"+addr)
+	example = strings.ReplaceAll(example, "SASL_PLAINTEXT://localhost:9092", "SASL_PLAINTEXT://"+addr)
+	example = strings.ReplaceAll(example, "log.dirs=./data", "log.dirs="+t.TempDir())
+	lines := startGregorLogging(t, "serve --http-listen 127.0.0.1:0 --config "+writeFile(t, example))
+	ready := lines[len(lines)-1]
+	if !strings.Contains(ready, "security_protocol=SASL_PLAINTEXT") || !strings.Contains(ready, "sasl_mechanisms=PLAIN") {
+		t.Fatalf("readiness line %q does not name the protocol and mechanisms", ready)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cl := newTestClient(t, addr, kgo.SASL(plain.Auth{User: "alice", Pass: "alice-secret"}.AsMechanism()),
+		kgo.AllowAutoTopicCreation(), kgo.DefaultProduceTopic("sasl"))
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatalf("produce as alice: %v", err)
+	}
+	bad := newTestClient(t, addr, kgo.SASL(plain.Auth{User: "alice", Pass: "nope"}.AsMechanism()), kgo.RequestRetries(0))
+	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, bad); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+		t.Fatalf("a wrong password: %v, want SASL_AUTHENTICATION_FAILED", err)
 	}
 }

@@ -248,22 +248,25 @@ func (a *Authenticator) kafkaRequest(frame []byte) Result {
 	if err == nil && hdr.APIKey != protocol.APIVersionsKey && hdr.APIKey != saslHandshakeKey {
 		err = fmt.Errorf("Unexpected Kafka request of type %s during SASL handshake.", apiName(hdr.APIKey))
 	}
+	var hs *kmsg.SASLHandshakeRequest
+	if err == nil && hdr.APIKey == saslHandshakeKey {
+		if hdr.APIVersion < 0 || hdr.APIVersion > 1 {
+			err = fmt.Errorf("Error getting request for apiKey: SASL_HANDSHAKE, apiVersion: %d", hdr.APIVersion)
+		} else {
+			hs = kmsg.NewPtrSASLHandshakeRequest()
+			hs.Version = hdr.APIVersion
+			if rerr := hs.ReadFrom(body); rerr != nil {
+				err = fmt.Errorf("Error getting request for apiKey: SASL_HANDSHAKE, apiVersion: %d: %w", hdr.APIVersion, rerr)
+			}
+		}
+	}
 	if err != nil {
+		// Kafka's InvalidRequestException: closed at once, unanswered; the
+		// first frame of a connection gets Kafka's hint about the cause.
 		if a.state == InitialRequest {
 			return a.closeNow(fmt.Errorf("Invalid request, potential reasons: kafka client configured with the wrong security protocol, it does not support KIP-43 or it is not a kafka client.: %w", err))
 		}
 		return a.closeNow(err)
-	}
-	if hdr.APIKey == saslHandshakeKey && (hdr.APIVersion < 0 || hdr.APIVersion > 1) {
-		return a.closeNow(fmt.Errorf("Error getting request for apiKey: SASL_HANDSHAKE, apiVersion: %d", hdr.APIVersion))
-	}
-	var hs *kmsg.SASLHandshakeRequest
-	if hdr.APIKey == saslHandshakeKey {
-		hs = kmsg.NewPtrSASLHandshakeRequest()
-		hs.Version = hdr.APIVersion
-		if err := hs.ReadFrom(body); err != nil {
-			return a.closeNow(fmt.Errorf("Error getting request for apiKey: SASL_HANDSHAKE, apiVersion: %d: %w", hdr.APIVersion, err))
-		}
 	}
 	if a.state == InitialRequest {
 		a.state = HandshakeOrVersionsRequest
