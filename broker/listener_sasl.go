@@ -19,7 +19,7 @@ const (
 const defaultFailedAuthenticationDelayMs = 100
 
 // listenerSASL is the SASL configuration of the served listener, nil when
-// it is PLAINTEXT, and the words the startup log says of it.
+// it is PLAINTEXT; a configuration Gregor cannot serve is refused.
 func listenerSASL(cfg *Config) (*sasl.Config, error) {
 	switch cfg.SecurityProtocol {
 	case "", protocolPlaintext:

@@ -349,6 +349,9 @@ func TestAuthenticatorResponses(t *testing.T) {
 		if h.a.MaxReceiveSize() != DefaultMaxReceiveSize {
 			t.Fatalf("max receive %d", h.a.MaxReceiveSize())
 		}
+		if a := New(&Config{MaxReceiveSize: 10}, nil); a.MaxReceiveSize() != 10 {
+			t.Fatalf("configured max receive %d", a.MaxReceiveSize())
+		}
 	})
 }
 
@@ -475,6 +478,16 @@ func TestReauthentication(t *testing.T) {
 		r := h.a.Step([]byte("user:bob"))
 		if !r.Delayed || r.FailWrite != nil || !strings.Contains(r.Err.Error(), "Cannot change principals") {
 			t.Fatalf("%+v", r)
+		}
+	})
+	t.Run("mechanism error during re-authentication", func(t *testing.T) {
+		h := newHarness(1000)
+		h.authenticateV1(t, "alice")
+		h.a.BeginReauthentication(handshake(1, "TWO"))
+		r := h.a.Step(authenticate(1, "boom"))
+		want := "Authentication failed during re-authentication due to invalid credentials with SASL mechanism TWO"
+		if !r.Delayed || r.Err == nil || r.Err.Error() != want || h.a.Mechanism() != "TWO" {
+			t.Fatalf("%+v, mechanism %q, want %q", r, h.a.Mechanism(), want)
 		}
 	})
 	t.Run("other mechanism", func(t *testing.T) {
