@@ -59,6 +59,7 @@ FUZZ_PKGS := \
 	./coordinator/controller/raftnode \
 	./broker \
 	./broker/quota \
+	./broker/security/sasl \
 	./broker/security/scram \
 	./broker/security/ssl \
 	./broker/topicconfig

@@ -9,12 +9,14 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/gregor-broker/gregor/broker/partition"
 	"github.com/gregor-broker/gregor/broker/quota"
 	"github.com/gregor-broker/gregor/broker/replication"
+	"github.com/gregor-broker/gregor/broker/security/sasl"
 	"github.com/gregor-broker/gregor/broker/topicconfig"
 	"github.com/gregor-broker/gregor/vfs"
 )
@@ -22,8 +24,10 @@ import (
 // Broker is a running broker: a single node, or one node of a cluster
 // (Config.ControllerQuorumVoters). Its methods are safe for concurrent use.
 type Broker struct {
-	cfg        Config
-	log        *slog.Logger
+	cfg Config
+	log *slog.Logger
+	// sasl is the served listener's SASL configuration, nil on PLAINTEXT.
+	sasl       *sasl.Config
 	listener   net.Listener
 	advertised struct {
 		host string
@@ -101,7 +105,11 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		}
 		cfg.TopicDefaults[name] = v
 	}
-	b := &Broker{cfg: cfg, log: cfg.Logger, conns: map[*conn]struct{}{}}
+	saslCfg, err := listenerSASL(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	b := &Broker{cfg: cfg, log: cfg.Logger, conns: map[*conn]struct{}{}, sasl: saslCfg}
 	b.metrics = newBrokerMetrics(b)
 	b.replQuotas.Init(b.cfg.ReplicationQuotaWindowNum, b.cfg.ReplicationQuotaWindowSizeSeconds)
 	b.quotas = quota.NewClients(quota.RateConfig{Samples: cfg.QuotaWindowNum, WindowMs: int64(cfg.QuotaWindowSizeSeconds) * 1000}, b.metrics.registry)
@@ -259,8 +267,30 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	go b.acceptLoop()
 	b.ready.Store(true)
 	b.log.Info("gregor: ready", "listen", ln.Addr().String(), "advertise", advertise,
-		"node_id", cfg.NodeID, "data_dir", cfg.DataDir, "topics", len(b.catalog.byName))
+		"node_id", cfg.NodeID, "data_dir", cfg.DataDir, "topics", len(b.catalog.byName),
+		"listener", cfg.listenerName(), "security_protocol", b.securityProtocol(), "sasl_mechanisms", b.saslMechanisms())
+	if b.sasl != nil {
+		b.log.Warn("gregor: no authorization yet: every authenticated principal may do everything (ACLs are not enforced)",
+			"listener", cfg.listenerName())
+	}
 	return b, nil
+}
+
+// securityProtocol is the served listener's security protocol.
+func (b *Broker) securityProtocol() string {
+	if b.sasl != nil {
+		return protocolSASLPlaintext
+	}
+	return protocolPlaintext
+}
+
+// saslMechanisms lists the served listener's SASL mechanisms ("" on
+// PLAINTEXT).
+func (b *Broker) saslMechanisms() string {
+	if b.sasl == nil {
+		return ""
+	}
+	return strings.Join(b.sasl.Mechanisms, ",")
 }
 
 // Addr returns the address the broker listens on, host:port.

@@ -185,11 +185,11 @@ func always(value func(b *Broker) string) func(b *Broker) (string, bool) {
 
 var brokerConfigTable = func() []BrokerConfig {
 	t := []BrokerConfig{
-		loaderConfig("listeners", topicconfig.KindList, "PLAINTEXT://:9092", "the first PLAINTEXT listener is served (`PLAINTEXT://:9092` is every interface); listeners named in `controller.listener.names` are skipped; an SSL or SASL listener refuses to start (no TLS or SASL yet); a listener's protocol is its name or its entry in `listener.security.protocol.map`").
-			listed(always(func(b *Broker) string { return "PLAINTEXT://" + b.Addr() })).shownAs("`PLAINTEXT://127.0.0.1:9092`"),
-		loaderConfig("advertised.listeners", topicconfig.KindList, "", "the entry with the served listener's name (else the first PLAINTEXT one) is what Metadata and FindCoordinator return").
+		loaderConfig("listeners", topicconfig.KindList, "PLAINTEXT://:9092", "the first PLAINTEXT or SASL_PLAINTEXT listener is served (`PLAINTEXT://:9092` is every interface; SASL: [security.md](security.md)); listeners named in `controller.listener.names` are skipped; an SSL or SASL_SSL listener refuses to start (no TLS yet); a listener's protocol is its name or its entry in `listener.security.protocol.map`").
+			listed(always(func(b *Broker) string { return b.cfg.listenerName() + "://" + b.Addr() })).shownAs("`PLAINTEXT://127.0.0.1:9092`"),
+		loaderConfig("advertised.listeners", topicconfig.KindList, "", "the entry with the served listener's name (else the first PLAINTEXT or SASL_PLAINTEXT one) is what Metadata and FindCoordinator return").
 			listed(func(b *Broker) (string, bool) {
-				return fmt.Sprintf("PLAINTEXT://%s:%d", b.advertised.host, b.advertised.port), b.cfg.Advertise != ""
+				return fmt.Sprintf("%s://%s:%d", b.cfg.listenerName(), b.advertised.host, b.advertised.port), b.cfg.Advertise != ""
 			}).shownAs("the served listener"),
 		loaderConfig("log.dirs", topicconfig.KindList, "", "the data directory; `log.dirs` wins over `log.dir`; more than one directory refuses to start").
 			listed(always(func(b *Broker) string { return b.logDir() })).shownAs("`./data`"),
@@ -230,6 +230,11 @@ var brokerConfigTable = func() []BrokerConfig {
 		intConfig("num.partitions", "NumPartitions", topicconfig.KindInt, int32(1), 1, math.MaxInt32, "partitions of auto-created topics and of CreateTopics asking for the default", func(c *Config) *int32 { return &c.NumPartitions }),
 		intConfig("default.replication.factor", "DefaultReplicationFactor", topicconfig.KindInt, int16(1), 1, math.MaxInt16, "replication factor for the same; above 1 only in cluster mode (a single node refuses it, INVALID_REPLICATION_FACTOR)", func(c *Config) *int16 { return &c.DefaultReplicationFactor }),
 		boolConfig("auto.create.topics.enable", "AutoCreateTopics", true, "Metadata for an unknown topic creates it", func(c *Config) **bool { return &c.AutoCreateTopics }),
+		intConfig("connections.max.reauth.ms", "ConnectionsMaxReauthMs", topicconfig.KindLong, int64(0), 0, math.MaxInt64, "on a SASL listener, the session lifetime SaslAuthenticate v1+ tells the client (KIP-368); a connection that has not re-authenticated by then is closed when its next request arrives; 0 means sessions do not expire, see [security.md](security.md)", func(c *Config) *int64 { return &c.ConnectionsMaxReauthMs }),
+		optionalConfig("connection.failed.authentication.delay.ms", "FailedAuthenticationDelayMs", topicconfig.KindInt, 100, 0, math.MaxInt32, "a failed SASL authentication is answered (SASL_AUTHENTICATION_FAILED, UNSUPPORTED_SASL_MECHANISM) and the connection closed after this delay", func(c *Config) **int64 { return &c.FailedAuthenticationDelayMs }),
+		intConfig("sasl.server.max.receive.size", "SASLServerMaxReceiveSize", topicconfig.KindInt, int32(524288), 1, math.MaxInt32, "the largest frame a SASL listener reads before authentication completes; a larger one fails the authentication without a response", func(c *Config) *int32 { return &c.SASLServerMaxReceiveSize }),
+		loaderConfig("sasl.enabled.mechanisms", topicconfig.KindList, "GSSAPI", "the mechanisms of a SASL listener, listed in that order by SaslHandshake; `PLAIN` is served; `GSSAPI`, `SCRAM-SHA-256`, `SCRAM-SHA-512` and `OAUTHBEARER` refuse to start (not served yet), so a SASL listener must set it, see [security.md](security.md)"),
+		loaderConfig("listener.name.<listener>.plain.sasl.jaas.config", topicconfig.KindString, "", "the PLAIN users of the SASL listener `<listener>` (lower case): one `org.apache.kafka.common.security.plain.PlainLoginModule required user_NAME=\"password\" ...;` entry, Kafka's JAAS syntax; an unprefixed `sasl.jaas.config` is ignored with a warning, as Kafka ignores it on a broker").shownAs("none"),
 		intConfig("socket.request.max.bytes", "MaxFrameBytes", topicconfig.KindInt, int32(protocol.DefaultMaxFrameBytes), 1, math.MaxInt32, "a larger request closes the connection", func(c *Config) *int32 { return &c.MaxFrameBytes }),
 		intConfig("offsets.topic.num.partitions", "OffsetsTopicPartitions", topicconfig.KindInt, int32(50), 1, math.MaxInt32, "partitions of `__consumer_offsets` when first created", func(c *Config) *int32 { return &c.OffsetsTopicPartitions }),
 		intConfig("offsets.topic.replication.factor", "OffsetsTopicReplicationFactor", topicconfig.KindShort, int16(3), 1, math.MaxInt16, "cluster mode: replicas of `__consumer_offsets` when first created; with fewer unfenced brokers FindCoordinator answers COORDINATOR_NOT_AVAILABLE (a single node always uses 1)", func(c *Config) *int16 { return &c.OffsetsTopicReplicationFactor }),

@@ -25,6 +25,36 @@ type Config struct {
 	// MaxFrameBytes is socket.request.max.bytes: larger requests close the
 	// connection before anything is allocated for them. Default 100 MiB.
 	MaxFrameBytes int32
+	// Security of the Kafka listener (docs/security.md).
+
+	// ListenerName is the served listener's name (listeners' NAME://),
+	// used in messages as Kafka uses it. Default: SecurityProtocol.
+	ListenerName string
+	// SecurityProtocol is the listener's security protocol: PLAINTEXT
+	// (also the default) or SASL_PLAINTEXT. SSL and SASL_SSL refuse to
+	// start: TLS is not served yet.
+	SecurityProtocol string
+	// SASLEnabledMechanisms is sasl.enabled.mechanisms on a SASL
+	// listener. Nil means Kafka's default, GSSAPI, which is not served:
+	// PLAIN is the only mechanism served yet.
+	SASLEnabledMechanisms []string
+	// SASLPlainJAASConfig is the listener's
+	// listener.name.<name>.plain.sasl.jaas.config, whose
+	// PlainLoginModule user_NAME="password" options are the PLAIN users.
+	// It holds secrets: never log it.
+	SASLPlainJAASConfig string
+	// ConnectionsMaxReauthMs is connections.max.reauth.ms: when above 0,
+	// a SASL session lasts that long; the client must re-authenticate
+	// (KIP-368) or its connection is closed at its next request.
+	ConnectionsMaxReauthMs int64
+	// FailedAuthenticationDelayMs is
+	// connection.failed.authentication.delay.ms: a failed authentication
+	// is answered and closed after this delay. Nil means Kafka's 100.
+	FailedAuthenticationDelayMs *int64
+	// SASLServerMaxReceiveSize is sasl.server.max.receive.size: the
+	// largest frame read before authentication completes. Default 524288.
+	SASLServerMaxReceiveSize int32
+
 	// AutoCreateTopics is auto.create.topics.enable. Nil means true.
 	AutoCreateTopics *bool
 	// NumPartitions is num.partitions, used for auto-created topics and for

@@ -13,6 +13,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-broker/gregor/broker/security/sasl"
 	"github.com/gregor-broker/gregor/protocol"
 	"github.com/gregor-broker/gregor/protocol/batch"
 )
@@ -50,6 +53,19 @@ type conn struct {
 	// handle a request itself: w, out and scratch belong to whichever
 	// goroutine handles, and the atomic orders the hand-over both ways.
 	queued atomic.Int32
+
+	// auth is the connection's SASL authenticator, nil on a PLAINTEXT
+	// listener. Only the reader touches it: it authenticates before
+	// anything is queued, and re-authenticates once serve is idle.
+	auth *sasl.Authenticator
+	// principal is who the connection authenticated as (User:ANONYMOUS on
+	// PLAINTEXT). Set by the reader before it queues the first request;
+	// a re-authentication keeps it (Kafka refuses another principal).
+	// Atomic so that the broker may list its connections' principals.
+	principal atomic.Pointer[sasl.Principal]
+	// idle, on a SASL connection, is signalled when serve has finished
+	// everything queued, which a re-authentication waits for.
+	idle chan struct{}
 
 	// mutedUntil, when not 0, is the Unix time in nanoseconds until which
 	// the connection is throttled for exceeding a client quota (KIP-219):
@@ -105,6 +121,9 @@ type request struct {
 	frame *[]byte
 }
 
+// principal is the principal the request comes from, for authorization.
+func (r *request) principal() sasl.Principal { return *r.conn.principal.Load() }
+
 // producePool recycles the frame buffers of Produce requests, which are most
 // of what a connection reads. Only Produce qualifies: kmsg decodes byte
 // fields as sub-slices of the frame, and a Produce request leaves nothing
@@ -151,13 +170,18 @@ func pooledFrameCap(size int) int {
 // maxPooledFrame bytes is read into a buffer from producePool, returned as
 // pooled; any other frame into a buffer of its own.
 func (c *conn) readFrame(r *bufio.Reader) (frame []byte, pooled *[]byte, err error) {
+	return c.readFrameMax(r, c.b.cfg.MaxFrameBytes)
+}
+
+// readFrameMax is readFrame with maxSize as the largest frame.
+func (c *conn) readFrameMax(r *bufio.Reader, maxSize int32) (frame []byte, pooled *[]byte, err error) {
 	// The size prefix and the api key are peeked, the latter only when the
 	// frame is long enough to hold it: a client that sent a frame too short
 	// to parse may be waiting for an answer, and must get its closed
 	// connection rather than a reader waiting for bytes that never come.
 	if p, perr := r.Peek(4); perr == nil {
 		size := int32(binary.BigEndian.Uint32(p))
-		if size >= 2 && size <= maxPooledFrame && size <= c.b.cfg.MaxFrameBytes {
+		if size >= 2 && size <= maxPooledFrame && size <= maxSize {
 			if p, perr = r.Peek(6); perr == nil && int16(binary.BigEndian.Uint16(p[4:])) == produceKey {
 				pooled = frameBuffer(int(size))
 			}
@@ -167,7 +191,7 @@ func (c *conn) readFrame(r *bufio.Reader) (frame []byte, pooled *[]byte, err err
 	if pooled != nil {
 		buf = *pooled
 	}
-	frame, err = protocol.ReadFrame(r, c.b.cfg.MaxFrameBytes, buf)
+	frame, err = protocol.ReadFrame(r, maxSize, buf)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -176,13 +200,18 @@ func (c *conn) readFrame(r *bufio.Reader) (frame []byte, pooled *[]byte, err err
 
 func newConn(b *Broker, nc net.Conn) *conn {
 	tcp, _ := nc.(*net.TCPConn)
-	return &conn{
+	c := &conn{
 		b:   b,
 		nc:  nc,
 		log: b.log.With("remote", nc.RemoteAddr().String()),
 		w:   bufio.NewWriterSize(nc, 64*1024),
 		tcp: tcp,
 	}
+	c.principal.Store(&anonymous)
+	if b.sasl != nil {
+		c.idle = make(chan struct{}, 1)
+	}
+	return c
 }
 
 func (c *conn) serve() {
@@ -209,7 +238,12 @@ func (c *conn) serve() {
 			}
 			return
 		}
-		c.queued.Add(-1)
+		if c.queued.Add(-1) == 0 {
+			select {
+			case c.idle <- struct{}{}: // nil, and never ready, on PLAINTEXT
+			default:
+			}
+		}
 	}
 }
 
@@ -236,6 +270,17 @@ func (c *conn) readLoop(ctx context.Context, cancel context.CancelFunc, queue ch
 	defer close(queue)
 	defer cancel()
 	r := bufio.NewReaderSize(c.nc, 64*1024)
+	if c.b.sasl != nil {
+		c.auth = sasl.New(c.b.sasl, func(hdr protocol.RequestHeader, body []byte) (bool, error) {
+			return c.preAuthAPIVersions(ctx, hdr, body)
+		})
+		if !c.authenticate(ctx, r, nil) {
+			c.nc.Close()
+			return
+		}
+		p := c.auth.Principal()
+		c.principal.Store(&p)
+	}
 	for {
 		// A throttled connection reads nothing until its time has passed.
 		if !c.waitUnmuted(ctx) {
@@ -254,6 +299,30 @@ func (c *conn) readLoop(ctx context.Context, cancel context.CancelFunc, queue ch
 			c.log.Info("closing connection", "api_key", hdr.APIKey, "reason", err)
 			c.b.metrics.observe(&request{hdr: hdr, received: received}, nil, true)
 			return
+		}
+		if c.auth != nil && c.auth.HasSessionExpiry() {
+			// KIP-368, as Kafka's Processor: a SaslHandshake may begin a
+			// re-authentication; otherwise a request on an expired
+			// session closes the connection unanswered.
+			if hdr.APIKey == saslHandshakeKey {
+				if !c.awaitIdle(ctx) {
+					return
+				}
+				if res, ok := c.auth.BeginReauthentication(frame); ok {
+					if !c.authenticate(ctx, r, &res) {
+						c.nc.Close()
+						return
+					}
+					continue
+				}
+			}
+			if c.auth.SessionExpired() {
+				c.log.Info("closing connection", "api_key", hdr.APIKey, "correlation_id", hdr.CorrelationID,
+					"reason", "SASL session expired without re-authentication", "principal", c.principal.Load().String())
+				c.b.metrics.expiredSessions.Inc()
+				c.nc.Close()
+				return
+			}
 		}
 		req := &request{hdr: hdr, body: body, ctx: ctx, conn: c, received: received, frame: pooled, size: len(frame)}
 		if hdr.APIKey == produceKey && c.queued.Load() == 0 {
@@ -297,12 +366,17 @@ func frameBuffered(r *bufio.Reader) bool {
 // flushing what precedes them.
 func (c *conn) handle(req *request) error {
 	resp, err := dispatch(c.b, req)
+	return c.respond(req, resp, err)
+}
+
+// respond writes the response of a dispatched request, if it has one.
+func (c *conn) respond(req *request, resp kmsg.Response, err error) error {
 	if fr, ok := resp.(*fetchReply); ok {
 		defer fr.release()
 	}
 	if c.log.Enabled(req.ctx, slog.LevelDebug) {
 		c.log.Debug("request", "api_key", req.hdr.APIKey, "api_version", req.hdr.APIVersion,
-			"correlation_id", req.hdr.CorrelationID, "response", resp != nil, "err", err)
+			"correlation_id", req.hdr.CorrelationID, "principal", req.principal().String(), "response", resp != nil, "err", err)
 	}
 	if err != nil {
 		c.b.metrics.observe(req, nil, true)
@@ -329,4 +403,100 @@ func (c *conn) handle(req *request) error {
 		c.b.metrics.api(req.hdr.APIKey).failed.Inc()
 	}
 	return err
+}
+
+// saslHandshakeKey is the api key of SaslHandshake.
+const saslHandshakeKey = 17
+
+// authenticate runs the SASL exchange until the connection is
+// authenticated (true) or must close (false). first, when not nil, is the
+// result of the SaslHandshake that began a re-authentication. Nothing is
+// queued meanwhile, so the reader owns the writer.
+func (c *conn) authenticate(ctx context.Context, r *bufio.Reader, first *sasl.Result) bool {
+	for first != nil || !c.auth.Complete() {
+		var res sasl.Result
+		if first != nil {
+			res, first = *first, nil
+		} else {
+			frame, _, err := c.readFrameMax(r, c.auth.MaxReceiveSize())
+			switch {
+			case errors.Is(err, protocol.ErrFrameTooLarge) || errors.Is(err, protocol.ErrNegativeFrameSize):
+				res = c.auth.InvalidReceive()
+			case err != nil:
+				if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && ctx.Err() == nil {
+					c.log.Info("closing connection during SASL authentication", "reason", err)
+				}
+				return false
+			default:
+				res = c.auth.Step(frame)
+			}
+		}
+		if len(res.Write) > 0 {
+			if _, err := c.w.Write(res.Write); err != nil {
+				return false
+			}
+		}
+		if c.w.Buffered() > 0 {
+			if err := c.w.Flush(); err != nil {
+				return false
+			}
+		}
+		if res.Err == nil {
+			continue
+		}
+		if !res.Delayed {
+			c.log.Info("closing connection during SASL authentication", "reason", res.Err)
+			return false
+		}
+		// Kafka's delayed close: the failure response, if any, goes when
+		// connection.failed.authentication.delay.ms has passed.
+		c.b.metrics.failedAuthentications.Inc()
+		c.log.Info("failed authentication", "mechanism", c.auth.Mechanism(), "reason", res.Err)
+		if d := c.b.cfg.failedAuthenticationDelay(); d > 0 {
+			t := time.NewTimer(d)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return false
+			}
+		}
+		if len(res.FailWrite) > 0 {
+			if _, err := c.w.Write(res.FailWrite); err == nil {
+				c.w.Flush()
+			}
+		}
+		return false
+	}
+	c.b.metrics.successfulAuthentications.Inc()
+	return true
+}
+
+// preAuthAPIVersions answers an ApiVersions request that comes before the
+// SASL handshake with the normal handler, and reports whether its answer
+// carries no error code.
+func (c *conn) preAuthAPIVersions(ctx context.Context, hdr protocol.RequestHeader, body []byte) (bool, error) {
+	req := &request{hdr: hdr, body: body, ctx: ctx, conn: c, received: time.Now(), size: len(body)}
+	resp, err := dispatch(c.b, req)
+	ok := false
+	if av, isAV := resp.(*kmsg.ApiVersionsResponse); isAV && err == nil {
+		ok = av.ErrorCode == 0
+	}
+	if err := c.respond(req, resp, err); err != nil {
+		return false, err
+	}
+	return ok, nil
+}
+
+// awaitIdle waits until serve has finished every queued request, so that
+// the reader may write.
+func (c *conn) awaitIdle(ctx context.Context) bool {
+	for c.queued.Load() != 0 {
+		select {
+		case <-c.idle:
+		case <-ctx.Done():
+			return false
+		}
+	}
+	return true
 }

@@ -36,8 +36,11 @@ type brokerMetrics struct {
 
 	connectionsOpen     prometheus.Gauge
 	connectionsAccepted prometheus.Counter
-	connectionsClosed   prometheus.Counter
-	fsyncSeconds        prometheus.Histogram
+	// SASL authentications, as Kafka's successful-authentication-total,
+	// failed-authentication-total and expired-connections-killed-count.
+	successfulAuthentications, failedAuthentications, expiredSessions prometheus.Counter
+	connectionsClosed                                                 prometheus.Counter
+	fsyncSeconds                                                      prometheus.Histogram
 
 	topicBytesIn   *prometheus.CounterVec
 	topicBytesOut  *prometheus.CounterVec
@@ -122,6 +125,18 @@ func newBrokerMetrics(b *Broker) *brokerMetrics {
 		Name: "gregor_connections_closed_total",
 		Help: "Client connections closed, by either side.",
 	})
+	m.successfulAuthentications = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "gregor_sasl_authentications_total",
+		Help: "SASL authentications and re-authentications that succeeded.",
+	})
+	m.failedAuthentications = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "gregor_sasl_failed_authentications_total",
+		Help: "SASL authentications and re-authentications that failed (the connection was closed after the failed authentication delay).",
+	})
+	m.expiredSessions = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "gregor_sasl_expired_sessions_closed_total",
+		Help: "Connections closed because their SASL session expired without re-authentication.",
+	})
 	m.fsyncSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "gregor_log_fsync_duration_seconds",
 		Help:    "Duration of each fsync of a partition segment's data file.",
@@ -145,6 +160,7 @@ func newBrokerMetrics(b *Broker) *brokerMetrics {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		requests, failed, latency, m.requestErrors,
 		m.connectionsOpen, m.connectionsAccepted, m.connectionsClosed, m.fsyncSeconds,
+		m.successfulAuthentications, m.failedAuthentications, m.expiredSessions,
 		m.topicBytesIn, m.topicRecordsIn, m.topicBytesOut,
 		partitionCollector{b}, groupCollector{b},
 	)

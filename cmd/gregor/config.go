@@ -37,7 +37,7 @@ var derivedTopicSettings = []struct {
 }
 
 // ignoredKeys are Kafka broker configs that Gregor accepts and ignores (one
-// no TLS or SASL, no thread pools to size).
+// listener, no thread pools to size).
 var ignoredKeys = []string{
 	"process.roles", "controller.quorum.bootstrap.servers",
 	"inter.broker.listener.name", "num.network.threads", "num.io.threads",
@@ -115,13 +115,13 @@ func applyPropertiesWithOrigins(dst *broker.Config, props map[string]setting, lo
 	// Listeners.
 	handled["listeners"], handled["advertised.listeners"] = true, true
 	if _, ok := props["listeners"]; ok {
-		name, addr, err := plaintextListener(props, "listeners", "")
+		name, addr, proto, err := servedListener(props, "listeners", "")
 		if err != nil {
 			bad("listeners", err.Error())
 		} else {
-			cfg.Listen = addr
+			cfg.Listen, cfg.ListenerName, cfg.SecurityProtocol = addr, name, proto
 			if _, ok := props["advertised.listeners"]; ok {
-				if _, adv, err := plaintextListener(props, "advertised.listeners", name); err != nil {
+				if _, adv, _, err := servedListener(props, "advertised.listeners", name); err != nil {
 					bad("advertised.listeners", err.Error())
 				} else {
 					cfg.Advertise = adv
@@ -129,11 +129,37 @@ func applyPropertiesWithOrigins(dst *broker.Config, props map[string]setting, lo
 			}
 		}
 	} else if _, ok := props["advertised.listeners"]; ok {
-		if _, adv, err := plaintextListener(props, "advertised.listeners", ""); err != nil {
+		if _, adv, _, err := servedListener(props, "advertised.listeners", ""); err != nil {
 			bad("advertised.listeners", err.Error())
 		} else {
 			cfg.Advertise = adv
 		}
+	}
+
+	// SASL on the served listener: the mechanisms, and PLAIN's users from
+	// the listener's JAAS config, the only place a Kafka broker takes
+	// them from besides the JVM's JAAS file.
+	handled["sasl.enabled.mechanisms"] = true
+	if v, ok := value("sasl.enabled.mechanisms"); ok {
+		mechs := []string{}
+		for _, m := range strings.Split(v, ",") {
+			if m = strings.TrimSpace(m); m != "" {
+				mechs = append(mechs, m)
+			}
+		}
+		cfg.SASLEnabledMechanisms = mechs
+	}
+	if cfg.ListenerName != "" {
+		key := "listener.name." + strings.ToLower(cfg.ListenerName) + ".plain.sasl.jaas.config"
+		handled[key] = true
+		if s, ok := props[key]; ok {
+			cfg.SASLPlainJAASConfig = s.value
+		}
+	}
+	if _, ok := props["sasl.jaas.config"]; ok {
+		handled["sasl.jaas.config"] = true
+		logger.Warn("gregor: Server config sasl.jaas.config should be prefixed with SASL mechanism name, ignoring config",
+			"from", props["sasl.jaas.config"].origin, "use", "listener.name.<listener>.plain.sasl.jaas.config")
 	}
 
 	// log.dirs wins over log.dir, as in Kafka.
@@ -341,12 +367,12 @@ func isIgnored(key string) bool {
 	return false
 }
 
-// plaintextListener picks the listener Gregor serves from key (listeners or
+// servedListener picks the listener Gregor serves from key (listeners or
 // advertised.listeners): the one named want if want is set and present,
-// otherwise the first PLAINTEXT one. Controller listeners are skipped; a
-// listener using another security protocol is refused, since Gregor serves
-// neither TLS nor SASL.
-func plaintextListener(props map[string]setting, key, want string) (name, addr string, err error) {
+// otherwise the first PLAINTEXT or SASL_PLAINTEXT one, and returns its
+// security protocol. Controller listeners are skipped; a listener using
+// SSL or SASL_SSL is refused, since Gregor does not serve TLS yet.
+func servedListener(props map[string]setting, key, want string) (name, addr, protocol string, err error) {
 	protocols := map[string]string{}
 	if m, ok := props["listener.security.protocol.map"]; ok {
 		for _, pair := range strings.Split(m.value, ",") {
@@ -362,7 +388,7 @@ func plaintextListener(props map[string]setting, key, want string) (name, addr s
 			controller[strings.ToUpper(strings.TrimSpace(n))] = true
 		}
 	}
-	type listener struct{ name, addr string }
+	type listener struct{ name, addr, protocol string }
 	var plain []listener
 	for _, l := range strings.Split(props[key].value, ",") {
 		l = strings.TrimSpace(l)
@@ -371,37 +397,37 @@ func plaintextListener(props map[string]setting, key, want string) (name, addr s
 		}
 		n, hostPort, ok := strings.Cut(l, "://")
 		if !ok {
-			return "", "", fmt.Errorf("%q is not NAME://HOST:PORT", l)
+			return "", "", "", fmt.Errorf("%q is not NAME://HOST:PORT", l)
 		}
 		n = strings.ToUpper(n)
 		if controller[n] {
 			continue
 		}
 		if _, _, err := net.SplitHostPort(hostPort); err != nil {
-			return "", "", fmt.Errorf("%q: %v", l, err)
+			return "", "", "", fmt.Errorf("%q: %v", l, err)
 		}
 		proto, ok := protocols[n]
 		if !ok {
 			proto = n
 		}
 		switch proto {
-		case "PLAINTEXT":
-			plain = append(plain, listener{n, hostPort})
-		case "SSL", "SASL_PLAINTEXT", "SASL_SSL":
-			return "", "", fmt.Errorf("listener %s uses %s; Gregor serves PLAINTEXT only (no TLS or SASL)", n, proto)
+		case "PLAINTEXT", "SASL_PLAINTEXT":
+			plain = append(plain, listener{n, hostPort, proto})
+		case "SSL", "SASL_SSL":
+			return "", "", "", fmt.Errorf("listener %s uses %s; Gregor serves PLAINTEXT and SASL_PLAINTEXT only (no TLS yet)", n, proto)
 		default:
-			return "", "", fmt.Errorf("listener %s has no security protocol (map it in listener.security.protocol.map)", n)
+			return "", "", "", fmt.Errorf("listener %s has no security protocol (map it in listener.security.protocol.map)", n)
 		}
 	}
 	if len(plain) == 0 {
-		return "", "", errors.New("no PLAINTEXT listener")
+		return "", "", "", errors.New("no PLAINTEXT or SASL_PLAINTEXT listener")
 	}
 	for _, l := range plain {
 		if l.name == want {
-			return l.name, l.addr, nil
+			return l.name, l.addr, l.protocol, nil
 		}
 	}
-	return plain[0].name, plain[0].addr, nil
+	return plain[0].name, plain[0].addr, plain[0].protocol, nil
 }
 
 // controllerListener returns the address of the first listener in

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"maps"
@@ -15,7 +16,10 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/urfave/cli/v2"
 
 	"github.com/gregor-broker/gregor/broker"
@@ -167,6 +171,7 @@ func TestApplyPropertiesSetsTheBrokerConfig(t *testing.T) {
 	no, zero := false, int64(0)
 	want := broker.Config{
 		Listen: "0.0.0.0:19092", Advertise: "kafka.example:9092", DataDir: "/data", NodeID: 7,
+		ListenerName: "PLAINTEXT", SecurityProtocol: "PLAINTEXT",
 		NumPartitions: 3, DefaultReplicationFactor: 1, AutoCreateTopics: &no, MaxFrameBytes: 1048576,
 		OffsetsTopicPartitions: 5, GroupInitialRebalanceDelayMs: &zero,
 		GroupMinSessionTimeoutMs: 100, GroupMaxSessionTimeoutMs: 60000, GroupMaxSize: 10,
@@ -247,11 +252,11 @@ func TestApplyPropertiesRefusesInvalidValuesAndAppliesNothing(t *testing.T) {
 		{[]string{"log.retention.hours", "a week"}, "log.retention.hours"},
 		{[]string{"log.dirs", "/a,/b"}, "one directory"},
 		{[]string{"log.dirs", " "}, `log.dirs=" " (test): empty`},
-		{[]string{"listeners", "SSL://:9093"}, "PLAINTEXT only"},
+		{[]string{"listeners", "SSL://:9093"}, "no TLS yet"},
 		{[]string{"listeners", "PLAINTEXT://:9092,SASL_SSL://:9094"}, "SASL_SSL"},
-		{[]string{"listeners", "EXTERNAL://:9092", "listener.security.protocol.map", "EXTERNAL:SASL_PLAINTEXT"}, "SASL_PLAINTEXT"},
+		{[]string{"listeners", "EXTERNAL://:9092", "listener.security.protocol.map", "EXTERNAL:SSL"}, "EXTERNAL uses SSL"},
 		{[]string{"listeners", "CONTROLLER://:9093"}, "no security protocol"},
-		{[]string{"listeners", "CONTROLLER://:9093", "controller.listener.names", "CONTROLLER"}, "no PLAINTEXT listener"},
+		{[]string{"listeners", "CONTROLLER://:9093", "controller.listener.names", "CONTROLLER"}, "no PLAINTEXT or SASL_PLAINTEXT listener"},
 		{[]string{"listeners", "localhost:9092"}, "NAME://HOST:PORT"},
 		{[]string{"listeners", "PLAINTEXT://localhost"}, "missing port"},
 		{[]string{"advertised.listeners", "SSL://h:1"}, "advertised.listeners"},
@@ -274,6 +279,45 @@ func TestApplyPropertiesRefusesInvalidValuesAndAppliesNothing(t *testing.T) {
 		if !reflect.DeepEqual(cfg, broker.Config{Listen: "keep"}) {
 			t.Errorf("%q: config half-applied: %+v", tc.kv, cfg)
 		}
+	}
+}
+
+// TestApplyPropertiesSASLPlaintextListener: a SASL_PLAINTEXT listener is
+// served with its mechanisms, its PLAIN JAAS config (by Kafka's
+// listener.name.<lower-case name>.plain.sasl.jaas.config key) and the
+// re-authentication and delay settings; an unprefixed sasl.jaas.config is
+// ignored with Kafka's warning.
+func TestApplyPropertiesSASLPlaintextListener(t *testing.T) {
+	const jaas = `org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";`
+	var logs strings.Builder
+	var cfg broker.Config
+	err := applyProperties(&cfg, props(
+		"listeners", "CLIENTS://:9095,PLAIN://:9092",
+		"listener.security.protocol.map", "CLIENTS:SASL_PLAINTEXT,PLAIN:PLAINTEXT",
+		"sasl.enabled.mechanisms", " PLAIN , ",
+		"listener.name.clients.plain.sasl.jaas.config", jaas,
+		"sasl.jaas.config", "ignored required;",
+		"connections.max.reauth.ms", "60000",
+		"connection.failed.authentication.delay.ms", "0",
+		"sasl.server.max.receive.size", "4096",
+	), slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Listen != ":9095" || cfg.ListenerName != "CLIENTS" || cfg.SecurityProtocol != "SASL_PLAINTEXT" {
+		t.Errorf("listener %q %q %q, want :9095 CLIENTS SASL_PLAINTEXT", cfg.Listen, cfg.ListenerName, cfg.SecurityProtocol)
+	}
+	if !reflect.DeepEqual(cfg.SASLEnabledMechanisms, []string{"PLAIN"}) || cfg.SASLPlainJAASConfig != jaas {
+		t.Errorf("mechanisms %q, jaas %q", cfg.SASLEnabledMechanisms, cfg.SASLPlainJAASConfig)
+	}
+	if cfg.ConnectionsMaxReauthMs != 60000 || cfg.FailedAuthenticationDelayMs == nil || *cfg.FailedAuthenticationDelayMs != 0 || cfg.SASLServerMaxReceiveSize != 4096 {
+		t.Errorf("reauth %d, delay %v, max receive %d", cfg.ConnectionsMaxReauthMs, cfg.FailedAuthenticationDelayMs, cfg.SASLServerMaxReceiveSize)
+	}
+	if !strings.Contains(logs.String(), "Server config sasl.jaas.config should be prefixed with SASL mechanism name, ignoring config") {
+		t.Errorf("no warning about sasl.jaas.config in %s", logs.String())
+	}
+	if strings.Contains(logs.String(), "alice-secret") || strings.Contains(logs.String(), "unknown config") {
+		t.Errorf("logs name a secret or an unknown key: %s", logs.String())
 	}
 }
 
@@ -692,5 +736,40 @@ func TestApplyPropertiesReplicationKeys(t *testing.T) {
 	}
 	if cfg.TopicDefaults["unclean.leader.election.enable"] != "true" {
 		t.Fatalf("unclean.leader.election.enable: topic defaults %v", cfg.TopicDefaults)
+	}
+}
+
+// TestServeSASLPlaintextFromServerProperties: docs/security.md's example
+// file, as written there, serves SASL_PLAINTEXT with PLAIN; the readiness
+// line names the protocol and mechanisms; a wrong password is refused.
+func TestServeSASLPlaintextFromServerProperties(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/security.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, _ := strings.Cut(string(doc), "```properties\n")
+	example, _, _ := strings.Cut(rest, "```")
+	if !strings.Contains(example, "listeners=SASL_PLAINTEXT://:9092") {
+		t.Fatalf("docs/security.md's first example changed:\n%s", example)
+	}
+	addr := freePort(t)
+	example = strings.ReplaceAll(example, "SASL_PLAINTEXT://:9092", "SASL_PLAINTEXT://"+addr)
+	example = strings.ReplaceAll(example, "SASL_PLAINTEXT://localhost:9092", "SASL_PLAINTEXT://"+addr)
+	example = strings.ReplaceAll(example, "log.dirs=./data", "log.dirs="+t.TempDir())
+	lines := startGregorLogging(t, "serve --http-listen 127.0.0.1:0 --config "+writeFile(t, example))
+	ready := lines[len(lines)-1]
+	if !strings.Contains(ready, "security_protocol=SASL_PLAINTEXT") || !strings.Contains(ready, "sasl_mechanisms=PLAIN") {
+		t.Fatalf("readiness line %q does not name the protocol and mechanisms", ready)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cl := newTestClient(t, addr, kgo.SASL(plain.Auth{User: "alice", Pass: "alice-secret"}.AsMechanism()),
+		kgo.AllowAutoTopicCreation(), kgo.DefaultProduceTopic("sasl"))
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatalf("produce as alice: %v", err)
+	}
+	bad := newTestClient(t, addr, kgo.SASL(plain.Auth{User: "alice", Pass: "nope"}.AsMechanism()), kgo.RequestRetries(0))
+	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, bad); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+		t.Fatalf("a wrong password: %v, want SASL_AUTHENTICATION_FAILED", err)
 	}
 }

@@ -55,6 +55,8 @@ var importRules = []importRule{
 	{"broker/replication", []string{"broker/partition", "broker/peer", "broker/quota", "storage/...", "protocol/...",
 		"coordinator/controller", "coordinator/controller/metadata"},
 		"docs/architecture.md, broker/replication/doc.go: replication builds on partition, peer and quota, never on broker"},
+	{"broker/security/sasl", []string{"protocol"},
+		"docs/architecture.md, broker/security/sasl/doc.go: the SASL authenticator builds on protocol alone"},
 	{"broker/*/...", append([]string{"broker/*/..."}, projectBelowBroker...),
 		"docs/architecture.md: a leaf package under broker/ never imports broker itself"},
 	{"broker", append([]string{"broker/*/..."}, projectBelowBroker...),

@@ -1,0 +1,98 @@
+package broker
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/gregor-broker/gregor/broker/security/sasl"
+)
+
+// Security protocols of a Kafka listener.
+const (
+	protocolPlaintext     = "PLAINTEXT"
+	protocolSASLPlaintext = "SASL_PLAINTEXT"
+)
+
+// defaultFailedAuthenticationDelayMs is Kafka's
+// connection.failed.authentication.delay.ms.
+const defaultFailedAuthenticationDelayMs = 100
+
+// listenerSASL is the SASL configuration of the served listener, nil when
+// it is PLAINTEXT; a configuration Gregor cannot serve is refused.
+func listenerSASL(cfg *Config) (*sasl.Config, error) {
+	switch cfg.SecurityProtocol {
+	case "", protocolPlaintext:
+		return nil, nil
+	case protocolSASLPlaintext:
+	case "SSL", "SASL_SSL":
+		return nil, fmt.Errorf("broker: listener %s uses %s, which is not served yet (no TLS); PLAINTEXT and SASL_PLAINTEXT are", cfg.listenerName(), cfg.SecurityProtocol)
+	default:
+		return nil, fmt.Errorf("broker: unknown security protocol %q (PLAINTEXT and SASL_PLAINTEXT are served)", cfg.SecurityProtocol)
+	}
+	if cfg.ControllerQuorumVoters != "" {
+		// The replica fetchers, forwarding and transaction peers connect
+		// to other nodes' Kafka listener without authenticating.
+		return nil, fmt.Errorf("broker: listener %s uses %s, which cluster mode does not serve yet (inter-broker connections do not authenticate); a single node does", cfg.listenerName(), cfg.SecurityProtocol)
+	}
+	mechs := cfg.SASLEnabledMechanisms
+	if mechs == nil {
+		mechs = []string{"GSSAPI"} // Kafka's default
+	}
+	if len(mechs) == 0 {
+		return nil, fmt.Errorf("broker: sasl.enabled.mechanisms: No SASL mechanisms are enabled")
+	}
+	var users *sasl.PlainUsers
+	for _, m := range mechs {
+		switch m {
+		case sasl.PlainMechanism:
+			if cfg.SASLPlainJAASConfig == "" {
+				// Kafka falls back to the JVM's JAAS file, which Gregor
+				// has no equivalent of.
+				return nil, fmt.Errorf("broker: PLAIN on listener %s: Could not find a 'KafkaServer' or '%s.KafkaServer' entry in the JAAS configuration. System property 'java.security.auth.login.config' is not set (set listener.name.%s.plain.sasl.jaas.config)",
+					cfg.listenerName(), strings.ToLower(cfg.listenerName()), strings.ToLower(cfg.listenerName()))
+			}
+			entry, err := sasl.ServerJAAS(cfg.SASLPlainJAASConfig)
+			if err != nil {
+				return nil, fmt.Errorf("broker: listener.name.%s.plain.sasl.jaas.config: %v", strings.ToLower(cfg.listenerName()), err)
+			}
+			users = sasl.NewPlainUsers([]sasl.JAASEntry{entry})
+		case "GSSAPI", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER":
+			return nil, fmt.Errorf("broker: sasl.enabled.mechanisms: %s is not served yet; PLAIN is", m)
+		default:
+			return nil, fmt.Errorf("broker: sasl.enabled.mechanisms: unknown SASL mechanism %q; PLAIN is served", m)
+		}
+	}
+	return &sasl.Config{
+		Mechanisms: mechs,
+		New: func(string) sasl.Mechanism {
+			return sasl.NewPlain(users) // the only mechanism served
+		},
+		MaxReauthMs:    cfg.ConnectionsMaxReauthMs,
+		MaxReceiveSize: cfg.SASLServerMaxReceiveSize,
+	}, nil
+}
+
+// listenerName is the served listener's name.
+func (c *Config) listenerName() string {
+	switch {
+	case c.ListenerName != "":
+		return c.ListenerName
+	case c.SecurityProtocol != "":
+		return c.SecurityProtocol
+	}
+	return protocolPlaintext
+}
+
+// failedAuthenticationDelay is connection.failed.authentication.delay.ms.
+func (c *Config) failedAuthenticationDelay() time.Duration {
+	ms := int64(defaultFailedAuthenticationDelayMs)
+	if c.FailedAuthenticationDelayMs != nil {
+		ms = *c.FailedAuthenticationDelayMs
+	}
+	return time.Duration(ms) * time.Millisecond
+}
+
+// anonymous is Kafka's principal of a connection that did not
+// authenticate (KafkaPrincipal.ANONYMOUS).
+var anonymous = sasl.Principal{Type: "User", Name: "ANONYMOUS"}
