@@ -16,10 +16,10 @@ type AckBatch struct {
 // change is one state changed by an operation, to write and, on refusal,
 // to undo.
 type change struct {
-	s          *inFlightState
-	prev       inFlightState
-	first      int64
-	last       int64
+	s     *inFlightState
+	prev  inFlightState
+	first int64
+	last  int64
 }
 
 // Acknowledge applies a member's acknowledgements, as
