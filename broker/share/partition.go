@@ -2,6 +2,7 @@ package share
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"time"
 )
@@ -47,6 +48,10 @@ type PersistedState struct {
 func Load(cfg Config, leaderEpoch int32, st PersistedState, reset AutoOffsetReset, log LogOffsets, now time.Time) (*Partition, error) {
 	p := &Partition{cfg: cfg, leaderEpoch: leaderEpoch, stateEpoch: st.StateEpoch}
 	p.start = st.StartOffset
+	// Kafka takes any value; offsets past int64 by one would wrap here.
+	if p.start < -1 || p.start == math.MaxInt64 {
+		return nil, fmt.Errorf("share: start offset %d out of range", p.start)
+	}
 	if p.start == -1 {
 		p.start = reset.initialStart(log, now)
 	}
@@ -55,6 +60,9 @@ func Load(cfg Config, leaderEpoch int32, st PersistedState, reset AutoOffsetRese
 	for _, b := range st.Batches {
 		if b.FirstOffset < p.start {
 			return nil, fmt.Errorf("share: state batch first offset %d is below the start offset %d", b.FirstOffset, p.start)
+		}
+		if b.LastOffset == math.MaxInt64 {
+			return nil, fmt.Errorf("share: state batch last offset %d out of range", b.LastOffset)
 		}
 		if b.LastOffset < b.FirstOffset {
 			return nil, fmt.Errorf("share: state batch last offset %d is below its first offset %d", b.LastOffset, b.FirstOffset)
