@@ -51,6 +51,8 @@ var importRules = []importRule{
 	{"broker/replication", []string{"broker/partition", "broker/peer", "broker/quota", "storage/...", "protocol/...",
 		"coordinator/controller", "coordinator/controller/metadata"},
 		"docs/architecture.md, broker/replication/doc.go: replication builds on partition, peer and quota, never on broker"},
+	{"broker/share", nil,
+		"docs/architecture.md, broker/share/doc.go: the share-partition state machine imports nothing of the project"},
 	{"broker/*/...", append([]string{"broker/*/..."}, projectBelowBroker...),
 		"docs/architecture.md: a leaf package under broker/ never imports broker itself"},
 	{"broker", append([]string{"broker/*/..."}, projectBelowBroker...),
