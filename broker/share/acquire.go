@@ -356,11 +356,16 @@ func (p *Partition) filterAborted(r AcquireRequest, got []AcquiredRange, n int) 
 	}
 	toArchive := abortedBatches(r.Batches, r.Aborted)
 	for _, b := range toArchive {
-		i := p.floor(b.BaseOffset)
-		if i < 0 {
-			continue // Kafka fails the fetch here; nothing was acquired there
+		// Kafka looks up the cached batch at or below the aborted batch's
+		// base and fails the fetch when there is none, which happens when
+		// the aborted batch begins below the start offset: the records
+		// just acquired would stay locked, handed to no one. The batches
+		// from the base on are archived instead.
+		from := b.BaseOffset
+		if i := p.floor(b.BaseOffset); i >= 0 {
+			from = p.cache[i].first
 		}
-		p.archiveRecords(b.BaseOffset, b.LastOffset+1, p.between(p.cache[i].first, b.LastOffset), Acquired)
+		p.archiveRecords(b.BaseOffset, b.LastOffset+1, p.between(from, b.LastOffset), Acquired)
 	}
 	out := removeBatches(got, toArchive)
 	count := 0

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -115,10 +116,14 @@ func (l *testLog) read(off int64, n int) ([]FetchedBatch, []AbortedTxn) {
 // batch), acknowledgements succeed exactly when the model says they
 // should, and a refused one changes nothing.
 func TestModelRandomOperations(t *testing.T) {
-	for seed := uint64(1); seed <= 12; seed++ {
+	for seed := uint64(1); seed <= modelSeeds; seed++ {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) { runModel(t, seed, 1500) })
 	}
 }
+
+// modelSeeds is how many seeded runs the test makes; thousands have
+// passed, a few dozen keep the edit-test loop fast.
+var modelSeeds uint64 = 30
 
 func runModel(t *testing.T, seed uint64, steps int) {
 	rng := rand.New(rand.NewPCG(seed, seed*7919))
@@ -151,8 +156,9 @@ func runModel(t *testing.T, seed uint64, steps int) {
 			}
 			bs, ab := log.read(off, 1+rng.IntN(4))
 			mode := AcquireMode(rng.IntN(2))
-			got, n := p.Acquire(AcquireRequest{Member: member, Mode: mode, BatchSize: 1 + rng.IntN(8),
-				MaxRecords: 1 + rng.IntN(12), FetchOffset: off, Batches: bs, ReadCommitted: true, Aborted: ab, Now: now})
+			req := AcquireRequest{Member: member, Mode: mode, BatchSize: 1 + rng.IntN(8),
+				MaxRecords: 1 + rng.IntN(12), FetchOffset: off, Batches: bs, ReadCommitted: true, Aborted: ab, Now: now}
+			got, n := p.Acquire(req)
 			m.acquired(member, got, n, now)
 			for _, r := range got {
 				delivered += int(r.LastOffset - r.FirstOffset + 1)
@@ -180,6 +186,12 @@ func runModel(t *testing.T, seed uint64, steps int) {
 			_, err := p.Acknowledge(member, acks, now)
 
 			if (err == nil) != expectOK {
+				for _, a := range acks {
+					for off := a.FirstOffset; off <= a.LastOffset; off++ {
+						s, ok := p.State(off)
+						t.Logf("offset %d: model %+v, partition %+v %v (start %d end %d)", off, m.offsets[off], s, ok, p.StartOffset(), p.EndOffset())
+					}
+				}
 				t.Fatalf("step %d: acknowledge %s %v: error %v, model expected ok=%v", step, member, acks, err, expectOK)
 			}
 			if err != nil {
@@ -292,6 +304,7 @@ func (m *model) randomAcks(rng *rand.Rand, p *Partition, member string) []AckBat
 			held = append(held, off)
 		}
 	}
+	slices.Sort(held)
 	var acks []AckBatch
 	for range 1 + rng.IntN(2) {
 		var first int64
@@ -433,7 +446,9 @@ func (m *model) check(step int, p *Partition) {
 		if off < start && !o.done && off >= m.logStart {
 			m.t.Fatalf("step %d: start offset %d passed unfinished offset %d (%+v)", step, start, off, *o)
 		}
-		if ok && s.State == Acquired && o.owner == "" {
+	}
+	for off, s := range dump(p).Offsets {
+		if o := m.offsets[off]; s.State == Acquired && (o == nil || o.owner == "") {
 			m.t.Fatalf("step %d: offset %d acquired by %s behind the model's back", step, off, s.Member)
 		}
 	}

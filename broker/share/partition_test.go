@@ -324,6 +324,25 @@ func TestAcquireReadCommitted(t *testing.T) {
 	}
 }
 
+// TestAcquireAbortedBelowStart: an aborted batch that begins below the
+// start offset still has its acquired records archived. Kafka fails the
+// fetch there and leaves them locked, handed to no one.
+func TestAcquireAbortedBelowStart(t *testing.T) {
+	p := fresh(t, DefaultConfig(), 1)
+	fetch := []FetchedBatch{
+		{BaseOffset: 0, LastOffset: 4, ProducerID: 9, Transactional: true},
+		{BaseOffset: 5, LastOffset: 5, ProducerID: 9, Transactional: true, Control: true, AbortMarker: true},
+	}
+	got, n := p.Acquire(AcquireRequest{Member: "a", MaxRecords: 1, BatchSize: 7, FetchOffset: 1, Batches: fetch,
+		ReadCommitted: true, Aborted: []AbortedTxn{{ProducerID: 9, FirstOffset: 0}}, Now: t0})
+	if len(got) != 0 || n != 0 {
+		t.Fatalf("acquired %v (%d)", got, n)
+	}
+	for off := int64(1); off <= 4; off++ {
+		wantState(t, p, off, Archived, 1, "")
+	}
+}
+
 // TestAcquireFillsPersistedGaps: offsets missing from the persisted state
 // are new and acquired in order with the available ones.
 func TestAcquireFillsPersistedGaps(t *testing.T) {
