@@ -2,6 +2,8 @@ package share
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -88,14 +90,23 @@ func validateAckBatch(ab AckBatch) *Error {
 		return invalidRequest(fmt.Sprintf("Invalid acknowledgement batch %d-%d", ab.FirstOffset, ab.LastOffset))
 	}
 	if len(ab.Types) == 0 || (len(ab.Types) > 1 && int64(len(ab.Types)) != ab.LastOffset-ab.FirstOffset+1) {
-		return invalidRequest(fmt.Sprintf("Invalid acknowledge type: %v", ab.Types))
+		return invalidRequest("Invalid acknowledge type: " + javaList(ab.Types))
 	}
 	for _, t := range ab.Types {
 		if t < Gap || t > Renew {
-			return invalidRequest(fmt.Sprintf("Invalid acknowledge type: %v", ab.Types))
+			return invalidRequest("Invalid acknowledge type: " + javaList(ab.Types))
 		}
 	}
 	return nil
+}
+
+// javaList formats types as Java prints a List: [1, 2].
+func javaList(types []AckType) string {
+	s := make([]string, len(types))
+	for i, t := range types {
+		s[i] = strconv.Itoa(int(t))
+	}
+	return "[" + strings.Join(s, ", ") + "]"
 }
 
 // ackBatches is fetchSubMapForAcknowledgementBatch: the in-flight batches

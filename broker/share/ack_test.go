@@ -49,7 +49,7 @@ func TestAcknowledge(t *testing.T) {
 		{"unknown type", "a", []AckBatch{ack(0, 0, AckType(5))}, kerr.InvalidRequest,
 			"Invalid acknowledge type: [5]", 0, nil},
 		{"wrong type count", "a", []AckBatch{ack(0, 3, Accept, Accept)}, kerr.InvalidRequest,
-			"Invalid acknowledge type: [1 1]", 0, nil},
+			"Invalid acknowledge type: [1, 1]", 0, nil},
 		{"reversed", "a", []AckBatch{ack(3, 2, Accept)}, kerr.InvalidRequest,
 			"Invalid acknowledgement batch 3-2", 0, nil},
 		// The first batch succeeds, the second fails: the whole request
