@@ -60,6 +60,7 @@ type transcript struct {
 	cfg Config
 	now time.Time
 	p   *Partition
+	log []string // batch specs in offset order, for acquire fetch=next
 }
 
 func kvArgs(parts []string) map[string]string {
@@ -138,7 +139,29 @@ func (r *transcript) run(t *testing.T, cmd string) []string {
 		}
 		r.p = p
 		return []string{"ok"}
+	case "log":
+		r.log = strings.Split(a["batches"], ",")
+		return []string{"ok"}
 	case "acquire":
+		var out []string
+		if a["fetch"] == "next" {
+			off := r.p.NextFetchOffset()
+			n := int(atoi(t, get("n", "1")))
+			var picked []string
+			for _, b := range r.log {
+				rng, _, _ := strings.Cut(b, "/")
+				if _, last := rangeOf(t, rng); last < off || len(picked) >= n {
+					continue
+				}
+				picked = append(picked, b)
+			}
+			if len(picked) == 0 {
+				return []string{fmt.Sprintf("fetch %d nothing", off)}
+			}
+			a["fetch"] = strconv.FormatInt(off, 10)
+			a["batches"] = strings.Join(picked, ",")
+			out = append(out, fmt.Sprintf("fetch %d %s", off, a["batches"]))
+		}
 		req := AcquireRequest{Member: a["m"], BatchSize: int(atoi(t, get("size", "500"))), MaxRecords: int(atoi(t, a["max"])),
 			FetchOffset: atoi(t, a["fetch"]), Now: r.now}
 		if a["mode"] == "record_limit" {
@@ -173,7 +196,7 @@ func (r *transcript) run(t *testing.T, cmd string) []string {
 			fmt.Fprintf(&sb, " %d-%d:%d", g.FirstOffset, g.LastOffset, g.DeliveryCount)
 		}
 		fmt.Fprintf(&sb, " count=%d", n)
-		return []string{sb.String()}
+		return append(out, sb.String())
 	case "ack":
 		var acks []AckBatch
 		for _, s := range parts[2:] {
@@ -194,6 +217,43 @@ func (r *transcript) run(t *testing.T, cmd string) []string {
 			return []string{fmt.Sprintf("error %s: %s", e.Code.Message, e.Message)}
 		}
 		return []string{r.writeLine("ok", w)}
+	case "ackheld":
+		// The member's acquired runs, each one batch of type t, up to k.
+		k := int(atoi(t, get("k", "1000")))
+		ty := AckType(atoi(t, a["t"]))
+		var acks []AckBatch
+		held := func(b *inFlightBatch, off int64) bool {
+			s := b.state(off)
+			return s.state == Acquired && s.member == a["m"]
+		}
+		for _, b := range r.p.cache {
+			for off := b.first; off <= b.last; off++ {
+				if !held(b, off) {
+					continue
+				}
+				if n := len(acks); n > 0 && acks[n-1].LastOffset == off-1 {
+					acks[n-1].LastOffset = off
+					continue
+				}
+				acks = append(acks, AckBatch{FirstOffset: off, LastOffset: off, Types: []AckType{ty}})
+			}
+		}
+		if len(acks) > k {
+			acks = acks[:k]
+		}
+		line := "batches"
+		for _, b := range acks {
+			line += fmt.Sprintf(" %d-%d", b.FirstOffset, b.LastOffset)
+		}
+		w, err := r.p.Acknowledge(a["m"], acks, r.now)
+		if err != nil {
+			var e *Error
+			if !errors.As(err, &e) {
+				t.Fatalf("error %v is not a share.Error", err)
+			}
+			return []string{line, fmt.Sprintf("error %s: %s", e.Code.Message, e.Message)}
+		}
+		return []string{line, r.writeLine("ok", w)}
 	case "release":
 		return []string{r.writeLine("released", r.p.ReleaseMember(a["m"]))}
 	case "tick":

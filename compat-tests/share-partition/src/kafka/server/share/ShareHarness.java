@@ -136,6 +136,9 @@ public class ShareHarness {
         public void removePartitionListener(TopicIdPartition tp, org.apache.kafka.server.partition.PartitionListener l) {}
     };
 
+    /** The log's batches, for acquire fetch=next: SPEC strings in offset order. */
+    static List<String> logBatches = new ArrayList<>();
+
     static ManualTimer timer;
     static SharePartition sp;
     static PrintStream out;
@@ -195,7 +198,29 @@ public class ShareHarness {
                     out.println("error");
                 }
             }
+            case "log" -> {
+                logBatches = new ArrayList<>(List.of(a.get("batches").split(",")));
+                out.println("ok");
+            }
             case "acquire" -> {
+                if ("next".equals(a.get("fetch"))) {
+                    // The log read from the next fetch offset: up to n batches from the one holding it.
+                    long off = sp.nextFetchOffset();
+                    int n = Integer.parseInt(a.getOrDefault("n", "1"));
+                    List<String> picked = new ArrayList<>();
+                    for (String b : logBatches) {
+                        long last = Long.parseLong(b.split("/")[0].split("-")[1]);
+                        if (last < off || picked.size() >= n) continue;
+                        picked.add(b);
+                    }
+                    if (picked.isEmpty()) {
+                        out.println("fetch " + off + " nothing");
+                        return;
+                    }
+                    a.put("fetch", Long.toString(off));
+                    a.put("batches", String.join(",", picked));
+                    out.println("fetch " + off + " " + String.join(",", picked));
+                }
                 ShareAcquireMode mode = "record_limit".equals(a.get("mode")) ? ShareAcquireMode.RECORD_LIMIT : ShareAcquireMode.BATCH_OPTIMIZED;
                 FetchPartitionData data = fetchData(a.get("batches"), a.getOrDefault("aborted", ""));
                 ShareAcquiredRecords got = sp.acquire(a.get("m"), mode, Integer.parseInt(a.getOrDefault("size", "500")),
@@ -219,6 +244,36 @@ public class ShareHarness {
                 writes.clear();
                 CompletableFuture<Void> f = sp.acknowledge(a.get("m"), batches);
                 Throwable err = f.handle((v, e) -> e).get();
+                if (err != null) {
+                    out.println("error " + Errors.forException(err).name() + ": " + err.getMessage());
+                } else {
+                    printWrites("ok");
+                }
+            }
+            case "ackheld" -> {
+                // The member's acquired runs, each one batch of type t, up to k of them.
+                int k = Integer.parseInt(a.getOrDefault("k", "1000"));
+                List<ShareAcknowledgementBatch> batches = new ArrayList<>();
+                long first = -1, last = -1;
+                for (InFlightBatch b : sp.cachedState().values()) {
+                    for (long off = b.firstOffset(); off <= b.lastOffset(); off++) {
+                        boolean held = b.offsetState() == null
+                            ? b.batchState() == org.apache.kafka.server.share.fetch.RecordState.ACQUIRED && b.batchMemberId().equals(a.get("m"))
+                            : b.offsetState().get(off).state() == org.apache.kafka.server.share.fetch.RecordState.ACQUIRED
+                                && b.offsetState().get(off).memberId().equals(a.get("m"));
+                        if (held && first != -1 && off == last + 1) { last = off; continue; }
+                        if (first != -1) batches.add(new ShareAcknowledgementBatch(first, last, List.of(Byte.parseByte(a.get("t")))));
+                        first = held ? off : -1;
+                        last = off;
+                    }
+                }
+                if (first != -1) batches.add(new ShareAcknowledgementBatch(first, last, List.of(Byte.parseByte(a.get("t")))));
+                if (batches.size() > k) batches = batches.subList(0, k);
+                StringBuilder sb = new StringBuilder("batches");
+                for (ShareAcknowledgementBatch b : batches) sb.append(' ').append(b.firstOffset()).append('-').append(b.lastOffset());
+                out.println(sb);
+                writes.clear();
+                Throwable err = sp.acknowledge(a.get("m"), batches).handle((v, e) -> e).get();
                 if (err != null) {
                     out.println("error " + Errors.forException(err).name() + ": " + err.getMessage());
                 } else {
