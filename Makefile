@@ -62,6 +62,7 @@ FUZZ_PKGS := \
 	./broker/security/sasl \
 	./broker/security/scram \
 	./broker/security/ssl \
+	./broker/share \
 	./broker/topicconfig
 
 # Each fuzz target runs briefly; longer runs: make fuzz FUZZTIME=10m.

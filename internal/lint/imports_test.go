@@ -57,6 +57,8 @@ var importRules = []importRule{
 		"docs/architecture.md, broker/replication/doc.go: replication builds on partition, peer and quota, never on broker"},
 	{"broker/security/sasl", []string{"protocol"},
 		"docs/architecture.md, broker/security/sasl/doc.go: the SASL authenticator builds on protocol alone"},
+	{"broker/share", nil,
+		"docs/architecture.md, broker/share/doc.go: the share-partition state machine imports nothing of the project"},
 	{"broker/*/...", append([]string{"broker/*/..."}, projectBelowBroker...),
 		"docs/architecture.md: a leaf package under broker/ never imports broker itself"},
 	{"broker", append([]string{"broker/*/..."}, projectBelowBroker...),
