@@ -114,6 +114,9 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Message }
 
+// errEmptyListenerName is ListenerName's refusal of an empty name.
+var errEmptyListenerName = configError("The provided listener name is null or empty string")
+
 func configError(format string, args ...any) *Error {
 	return &Error{Exception: "ConfigException", Message: fmt.Sprintf(format, args...)}
 }
@@ -345,6 +348,9 @@ func (p *parser) protocolMap() (map[string]SecurityProtocol, error) {
 	}
 	for _, i := range hashMapOrder(hashes) {
 		name := javaUpper(keys[i])
+		if name == "" {
+			return nil, errEmptyListenerName
+		}
 		proto, ok := protocolForName(values[i])
 		if !ok {
 			return nil, configError("Invalid security protocol `%s` defined in %s", values[i], KeyProtocolMap)

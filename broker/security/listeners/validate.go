@@ -157,8 +157,8 @@ func (p *parser) validateQuorum(voterIDs []int32) error {
 	if v, ok := p.get(KeyQuorumBootstrapServers); ok && javaTrim(v) != "" {
 		return nil
 	}
-	return configError("If using process.roles, either controller.quorum.bootstrap.servers must" +
-		"contain the set of bootstrap controllers or controller.quorum.voters must contain a parseable" +
+	return configError("If using process.roles, either controller.quorum.bootstrap.servers must " +
+		"contain the set of bootstrap controllers or controller.quorum.voters must contain a parseable " +
 		"set of controllers.")
 }
 
@@ -320,6 +320,9 @@ func (p *parser) interBroker() (string, SecurityProtocol, error) {
 			return "", "", configError("Only one of %s and %s should be set.", KeyInterBrokerListenerName, KeyInterBrokerProtocol)
 		}
 		name = javaUpper(javaTrim(name))
+		if name == "" {
+			return "", "", errEmptyListenerName
+		}
 		protocols, err := p.protocolMap()
 		if err != nil {
 			return "", "", err
