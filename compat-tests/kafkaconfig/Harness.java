@@ -91,7 +91,15 @@ public class Harness {
     }
 
     static String err(Throwable e) {
-        return "error " + e.getClass().getSimpleName() + ": " + e.getMessage();
+        return "error " + e.getClass().getSimpleName() + ": " + esc(e.getMessage());
+    }
+
+    // esc keeps one result on one line: backslash, newline, carriage
+    // return, tab and NUL are written as \\, \n, \r, \t and \0.
+    static String esc(String s) {
+        if (s == null) return "null";
+        return s.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
+            .replace("\t", "\\t").replace("\0", "\\0");
     }
 
     static String ep(String kind, Endpoint e) {
@@ -187,12 +195,15 @@ public class Harness {
                         out.append("dn\t").append(arg).append('\t').append(err(e)).append('\n');
                         break;
                     }
-                    out.append("dn\t").append(arg).append('\t').append(dn).append('\n');
+                    out.append("dn\t").append(arg).append('\t').append(esc(dn)).append('\n');
                     map(mapper, dn, out);
                     break;
                 }
                 case "name":
                     map(mapper, arg, out);
+                    break;
+                case "namehex":
+                    map(mapper, new String(HexFormat.of().parseHex(arg), StandardCharsets.UTF_8), out);
                     break;
                 case "plain": {
                     // authzid NUL authcid NUL password, given as hex.
@@ -202,7 +213,7 @@ public class Harness {
                     });
                     try {
                         server.evaluateResponse(HexFormat.of().parseHex(arg));
-                        out.append("plain\t").append(arg).append("\tUser:").append(server.getAuthorizationID()).append('\n');
+                        out.append("plain\t").append(arg).append("\tUser:").append(esc(server.getAuthorizationID())).append('\n');
                     } catch (Exception e) {
                         out.append("plain\t").append(arg).append('\t').append(err(e)).append('\n');
                     }
@@ -220,7 +231,7 @@ public class Harness {
                     });
                     try {
                         server.evaluateResponse(HexFormat.of().parseHex(arg));
-                        out.append("scram\t").append(arg).append("\tUser:").append(user[0]).append('\n');
+                        out.append("scram\t").append(arg).append("\tUser:").append(esc(user[0])).append('\n');
                     } catch (Exception e) {
                         out.append("scram\t").append(arg).append('\t').append(err(e)).append('\n');
                     }
@@ -233,10 +244,16 @@ public class Harness {
     }
 
     static void map(SslPrincipalMapper mapper, String dn, StringBuilder out) {
+        out.append("name\t").append(esc(dn)).append('\t');
+        if (mapper == null) {
+            out.append("no mapper\n");
+            return;
+        }
         try {
-            out.append("name\t").append(dn).append("\tUser:").append(mapper.getName(dn)).append('\n');
+            String name = mapper.getName(dn);
+            out.append("User:").append(esc(name)).append('\n');
         } catch (Exception e) {
-            out.append("name\t").append(dn).append('\t').append(err(e)).append('\n');
+            out.append(err(e)).append('\n');
         }
     }
 }
