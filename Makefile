@@ -51,7 +51,7 @@ race:
 # scripts/fuzz.sh retries a target once when Go 1.26's fuzz coordinator fails
 # it at the deadline without a failing input (golang/go#75804).
 fuzz:
-	GO=$(GO) FUZZTIME=$(FUZZTIME) scripts/fuzz.sh ./protocol ./protocol/batch ./storage ./coordinator/group ./coordinator/txn ./coordinator/controller/metadata ./coordinator/controller/raftnode ./broker ./broker/quota ./broker/topicconfig
+	GO=$(GO) FUZZTIME=$(FUZZTIME) scripts/fuzz.sh ./protocol ./protocol/batch ./storage ./coordinator/group ./coordinator/txn ./coordinator/controller/metadata ./coordinator/controller/raftnode ./broker ./broker/quota ./broker/topicconfig ./broker/security/listeners ./broker/security/principal
 
 # The kill -9 crash test with many more cycles than make test runs: a child
 # broker with log.flush.interval.messages=1 is SIGKILLed amid acknowledged
