@@ -45,7 +45,7 @@ public class Harness {
         m.put("controller.quorum.voters", "1@localhost:9093");
         m.put("controller.listener.names", "CONTROLLER");
         m.put("listeners", "PLAINTEXT://:9092,CONTROLLER://:9093");
-        m.put("log.dirs", "/tmp/kafkaconfig-harness");
+        m.put("log.dirs", "/var/lib/kafka/data");
         return m;
     }
 

@@ -361,11 +361,15 @@ func (p *parser) protocolMap() (map[string]SecurityProtocol, error) {
 		}
 		out[name] = proto
 	}
-	if !set && !p.sslOrSASLInUse() {
+	if !set {
 		// KRaft's default: controller listeners not otherwise mapped are
 		// PLAINTEXT, unless some listener uses SSL or SASL.
+		inUse, err := p.sslOrSASLInUse()
+		if err != nil {
+			return nil, err
+		}
 		for _, n := range p.controllerNames {
-			if n != string(Plaintext) {
+			if !inUse && n != string(Plaintext) {
 				out[n] = Plaintext
 			}
 		}
@@ -375,22 +379,28 @@ func (p *parser) protocolMap() (map[string]SecurityProtocol, error) {
 }
 
 // sslOrSASLInUse is whether a controller listener name or a listener's name
-// is SSL, SASL_SSL or SASL_PLAINTEXT.
-func (p *parser) sslOrSASLInUse() bool {
+// (up to its first colon) is SSL, SASL_SSL or SASL_PLAINTEXT, looked at in
+// Kafka's order, which stops at the first. A listener without a colon
+// before that is Kafka's KafkaException.
+func (p *parser) sslOrSASLInUse() (bool, error) {
 	isSSLOrSASL := func(n string) bool {
 		return n == string(SSL) || n == string(SASLSSL) || n == string(SASLPlaintext)
 	}
 	for _, n := range p.controllerNames {
 		if isSSLOrSASL(n) {
-			return true
+			return true, nil
 		}
 	}
 	for _, l := range p.listenersRaw {
-		if i := strings.IndexByte(l, ':'); i >= 0 && isSSLOrSASL(javaUpper(l[:i])) {
-			return true
+		i := strings.IndexByte(l, ':')
+		if i < 0 {
+			return false, &Error{Exception: "KafkaException", Message: "Unable to parse a listener name from " + l}
+		}
+		if isSSLOrSASL(javaUpper(l[:i])) {
+			return true, nil
 		}
 	}
-	return false
+	return false, nil
 }
 
 // parseCSVMap is Csv.parseCsvMap: entries split on commas, each at its

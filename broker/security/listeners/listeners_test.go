@@ -18,7 +18,7 @@ func baseConfig() map[string]string {
 		"controller.quorum.voters":  "1@localhost:9093",
 		"controller.listener.names": "CONTROLLER",
 		"listeners":                 "PLAINTEXT://:9092,CONTROLLER://:9093",
-		"log.dirs":                  "/tmp/kafkaconfig-harness",
+		"log.dirs":                  "/var/lib/kafka/data",
 	}
 }
 
