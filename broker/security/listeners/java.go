@@ -84,7 +84,6 @@ func hashMapOrder(hashes []int32) []int {
 	for float64(len(hashes)) > 0.75*float64(capacity) {
 		capacity *= 2
 	}
-	type entry struct{ bucket, index int }
 	order := make([]int, len(hashes))
 	buckets := make([]int, len(hashes))
 	for i, h := range hashes {

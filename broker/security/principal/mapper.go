@@ -41,7 +41,6 @@ type rule struct {
 	re        *regexp.Regexp
 	whole     *regexp.Regexp // re anchored at both ends: Matcher.matches
 	later     *regexp.Regexp // re for searches past the start (no ^ match)
-	leftCtx   bool           // the pattern has \b, \B or (?m)^, which look left
 	groups    int
 	names     map[string]int
 	replace   string
