@@ -40,7 +40,7 @@ type rule struct {
 	pattern   string // as written in the rule, for String
 	re        *regexp.Regexp
 	whole     *regexp.Regexp // re anchored at both ends: Matcher.matches
-	later     *regexp.Regexp // re for searches past the start (no ^ match)
+	from      *regexp.Regexp // re searched for after one character of context
 	groups    int
 	names     map[string]int
 	replace   string
@@ -121,13 +121,11 @@ func compileRule(pattern string) (rule, error) {
 	if err != nil {
 		return refuse("is not supported: " + err.Error())
 	}
-	laterTree := tree
-	walk(laterTree, func(re *syntax.Regexp) {
-		if re.Op == syntax.OpBeginText {
-			*re = syntax.Regexp{Op: syntax.OpNoMatch}
-		}
-	})
-	later, err := regexp.Compile(laterTree.String())
+	// A search from a later position: one character of left context
+	// (for \b and (?m)^; \A and ^ cannot match after it), then the
+	// shortest run to the leftmost start, then the pattern with its own
+	// preferences, which is Java's find from that position.
+	from, err := regexp.Compile(`\A(?s:.)(?s:.*?)(` + src + `)`)
 	if err != nil {
 		return refuse("is not supported: " + err.Error())
 	}
@@ -141,7 +139,7 @@ func compileRule(pattern string) (rule, error) {
 		pattern: pattern,
 		re:      re,
 		whole:   regexp.MustCompile(`\A(?:` + src + `)\z`),
-		later:   later,
+		from:    from,
 		groups:  re.NumSubexp(),
 		names:   names,
 	}, nil
@@ -264,13 +262,17 @@ func (r rule) replaceAll(s, replacement string) (string, error) {
 		var loc []int
 		if pos == 0 {
 			loc = r.re.FindStringSubmatchIndex(s)
-		} else if sub := r.later.FindStringSubmatchIndex(s[pos:]); sub != nil {
-			loc = make([]int, len(sub))
-			for i, v := range sub {
-				if v >= 0 {
-					v += pos
+		} else {
+			_, w := utf8.DecodeLastRuneInString(s[:pos])
+			start := pos - w
+			if sub := r.from.FindStringSubmatchIndex(s[start:]); sub != nil {
+				loc = make([]int, len(sub)-2) // without the whole wrapper's match
+				for i, v := range sub[2:] {
+					if v >= 0 {
+						v += start
+					}
+					loc[i] = v
 				}
-				loc[i] = v
 			}
 		}
 		if loc == nil {
