@@ -413,7 +413,7 @@ func parseCSVMap(s string) (keys, values []string, err error) {
 	for _, entry := range splitComma(s, false) {
 		i := strings.LastIndex(entry, ":")
 		if i < 0 {
-			return nil, nil, fmt.Errorf("begin 0, end -1, length %d", len(utf16Len(entry)))
+			return nil, nil, fmt.Errorf("begin 0, end -1, length %d", utf16Len(entry))
 		}
 		k, v := javaTrim(entry[:i]), javaTrim(entry[i+1:])
 		if j := slices.Index(keys, k); j >= 0 {
@@ -425,15 +425,15 @@ func parseCSVMap(s string) (keys, values []string, err error) {
 	return keys, values, nil
 }
 
-// utf16Len returns s as UTF-16 code units, whose count Java's messages use.
-func utf16Len(s string) []uint16 {
-	var out []uint16
+// utf16Len is the length of s in UTF-16 code units, which Java's
+// messages count.
+func utf16Len(s string) int {
+	n := 0
 	for _, r := range s {
+		n++
 		if r >= 0x10000 {
-			out = append(out, 0, 0)
-		} else {
-			out = append(out, 0)
+			n++
 		}
 	}
-	return out
+	return n
 }
