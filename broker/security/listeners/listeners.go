@@ -75,6 +75,8 @@ const (
 type Config struct {
 	// Roles are process.roles, without repeats.
 	Roles []Role
+	// NodeID is node.id (or broker.id, its synonym).
+	NodeID int32
 	// Listeners are the listeners to bind, in the order given, the
 	// controller listeners among them.
 	Listeners []Endpoint
@@ -138,6 +140,7 @@ func require(ok bool, msg string) error {
 const (
 	KeyProcessRoles              = "process.roles"
 	KeyNodeID                    = "node.id"
+	KeyBrokerID                  = "broker.id"
 	KeyQuorumVoters              = "controller.quorum.voters"
 	KeyQuorumBootstrapServers    = "controller.quorum.bootstrap.servers"
 	KeyListeners                 = "listeners"
@@ -160,6 +163,7 @@ type parser struct {
 	get             func(string) (string, bool)
 	roles           []Role
 	nodeID          int32
+	brokerID        int32
 	voters          []voter
 	controllerNames []string
 	listenersRaw    []string
@@ -255,15 +259,33 @@ func (p *parser) parseKeys() error {
 	for _, r := range roles {
 		p.roles = append(p.roles, Role(r))
 	}
-	id, ok := p.value(KeyNodeID, "")
-	if !ok {
+	// broker.id and node.id are synonyms: either one set stands for both
+	// (AbstractKafkaConfig.populateSynonyms), broker.id parsed first.
+	brokerID, brokerSet := p.value(KeyBrokerID, "")
+	nodeID, nodeSet := p.value(KeyNodeID, "")
+	switch {
+	case !brokerSet && nodeSet:
+		brokerID = nodeID
+	case brokerSet && !nodeSet:
+		nodeID = brokerID
+	}
+	b, n := int64(-1), int64(0)
+	var err error
+	if brokerSet || nodeSet {
+		if b, err = strconv.ParseInt(brokerID, 10, 32); err != nil {
+			return configError("Invalid value %s for configuration %s: Not a number of type INT", brokerID, KeyBrokerID)
+		}
+	}
+	if !brokerSet && !nodeSet {
 		return missing(KeyNodeID)
 	}
-	n, err := strconv.ParseInt(id, 10, 32)
-	if err != nil {
-		return configError("Invalid value %s for configuration %s: Not a number of type INT", id, KeyNodeID)
+	if n, err = strconv.ParseInt(nodeID, 10, 32); err != nil {
+		return configError("Invalid value %s for configuration %s: Not a number of type INT", nodeID, KeyNodeID)
 	}
-	p.nodeID = int32(n)
+	if n < 0 {
+		return configError("Invalid value %d for configuration %s: Value must be at least 0", n, KeyNodeID)
+	}
+	p.nodeID, p.brokerID = int32(n), int32(b)
 	p.voters = parseVoters(p.get)
 
 	names, ok := p.list(KeyControllerListenerNames, "", false)

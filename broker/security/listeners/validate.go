@@ -9,6 +9,9 @@ import (
 // validate is the listener part of KafkaConfig.validateValues, in its
 // order, after the accessors it calls.
 func (p *parser) validate() (*Config, error) {
+	if p.nodeID != p.brokerID {
+		return nil, configError("`node.id` and `broker.id` must be set to the same value. `broker.id` is deprecated, please use `node.id` instead.")
+	}
 	protocols, err := p.protocolMap()
 	if err != nil {
 		return nil, err
@@ -138,6 +141,7 @@ func (p *parser) validate() (*Config, error) {
 	roles := slices.Clone(p.roles)
 	return &Config{
 		Roles:                   roles,
+		NodeID:                  p.nodeID,
 		Listeners:               listeners,
 		Advertised:              advertised,
 		AdvertisedControllers:   advControllers,
