@@ -19,7 +19,6 @@ import java.util.Map;
 import java.util.TreeMap;
 
 import javax.security.auth.callback.Callback;
-import javax.security.auth.callback.NameCallback;
 import javax.security.auth.x500.X500Principal;
 
 import kafka.server.KafkaConfig;
@@ -30,10 +29,6 @@ import org.apache.kafka.common.network.ListenerName;
 import org.apache.kafka.common.security.auth.SecurityProtocol;
 import org.apache.kafka.common.security.plain.PlainAuthenticateCallback;
 import org.apache.kafka.common.security.plain.internals.PlainSaslServer;
-import org.apache.kafka.common.security.scram.ScramCredential;
-import org.apache.kafka.common.security.scram.ScramCredentialCallback;
-import org.apache.kafka.common.security.scram.internals.ScramMechanism;
-import org.apache.kafka.common.security.scram.internals.ScramSaslServer;
 import org.apache.kafka.common.security.ssl.SslPrincipalMapper;
 
 public class Harness {
@@ -216,24 +211,6 @@ public class Harness {
                         out.append("plain\t").append(arg).append("\tUser:").append(esc(server.getAuthorizationID())).append('\n');
                     } catch (Exception e) {
                         out.append("plain\t").append(arg).append('\t').append(err(e)).append('\n');
-                    }
-                    break;
-                }
-                case "scram": {
-                    // The client-first message, given as hex.
-                    String[] user = new String[1];
-                    ScramSaslServer server = new ScramSaslServer(ScramMechanism.SCRAM_SHA_256, Map.of(), callbacks -> {
-                        for (Callback c : callbacks) {
-                            if (c instanceof NameCallback) user[0] = ((NameCallback) c).getDefaultName();
-                            if (c instanceof ScramCredentialCallback)
-                                ((ScramCredentialCallback) c).scramCredential(new ScramCredential(new byte[16], new byte[32], new byte[32], 4096));
-                        }
-                    });
-                    try {
-                        server.evaluateResponse(HexFormat.of().parseHex(arg));
-                        out.append("scram\t").append(arg).append("\tUser:").append(esc(user[0])).append('\n');
-                    } catch (Exception e) {
-                        out.append("scram\t").append(arg).append('\t').append(err(e)).append('\n');
                     }
                     break;
                 }

@@ -103,7 +103,7 @@ func hashMapOrder(hashes []int32) []int {
 // javaParseInt is Integer.parseInt(s) in base 10, with its error message.
 func javaParseInt(s string) (int32, error) {
 	n, err := strconv.ParseInt(s, 10, 32)
-	if err != nil || s == "" || s[0] == '+' && len(s) == 1 {
+	if err != nil {
 		return 0, &Error{Exception: "NumberFormatException", Message: `For input string: "` + s + `"`}
 	}
 	return int32(n), nil

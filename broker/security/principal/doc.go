@@ -4,9 +4,10 @@
 // certificate's subject, formatted as Java's X500Principal.getName()
 // (RFC 2253) formats it (FormatDN), then rewritten by
 // ssl.principal.mapping.rules as Kafka's SslPrincipalMapper does (Mapper).
-// On a SASL listener using PLAIN or SCRAM the name is the authorization
-// id, which Kafka requires to equal the authenticated user
-// (PlainPrincipal, ScramPrincipal).
+// On a SASL listener the name is the mechanism's authorization id
+// (SASLPrincipal); for PLAIN, which Kafka requires to name the
+// authenticated user, ParsePlain and PlainPrincipal read and check it.
+// SCRAM's server, a package of its own, settles its id itself.
 //
 // The rules' patterns are Java regular expressions; they run here on Go's
 // regexp package with Java's matching and replacement semantics added

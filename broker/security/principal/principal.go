@@ -61,34 +61,17 @@ func PlainPrincipal(authzID, username string) (KafkaPrincipal, error) {
 	if authzID != "" && authzID != username {
 		return KafkaPrincipal{}, &Error{Exception: "SaslAuthenticationException", Message: errAuthzID}
 	}
-	return KafkaPrincipal{Type: UserType, Name: username}, nil
+	return SASLPrincipal(username), nil
 }
 
-// ScramPrincipal is ScramSaslServer's authorization id for a client-first
-// message's authzid (a=, empty if absent) and saslname (n=): the username
-// the saslname encodes (=2C is a comma, =3D an equals sign), which the
-// authzid, if given, must equal. A saslname with any other = is refused as
-// Kafka refuses it.
-func ScramPrincipal(authzID, saslName string) (KafkaPrincipal, error) {
-	username, ok := ScramUsername(saslName)
-	if !ok {
-		return KafkaPrincipal{}, &Error{Exception: "SaslAuthenticationException",
-			Message: "Authentication failed: Credentials could not be obtained"}
-	}
-	if authzID != "" && authzID != username {
-		return KafkaPrincipal{}, &Error{Exception: "SaslAuthenticationException", Message: errAuthzID}
-	}
-	return KafkaPrincipal{Type: UserType, Name: username}, nil
-}
-
-// ScramUsername is ScramFormatter.username: saslname decoded, false if it
-// holds an = that is not part of =2C or =3D.
-func ScramUsername(saslName string) (string, bool) {
-	u := strings.ReplaceAll(saslName, "=2C", ",")
-	if strings.IndexByte(strings.ReplaceAll(u, "=3D", ""), '=') >= 0 {
-		return "", false
-	}
-	return strings.ReplaceAll(u, "=3D", "="), true
+// SASLPrincipal is the principal of a SASL connection whose mechanism
+// settled on authorizationID: Kafka's DefaultKafkaPrincipalBuilder makes
+// User:<authorization id> for every mechanism. For SCRAM the id is the
+// user the SCRAM package's server authenticated (which refuses an authzid
+// other than that user, as Kafka's ScramSaslServer does); for PLAIN it is
+// PlainPrincipal's.
+func SASLPrincipal(authorizationID string) KafkaPrincipal {
+	return KafkaPrincipal{Type: UserType, Name: authorizationID}
 }
 
 // ParsePlain splits a SASL/PLAIN message (RFC 4616: authzid NUL authcid

@@ -51,26 +51,6 @@ func errLine(err error) string {
 	return "error " + e.Exception + ": " + esc(e.Message)
 }
 
-// scramFirst takes authzid and saslname from a well-formed SCRAM
-// client-first message (gs2 header "n,", optional a=, then n=).
-func scramFirst(msg string) (authzID, saslName string, ok bool) {
-	rest, ok := strings.CutPrefix(msg, "n,")
-	if !ok {
-		return "", "", false
-	}
-	if a, ok := strings.CutPrefix(rest, "a="); ok {
-		authzID, rest, _ = strings.Cut(a, ",")
-	} else {
-		rest = strings.TrimPrefix(rest, ",")
-	}
-	n, ok := strings.CutPrefix(rest, "n=")
-	if !ok {
-		return "", "", false
-	}
-	saslName, _, _ = strings.Cut(n, ",")
-	return authzID, saslName, true
-}
-
 // run performs a case and prints it as the harness prints Kafka's.
 func run(t *testing.T, c testCase) string {
 	var b strings.Builder
@@ -137,21 +117,6 @@ func run(t *testing.T, c testCase) string {
 				fmt.Fprintf(&b, "plain\t%s\t%s\n", arg, errLine(err))
 			} else {
 				fmt.Fprintf(&b, "plain\t%s\t%s\n", arg, esc(p.String()))
-			}
-		case "scram":
-			raw, err := hex.DecodeString(arg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			authz, name, ok := scramFirst(string(raw))
-			if !ok {
-				t.Fatalf("%q is not a client-first message", raw)
-			}
-			p, err := ScramPrincipal(authz, name)
-			if err != nil {
-				fmt.Fprintf(&b, "scram\t%s\t%s\n", arg, errLine(err))
-			} else {
-				fmt.Fprintf(&b, "scram\t%s\t%s\n", arg, esc(p.String()))
 			}
 		default:
 			t.Fatalf("unknown line %q", line)

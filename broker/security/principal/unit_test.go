@@ -85,29 +85,6 @@ func TestEscapeLiteralBackReferences(t *testing.T) {
 	}
 }
 
-func TestScramUsername(t *testing.T) {
-	for _, tc := range []struct {
-		saslName, want string
-		ok             bool
-	}{
-		{"alice", "alice", true},
-		{"a=2Cb", "a,b", true},
-		{"a=3Db", "a=b", true},
-		{"a=3D2Cb", "a=2Cb", true},
-		{"a=b", "", false},
-		{"a=", "", false},
-		{"=2c", "", false},
-	} {
-		got, ok := ScramUsername(tc.saslName)
-		if got != tc.want || ok != tc.ok {
-			t.Errorf("ScramUsername(%q) = %q, %v; want %q, %v", tc.saslName, got, ok, tc.want, tc.ok)
-		}
-	}
-	if _, err := ScramPrincipal("", "a=b"); err == nil || err.Error() != "Authentication failed: Credentials could not be obtained" {
-		t.Errorf("bad saslname: %v", err)
-	}
-}
-
 func TestJavaUTF8Decoding(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
