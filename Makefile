@@ -59,6 +59,8 @@ FUZZ_PKGS := \
 	./coordinator/controller/raftnode \
 	./broker \
 	./broker/quota \
+	./broker/security/listeners \
+	./broker/security/principal \
 	./broker/security/sasl \
 	./broker/security/scram \
 	./broker/security/ssl \
