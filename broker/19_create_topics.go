@@ -11,7 +11,10 @@ package broker
 //     single node, the unfenced ones on a cluster);
 //   - a manual assignment is consecutive partitions from 0, each on this
 //     broker alone (INVALID_REPLICA_ASSIGNMENT); INVALID_CONFIG for unknown
-//     or invalid configs.
+//     or invalid configs;
+//   - the whole request is POLICY_VIOLATION, before anything is created,
+//     when it asks for more than 10000 partitions or would make more than
+//     10000 metadata records (request_bounds.go).
 //
 // Version notes:
 //   - Kafka 4 serves v2+; v0-v1 differ only in fields the handler fills or
@@ -47,6 +50,28 @@ func handleCreateTopics(b *Broker, r *request, req *kmsg.CreateTopicsRequest) (k
 		}
 	}
 	sort.Strings(dups)
+	if msg := b.createTopicsOverBound(r, req, count); msg != "" {
+		// Refused whole, before anything is created; the names given
+		// twice keep their own answer.
+		answered := map[string]bool{}
+		for _, rt := range req.Topics {
+			st := kmsg.NewCreateTopicsResponseTopic()
+			st.Topic = rt.Topic
+			switch {
+			case count[rt.Topic] == 1:
+				setCreateError(&st, kerr.PolicyViolation, msg)
+			case answered[rt.Topic]:
+				continue
+			default:
+				answered[rt.Topic] = true
+				setCreateError(&st, kerr.InvalidRequest, fmt.Sprintf(
+					"Create topics request from client `%s` contains multiple entries for the following topics: %s",
+					clientID(r), strings.Join(dups, ",")))
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil
+	}
 	answered := map[string]bool{}
 	for _, rt := range req.Topics {
 		st := kmsg.NewCreateTopicsResponseTopic()
@@ -99,6 +124,44 @@ func handleCreateTopics(b *Broker, r *request, req *kmsg.CreateTopicsRequest) (k
 		resp.Topics = append(resp.Topics, st)
 	}
 	return resp, nil
+}
+
+// createTopicsOverBound is Kafka's controller refusing a CreateTopics
+// request whole (the names given once, count says which): more than
+// maxRecordsPerRequest partitions asked for, or more metadata records
+// than that for the topics that would be created. The second needs to
+// know which topics would be, so when the bound could be passed every
+// topic is first validated without being created. It returns the
+// refusal's message, or "".
+func (b *Broker) createTopicsOverBound(r *request, req *kmsg.CreateTopicsRequest, count map[string]int) string {
+	var partitions, records int64
+	for _, rt := range req.Topics {
+		if count[rt.Topic] == 1 {
+			partitions += requestedPartitions(rt, b.cfg.NumPartitions)
+			records += createTopicRecords(rt, b.cfg.NumPartitions)
+		}
+	}
+	if partitions > maxRecordsPerRequest {
+		return msgTooManyPartitions
+	}
+	if records <= maxRecordsPerRequest {
+		return ""
+	}
+	check := *req
+	check.ValidateOnly = true
+	records = 0
+	for _, rt := range req.Topics {
+		if count[rt.Topic] != 1 {
+			continue
+		}
+		if _, kErr, _ := b.createFromRequest(r, &check, rt); kErr == nil {
+			records += createTopicRecords(rt, b.cfg.NumPartitions)
+		}
+	}
+	if records > maxRecordsPerRequest {
+		return msgBatchTooLarge
+	}
+	return ""
 }
 
 // createdReplicationFactor is the replication factor of a topic just

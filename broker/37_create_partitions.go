@@ -8,7 +8,9 @@ package broker
 //   - UNKNOWN_TOPIC_OR_PARTITION for an unknown topic, INVALID_PARTITIONS
 //     for a count not above the current one, INVALID_REQUEST for a topic
 //     named twice; manual assignments cover exactly the new partitions,
-//     each on this broker alone (INVALID_REPLICA_ASSIGNMENT).
+//     each on this broker alone (INVALID_REPLICA_ASSIGNMENT);
+//   - the whole request is POLICY_VIOLATION, before anything grows, when
+//     its topics would gain more than 10000 partitions (request_bounds.go).
 
 import (
 	"fmt"
@@ -25,14 +27,20 @@ func handleCreatePartitions(b *Broker, r *request, req *kmsg.CreatePartitionsReq
 	for _, t := range req.Topics {
 		count[t.Topic]++
 	}
+	tooMany := b.additionalPartitions(req, count) > maxRecordsPerRequest
 	for _, rt := range req.Topics {
 		st := kmsg.NewCreatePartitionsResponseTopic()
 		st.Topic = rt.Topic
 		var kErr *kerr.Error
 		var msg string
-		if count[rt.Topic] > 1 {
+		switch {
+		case count[rt.Topic] > 1:
 			kErr, msg = kerr.InvalidRequest, "Duplicate topic in request."
-		} else {
+		case tooMany:
+			// Kafka's controller refuses the request whole, before
+			// anything grows (request_bounds.go).
+			kErr, msg = kerr.PolicyViolation, msgTooManyAdditionalPartitions
+		default:
 			kErr, msg = b.growTopic(rt, req.ValidateOnly, forwarded(r))
 		}
 		if kErr != nil {
@@ -44,6 +52,24 @@ func handleCreatePartitions(b *Broker, r *request, req *kmsg.CreatePartitionsReq
 		resp.Topics = append(resp.Topics, st)
 	}
 	return resp, nil
+}
+
+// additionalPartitions is ReplicationControlManager's sum for
+// CreatePartitions: the partitions the topics named once would gain (a
+// topic unknown, or a count not above its current one, adds nothing).
+func (b *Broker) additionalPartitions(req *kmsg.CreatePartitionsRequest, count map[string]int) int64 {
+	var n int64
+	for _, rt := range req.Topics {
+		if count[rt.Topic] != 1 || rt.Count < 0 {
+			continue
+		}
+		if t := b.lookupTopic(rt.Topic); t != nil {
+			if grow := int64(rt.Count) - int64(len(b.partitions(t))); grow > 0 {
+				n += grow
+			}
+		}
+	}
+	return n
 }
 
 func (b *Broker) growTopic(rt kmsg.CreatePartitionsRequestTopic, validateOnly, forwarded bool) (*kerr.Error, string) {

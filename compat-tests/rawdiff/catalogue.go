@@ -382,6 +382,18 @@ var catalogue = []entry{
 	{name: "CreatePartitions same", setup: setupTopic2, req: createPartitions(2, "")},
 	{name: "CreatePartitions unknown topic", req: createPartitions(3, "")},
 	{name: "CreatePartitions grow 2 to 3", setup: setupTopic2, req: createPartitions(3, "")},
+	// The controller's bound on the records of one request
+	// (QuorumController.MAX_RECORDS_PER_USER_OP, 10000), before anything
+	// is created. CreatePartitions' (Kafka 4.4's "additional partitions")
+	// is not compared: Kafka 4.2.2 has no such check, and grows the topic
+	// by ten thousand partitions before it fails.
+	{name: "CreateTopics 10001 partitions", req: createTopics(10001, 1, nil)},
+	{name: "CreateTopics 2147483647 partitions", req: createTopics(2147483647, 1, nil)},
+	{name: "CreateTopics 9999 partitions, validateOnly", req: func(topic string) kmsg.Request {
+		req := createTopics(9999, 1, nil)(topic).(*kmsg.CreateTopicsRequest)
+		req.ValidateOnly = true
+		return req
+	}},
 	{name: "DeleteTopics existing", setup: setupTopic, req: func(topic string) kmsg.Request {
 		req := kmsg.NewPtrDeleteTopicsRequest()
 		req.Version = 6
