@@ -53,3 +53,51 @@ var hostileEntries = []entry{
 		raw: acksZeroThenListOffsets(acksZero(0, transactionalBatch))},
 }
 
+// fetchIsolation is a Fetch v12 of the topic's partition 0, or of no topic,
+// at an isolation level of the client's choosing.
+func fetchIsolation(level int8, withTopic bool) func(string) kmsg.Request {
+	return func(topic string) kmsg.Request {
+		req := fetchReq(topic, 0, 500, 0, -1)
+		req.IsolationLevel = level
+		if !withTopic {
+			req.Topics = nil
+		}
+		return req
+	}
+}
+
+func listOffsetsIsolation(level int8) func(string) kmsg.Request {
+	return func(topic string) kmsg.Request {
+		req := listOffsets(-1, "")(topic).(*kmsg.ListOffsetsRequest)
+		req.IsolationLevel = level
+		return req
+	}
+}
+
+func init() {
+	hostileEntries = append(hostileEntries,
+		entry{name: "Fetch isolation level -5, no topics", req: fetchIsolation(-5, false)},
+		entry{name: "Fetch isolation level 2", setup: setupTopic, req: fetchIsolation(2, true)},
+		entry{name: "ListOffsets isolation level 7", setup: setupTopic, req: listOffsetsIsolation(7)},
+	)
+}
+
+func fetchIsolationV(version int16, level int8, topic string) kmsg.Request {
+	req := fetchIsolation(level, true)(topic).(*kmsg.FetchRequest)
+	req.Version = version
+	return req
+}
+
+func init() {
+	hostileEntries = append(hostileEntries,
+		entry{name: "Fetch isolation level 3, unknown topic", req: fetchIsolation(3, true)},
+		entry{name: "Fetch v4 isolation level -1", setup: setupTopic, req: func(topic string) kmsg.Request { return fetchIsolationV(4, -1, topic) }},
+		entry{name: "ListOffsets isolation level 2, unknown topic", req: listOffsetsIsolation(2)},
+		// Kafka answers a fetch of nothing at once, whatever its max wait.
+		entry{name: "Fetch no topics, max wait 16 days", raw: func(c *conn, topic string) (any, error) {
+			req := fetchIsolation(0, false)(topic).(*kmsg.FetchRequest)
+			req.MaxWaitMillis = 16 * 24 * 3600 * 1000
+			return c.roundTrip(req)
+		}},
+	)
+}
