@@ -49,6 +49,9 @@ type Broker struct {
 
 	connMu sync.Mutex
 	conns  map[*conn]struct{}
+	// requestMemory bounds the bytes of requests read and not yet
+	// answered (queued.max.request.bytes, request_memory.go).
+	requestMemory *requestMemory
 
 	closeOnce sync.Once
 	closeErr  error
@@ -109,7 +112,8 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Broker{cfg: cfg, log: cfg.Logger, conns: map[*conn]struct{}{}, sasl: saslCfg}
+	b := &Broker{cfg: cfg, log: cfg.Logger, conns: map[*conn]struct{}{}, sasl: saslCfg,
+		requestMemory: newRequestMemory(*cfg.QueuedMaxRequestBytes)}
 	b.metrics = newBrokerMetrics(b)
 	b.replQuotas.Init(b.cfg.ReplicationQuotaWindowNum, b.cfg.ReplicationQuotaWindowSizeSeconds)
 	b.quotas = quota.NewClients(quota.RateConfig{Samples: cfg.QuotaWindowNum, WindowMs: int64(cfg.QuotaWindowSizeSeconds) * 1000}, b.metrics.registry)
