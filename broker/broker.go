@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/gregor-broker/gregor/broker/partition"
 	"github.com/gregor-broker/gregor/broker/quota"
@@ -52,6 +53,9 @@ type Broker struct {
 	// requestMemory bounds the bytes of requests read and not yet
 	// answered (queued.max.request.bytes, request_memory.go).
 	requestMemory *requestMemory
+	// connLimits counts the client connections for max.connections and
+	// max.connections.per.ip (conn_limits.go).
+	connLimits *connLimits
 
 	closeOnce sync.Once
 	closeErr  error
@@ -112,8 +116,12 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
+	limits, err := newBrokerConnLimits(&cfg)
+	if err != nil {
+		return nil, err
+	}
 	b := &Broker{cfg: cfg, log: cfg.Logger, conns: map[*conn]struct{}{}, sasl: saslCfg,
-		requestMemory: newRequestMemory(*cfg.QueuedMaxRequestBytes)}
+		requestMemory: newRequestMemory(*cfg.QueuedMaxRequestBytes), connLimits: limits}
 	b.metrics = newBrokerMetrics(b)
 	b.replQuotas.Init(b.cfg.ReplicationQuotaWindowNum, b.cfg.ReplicationQuotaWindowSizeSeconds)
 	b.quotas = quota.NewClients(quota.RateConfig{Samples: cfg.QuotaWindowNum, WindowMs: int64(cfg.QuotaWindowSizeSeconds) * 1000}, b.metrics.registry)
@@ -214,6 +222,9 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		b.catalog.closeAll()
 		return nil, fmt.Errorf("broker: listen: %w", err)
 	}
+	if cfg.testHooks.wrapListener != nil {
+		ln = cfg.testHooks.wrapListener(ln)
+	}
 	b.listener = ln
 	advertise := cfg.Advertise
 	if advertise == "" {
@@ -267,8 +278,9 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 			return nil, err
 		}
 	}
-	b.wg.Add(1)
+	b.wg.Add(2)
 	go b.acceptLoop()
+	go b.expireIdleConnections()
 	b.ready.Store(true)
 	b.log.Info("gregor: ready", "listen", ln.Addr().String(), "advertise", advertise,
 		"node_id", cfg.NodeID, "data_dir", cfg.DataDir, "topics", len(b.catalog.byName),
@@ -365,22 +377,47 @@ func (b *Broker) close(controlled bool) error {
 
 func (b *Broker) acceptLoop() {
 	defer b.wg.Done()
+	var backoff acceptBackoff
 	for {
+		if !b.connLimits.awaitSlot(b.ctx) {
+			return
+		}
 		nc, err := b.listener.Accept()
 		if err != nil {
 			if b.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 				return
 			}
-			b.log.Warn("accept failed", "err", err)
+			b.metrics.acceptFailures.Inc()
+			delay, warn, failures := backoff.failed(time.Now())
+			if warn {
+				b.log.Warn("accept failed", "err", err, "failures_since_last_warning", failures, "backoff", delay)
+			}
+			if !transientAcceptError(err) {
+				delay = minAcceptBackoff
+			}
+			select {
+			case <-time.After(delay):
+			case <-b.ctx.Done():
+				return
+			}
 			continue
 		}
+		backoff.succeeded()
 		if b.throttleConnection(nc) {
+			continue
+		}
+		addr := remoteAddr(nc)
+		if limit, ok := b.connLimits.admit(addr); !ok {
+			b.log.Info("rejected connection: the address already has the configured maximum of connections", "remote", nc.RemoteAddr().String(), "max", limit)
+			b.metrics.connectionsRejectedPerIP.Inc()
+			nc.Close()
 			continue
 		}
 		c := newConn(b, nc)
 		b.connMu.Lock()
 		if b.ctx.Err() != nil {
 			b.connMu.Unlock()
+			b.connLimits.release(addr)
 			nc.Close()
 			return
 		}
@@ -395,6 +432,7 @@ func (b *Broker) acceptLoop() {
 			b.connMu.Lock()
 			delete(b.conns, c)
 			b.connMu.Unlock()
+			b.connLimits.release(addr)
 			b.metrics.connectionsOpen.Dec()
 			b.metrics.connectionsClosed.Inc()
 		}()

@@ -161,6 +161,21 @@ func pointerConfig[T comparable](def T, parse func(string) (T, error), format fu
 	}
 }
 
+// stringConfig is a string key whose default is empty.
+func stringConfig(name, field, doc string, at func(*Config) *string) BrokerConfig {
+	return BrokerConfig{Name: name, Field: field, Doc: doc, kind: topicconfig.KindString,
+		parse: func(c *Config, v string) error {
+			*at(c) = v
+			return nil
+		},
+		fill: func(*Config) {},
+		current: func(b *Broker) (string, bool) {
+			v := *at(&b.cfg)
+			return v, v != ""
+		},
+	}
+}
+
 // loaderConfig is a key the loader reads itself (its parse is nil).
 func loaderConfig(name string, kind topicconfig.Kind, def string, doc string) BrokerConfig {
 	return BrokerConfig{Name: name, Default: def, NullDefault: def == "", Doc: doc, kind: kind}
@@ -237,6 +252,10 @@ var brokerConfigTable = func() []BrokerConfig {
 		loaderConfig("listener.name.<listener>.plain.sasl.jaas.config", topicconfig.KindString, "", "the PLAIN users of the SASL listener `<listener>` (lower case): one `org.apache.kafka.common.security.plain.PlainLoginModule required user_NAME=\"password\" ...;` entry, Kafka's JAAS syntax; an unprefixed `sasl.jaas.config` is ignored with a warning, as Kafka ignores it on a broker").shownAs("none"),
 		intConfig("socket.request.max.bytes", "MaxFrameBytes", topicconfig.KindInt, int32(protocol.DefaultMaxFrameBytes), 1, math.MaxInt32, "a larger request closes the connection", func(c *Config) *int32 { return &c.MaxFrameBytes }),
 		optionalConfig("queued.max.request.bytes", "QueuedMaxRequestBytes", topicconfig.KindLong, -1, math.MinInt64, math.MaxInt64, "the bytes of requests read and not yet answered, over all connections; a connection whose next request does not fit is not read until others are answered, as Kafka's memory pool mutes it, and as in Kafka one request may take the pool past the bound while anything is left, and a request reserves the size its frame claims; -1 (or any value <= 0) is no bound. Whatever this is, a frame's buffer grows only as its bytes arrive, and one connection has at most 16 MiB of requests read ahead (a larger request alone)", func(c *Config) **int64 { return &c.QueuedMaxRequestBytes }),
+		optionalConfig("max.connections", "MaxConnections", topicconfig.KindInt, maxConnectionsDefault, 0, math.MaxInt32, "client connections open at once: at the limit no more are accepted (they wait in the listen backlog) until one closes", func(c *Config) **int64 { return &c.MaxConnections }),
+		optionalConfig("max.connections.per.ip", "MaxConnectionsPerIP", topicconfig.KindInt, maxConnectionsDefault, 0, math.MaxInt32, "connections from one address: one more is closed as soon as it is accepted; 0 only with `max.connections.per.ip.overrides`", func(c *Config) **int64 { return &c.MaxConnectionsPerIP }),
+		stringConfig("max.connections.per.ip.overrides", "MaxConnectionsPerIPOverrides", "other per-address limits, `host:count,host:count` (hosts resolved at start)", func(c *Config) *string { return &c.MaxConnectionsPerIPOverrides }),
+		optionalConfig("connections.max.idle.ms", "ConnectionsMaxIdleMs", topicconfig.KindLong, defaultIdleMillis, math.MinInt64, math.MaxInt64, "a connection with no request in flight and no traffic for this long is closed; negative never", func(c *Config) **int64 { return &c.ConnectionsMaxIdleMs }),
 		intConfig("offsets.topic.num.partitions", "OffsetsTopicPartitions", topicconfig.KindInt, int32(50), 1, math.MaxInt32, "partitions of `__consumer_offsets` when first created", func(c *Config) *int32 { return &c.OffsetsTopicPartitions }),
 		intConfig("offsets.topic.replication.factor", "OffsetsTopicReplicationFactor", topicconfig.KindShort, int16(3), 1, math.MaxInt16, "cluster mode: replicas of `__consumer_offsets` when first created; with fewer unfenced brokers FindCoordinator answers COORDINATOR_NOT_AVAILABLE (a single node always uses 1)", func(c *Config) *int16 { return &c.OffsetsTopicReplicationFactor }),
 		optionalConfig("group.initial.rebalance.delay.ms", "GroupInitialRebalanceDelayMs", topicconfig.KindInt, 3000, 0, math.MaxInt32, "delay before the first rebalance of an empty group", func(c *Config) **int64 { return &c.GroupInitialRebalanceDelayMs }),

@@ -30,6 +30,19 @@ type Config struct {
 	// no more are read (request_memory.go); <= 0 (the default, -1, as in
 	// Kafka) is no bound.
 	QueuedMaxRequestBytes *int64
+	// MaxConnections is max.connections: with that many client
+	// connections open, no more are accepted until one closes.
+	MaxConnections *int64
+	// MaxConnectionsPerIP is max.connections.per.ip: a connection from an
+	// address that already has that many is closed at once;
+	// MaxConnectionsPerIPOverrides (max.connections.per.ip.overrides,
+	// "host:count,...") sets other limits for some hosts.
+	MaxConnectionsPerIP          *int64
+	MaxConnectionsPerIPOverrides string
+	// ConnectionsMaxIdleMs is connections.max.idle.ms: a connection with
+	// nothing in flight and no traffic for that long is closed; negative
+	// never. Default 600000 (10 minutes), as Kafka.
+	ConnectionsMaxIdleMs *int64
 	// Security of the Kafka listener (docs/security.md).
 
 	// ListenerName is the served listener's name (listeners' NAME://),
@@ -269,7 +282,8 @@ type Config struct {
 
 	// testHooks lets tests act at points of the broker's life.
 	testHooks struct {
-		beforeLoad func(*Broker) // in Start, after the HTTP listener opens, before the logs load
+		wrapListener func(net.Listener) net.Listener // wraps the Kafka listener once bound
+		beforeLoad   func(*Broker)                   // in Start, after the HTTP listener opens, before the logs load
 		// replicaFetch runs before each round of a replica fetcher, with
 		// the leader it fetches from; a test blocks it to slow a follower.
 		replicaFetch func(leader int32)

@@ -78,6 +78,10 @@ type conn struct {
 	// reader waiting for room.
 	pendingBytes atomic.Int64
 	answered     chan struct{}
+	// lastActive is when a frame was last read or a response last
+	// written, in Unix nanoseconds, for connections.max.idle.ms
+	// (conn_limits.go).
+	lastActive atomic.Int64
 }
 
 // mute throttles the connection for ms milliseconds from now.
@@ -219,6 +223,7 @@ func newConn(b *Broker, nc net.Conn) *conn {
 		answered: make(chan struct{}, 1),
 	}
 	c.principal.Store(&anonymous)
+	c.lastActive.Store(time.Now().UnixNano())
 	if b.sasl != nil {
 		c.idle = make(chan struct{}, 1)
 	}
@@ -238,6 +243,7 @@ func (c *conn) serve() {
 		throttled := err == nil && c.muted()
 		if err == nil && (len(queue) == 0 || throttled) {
 			err = c.w.Flush()
+			c.lastActive.Store(time.Now().UnixNano())
 		}
 		if throttled && err == nil && !c.waitUnmuted(ctx) {
 			err = ctx.Err()
@@ -313,6 +319,7 @@ func (c *conn) readLoop(ctx context.Context, cancel context.CancelFunc, queue ch
 			return
 		}
 		received := time.Now()
+		c.lastActive.Store(received.UnixNano())
 		hdr, body, err := protocol.ParseRequestHeader(frame)
 		if err != nil {
 			c.releaseFrame(reserved)
@@ -354,6 +361,7 @@ func (c *conn) readLoop(ctx context.Context, cancel context.CancelFunc, queue ch
 			err := c.handleAndRelease(req)
 			if err == nil && (!frameBuffered(r) || c.muted()) {
 				err = c.w.Flush()
+				c.lastActive.Store(time.Now().UnixNano())
 			}
 			if err != nil {
 				c.nc.Close()

@@ -36,6 +36,11 @@ type brokerMetrics struct {
 
 	connectionsOpen     prometheus.Gauge
 	connectionsAccepted prometheus.Counter
+	// Connections closed by the limits of conn_limits.go: over
+	// max.connections.per.ip, and idle past connections.max.idle.ms.
+	connectionsRejectedPerIP, idleConnectionsClosed prometheus.Counter
+	// acceptFailures counts failed accepts (out of descriptors, say).
+	acceptFailures prometheus.Counter
 	// SASL authentications, as Kafka's successful-authentication-total,
 	// failed-authentication-total and expired-connections-killed-count.
 	successfulAuthentications, failedAuthentications, expiredSessions prometheus.Counter
@@ -121,6 +126,18 @@ func newBrokerMetrics(b *Broker) *brokerMetrics {
 		Name: "gregor_connections_accepted_total",
 		Help: "Client connections accepted.",
 	})
+	m.connectionsRejectedPerIP = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "gregor_connections_rejected_per_ip_total",
+		Help: "Client connections closed on accept because their address had max.connections.per.ip (or its override) open.",
+	})
+	m.idleConnectionsClosed = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "gregor_connections_idle_closed_total",
+		Help: "Client connections closed after connections.max.idle.ms without traffic or a request in flight.",
+	})
+	m.acceptFailures = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "gregor_accept_failures_total",
+		Help: "Failed accepts of client connections (out of file descriptors, say), each followed by a backoff.",
+	})
 	m.connectionsClosed = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "gregor_connections_closed_total",
 		Help: "Client connections closed, by either side.",
@@ -160,6 +177,7 @@ func newBrokerMetrics(b *Broker) *brokerMetrics {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		requests, failed, latency, m.requestErrors,
 		m.connectionsOpen, m.connectionsAccepted, m.connectionsClosed, m.fsyncSeconds,
+		m.connectionsRejectedPerIP, m.idleConnectionsClosed, m.acceptFailures,
 		m.successfulAuthentications, m.failedAuthentications, m.expiredSessions,
 		m.topicBytesIn, m.topicRecordsIn, m.topicBytesOut,
 		partitionCollector{b}, groupCollector{b},
