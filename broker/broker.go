@@ -27,7 +27,10 @@ type Broker struct {
 	cfg Config
 	log *slog.Logger
 	// sasl is the served listener's SASL configuration, nil on PLAINTEXT.
-	sasl       *sasl.Config
+	sasl *sasl.Config
+	// tls is the served listener's TLS side, nil unless it is SSL or
+	// SASL_SSL (listener_tls.go).
+	tls        *listenerTLS
 	listener   net.Listener
 	advertised struct {
 		host string
@@ -105,11 +108,15 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		}
 		cfg.TopicDefaults[name] = v
 	}
+	tlsCfg, err := newListenerTLS(&cfg)
+	if err != nil {
+		return nil, err
+	}
 	saslCfg, err := listenerSASL(&cfg)
 	if err != nil {
 		return nil, err
 	}
-	b := &Broker{cfg: cfg, log: cfg.Logger, conns: map[*conn]struct{}{}, sasl: saslCfg}
+	b := &Broker{cfg: cfg, log: cfg.Logger, conns: map[*conn]struct{}{}, sasl: saslCfg, tls: tlsCfg}
 	b.metrics = newBrokerMetrics(b)
 	b.replQuotas.Init(b.cfg.ReplicationQuotaWindowNum, b.cfg.ReplicationQuotaWindowSizeSeconds)
 	b.quotas = quota.NewClients(quota.RateConfig{Samples: cfg.QuotaWindowNum, WindowMs: int64(cfg.QuotaWindowSizeSeconds) * 1000}, b.metrics.registry)
@@ -278,7 +285,12 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 
 // securityProtocol is the served listener's security protocol.
 func (b *Broker) securityProtocol() string {
-	if b.sasl != nil {
+	switch {
+	case b.tls != nil && b.sasl != nil:
+		return protocolSASLSSL
+	case b.tls != nil:
+		return protocolSSL
+	case b.sasl != nil:
 		return protocolSASLPlaintext
 	}
 	return protocolPlaintext
@@ -373,7 +385,7 @@ func (b *Broker) acceptLoop() {
 		if b.throttleConnection(nc) {
 			continue
 		}
-		c := newConn(b, nc)
+		c := newConn(b, b.tls.wrap(nc))
 		b.connMu.Lock()
 		if b.ctx.Err() != nil {
 			b.connMu.Unlock()
