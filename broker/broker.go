@@ -337,7 +337,7 @@ func (b *Broker) close(controlled bool) error {
 		b.listener.Close()
 		b.connMu.Lock()
 		for c := range b.conns {
-			c.nc.Close()
+			c.abort()
 		}
 		b.connMu.Unlock()
 		b.wg.Wait()

@@ -89,6 +89,17 @@ func (l *listenerTLS) wrap(nc net.Conn) net.Conn {
 	return tls.Server(nc, l.server)
 }
 
+// abort closes c's socket at once. A TLS connection's Close would first
+// send a close_notify alert, which can wait up to 5 s on a peer that reads
+// nothing; the broker, closing, does not wait for that.
+func (c *conn) abort() {
+	if tc, ok := c.nc.(*tls.Conn); ok {
+		tc.NetConn().Close()
+		return
+	}
+	c.nc.Close()
+}
+
 // handshake runs the TLS handshake of c, bounded by tlsHandshakeTimeout,
 // and sets its principal from the client certificate as Kafka's
 // DefaultKafkaPrincipalBuilder does: User:<mapped subject DN>, or

@@ -12,11 +12,13 @@ import (
 	"encoding/pem"
 	"errors"
 	"io"
+	"log/slog"
 	"math/big"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -181,6 +183,59 @@ func startTLSBroker(t *testing.T, p *testPKI, clientAuth string, adjust func(*Co
 	}
 	return startBroker(t, cfg)
 }
+
+// logRecords keeps what a broker logs, for a test to look up.
+type logRecords struct {
+	mu   sync.Mutex
+	recs []slog.Record
+}
+
+// logger is a debug-level logger whose records land in l.
+func (l *logRecords) logger() *slog.Logger { return slog.New(recordHandler{store: l}) }
+
+// attr returns key's value in the first record whose message is msg.
+func (l *logRecords) attr(msg, key string) (string, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, r := range l.recs {
+		if r.Message != msg {
+			continue
+		}
+		var v string
+		found := false
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == key {
+				v, found = a.Value.String(), true
+				return false
+			}
+			return true
+		})
+		return v, found
+	}
+	return "", false
+}
+
+type recordHandler struct {
+	store *logRecords
+	attrs []slog.Attr
+}
+
+func (h recordHandler) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h recordHandler) Handle(_ context.Context, r slog.Record) error {
+	r = r.Clone()
+	r.AddAttrs(h.attrs...)
+	h.store.mu.Lock()
+	defer h.store.mu.Unlock()
+	h.store.recs = append(h.store.recs, r)
+	return nil
+}
+
+func (h recordHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return recordHandler{store: h.store, attrs: append(append([]slog.Attr{}, h.attrs...), as...)}
+}
+
+func (h recordHandler) WithGroup(string) slog.Handler { return h }
 
 // principals lists the principals of the broker's open connections.
 func principals(b *Broker) []string {
@@ -417,7 +472,11 @@ func TestTLSClientCertificatePrincipal(t *testing.T) {
 		{"no rule maps it", "required", "RULE:^CN=bob,.*$/bob/", []tls.Certificate{alice.tls}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b := startTLSBroker(t, p, tc.clientAuth, func(c *Config) { c.SSLPrincipalMappingRules = tc.rules })
+			var logs logRecords
+			b := startTLSBroker(t, p, tc.clientAuth, func(c *Config) {
+				c.SSLPrincipalMappingRules = tc.rules
+				c.Logger = logs.logger()
+			})
 			c, err := dialTLS(t, b, p.clientTLS(tc.certs...))
 			if err != nil {
 				t.Fatalf("handshake: %v", err)
@@ -427,6 +486,10 @@ func TestTLSClientCertificatePrincipal(t *testing.T) {
 				if err == nil {
 					t.Fatal("answered a connection whose certificate maps to no principal")
 				}
+				waitFor(t, "the refusal logged", func() bool {
+					reason, _ := logs.attr("closing connection: no principal for the client certificate", "reason")
+					return reason == `Failed to map name for 'CN=alice,OU=eng,O=Gregor\, Inc.' based on SSL principal mapping rules.`
+				})
 				return
 			}
 			if err != nil {
@@ -434,6 +497,10 @@ func TestTLSClientCertificatePrincipal(t *testing.T) {
 			}
 			if got := principals(b); len(got) != 1 || got[0] != tc.want {
 				t.Fatalf("principals %q, want [%s]", got, tc.want)
+			}
+			// The debug line says who the client is, as the operator sees it.
+			if got, _ := logs.attr("TLS handshake complete", "principal"); got != tc.want {
+				t.Fatalf("the handshake's debug line names %q, want %q", got, tc.want)
 			}
 		})
 	}
@@ -451,13 +518,15 @@ func TestTLSHandshakeRefusals(t *testing.T) {
 		name       string
 		clientAuth string
 		certs      []tls.Certificate
+		reason     string // in the log line
 	}{
-		{"required without a certificate", "required", nil},
-		{"required, untrusted certificate", "required", []tls.Certificate{mallory.tls}},
-		{"requested, untrusted certificate", "requested", []tls.Certificate{mallory.tls}},
+		{"required without a certificate", "required", nil, "client didn't provide a certificate"},
+		{"required, untrusted certificate", "required", []tls.Certificate{mallory.tls}, "certificate signed by unknown authority"},
+		{"requested, untrusted certificate", "requested", []tls.Certificate{mallory.tls}, "certificate signed by unknown authority"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b := startTLSBroker(t, p, tc.clientAuth, nil)
+			var logs logRecords
+			b := startTLSBroker(t, p, tc.clientAuth, func(c *Config) { c.Logger = logs.logger() })
 			// In TLS 1.3 the client finishes its side before the server
 			// has checked the client's certificate: the refusal shows
 			// at the first read.
@@ -469,6 +538,9 @@ func TestTLSHandshakeRefusals(t *testing.T) {
 				t.Fatal("the broker answered")
 			}
 			waitFor(t, "the failed handshake counted", func() bool { return saslCounter(b.metrics.failedTLSHandshakes) == 1 })
+			if reason, _ := logs.attr("closing connection: TLS handshake failed", "reason"); !strings.Contains(reason, tc.reason) {
+				t.Errorf("logged reason %q, want one containing %q", reason, tc.reason)
+			}
 			good, err := dialTLS(t, b, p.clientTLS(alice.tls))
 			if err != nil {
 				t.Fatal(err)
@@ -485,7 +557,7 @@ func TestTLSHandshakeRefusals(t *testing.T) {
 func TestTLSPlainBytesOnTLSListener(t *testing.T) {
 	t.Parallel()
 	p := newTestPKI(t)
-	b := startTLSBroker(t, p, "none", nil)
+	b := startTLSBroker(t, p, "none", func(c *Config) { c.HTTPListen = "127.0.0.1:0" })
 	raw := dialRaw(t, b.Addr())
 	raw.send(kmsg.NewPtrApiVersionsRequest())
 	raw.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
@@ -499,7 +571,10 @@ func TestTLSPlainBytesOnTLSListener(t *testing.T) {
 	if len(reply) >= 4 && bytes.Equal(reply[:4], []byte{0, 0, 0, 0}) {
 		t.Fatalf("answered % x", reply)
 	}
-	waitFor(t, "the failed handshake counted", func() bool { return saslCounter(b.metrics.failedTLSHandshakes) == 1 })
+	waitFor(t, "the failed handshake counted", func() bool {
+		n, _ := scrapeMetrics(t, b.HTTPAddr()).value("gregor_tls_failed_handshakes_total")
+		return n == 1
+	})
 	c, err := dialTLS(t, b, p.clientTLS())
 	if err != nil {
 		t.Fatal(err)
