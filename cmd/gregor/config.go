@@ -142,7 +142,7 @@ func applyPropertiesWithOrigins(dst *broker.Config, props map[string]setting, lo
 	// ssl.principal.mapping.rules, listener.name.<name>.<key> over <key>
 	// as Kafka reads them. On another listener they stay ignored.
 	if cfg.SecurityProtocol == "SSL" || cfg.SecurityProtocol == "SASL_SSL" {
-		settings, rules, err := listenerSSL(props, cfg.ListenerName, handled)
+		settings, rules, err := listenerSSL(props, cfg.ListenerName, cfg.SecurityProtocol, handled, logger)
 		if err != nil {
 			bad("listeners", err.Error())
 		} else {
@@ -386,8 +386,10 @@ var sslKeys = append(slices.Clone(ssl.Keys), "ssl.principal.mapping.rules")
 
 // listenerSSL reads the TLS configuration of the listener named name and
 // marks the keys it read as handled. The error is ssl.Parse's, which never
-// shows a password or key.
-func listenerSSL(props map[string]setting, name string, handled map[string]bool) (*ssl.Settings, string, error) {
+// shows a password or key. On SASL_SSL, as in Kafka's ChannelBuilders,
+// only the listener-prefixed ssl.client.auth asks for client
+// certificates: the broker-wide one applies to SSL listeners alone.
+func listenerSSL(props map[string]setting, name, protocol string, handled map[string]bool, logger *slog.Logger) (*ssl.Settings, string, error) {
 	get := func(key string) (string, bool) {
 		s, ok := props[key]
 		if ok {
@@ -400,7 +402,21 @@ func listenerSSL(props map[string]setting, name string, handled map[string]bool)
 		get(k)
 		get("listener.name." + strings.ToLower(name) + "." + k)
 	}
-	settings, err := ssl.Parse(lookup)
+	prefixedClientAuth := "listener.name." + strings.ToLower(name) + ".ssl.client.auth"
+	parse := lookup
+	if _, ok := props[prefixedClientAuth]; !ok && protocol == "SASL_SSL" {
+		if v, ok := props["ssl.client.auth"]; ok && !strings.EqualFold(strings.TrimSpace(v.value), ssl.ClientAuthNone) {
+			logger.Warn("gregor: Broker configuration 'ssl.client.auth' is applied only to SSL listeners. Listener-prefixed configuration can be used to enable SSL client authentication for SASL_SSL listeners.",
+				"from", v.origin, "use", prefixedClientAuth)
+		}
+		parse = func(key string) (string, bool) {
+			if key == "ssl.client.auth" {
+				return ssl.ClientAuthNone, true
+			}
+			return lookup(key)
+		}
+	}
+	settings, err := ssl.Parse(parse)
 	if err != nil {
 		return nil, "", fmt.Errorf("listener %s: %v", name, err)
 	}

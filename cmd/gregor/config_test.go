@@ -384,6 +384,39 @@ func TestApplyPropertiesSSLListener(t *testing.T) {
 	}
 }
 
+// TestApplyPropertiesSASLSSLClientAuth: on a SASL_SSL listener only the
+// listener-prefixed ssl.client.auth asks for client certificates, as in
+// Kafka's ChannelBuilders, which warns about the broker-wide one.
+func TestApplyPropertiesSASLSSLClientAuth(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		kv    []string
+		want  string
+		warns bool
+	}{
+		{"broker-wide ignored", []string{"ssl.client.auth", "required"}, "none", true},
+		{"broker-wide none", []string{"ssl.client.auth", "NONE"}, "none", false},
+		{"prefixed", []string{"listener.name.sasl_ssl.ssl.client.auth", "requested"}, "requested", false},
+		{"prefixed over broker-wide", []string{"ssl.client.auth", "none", "listener.name.sasl_ssl.ssl.client.auth", "required"}, "required", false},
+		{"unset", nil, "none", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs strings.Builder
+			var cfg broker.Config
+			kv := append([]string{"listeners", "SASL_SSL://:9094", "ssl.keystore.location", "/k.jks", "ssl.keystore.password", "pw"}, tc.kv...)
+			if err := applyProperties(&cfg, props(kv...), slog.New(slog.NewTextHandler(&logs, nil))); err != nil {
+				t.Fatal(err)
+			}
+			if cfg.SSL == nil || cfg.SSL.ClientAuth != tc.want {
+				t.Fatalf("settings %+v, want ssl.client.auth %s", cfg.SSL, tc.want)
+			}
+			if warned := strings.Contains(logs.String(), "is applied only to SSL listeners"); warned != tc.warns {
+				t.Errorf("warned %v, want %v:\n%s", warned, tc.warns, logs.String())
+			}
+		})
+	}
+}
+
 func TestApplyPropertiesWarnsOncePerIgnoredOrUnknownKey(t *testing.T) {
 	var buf bytes.Buffer
 	logger := slog.New(slog.NewTextHandler(&buf, nil))
