@@ -318,6 +318,33 @@ func TestTLSFranzProduceConsumeLarge(t *testing.T) {
 			t.Errorf("principal %s without a client certificate, want User:ANONYMOUS", pr)
 		}
 	}
+	b.connMu.Lock()
+	for c := range b.conns {
+		if c.tcp != nil {
+			t.Error("a TLS connection would send records by sendfile, past the encryption")
+		}
+	}
+	b.connMu.Unlock()
+}
+
+// TestTLSCloseDuringHandshake: closing the broker does not wait for a
+// client that never finishes its handshake.
+func TestTLSCloseDuringHandshake(t *testing.T) {
+	t.Parallel()
+	p := newTestPKI(t)
+	b := startTLSBroker(t, p, "none", nil)
+	dialRaw(t, b.Addr()) // connects, sends nothing
+	waitFor(t, "the connection accepted", func() bool { return len(principals(b)) == 1 })
+	start := time.Now()
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("Close took %v with a handshake pending", d)
+	}
+	if n := saslCounter(b.metrics.failedTLSHandshakes); n != 0 {
+		t.Errorf("a handshake cut short by Close counted as failed (%v)", n)
+	}
 }
 
 // TestTLSLibrdkafkaProduceConsume: librdkafka (confluent-kafka-go) with
