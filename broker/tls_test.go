@@ -592,10 +592,9 @@ func TestTLSPlainBytesOnTLSListener(t *testing.T) {
 	if ne, ok := err.(net.Error); ok && ne.Timeout() {
 		t.Fatal("the broker kept the connection open")
 	}
-	// Go's TLS server may answer a non-TLS record with a plain-text HTTP
-	// 400 (for a record that looks like HTTP) or nothing: never a Kafka
+	// At most a TLS alert record (type 21) comes back: never a Kafka
 	// frame.
-	if len(reply) >= 4 && bytes.Equal(reply[:4], []byte{0, 0, 0, 0}) {
+	if len(reply) > 0 && reply[0] != 21 {
 		t.Fatalf("answered % x", reply)
 	}
 	waitFor(t, "the failed handshake counted", func() bool {
@@ -739,5 +738,24 @@ func TestTLSStartRefusals(t *testing.T) {
 				t.Fatalf("error %q, want one containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestTLSUnrecognizedClientAuthWarns: an ssl.client.auth Kafka does not
+// know is logged with Kafka's warning and taken as none.
+func TestTLSUnrecognizedClientAuthWarns(t *testing.T) {
+	t.Parallel()
+	p := newTestPKI(t)
+	var logs logRecords
+	b := startTLSBroker(t, p, "maybe", func(c *Config) { c.Logger = logs.logger() })
+	if _, ok := logs.attr("gregor: Unrecognized client authentication configuration maybe.  Falling back to NONE.  Recognized client authentication configurations are REQUIRED, REQUESTED, NONE.", "listener"); !ok {
+		t.Fatal("no warning about ssl.client.auth=maybe")
+	}
+	c, err := dialTLS(t, b, p.clientTLS())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tlsAPIVersions(c); err != nil {
+		t.Fatalf("a client without a certificate under none: %v", err)
 	}
 }
