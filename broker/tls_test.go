@@ -167,7 +167,7 @@ func (p *testPKI) sslSettings(t testing.TB, clientAuth string) *ssl.Settings {
 // startTLSBroker starts a broker on an SSL (or, with adjust, SASL_SSL)
 // listener with the PKI's server certificate, its data on disk so that
 // fetches read segment files.
-func startTLSBroker(t *testing.T, p *testPKI, clientAuth string, adjust func(*Config)) *Broker {
+func startTLSBroker(t testing.TB, p *testPKI, clientAuth string, adjust func(*Config)) *Broker {
 	t.Helper()
 	zero := int64(0)
 	cfg := Config{
@@ -250,7 +250,7 @@ func principals(b *Broker) []string {
 
 // dialTLS opens a TLS connection to b with cfg and completes the client
 // side of the handshake.
-func dialTLS(t *testing.T, b *Broker, cfg *tls.Config) (*rawConn, error) {
+func dialTLS(t testing.TB, b *Broker, cfg *tls.Config) (*rawConn, error) {
 	t.Helper()
 	d := &net.Dialer{Timeout: 5 * time.Second}
 	tc, err := tls.DialWithDialer(d, "tcp", b.Addr(), cfg)
