@@ -276,7 +276,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	b.log.Info("gregor: ready", "listen", ln.Addr().String(), "advertise", advertise,
 		"node_id", cfg.NodeID, "data_dir", cfg.DataDir, "topics", len(b.catalog.byName),
 		"listener", cfg.listenerName(), "security_protocol", b.securityProtocol(), "sasl_mechanisms", b.saslMechanisms())
-	if b.sasl != nil {
+	if b.sasl != nil || b.tls.authenticatesClients() {
 		b.log.Warn("gregor: no authorization yet: every authenticated principal may do everything (ACLs are not enforced)",
 			"listener", cfg.listenerName())
 	}

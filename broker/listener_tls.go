@@ -35,7 +35,7 @@ type listenerTLS struct {
 	server *tls.Config
 	// mapper is ssl.principal.mapping.rules.
 	mapper *principal.Mapper
-	// clientAuth is ssl.client.auth, for the log.
+	// clientAuth is ssl.client.auth.
 	clientAuth string
 }
 
@@ -77,6 +77,12 @@ func newListenerTLS(cfg *Config) (*listenerTLS, error) {
 		return nil, fmt.Errorf("broker: listener %s: ssl.principal.mapping.rules: %v", cfg.listenerName(), err)
 	}
 	return &listenerTLS{server: factory.ServerConfig(), mapper: mapper, clientAuth: cfg.SSL.ClientAuth}, nil
+}
+
+// authenticatesClients reports whether the listener asks for client
+// certificates, so that its connections have principals of their own.
+func (l *listenerTLS) authenticatesClients() bool {
+	return l != nil && l.clientAuth != ssl.ClientAuthNone
 }
 
 // wrap makes an accepted connection the server side of a TLS connection;

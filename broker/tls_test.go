@@ -504,6 +504,11 @@ func TestTLSClientCertificatePrincipal(t *testing.T) {
 				c.SSLPrincipalMappingRules = tc.rules
 				c.Logger = logs.logger()
 			})
+			// Clients with certificates are authenticated, not authorized.
+			_, warned := logs.attr("gregor: no authorization yet: every authenticated principal may do everything (ACLs are not enforced)", "listener")
+			if warned != (tc.clientAuth != "none") {
+				t.Errorf("warned about authorization: %v, with ssl.client.auth=%s", warned, tc.clientAuth)
+			}
 			c, err := dialTLS(t, b, p.clientTLS(tc.certs...))
 			if err != nil {
 				t.Fatalf("handshake: %v", err)
