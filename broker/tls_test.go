@@ -24,6 +24,7 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -762,5 +763,51 @@ func TestTLSUnrecognizedClientAuthWarns(t *testing.T) {
 	}
 	if err := tlsAPIVersions(c); err != nil {
 		t.Fatalf("a client without a certificate under none: %v", err)
+	}
+}
+
+// TestTLSUserQuotaByCertificatePrincipal: a client quota for a user
+// applies to the SSL connections whose certificate maps to that user, as
+// in Kafka, and not to the anonymous ones beside them.
+func TestTLSUserQuotaByCertificatePrincipal(t *testing.T) {
+	t.Parallel()
+	p := newTestPKI(t)
+	alice := p.issue(t, "alice", pkix.Name{CommonName: "alice"}, x509.ExtKeyUsageClientAuth)
+	b := startTLSBroker(t, p, "requested", func(c *Config) { c.SSLPrincipalMappingRules = "RULE:^CN=(.*)$/$1/" })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	newClient := func(tc *throttleCounter, certs ...tls.Certificate) *kgo.Client {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.DialTLSConfig(p.clientTLS(certs...)),
+			kgo.DefaultProduceTopic("tls-quota"), kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.WithHooks(tc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(cl.Close)
+		return cl
+	}
+	var adminThrottles throttleCounter
+	adm := kadm.NewClient(newClient(&adminThrottles))
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "tls-quota"); err != nil {
+		t.Fatal(err)
+	}
+	alterQuotas(t, ctx, adm, kadm.AlterClientQuotaEntry{
+		Entity: quotaEnt(strp("user"), strp("alice")),
+		Ops:    []kadm.AlterClientQuotaOp{{Key: "producer_byte_rate", Value: 1024}},
+	})
+	value := make([]byte, 20<<10)
+	var aliceThrottles, anonThrottles throttleCounter
+	aliceCl, anonCl := newClient(&aliceThrottles, alice.tls), newClient(&anonThrottles)
+	for range 3 {
+		if err := anonCl.ProduceSync(ctx, &kgo.Record{Value: value}).FirstErr(); err != nil {
+			t.Fatalf("anonymous produce: %v", err)
+		}
+	}
+	for aliceThrottles.n.Load() == 0 {
+		if err := aliceCl.ProduceSync(ctx, &kgo.Record{Value: value}).FirstErr(); err != nil {
+			t.Fatalf("produce as alice (never throttled): %v", err)
+		}
+	}
+	if n := anonThrottles.n.Load(); n != 0 {
+		t.Errorf("the anonymous client was throttled %d times by alice's quota", n)
 	}
 }
