@@ -28,7 +28,10 @@ type Broker struct {
 	cfg Config
 	log *slog.Logger
 	// sasl is the served listener's SASL configuration, nil on PLAINTEXT.
-	sasl       *sasl.Config
+	sasl *sasl.Config
+	// tls is the served listener's TLS side, nil unless it is SSL or
+	// SASL_SSL (listener_tls.go).
+	tls        *listenerTLS
 	listener   net.Listener
 	advertised struct {
 		host string
@@ -112,6 +115,10 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		}
 		cfg.TopicDefaults[name] = v
 	}
+	tlsCfg, err := newListenerTLS(&cfg)
+	if err != nil {
+		return nil, err
+	}
 	saslCfg, err := listenerSASL(&cfg)
 	if err != nil {
 		return nil, err
@@ -120,7 +127,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Broker{cfg: cfg, log: cfg.Logger, conns: map[*conn]struct{}{}, sasl: saslCfg,
+	b := &Broker{cfg: cfg, log: cfg.Logger, conns: map[*conn]struct{}{}, sasl: saslCfg, tls: tlsCfg,
 		requestMemory: newRequestMemory(*cfg.QueuedMaxRequestBytes), connLimits: limits}
 	b.metrics = newBrokerMetrics(b)
 	b.replQuotas.Init(b.cfg.ReplicationQuotaWindowNum, b.cfg.ReplicationQuotaWindowSizeSeconds)
@@ -285,7 +292,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	b.log.Info("gregor: ready", "listen", ln.Addr().String(), "advertise", advertise,
 		"node_id", cfg.NodeID, "data_dir", cfg.DataDir, "topics", len(b.catalog.byName),
 		"listener", cfg.listenerName(), "security_protocol", b.securityProtocol(), "sasl_mechanisms", b.saslMechanisms())
-	if b.sasl != nil {
+	if b.sasl != nil || b.tls.authenticatesClients() {
 		b.log.Warn("gregor: no authorization yet: every authenticated principal may do everything (ACLs are not enforced)",
 			"listener", cfg.listenerName())
 	}
@@ -294,7 +301,12 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 
 // securityProtocol is the served listener's security protocol.
 func (b *Broker) securityProtocol() string {
-	if b.sasl != nil {
+	switch {
+	case b.tls != nil && b.sasl != nil:
+		return protocolSASLSSL
+	case b.tls != nil:
+		return protocolSSL
+	case b.sasl != nil:
 		return protocolSASLPlaintext
 	}
 	return protocolPlaintext
@@ -341,7 +353,7 @@ func (b *Broker) close(controlled bool) error {
 		b.listener.Close()
 		b.connMu.Lock()
 		for c := range b.conns {
-			c.nc.Close()
+			c.abort()
 		}
 		b.connMu.Unlock()
 		b.wg.Wait()
@@ -413,7 +425,7 @@ func (b *Broker) acceptLoop() {
 			nc.Close()
 			continue
 		}
-		c := newConn(b, nc)
+		c := newConn(b, b.tls.wrap(nc))
 		b.connMu.Lock()
 		if b.ctx.Err() != nil {
 			b.connMu.Unlock()

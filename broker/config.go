@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gregor-broker/gregor/broker/replication"
+	"github.com/gregor-broker/gregor/broker/security/ssl"
 	"github.com/gregor-broker/gregor/vfs"
 )
 
@@ -49,9 +50,20 @@ type Config struct {
 	// used in messages as Kafka uses it. Default: SecurityProtocol.
 	ListenerName string
 	// SecurityProtocol is the listener's security protocol: PLAINTEXT
-	// (also the default) or SASL_PLAINTEXT. SSL and SASL_SSL refuse to
-	// start: TLS is not served yet.
+	// (also the default), SASL_PLAINTEXT, SSL or SASL_SSL. SSL and
+	// SASL_SSL are served on a single node only: in cluster mode they
+	// refuse to start (inter-broker connections do not use TLS yet).
 	SecurityProtocol string
+	// SSL is the TLS configuration of an SSL or SASL_SSL listener: its
+	// ssl.* keys, listener.name.<listener>.ssl.* over ssl.*, as package
+	// ssl's Parse reads them. Ignored on other listeners. Its passwords
+	// and inline keys are ssl.Secrets, which never print.
+	SSL *ssl.Settings
+	// SSLPrincipalMappingRules is the listener's
+	// ssl.principal.mapping.rules: how a client certificate's subject
+	// becomes the principal's name. Empty means DEFAULT (the whole
+	// subject, in RFC 2253 form).
+	SSLPrincipalMappingRules string
 	// SASLEnabledMechanisms is sasl.enabled.mechanisms on a SASL
 	// listener. Nil means Kafka's default, GSSAPI, which is not served:
 	// PLAIN is the only mechanism served yet.
@@ -289,6 +301,8 @@ type Config struct {
 		replicaFetch func(leader int32)
 		closing      func(*Broker) // in Close, after readiness is withdrawn, before anything stops
 		listening    func(*Broker) // in Start, once the Kafka listener is bound, before it accepts
+		// tlsHandshakeTimeout, when set, replaces tlsHandshakeTimeout.
+		tlsHandshakeTimeout time.Duration
 	}
 }
 

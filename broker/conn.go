@@ -234,6 +234,9 @@ func (c *conn) serve() {
 	ctx, cancel := context.WithCancel(c.b.ctx)
 	defer cancel()
 	defer c.nc.Close()
+	if !c.handshake(ctx) {
+		return
+	}
 
 	queue := make(chan *request, maxInFlight)
 	go c.readLoop(ctx, cancel, queue)

@@ -219,7 +219,7 @@ func (b *Broker) expireIdleConnections() {
 			if c.lastActive.Load() < cutoff && c.queued.Load() == 0 && c.pendingBytes.Load() == 0 {
 				c.log.Debug("closing idle connection", "idle_ms", *b.cfg.ConnectionsMaxIdleMs)
 				b.metrics.idleConnectionsClosed.Inc()
-				c.nc.Close()
+				c.abort()
 			}
 		}
 		b.connMu.Unlock()

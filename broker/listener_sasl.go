@@ -19,16 +19,14 @@ const (
 const defaultFailedAuthenticationDelayMs = 100
 
 // listenerSASL is the SASL configuration of the served listener, nil when
-// it is PLAINTEXT; a configuration Gregor cannot serve is refused.
+// it is PLAINTEXT or SSL; a configuration Gregor cannot serve is refused.
 func listenerSASL(cfg *Config) (*sasl.Config, error) {
 	switch cfg.SecurityProtocol {
-	case "", protocolPlaintext:
+	case "", protocolPlaintext, protocolSSL:
 		return nil, nil
-	case protocolSASLPlaintext:
-	case "SSL", "SASL_SSL":
-		return nil, fmt.Errorf("broker: listener %s uses %s, which is not served yet (no TLS); PLAINTEXT and SASL_PLAINTEXT are", cfg.listenerName(), cfg.SecurityProtocol)
+	case protocolSASLPlaintext, protocolSASLSSL:
 	default:
-		return nil, fmt.Errorf("broker: unknown security protocol %q (PLAINTEXT and SASL_PLAINTEXT are served)", cfg.SecurityProtocol)
+		return nil, fmt.Errorf("broker: unknown security protocol %q (PLAINTEXT, SSL, SASL_PLAINTEXT and SASL_SSL are served)", cfg.SecurityProtocol)
 	}
 	if cfg.ControllerQuorumVoters != "" {
 		// The replica fetchers, forwarding and transaction peers connect

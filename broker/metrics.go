@@ -44,8 +44,12 @@ type brokerMetrics struct {
 	// SASL authentications, as Kafka's successful-authentication-total,
 	// failed-authentication-total and expired-connections-killed-count.
 	successfulAuthentications, failedAuthentications, expiredSessions prometheus.Counter
-	connectionsClosed                                                 prometheus.Counter
-	fsyncSeconds                                                      prometheus.Histogram
+	// failedTLSHandshakes counts the TLS handshakes of an SSL or SASL_SSL
+	// listener that failed or timed out (Kafka counts them in
+	// failed-authentication-total).
+	failedTLSHandshakes prometheus.Counter
+	connectionsClosed   prometheus.Counter
+	fsyncSeconds        prometheus.Histogram
 
 	topicBytesIn   *prometheus.CounterVec
 	topicBytesOut  *prometheus.CounterVec
@@ -150,6 +154,10 @@ func newBrokerMetrics(b *Broker) *brokerMetrics {
 		Name: "gregor_sasl_failed_authentications_total",
 		Help: "SASL authentications and re-authentications that failed (the connection was closed after the failed authentication delay).",
 	})
+	m.failedTLSHandshakes = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "gregor_tls_failed_handshakes_total",
+		Help: "TLS handshakes of an SSL or SASL_SSL listener that failed or did not finish within 10 s (the connection was closed).",
+	})
 	m.expiredSessions = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "gregor_sasl_expired_sessions_closed_total",
 		Help: "Connections closed because their SASL session expired without re-authentication.",
@@ -178,7 +186,7 @@ func newBrokerMetrics(b *Broker) *brokerMetrics {
 		requests, failed, latency, m.requestErrors,
 		m.connectionsOpen, m.connectionsAccepted, m.connectionsClosed, m.fsyncSeconds,
 		m.connectionsRejectedPerIP, m.idleConnectionsClosed, m.acceptFailures,
-		m.successfulAuthentications, m.failedAuthentications, m.expiredSessions,
+		m.successfulAuthentications, m.failedAuthentications, m.expiredSessions, m.failedTLSHandshakes,
 		m.topicBytesIn, m.topicRecordsIn, m.topicBytesOut,
 		partitionCollector{b}, groupCollector{b},
 	)

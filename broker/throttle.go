@@ -5,8 +5,10 @@ package broker
 // consumer_byte_rate, and accepted connections against
 // connection_creation_rate.
 //
-// Every client is Kafka's unauthenticated principal, user "ANONYMOUS":
-// Gregor has no SASL.
+// The user of a quota entity is the connection's principal name, as in
+// Kafka's ClientQuotaManager: the SASL user, an SSL client certificate's
+// mapped subject, or "ANONYMOUS" on a connection that did not
+// authenticate.
 //
 // Enforcement, KIP-219: the handler answers at once with throttle_time_ms
 // and mutes its connection for that long (conn.mute): nothing more is read
@@ -22,8 +24,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/gregor-broker/gregor/broker/quota"
 )
 
 // refreshQuotas puts the stored quotas in force. It resolves host names
@@ -40,6 +40,9 @@ func clientIDOf(r *request) string {
 	return *r.hdr.ClientID
 }
 
+// quotaUser is the user r's quotas resolve by: its principal's name.
+func quotaUser(r *request) string { return r.principal().Name }
+
 // throttleProduce records a produce request's size against the client's
 // producer_byte_rate, as Kafka's handleProduceRequest does once the appends
 // are done, whatever their outcome, and mutes the connection when the
@@ -49,7 +52,7 @@ func (b *Broker) throttleProduce(r *request) int32 {
 	if !q.Enabled() {
 		return 0
 	}
-	ms := q.Record(quota.AnonymousUser, clientIDOf(r), float64(r.size), time.Now().UnixMilli())
+	ms := q.Record(quotaUser(r), clientIDOf(r), float64(r.size), time.Now().UnixMilli())
 	if ms > 0 {
 		r.conn.mute(ms)
 		b.quotas.ProduceMs.Add(float64(ms))
@@ -67,7 +70,7 @@ func (b *Broker) capFetch(r *request, req *kmsg.FetchRequest) {
 	}
 	// Kafka's cap may be 0 (quota.window.num 1), which still returns the
 	// first batch; a budget of 1 byte does here, where 0 means no limit.
-	limit := max(q.MaxValueInWindow(quota.AnonymousUser, clientIDOf(r)), 1)
+	limit := max(q.MaxValueInWindow(quotaUser(r), clientIDOf(r)), 1)
 	if req.MaxBytes <= 0 || req.MaxBytes > limit { // 0 is no limit to readFetch
 		req.MaxBytes = limit
 	}
@@ -95,7 +98,7 @@ func (b *Broker) throttleFetch(r *request, resp kmsg.Response) kmsg.Response {
 		return resp
 	}
 	size := float64(fetchResponseSize(r, fr, reply))
-	user, client, now := quota.AnonymousUser, clientIDOf(r), time.Now().UnixMilli()
+	user, client, now := quotaUser(r), clientIDOf(r), time.Now().UnixMilli()
 	ms := q.Record(user, client, size, now)
 	if ms <= 0 {
 		return resp

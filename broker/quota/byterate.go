@@ -27,8 +27,7 @@ import (
 )
 
 // AnonymousUser is the principal name Kafka gives a client on a listener
-// without authentication (KafkaPrincipal.ANONYMOUS), the only one Gregor
-// has: it has no SASL.
+// without authentication (KafkaPrincipal.ANONYMOUS).
 const AnonymousUser = "ANONYMOUS"
 
 // Byte-rate quota keys (QuotaConfig).

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/gregor-broker/gregor/broker"
+	"github.com/gregor-broker/gregor/broker/security/listeners"
+	"github.com/gregor-broker/gregor/broker/security/ssl"
 	"github.com/gregor-broker/gregor/broker/topicconfig"
 	"github.com/gregor-broker/gregor/coordinator/controller"
 )
@@ -133,6 +135,18 @@ func applyPropertiesWithOrigins(dst *broker.Config, props map[string]setting, lo
 			bad("advertised.listeners", err.Error())
 		} else {
 			cfg.Advertise = adv
+		}
+	}
+
+	// TLS on the served listener: its ssl.* keys and
+	// ssl.principal.mapping.rules, listener.name.<name>.<key> over <key>
+	// as Kafka reads them. On another listener they stay ignored.
+	if cfg.SecurityProtocol == "SSL" || cfg.SecurityProtocol == "SASL_SSL" {
+		settings, rules, err := listenerSSL(props, cfg.ListenerName, cfg.SecurityProtocol, handled, logger)
+		if err != nil {
+			bad("listeners", err.Error())
+		} else {
+			cfg.SSL, cfg.SSLPrincipalMappingRules = settings, rules
 		}
 	}
 
@@ -367,11 +381,53 @@ func isIgnored(key string) bool {
 	return false
 }
 
+// sslKeys are the keys of a TLS listener's configuration.
+var sslKeys = append(slices.Clone(ssl.Keys), "ssl.principal.mapping.rules")
+
+// listenerSSL reads the TLS configuration of the listener named name and
+// marks the keys it read as handled. The error is ssl.Parse's, which never
+// shows a password or key. On SASL_SSL, as in Kafka's ChannelBuilders,
+// only the listener-prefixed ssl.client.auth asks for client
+// certificates: the broker-wide one applies to SSL listeners alone.
+func listenerSSL(props map[string]setting, name, protocol string, handled map[string]bool, logger *slog.Logger) (*ssl.Settings, string, error) {
+	get := func(key string) (string, bool) {
+		s, ok := props[key]
+		if ok {
+			handled[key] = true
+		}
+		return s.value, ok
+	}
+	lookup := func(key string) (string, bool) { return listeners.Lookup(get, name, key) }
+	for _, k := range sslKeys { // both forms are read, whichever wins
+		get(k)
+		get("listener.name." + strings.ToLower(name) + "." + k)
+	}
+	prefixedClientAuth := "listener.name." + strings.ToLower(name) + ".ssl.client.auth"
+	parse := lookup
+	if _, ok := props[prefixedClientAuth]; !ok && protocol == "SASL_SSL" {
+		if v, ok := props["ssl.client.auth"]; ok && !strings.EqualFold(strings.TrimSpace(v.value), ssl.ClientAuthNone) {
+			logger.Warn("gregor: Broker configuration 'ssl.client.auth' is applied only to SSL listeners. Listener-prefixed configuration can be used to enable SSL client authentication for SASL_SSL listeners.",
+				"from", v.origin, "use", prefixedClientAuth)
+		}
+		parse = func(key string) (string, bool) {
+			if key == "ssl.client.auth" {
+				return ssl.ClientAuthNone, true
+			}
+			return lookup(key)
+		}
+	}
+	settings, err := ssl.Parse(parse)
+	if err != nil {
+		return nil, "", fmt.Errorf("listener %s: %v", name, err)
+	}
+	rules, _ := lookup("ssl.principal.mapping.rules")
+	return &settings, rules, nil
+}
+
 // servedListener picks the listener Gregor serves from key (listeners or
 // advertised.listeners): the one named want if want is set and present,
-// otherwise the first PLAINTEXT or SASL_PLAINTEXT one, and returns its
-// security protocol. Controller listeners are skipped; a listener using
-// SSL or SASL_SSL is refused, since Gregor does not serve TLS yet.
+// otherwise the first one, and returns its security protocol (PLAINTEXT,
+// SASL_PLAINTEXT, SSL or SASL_SSL). Controller listeners are skipped.
 func servedListener(props map[string]setting, key, want string) (name, addr, protocol string, err error) {
 	protocols := map[string]string{}
 	if m, ok := props["listener.security.protocol.map"]; ok {
@@ -411,16 +467,14 @@ func servedListener(props map[string]setting, key, want string) (name, addr, pro
 			proto = n
 		}
 		switch proto {
-		case "PLAINTEXT", "SASL_PLAINTEXT":
+		case "PLAINTEXT", "SASL_PLAINTEXT", "SSL", "SASL_SSL":
 			plain = append(plain, listener{n, hostPort, proto})
-		case "SSL", "SASL_SSL":
-			return "", "", "", fmt.Errorf("listener %s uses %s; Gregor serves PLAINTEXT and SASL_PLAINTEXT only (no TLS yet)", n, proto)
 		default:
 			return "", "", "", fmt.Errorf("listener %s has no security protocol (map it in listener.security.protocol.map)", n)
 		}
 	}
 	if len(plain) == 0 {
-		return "", "", "", errors.New("no PLAINTEXT or SASL_PLAINTEXT listener")
+		return "", "", "", errors.New("no PLAINTEXT, SASL_PLAINTEXT, SSL or SASL_SSL listener")
 	}
 	for _, l := range plain {
 		if l.name == want {

@@ -252,14 +252,13 @@ func TestApplyPropertiesRefusesInvalidValuesAndAppliesNothing(t *testing.T) {
 		{[]string{"log.retention.hours", "a week"}, "log.retention.hours"},
 		{[]string{"log.dirs", "/a,/b"}, "one directory"},
 		{[]string{"log.dirs", " "}, `log.dirs=" " (test): empty`},
-		{[]string{"listeners", "SSL://:9093"}, "no TLS yet"},
-		{[]string{"listeners", "PLAINTEXT://:9092,SASL_SSL://:9094"}, "SASL_SSL"},
-		{[]string{"listeners", "EXTERNAL://:9092", "listener.security.protocol.map", "EXTERNAL:SSL"}, "EXTERNAL uses SSL"},
+		{[]string{"listeners", "SSL://:9093", "ssl.enabled.protocols", "TLSv1.9"}, "listener SSL: Invalid value TLSv1.9 for configuration ssl.enabled.protocols: unsupported protocol TLSv1.9"},
+		{[]string{"listeners", "EXTERNAL://:9092", "listener.security.protocol.map", "EXTERNAL:SASL_SSL", "listener.name.external.ssl.allow.dn.changes", "maybe"}, "Invalid value maybe for configuration ssl.allow.dn.changes"},
 		{[]string{"listeners", "CONTROLLER://:9093"}, "no security protocol"},
-		{[]string{"listeners", "CONTROLLER://:9093", "controller.listener.names", "CONTROLLER"}, "no PLAINTEXT or SASL_PLAINTEXT listener"},
+		{[]string{"listeners", "CONTROLLER://:9093", "controller.listener.names", "CONTROLLER"}, "no PLAINTEXT, SASL_PLAINTEXT, SSL or SASL_SSL listener"},
 		{[]string{"listeners", "localhost:9092"}, "NAME://HOST:PORT"},
 		{[]string{"listeners", "PLAINTEXT://localhost"}, "missing port"},
-		{[]string{"advertised.listeners", "SSL://h:1"}, "advertised.listeners"},
+		{[]string{"advertised.listeners", "SSL://h"}, "advertised.listeners"},
 		{[]string{"listeners", "PLAINTEXT://:1", "advertised.listeners", "nope"}, "advertised.listeners"},
 		{[]string{"controller.quorum.voters", "1@h"}, "controller.quorum.voters"},
 		{[]string{"controller.quorum.voters", "1@h:1", "process.roles", "controller"}, "controller-only nodes are not"},
@@ -318,6 +317,103 @@ func TestApplyPropertiesSASLPlaintextListener(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), "alice-secret") || strings.Contains(logs.String(), "unknown config") {
 		t.Errorf("logs name a secret or an unknown key: %s", logs.String())
+	}
+}
+
+// TestApplyPropertiesSSLListener: an SSL or SASL_SSL listener is served
+// with its ssl.* keys, listener.name.<lower-case name>.ssl.* winning over
+// ssl.*, as Kafka reads them; the keys read are not warned about, and no
+// password reaches the log.
+func TestApplyPropertiesSSLListener(t *testing.T) {
+	for _, tc := range []struct {
+		name, listeners, protocolMap string
+		wantName, wantProtocol       string
+	}{
+		{"ssl", "SSL://:9093", "", "SSL", "SSL"},
+		{"sasl_ssl mapped", "CONTROLLER://:9094,CLIENTS://:9093", "CLIENTS:SASL_SSL,CONTROLLER:PLAINTEXT", "CLIENTS", "SASL_SSL"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs strings.Builder
+			prefix := "listener.name." + strings.ToLower(tc.wantName) + "."
+			kv := []string{
+				"listeners", tc.listeners,
+				"controller.listener.names", "CONTROLLER",
+				"ssl.keystore.type", "PKCS12",
+				"ssl.keystore.location", "/etc/kafka/ignored.p12",
+				prefix + "ssl.keystore.location", "/etc/kafka/server.p12",
+				prefix + "ssl.keystore.password", "keystore-secret",
+				"ssl.truststore.location", "/etc/kafka/trust.jks",
+				"ssl.truststore.password", "truststore-secret",
+				"ssl.client.auth", "required",
+				prefix + "ssl.client.auth", "requested",
+				"ssl.principal.mapping.rules", "DEFAULT",
+				prefix + "ssl.principal.mapping.rules", "RULE:^CN=(.*?),.*$/$1/,DEFAULT",
+				"listener.name.other.ssl.client.auth", "none",
+			}
+			if tc.protocolMap != "" {
+				kv = append(kv, "listener.security.protocol.map", tc.protocolMap)
+			}
+			var cfg broker.Config
+			if err := applyProperties(&cfg, props(kv...), slog.New(slog.NewTextHandler(&logs, nil))); err != nil {
+				t.Fatal(err)
+			}
+			if cfg.ListenerName != tc.wantName || cfg.SecurityProtocol != tc.wantProtocol || cfg.Listen != ":9093" {
+				t.Fatalf("listener %q %q %q", cfg.ListenerName, cfg.SecurityProtocol, cfg.Listen)
+			}
+			s := cfg.SSL
+			if s == nil {
+				t.Fatal("no SSL settings")
+			}
+			if s.KeystoreType != "PKCS12" || s.KeystoreLocation != "/etc/kafka/server.p12" || s.KeystorePassword.Value() != "keystore-secret" ||
+				s.TruststoreType != "JKS" || s.TruststoreLocation != "/etc/kafka/trust.jks" || s.TruststorePassword.Value() != "truststore-secret" ||
+				s.ClientAuth != "requested" {
+				t.Errorf("settings %+v", *s)
+			}
+			if cfg.SSLPrincipalMappingRules != "RULE:^CN=(.*?),.*$/$1/,DEFAULT" {
+				t.Errorf("mapping rules %q", cfg.SSLPrincipalMappingRules)
+			}
+			out := logs.String()
+			if strings.Contains(out, "secret") {
+				t.Errorf("the log names a password: %s", out)
+			}
+			// Only the other listener's key is not Gregor's.
+			if strings.Count(out, "level=WARN") != 1 || !strings.Contains(out, "key=listener.name.other.ssl.client.auth") {
+				t.Errorf("want one warning, for listener.name.other.ssl.client.auth:\n%s", out)
+			}
+		})
+	}
+}
+
+// TestApplyPropertiesSASLSSLClientAuth: on a SASL_SSL listener only the
+// listener-prefixed ssl.client.auth asks for client certificates, as in
+// Kafka's ChannelBuilders, which warns about the broker-wide one.
+func TestApplyPropertiesSASLSSLClientAuth(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		kv    []string
+		want  string
+		warns bool
+	}{
+		{"broker-wide ignored", []string{"ssl.client.auth", "required"}, "none", true},
+		{"broker-wide none", []string{"ssl.client.auth", "NONE"}, "none", false},
+		{"prefixed", []string{"listener.name.sasl_ssl.ssl.client.auth", "requested"}, "requested", false},
+		{"prefixed over broker-wide", []string{"ssl.client.auth", "none", "listener.name.sasl_ssl.ssl.client.auth", "required"}, "required", false},
+		{"unset", nil, "none", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs strings.Builder
+			var cfg broker.Config
+			kv := append([]string{"listeners", "SASL_SSL://:9094", "ssl.keystore.location", "/k.jks", "ssl.keystore.password", "pw"}, tc.kv...)
+			if err := applyProperties(&cfg, props(kv...), slog.New(slog.NewTextHandler(&logs, nil))); err != nil {
+				t.Fatal(err)
+			}
+			if cfg.SSL == nil || cfg.SSL.ClientAuth != tc.want {
+				t.Fatalf("settings %+v, want ssl.client.auth %s", cfg.SSL, tc.want)
+			}
+			if warned := strings.Contains(logs.String(), "is applied only to SSL listeners"); warned != tc.warns {
+				t.Errorf("warned %v, want %v:\n%s", warned, tc.warns, logs.String())
+			}
+		})
 	}
 }
 

@@ -152,3 +152,32 @@ func TestParseMatchesKafka(t *testing.T) {
 		})
 	}
 }
+
+// TestLookup: the per-listener lookup without a parsed configuration, as
+// gregor serve reads a TLS listener's keys.
+func TestLookup(t *testing.T) {
+	keys := map[string]string{
+		"ssl.client.auth":                         "required",
+		"listener.name.clients.ssl.client.auth":   " requested ",
+		"ssl.keystore.location":                   "/k.p12",
+		"listener.name.CLIENTS.ssl.keystore.type": "PEM", // Kafka ignores an upper-case prefix
+		"listener.name.clients.not.a.kafka.key":   "x",
+	}
+	get := func(k string) (string, bool) { v, ok := keys[k]; return v, ok }
+	for _, tc := range []struct {
+		listener, key, want string
+		ok                  bool
+	}{
+		{"CLIENTS", "ssl.client.auth", "requested", true},
+		{"clients", "ssl.client.auth", "requested", true},
+		{"OTHER", "ssl.client.auth", "required", true},
+		{"CLIENTS", "ssl.keystore.location", "/k.p12", true},
+		{"CLIENTS", "ssl.keystore.type", "", false},
+		{"CLIENTS", "not.a.kafka.key", "", false},
+	} {
+		v, ok := Lookup(get, tc.listener, tc.key)
+		if v != tc.want || ok != tc.ok {
+			t.Errorf("Lookup(%s, %s) = %q, %v; want %q, %v", tc.listener, tc.key, v, ok, tc.want, tc.ok)
+		}
+	}
+}

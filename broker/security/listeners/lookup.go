@@ -43,3 +43,9 @@ func (c *Config) GetMechanism(listener, mechanism, key string) (string, bool) {
 	}
 	return "", false
 }
+
+// Lookup is Get over get, for a caller that reads one listener's keys
+// without parsing the whole listener configuration with Parse.
+func Lookup(get func(key string) (string, bool), listener, key string) (string, bool) {
+	return (&Config{get: get}).Get(listener, key)
+}
