@@ -27,7 +27,9 @@ type Broker struct {
 	cfg Config
 	log *slog.Logger
 	// sasl is the served listener's SASL configuration, nil on PLAINTEXT.
-	sasl       *sasl.Config
+	sasl *sasl.Config
+	// scram is a single node's SCRAM credentials (scram_credentials.go).
+	scram      *scramStore
 	listener   net.Listener
 	advertised struct {
 		host string
@@ -105,11 +107,15 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		}
 		cfg.TopicDefaults[name] = v
 	}
-	saslCfg, err := listenerSASL(&cfg)
+	if len(cfg.AddScram) > 0 && cfg.ControllerQuorumVoters != "" {
+		return nil, fmt.Errorf("broker: --add-scram: SCRAM credentials are kept by a single node only; cluster mode does not serve SCRAM yet")
+	}
+	scramCreds := &scramStore{}
+	saslCfg, err := listenerSASL(&cfg, scramCreds.lookup)
 	if err != nil {
 		return nil, err
 	}
-	b := &Broker{cfg: cfg, log: cfg.Logger, conns: map[*conn]struct{}{}, sasl: saslCfg}
+	b := &Broker{cfg: cfg, log: cfg.Logger, conns: map[*conn]struct{}{}, sasl: saslCfg, scram: scramCreds}
 	b.metrics = newBrokerMetrics(b)
 	b.replQuotas.Init(b.cfg.ReplicationQuotaWindowNum, b.cfg.ReplicationQuotaWindowSizeSeconds)
 	b.quotas = quota.NewClients(quota.RateConfig{Samples: cfg.QuotaWindowNum, WindowMs: int64(cfg.QuotaWindowSizeSeconds) * 1000}, b.metrics.registry)
@@ -155,8 +161,13 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 			}
 		}()
 	}
-	b.catalog = catalog{fs: fsys, dir: dir, defaults: cfg.TopicDefaults, clusterMode: cfg.ControllerQuorumVoters != "", log: b.log, metrics: b.metrics}
+	b.catalog = catalog{fs: fsys, dir: dir, defaults: cfg.TopicDefaults, clusterMode: cfg.ControllerQuorumVoters != "", log: b.log, metrics: b.metrics,
+		scram: b.scram}
 	if err := b.catalog.load(); err != nil {
+		return nil, err
+	}
+	if err := b.addScramCredentials(); err != nil {
+		b.catalog.closeAll()
 		return nil, err
 	}
 	b.catalog.warnStrayEntries(b.log)

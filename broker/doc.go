@@ -25,7 +25,7 @@
 // reaches it only through Partition's methods.
 //
 // Imports: broker/partition, broker/peer, broker/quota,
-// broker/replication, broker/security/sasl, broker/topicconfig, coordinator/group, coordinator/txn,
+// broker/replication, broker/security/sasl, broker/security/scram, broker/topicconfig, coordinator/group, coordinator/txn,
 // coordinator/runtime, coordinator/controller and controller/metadata
 // (cluster mode), protocol, protocol/batch, storage and vfs of this
 // project; never cmd.

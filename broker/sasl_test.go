@@ -452,7 +452,14 @@ func TestSASLStartRefusals(t *testing.T) {
 		want   string
 	}{
 		{"default mechanism GSSAPI", func(c *Config) { c.SASLEnabledMechanisms = nil }, "GSSAPI is not served yet"},
-		{"scram", func(c *Config) { c.SASLEnabledMechanisms = []string{"PLAIN", "SCRAM-SHA-512"} }, "SCRAM-SHA-512 is not served yet"},
+		{"add-scram in cluster mode", func(c *Config) {
+			c.ControllerQuorumVoters = "1@127.0.0.1:1"
+			c.AddScram = []string{"SCRAM-SHA-512=[name=alice,password=alice-secret]"}
+		}, "--add-scram: SCRAM credentials are kept by a single node only"},
+		{"bad add-scram", func(c *Config) {
+			c.AddScram = []string{"SCRAM-SHA-512=[name=alice,password=alice-secret,iterations=100]"}
+		},
+			"The 'iterations' value must be >= 4096 for add-scram using SCRAM_SHA_512"},
 		{"oauthbearer", func(c *Config) { c.SASLEnabledMechanisms = []string{"OAUTHBEARER"} }, "OAUTHBEARER is not served yet"},
 		{"unknown", func(c *Config) { c.SASLEnabledMechanisms = []string{"CRAM-MD5"} }, `unknown SASL mechanism "CRAM-MD5"`},
 		{"none", func(c *Config) { c.SASLEnabledMechanisms = []string{} }, "No SASL mechanisms are enabled"},
