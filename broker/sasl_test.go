@@ -124,14 +124,20 @@ func TestSASLPlainFranzWrongPassword(t *testing.T) {
 func TestSASLPlainLibrdkafkaProduceConsume(t *testing.T) {
 	t.Parallel()
 	b := startSASLBroker(t, nil)
-	common := kafka.ConfigMap{
+	librdkafkaProduceConsume(t, kafka.ConfigMap{
 		"bootstrap.servers": b.Addr(),
 		"security.protocol": "SASL_PLAINTEXT",
 		"sasl.mechanisms":   "PLAIN",
 		"sasl.username":     "bob",
 		"sasl.password":     "bob-secret",
 		"log_level":         3,
-	}
+	}, "sasl-librdkafka")
+}
+
+// librdkafkaProduceConsume produces one record to topic and consumes it
+// with librdkafka clients of the common configuration.
+func librdkafkaProduceConsume(t *testing.T, common kafka.ConfigMap, topic string) {
+	t.Helper()
 	pcfg := kafka.ConfigMap{}
 	for k, v := range common {
 		pcfg[k] = v
@@ -141,7 +147,6 @@ func TestSASLPlainLibrdkafkaProduceConsume(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	topic := "sasl-librdkafka"
 	delivery := make(chan kafka.Event, 1)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -158,7 +163,7 @@ func TestSASLPlainLibrdkafkaProduceConsume(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond) // the auto-created topic may not be led yet
 	}
-	ccfg := kafka.ConfigMap{"group.id": "sasl-rd", "auto.offset.reset": "earliest"}
+	ccfg := kafka.ConfigMap{"group.id": topic + "-group", "auto.offset.reset": "earliest"}
 	for k, v := range common {
 		ccfg[k] = v
 	}
