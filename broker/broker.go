@@ -110,6 +110,10 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	if len(cfg.AddScram) > 0 && cfg.ControllerQuorumVoters != "" {
 		return nil, fmt.Errorf("broker: --add-scram: SCRAM credentials are kept by a single node only; cluster mode does not serve SCRAM yet")
 	}
+	addScram, err := parseAddScram(cfg.AddScram)
+	if err != nil {
+		return nil, err
+	}
 	scramCreds := &scramStore{}
 	saslCfg, err := listenerSASL(&cfg, scramCreds.lookup)
 	if err != nil {
@@ -166,7 +170,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	if err := b.catalog.load(); err != nil {
 		return nil, err
 	}
-	if err := b.addScramCredentials(); err != nil {
+	if err := b.addScramCredentials(addScram); err != nil {
 		b.catalog.closeAll()
 		return nil, err
 	}

@@ -133,22 +133,29 @@ func loadScramUsers(recs []scramCredentialRecord) (scramUsers, error) {
 	return out, nil
 }
 
-// addScramCredentials creates the --add-scram credentials (Config.AddScram)
-// a user does not have yet for that mechanism, before the listener opens,
-// as kafka-storage format --add-scram seeds a new cluster's credentials;
-// an existing credential is kept, so a restart with the same flags does not
-// undo an AlterUserScramCredentials. Of two arguments for the same user
-// and mechanism the later wins, as the later record does in Kafka.
-func (b *Broker) addScramCredentials() error {
-	if len(b.cfg.AddScram) == 0 {
-		return nil
-	}
-	var upserts []scram.Record
-	for _, arg := range b.cfg.AddScram {
+// parseAddScram reads the --add-scram arguments (Config.AddScram), before
+// anything starts.
+func parseAddScram(args []string) ([]scram.AddScram, error) {
+	out := make([]scram.AddScram, 0, len(args))
+	for _, arg := range args {
 		a, err := scram.ParseAddScram(arg)
 		if err != nil {
-			return fmt.Errorf("broker: --add-scram: %w", err)
+			return nil, fmt.Errorf("broker: --add-scram: %w", err)
 		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// addScramCredentials creates the --add-scram credentials a user does not
+// have yet for that mechanism, before the listener opens, as kafka-storage
+// format --add-scram seeds a new cluster's credentials; an existing
+// credential is kept, so a restart with the same flags does not undo an
+// AlterUserScramCredentials. Of two arguments for the same user and
+// mechanism the later wins, as the later record does in Kafka.
+func (b *Broker) addScramCredentials(args []scram.AddScram) error {
+	var upserts []scram.Record
+	for _, a := range args {
 		if _, ok := b.scram.lookup(a.Name, a.Mechanism); ok {
 			continue
 		}
