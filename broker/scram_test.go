@@ -533,3 +533,30 @@ func TestSCRAMLibrdkafka(t *testing.T) {
 		}
 	}
 }
+
+// TestSCRAMFranzReauthenticates: with connections.max.reauth.ms a SCRAM
+// session is renewed by the client (KIP-368) on the same connections.
+func TestSCRAMFranzReauthenticates(t *testing.T) {
+	t.Parallel()
+	b := startSCRAMBroker(t, func(c *Config) { c.ConnectionsMaxReauthMs = 1500 })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), scram512("alice", "alice-secret"), kgo.AllowAutoTopicCreation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	end := time.Now().Add(4 * time.Second)
+	for time.Now().Before(end) {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "scram-reauth", Value: []byte("x")}).FirstErr(); err != nil {
+			t.Fatalf("produce: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := saslCounter(b.metrics.successfulAuthentications); n < 4 {
+		t.Errorf("%v successful authentications, want re-authentications beyond the first two", n)
+	}
+	if n := saslCounter(b.metrics.expiredSessions); n != 0 {
+		t.Errorf("%v sessions expired: the client should have re-authenticated", n)
+	}
+}
