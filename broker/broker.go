@@ -174,6 +174,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		b.catalog.closeAll()
 		return nil, err
 	}
+	b.warnNoScramUsers()
 	b.catalog.warnStrayEntries(b.log)
 	if cfg.ControllerQuorumVoters == "" {
 		b.applyCatalogBrokerConfigs() // cluster mode takes them from the image
