@@ -1,11 +1,14 @@
 package broker
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -559,4 +562,41 @@ func TestSCRAMFranzReauthenticates(t *testing.T) {
 	if n := saslCounter(b.metrics.expiredSessions); n != 0 {
 		t.Errorf("%v sessions expired: the client should have re-authenticated", n)
 	}
+}
+
+// TestSCRAMWarnsWithoutUsers: a SCRAM listener without any credential
+// starts (as Kafka's does) with a warning; with one, no warning.
+func TestSCRAMWarnsWithoutUsers(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		addScram []string
+		warn     bool
+	}{{nil, true}, {[]string{"SCRAM-SHA-256=[name=a,password=b]"}, false}} {
+		var logs syncBuffer
+		startSCRAMBroker(t, func(c *Config) {
+			c.AddScram = tc.addScram
+			c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+		})
+		if got := strings.Contains(logs.String(), "no user has a SCRAM credential"); got != tc.warn {
+			t.Errorf("--add-scram %q: warned %v, want %v; logs:\n%s", tc.addScram, got, tc.warn, logs.String())
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger's concurrent writes.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.String()
 }
