@@ -7,8 +7,10 @@ package broker
 //     (size, CRC-32C, records, timestamps, null keys on a compacted topic),
 //     stamped with its offsets and leader epoch in place, and appended
 //     under the partition's producer-state guard (broker/partition);
-//   - acks=0 gets no answer, acks=1 one after the append; acks=-1 on a
-//     cluster checks min.insync.replicas first and waits for the ISR after
+//   - acks=0 gets no answer, and a failure on any partition closes the
+//     connection once the others are appended, so that the producer learns
+//     of it; acks=1 gets one after the append; acks=-1 on a cluster checks
+//     min.insync.replicas first and waits for the ISR after
 //     (broker/replication/acks.go);
 //   - transactional batches go only to partitions the transaction added,
 //     as the coordinator verifies (txn_verify.go, KIP-890);
@@ -100,6 +102,9 @@ func handleProduce(b *Broker, r *request, req *kmsg.ProduceRequest) (kmsg.Respon
 			f.p.Log().FlushAfterAppendAsync(f.end)
 		}
 		b.throttleProduce(r) // muted without an answer, as Kafka
+		if failed := failedPartitions(resp); failed != "" {
+			return nil, errAcksZeroFailed(failed)
+		}
 		return nil, nil
 	}
 	b.awaitFlushes(resp, flushes)
@@ -110,6 +115,31 @@ func handleProduce(b *Broker, r *request, req *kmsg.ProduceRequest) (kmsg.Respon
 	}
 	resp.ThrottleMillis = b.throttleProduce(r)
 	return resp, nil
+}
+
+// failedPartitions lists the partitions of resp that carry an error, as
+// "topic-partition: ERROR" pairs, or is empty when none does.
+func failedPartitions(resp *kmsg.ProduceResponse) string {
+	var failed []string
+	for _, st := range resp.Topics {
+		name := st.Topic
+		if name == "" {
+			name = fmt.Sprintf("%x", st.TopicID)
+		}
+		for _, sp := range st.Partitions {
+			if sp.ErrorCode != 0 {
+				failed = append(failed, fmt.Sprintf("%s-%d: %s", name, sp.Partition, kerr.ErrorForCode(sp.ErrorCode)))
+			}
+		}
+	}
+	return strings.Join(failed, ", ")
+}
+
+// errAcksZeroFailed closes the connection of an acks=0 Produce that failed
+// somewhere: the producer expects no answer, so closing is the only way it
+// learns to refresh its metadata (KafkaApis.handleProduceRequest).
+func errAcksZeroFailed(failed string) error {
+	return fmt.Errorf("error during produce request with ack=0: %s", failed)
 }
 
 // pendingFlush is an append whose answer waits for the flush policy: the

@@ -10,7 +10,10 @@ package broker
 //   - records go from the segment files to the socket with sendfile
 //     (fetch_send.go), never through the heap;
 //   - long poll: below min.bytes the fetch waits up to max.wait.ms for an
-//     append, and the connection's later requests wait with it;
+//     append, and the connection's later requests wait with it; a fetch of
+//     no existing partition is answered at once;
+//   - an isolation level other than 0 or 1 is UNKNOWN_SERVER_ERROR once a
+//     partition that exists is named (IsolationLevel.forId's exception);
 //   - errors: OFFSET_OUT_OF_RANGE outside [log start, log end],
 //     FENCED_LEADER_EPOCH and UNKNOWN_LEADER_EPOCH for an older or newer
 //     current leader epoch;
@@ -76,6 +79,9 @@ func fetch(b *Broker, r *request, req *kmsg.FetchRequest) (kmsg.Response, error)
 			return resp, nil
 		}
 	}
+	if !validIsolationLevel(req.IsolationLevel) && b.fetchNamesAPartition(req) {
+		return invalidIsolationFetch(req, resp), nil
+	}
 	reply := &fetchReply{FetchResponse: resp}
 	replica := int32(-1) // a single node serves every fetch as a consumer's, as before replication
 	if b.isCluster() {
@@ -86,7 +92,9 @@ func fetch(b *Broker, r *request, req *kmsg.FetchRequest) (kmsg.Response, error)
 	var wake chan struct{}
 	for {
 		total, anyError, parts := b.readFetch(req, reply, replica)
-		if total >= int(req.MinBytes) || anyError || req.MaxWaitMillis <= 0 || total >= int(req.MaxBytes) {
+		// With no partition to read (no topics, or none known) Kafka
+		// answers at once (ReplicaManager.fetchMessages).
+		if len(parts) == 0 || total >= int(req.MinBytes) || anyError || req.MaxWaitMillis <= 0 || total >= int(req.MaxBytes) {
 			return reply, nil
 		}
 		remaining := time.Until(deadline)
@@ -121,6 +129,54 @@ func fetch(b *Broker, r *request, req *kmsg.FetchRequest) (kmsg.Response, error)
 			return nil, r.ctx.Err()
 		}
 	}
+}
+
+// validIsolationLevel is whether level is read_uncommitted (0) or
+// read_committed (1), the two IsolationLevel.forId knows.
+func validIsolationLevel(level int8) bool { return level == 0 || level == 1 }
+
+// fetchNamesAPartition is whether req names a partition that exists, the
+// ones Kafka goes on to read (and only then looks at the isolation level).
+func (b *Broker) fetchNamesAPartition(req *kmsg.FetchRequest) bool {
+	for _, rt := range req.Topics {
+		t := b.lookupTopicRef(req.Version >= 13, rt.Topic, rt.TopicID)
+		if t == nil {
+			continue
+		}
+		for _, rp := range rt.Partitions {
+			if b.partition(t, rp.Partition) != nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// invalidIsolationFetch is Kafka's answer to a fetch whose isolation level
+// IsolationLevel.forId refuses: the IllegalArgumentException becomes
+// UNKNOWN_SERVER_ERROR in FetchRequest.getErrorResponse, at the top level,
+// and below v13 also in every partition of the request.
+func invalidIsolationFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) *kmsg.FetchResponse {
+	code := kerr.UnknownServerError.Code
+	resp.ErrorCode, resp.SessionID = code, req.SessionID
+	if req.Version >= 13 {
+		return resp
+	}
+	for _, rt := range req.Topics {
+		st := kmsg.NewFetchResponseTopic()
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewFetchResponseTopicPartition()
+			sp.Partition, sp.ErrorCode = rp.Partition, code
+			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
+			sp.PreferredReadReplica = -1
+			sp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+			sp.RecordBatches = []byte{}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
 }
 
 // readFetch fills reply from the logs, replacing what an earlier call put

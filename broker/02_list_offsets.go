@@ -10,7 +10,9 @@ package broker
 //   - earliest carries the leader epoch even for an empty log;
 //   - INVALID_REQUEST for a partition named twice; any negative timestamp
 //     that is not a special value of the version is UNSUPPORTED_VERSION,
-//     as Kafka 4.2 answers.
+//     as Kafka 4.2 answers;
+//   - an isolation level other than 0 or 1 makes every partition
+//     UNKNOWN_SERVER_ERROR (IsolationLevel.forId's exception, read once).
 //
 // Version notes:
 //   - -2 earliest and -1 latest (v1+), -3 largest timestamp (v7+), -4
@@ -43,6 +45,9 @@ const (
 
 func handleListOffsets(b *Broker, r *request, req *kmsg.ListOffsetsRequest) (kmsg.Response, error) {
 	resp := newResponse[*kmsg.ListOffsetsResponse](req)
+	if len(req.Topics) > 0 && !validIsolationLevel(req.IsolationLevel) {
+		return invalidIsolationListOffsets(req, resp), nil
+	}
 	type tp struct {
 		topic     string
 		partition int32
@@ -137,4 +142,23 @@ func (b *Broker) recordAt(one []byte, r *request, fetchable int64, sp *kmsg.List
 		}
 		return false
 	})
+}
+
+// invalidIsolationListOffsets is Kafka's answer to a ListOffsets whose
+// isolation level IsolationLevel.forId refuses: Kafka reads it once for the
+// whole request, and ListOffsetsRequest.getErrorResponse answers every
+// partition UNKNOWN_SERVER_ERROR with no offset or timestamp.
+func invalidIsolationListOffsets(req *kmsg.ListOffsetsRequest, resp *kmsg.ListOffsetsResponse) *kmsg.ListOffsetsResponse {
+	for _, rt := range req.Topics {
+		st := kmsg.NewListOffsetsResponseTopic()
+		st.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewListOffsetsResponseTopicPartition()
+			sp.Partition, sp.ErrorCode = rp.Partition, kerr.UnknownServerError.Code
+			sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
 }

@@ -51,6 +51,9 @@ type Broker struct {
 
 	connMu sync.Mutex
 	conns  map[*conn]struct{}
+	// requestMemory bounds the bytes of requests read and not yet
+	// answered (queued.max.request.bytes, request_memory.go).
+	requestMemory *requestMemory
 
 	closeOnce sync.Once
 	closeErr  error
@@ -119,7 +122,8 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Broker{cfg: cfg, log: cfg.Logger, conns: map[*conn]struct{}{}, sasl: saslCfg, scram: scramCreds}
+	b := &Broker{cfg: cfg, log: cfg.Logger, conns: map[*conn]struct{}{}, sasl: saslCfg, scram: scramCreds,
+		requestMemory: newRequestMemory(*cfg.QueuedMaxRequestBytes)}
 	b.metrics = newBrokerMetrics(b)
 	b.replQuotas.Init(b.cfg.ReplicationQuotaWindowNum, b.cfg.ReplicationQuotaWindowSizeSeconds)
 	b.quotas = quota.NewClients(quota.RateConfig{Samples: cfg.QuotaWindowNum, WindowMs: int64(cfg.QuotaWindowSizeSeconds) * 1000}, b.metrics.registry)

@@ -25,6 +25,11 @@ type Config struct {
 	// MaxFrameBytes is socket.request.max.bytes: larger requests close the
 	// connection before anything is allocated for them. Default 100 MiB.
 	MaxFrameBytes int32
+	// QueuedMaxRequestBytes is queued.max.request.bytes: the bytes of
+	// requests read and not yet answered, over all connections, before
+	// no more are read (request_memory.go); <= 0 (the default, -1, as in
+	// Kafka) is no bound.
+	QueuedMaxRequestBytes *int64
 	// Security of the Kafka listener (docs/security.md).
 
 	// ListenerName is the served listener's name (listeners' NAME://),

@@ -72,6 +72,12 @@ type conn struct {
 	// the response has gone, and no further request is read or handled
 	// before then. Set by the goroutine handling a request (mute).
 	mutedUntil atomic.Int64
+
+	// pendingBytes is the size of the frames read and not yet answered
+	// (request_memory.go); answered is signalled when one is, for a
+	// reader waiting for room.
+	pendingBytes atomic.Int64
+	answered     chan struct{}
 }
 
 // mute throttles the connection for ms milliseconds from now.
@@ -119,6 +125,9 @@ type request struct {
 	// frame, when not nil, is the pooled buffer body lies in; serve returns
 	// it to producePool once the request is answered.
 	frame *[]byte
+	// reserved is what reserveFrame took for the frame
+	// (request_memory.go), given back once the request is answered.
+	reserved int64
 }
 
 // principal is the principal the request comes from, for authorization.
@@ -206,6 +215,8 @@ func newConn(b *Broker, nc net.Conn) *conn {
 		log: b.log.With("remote", nc.RemoteAddr().String()),
 		w:   bufio.NewWriterSize(nc, 64*1024),
 		tcp: tcp,
+
+		answered: make(chan struct{}, 1),
 	}
 	c.principal.Store(&anonymous)
 	if b.sasl != nil {
@@ -234,7 +245,8 @@ func (c *conn) serve() {
 		if err != nil {
 			cancel()
 			c.nc.Close()
-			for range queue { // let the reader finish
+			for req := range queue { // let the reader finish
+				c.releaseFrame(req.reserved)
 			}
 			return
 		}
@@ -256,6 +268,8 @@ func (c *conn) handleAndRelease(req *request) error {
 		producePool.Put(req.frame)
 		req.frame, req.body = nil, nil
 	}
+	c.releaseFrame(req.reserved)
+	req.reserved = 0
 	if err != nil {
 		c.log.Info("closing connection", "api_key", req.hdr.APIKey, "api_version", req.hdr.APIVersion,
 			"correlation_id", req.hdr.CorrelationID, "reason", err)
@@ -286,8 +300,13 @@ func (c *conn) readLoop(ctx context.Context, cancel context.CancelFunc, queue ch
 		if !c.waitUnmuted(ctx) {
 			return
 		}
+		reserved, ok := c.reserveNextFrame(ctx, r)
+		if !ok {
+			return
+		}
 		frame, pooled, err := c.readFrame(r)
 		if err != nil {
+			c.releaseFrame(reserved)
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && ctx.Err() == nil {
 				c.log.Info("closing connection", "reason", err)
 			}
@@ -296,6 +315,7 @@ func (c *conn) readLoop(ctx context.Context, cancel context.CancelFunc, queue ch
 		received := time.Now()
 		hdr, body, err := protocol.ParseRequestHeader(frame)
 		if err != nil {
+			c.releaseFrame(reserved)
 			c.log.Info("closing connection", "api_key", hdr.APIKey, "reason", err)
 			c.b.metrics.observe(&request{hdr: hdr, received: received}, nil, true)
 			return
@@ -309,6 +329,7 @@ func (c *conn) readLoop(ctx context.Context, cancel context.CancelFunc, queue ch
 					return
 				}
 				if res, ok := c.auth.BeginReauthentication(frame); ok {
+					c.releaseFrame(reserved)
 					if !c.authenticate(ctx, r, &res) {
 						c.nc.Close()
 						return
@@ -320,11 +341,12 @@ func (c *conn) readLoop(ctx context.Context, cancel context.CancelFunc, queue ch
 				c.log.Info("closing connection", "api_key", hdr.APIKey, "correlation_id", hdr.CorrelationID,
 					"reason", "SASL session expired without re-authentication", "principal", c.principal.Load().String())
 				c.b.metrics.expiredSessions.Inc()
+				c.releaseFrame(reserved)
 				c.nc.Close()
 				return
 			}
 		}
-		req := &request{hdr: hdr, body: body, ctx: ctx, conn: c, received: received, frame: pooled, size: len(frame)}
+		req := &request{hdr: hdr, body: body, ctx: ctx, conn: c, received: received, frame: pooled, size: len(frame), reserved: reserved}
 		if hdr.APIKey == produceKey && c.queued.Load() == 0 {
 			// Nothing is in flight: answer it here rather than wake serve.
 			// The response waits in w while the next request is already
@@ -343,9 +365,27 @@ func (c *conn) readLoop(ctx context.Context, cancel context.CancelFunc, queue ch
 		select {
 		case queue <- req:
 		case <-ctx.Done():
+			c.releaseFrame(reserved)
 			return
 		}
 	}
+}
+
+// reserveNextFrame waits until the next frame, whose size it peeks, may be
+// read (reserveFrame), and returns what it reserved; false when the
+// connection or the broker closes meanwhile. A size that readFrame will
+// refuse, or a prefix that does not arrive, reserves nothing: readFrame
+// reports it.
+func (c *conn) reserveNextFrame(ctx context.Context, r *bufio.Reader) (int64, bool) {
+	p, err := r.Peek(4)
+	if err != nil {
+		return 0, true
+	}
+	size := int32(binary.BigEndian.Uint32(p))
+	if size < 0 || size > c.b.cfg.MaxFrameBytes {
+		return 0, true
+	}
+	return c.reserveFrame(ctx, int64(size))
 }
 
 // frameBuffered reports whether r holds a whole frame, which the next read

@@ -273,3 +273,70 @@ func TestFetchNeverSendsANullRecordSet(t *testing.T) {
 		}
 	}
 }
+
+// TestFetchOfNothingAnswersAtOnce: a fetch with no partition to read is
+// answered at once whatever its max wait, as Kafka's fetchMessages does.
+func TestFetchOfNothingAnswersAtOnce(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t, Config{})
+	c := dialRaw(t, b.Addr())
+	req := fetchRequest(12, "t", 0, 16*24*3600*1000, 1)
+	req.Topics = nil
+	start := time.Now()
+	resp := c.do(req).(*kmsg.FetchResponse)
+	if waited := time.Since(start); waited > 5*time.Second || resp.ErrorCode != 0 || len(resp.Topics) != 0 {
+		t.Fatalf("after %v: %v with %d topics", waited, kerr.ErrorForCode(resp.ErrorCode), len(resp.Topics))
+	}
+}
+
+// TestInvalidIsolationLevel: an isolation level other than 0 or 1 is
+// UNKNOWN_SERVER_ERROR, as Kafka's IllegalArgumentException from
+// IsolationLevel.forId becomes; Fetch says so only once it names a
+// partition that exists, ListOffsets for any topic.
+func TestInvalidIsolationLevel(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t, Config{})
+	c := dialRaw(t, b.Addr())
+	createTopic(t, c, "t", 1, nil)
+	produceRaw(c, 9, 1, "t", 0, makeBatch(t, batch.None, 3, time.Now().UnixMilli()))
+	unknownServer := kerr.UnknownServerError.Code
+
+	req := fetchRequest(12, "t", 0, 100, 1)
+	req.IsolationLevel = 2
+	resp := c.do(req).(*kmsg.FetchResponse)
+	p := resp.Topics[0].Partitions[0]
+	if resp.ErrorCode != unknownServer || p.ErrorCode != unknownServer || p.HighWatermark != -1 || len(p.RecordBatches) != 0 {
+		t.Fatalf("v12: top %v, partition %v, high watermark %d, %d record bytes", kerr.ErrorForCode(resp.ErrorCode), kerr.ErrorForCode(p.ErrorCode), p.HighWatermark, len(p.RecordBatches))
+	}
+
+	req = fetchRequest(13, "", 0, 100, 1)
+	req.Topics[0].TopicID = b.lookupTopic("t").id
+	req.IsolationLevel = -5
+	if resp := c.do(req).(*kmsg.FetchResponse); resp.ErrorCode != unknownServer || len(resp.Topics) != 0 {
+		t.Fatalf("v13: top %v with %d topics, want UNKNOWN_SERVER_ERROR and none", kerr.ErrorForCode(resp.ErrorCode), len(resp.Topics))
+	}
+
+	req = fetchRequest(12, "missing", 0, 100, 1)
+	req.IsolationLevel = 2
+	if resp := c.do(req).(*kmsg.FetchResponse); resp.ErrorCode != 0 || resp.Topics[0].Partitions[0].ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("unknown topic: top %v, partition %v", kerr.ErrorForCode(resp.ErrorCode), kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode))
+	}
+
+	list := kmsg.NewPtrListOffsetsRequest()
+	list.SetVersion(7)
+	list.ReplicaID, list.IsolationLevel = -1, 7
+	for _, name := range []string{"t", "missing"} {
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = name
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Timestamp, rp.CurrentLeaderEpoch = -1, -1
+		rt.Partitions = append(rt.Partitions, rp)
+		list.Topics = append(list.Topics, rt)
+	}
+	lr := c.do(list).(*kmsg.ListOffsetsResponse)
+	for _, rt := range lr.Topics {
+		if p := rt.Partitions[0]; p.ErrorCode != unknownServer || p.Offset != -1 || p.Timestamp != -1 {
+			t.Fatalf("ListOffsets %s: %v offset %d timestamp %d", rt.Topic, kerr.ErrorForCode(p.ErrorCode), p.Offset, p.Timestamp)
+		}
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -129,10 +128,12 @@ func (c *rawConn) expectClosed() {
 	c.t.Helper()
 	c.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
 	buf := make([]byte, 1)
-	if _, err := c.nc.Read(buf); err != io.EOF {
-		if ne, ok := err.(net.Error); ok && ne.Timeout() {
-			c.t.Fatal("the broker kept the connection open")
-		}
+	n, err := c.nc.Read(buf)
+	if n > 0 {
+		c.t.Fatal("the broker answered instead of closing the connection")
+	}
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		c.t.Fatal("the broker kept the connection open")
 	}
 }
 

@@ -275,6 +275,45 @@ func TestProduceAcksZeroSendsNoResponse(t *testing.T) {
 	waitFor(t, "the acks=0 records", func() bool { return b.lookupTopic("t").partitions[0].Log().EndOffset() == 2 })
 }
 
+// TestProduceAcksZeroFailureClosesTheConnection: an acks=0 producer expects
+// no answer, so Kafka closes its connection when any partition fails
+// (KafkaApis.handleProduceRequest); the partitions that succeeded are
+// appended first.
+func TestProduceAcksZeroFailureClosesTheConnection(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t, Config{})
+	admin := dialRaw(t, b.Addr())
+	createTopic(t, admin, "t", 1, nil)
+	now := time.Now().UnixMilli()
+	badCRC := makeBatch(t, batch.None, 1, now)
+	badCRC[len(badCRC)-1] ^= 0xff
+	transactional := makeBatch(t, batch.None, 1, now)
+	transactional[22] |= 0x10 // attributes: the transactional bit
+	cases := []struct {
+		name string
+		req  *kmsg.ProduceRequest
+	}{
+		{"unknown topic", produceRequest(9, 0, "missing", 0, makeBatch(t, batch.None, 1, now))},
+		{"unknown partition", produceRequest(9, 0, "t", 3, makeBatch(t, batch.None, 1, now))},
+		{"corrupt batch", produceRequest(9, 0, "t", 0, badCRC)},
+		{"transactional batch without a transactional id", produceRequest(9, 0, "t", 0, transactional)},
+	}
+	for _, tc := range cases {
+		c := dialRaw(t, b.Addr())
+		c.sendRefused(tc.req)
+		c.expectClosed()
+	}
+	// One partition fails, the other is appended, then the connection closes.
+	mixed := produceRequest(9, 0, "t", 0, makeBatch(t, batch.None, 2, now))
+	mixed.Topics[0].Partitions = append(mixed.Topics[0].Partitions, produceRequest(9, 0, "t", 7, nil).Topics[0].Partitions[0])
+	c := dialRaw(t, b.Addr())
+	c.sendRefused(mixed)
+	c.expectClosed()
+	if got := b.lookupTopic("t").partitions[0].Log().EndOffset(); got != 2 {
+		t.Fatalf("end offset %d after the mixed acks=0 produce, want 2", got)
+	}
+}
+
 func TestCreateTopicsErrors(t *testing.T) {
 	t.Parallel()
 	b := startBroker(t, Config{})

@@ -176,11 +176,8 @@ func hasTransactionalRecords(req *kmsg.ProduceRequest) bool {
 
 // refuseTransactionalProduce answers every partition of req with
 // TRANSACTIONAL_ID_AUTHORIZATION_FAILED (ProduceRequest.getErrorResponse);
-// acks=0 gets no answer, as every acks=0 produce.
+// with acks=0 that answer is null and Kafka closes the connection instead.
 func refuseTransactionalProduce(req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse) (kmsg.Response, error) {
-	if req.Acks == 0 {
-		return nil, nil
-	}
 	for _, rt := range req.Topics {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
@@ -191,6 +188,9 @@ func refuseTransactionalProduce(req *kmsg.ProduceRequest, resp *kmsg.ProduceResp
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
+	}
+	if req.Acks == 0 {
+		return nil, errAcksZeroFailed(failedPartitions(resp))
 	}
 	return resp, nil
 }

@@ -21,8 +21,9 @@ var (
 // ReadFrame reads one size-prefixed frame from r and returns its payload
 // (without the size prefix). The size is checked against maxSize before any
 // memory is allocated for it. The payload is read into buf when it fits,
-// otherwise into a new slice; either way the caller owns the result until it
-// passes it back as buf.
+// otherwise into a new slice that grows as the payload's bytes arrive
+// (readGrowing), so that a size a peer claims and never sends costs little;
+// either way the caller owns the result until it passes it back as buf.
 //
 // io.EOF is returned only when r ends cleanly before a frame starts; a frame
 // cut short yields io.ErrUnexpectedEOF.
@@ -38,16 +39,45 @@ func ReadFrame(r io.Reader, maxSize int32, buf []byte) ([]byte, error) {
 	case size > maxSize:
 		return nil, fmt.Errorf("%w: %d > %d", ErrFrameTooLarge, size, maxSize)
 	}
+	var err error
 	if int(size) <= cap(buf) {
 		buf = buf[:size]
+		_, err = io.ReadFull(r, buf)
 	} else {
-		buf = make([]byte, size)
+		buf, err = readGrowing(r, int(size))
 	}
-	if _, err := io.ReadFull(r, buf); err != nil {
+	if err != nil {
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
 		}
 		return nil, err
+	}
+	return buf, nil
+}
+
+// firstChunk is the most readGrowing allocates before any payload byte has
+// arrived.
+const firstChunk = 64 << 10
+
+// readGrowing reads exactly size bytes from r into a new slice that starts
+// at firstChunk and doubles as the bytes arrive, so that the memory held
+// is at most twice what the peer has sent, never what it claims.
+func readGrowing(r io.Reader, size int) ([]byte, error) {
+	buf := make([]byte, 0, min(size, firstChunk))
+	for len(buf) < size {
+		if len(buf) == cap(buf) {
+			grown := make([]byte, len(buf), min(2*cap(buf), size))
+			copy(grown, buf)
+			buf = grown
+		}
+		n, err := io.ReadFull(r, buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err != nil {
+			if err == io.EOF && len(buf) > 0 {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
 	}
 	return buf, nil
 }

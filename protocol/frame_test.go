@@ -5,7 +5,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"runtime"
 	"testing"
+	"testing/iotest"
 )
 
 func frame(payload []byte) []byte {
@@ -40,6 +42,30 @@ func TestReadFrame(t *testing.T) {
 				t.Fatalf("payload = %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestReadFrameClaimCostsWhatArrives: a 100 MiB frame of which 10 bytes
+// arrive costs the reader about its first chunk, not the claim; a whole
+// large frame still reads whole.
+func TestReadFrameClaimCostsWhatArrives(t *testing.T) {
+	claim := append(binary.BigEndian.AppendUint32(nil, DefaultMaxFrameBytes), make([]byte, 10)...)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	if _, err := ReadFrame(bytes.NewReader(claim), DefaultMaxFrameBytes, nil); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("err = %v, want io.ErrUnexpectedEOF", err)
+	}
+	runtime.ReadMemStats(&after)
+	if got := after.TotalAlloc - before.TotalAlloc; got > 4*firstChunk {
+		t.Fatalf("a frame cut short after 10 bytes allocated %d bytes", got)
+	}
+	for _, size := range []int{firstChunk - 1, firstChunk, firstChunk + 1, 5*firstChunk + 3} {
+		payload := bytes.Repeat([]byte{7}, size)
+		payload[size-1] = 9
+		got, err := ReadFrame(iotest.OneByteReader(bytes.NewReader(frame(payload))), DefaultMaxFrameBytes, nil)
+		if err != nil || !bytes.Equal(got, payload) {
+			t.Fatalf("size %d: err %v, %d bytes read", size, err, len(got))
+		}
 	}
 }
 

@@ -68,11 +68,8 @@ func (c *conn) roundTripRaw(frame []byte, corr int32) ([]byte, error) {
 	if err := c.ensure(); err != nil {
 		return nil, err
 	}
-	binary.BigEndian.PutUint32(frame, uint32(len(frame)-4))
-	c.nc.SetDeadline(time.Now().Add(requestTimeout))
-	if _, err := c.nc.Write(frame); err != nil {
-		c.close()
-		return nil, errClosed
+	if err := c.writeFrame(frame); err != nil {
+		return nil, err
 	}
 	resp, err := protocol.ReadFrame(c.nc, 1<<30, nil)
 	if err != nil {
@@ -91,6 +88,18 @@ func (c *conn) roundTripRaw(frame []byte, corr int32) ([]byte, error) {
 		return nil, fmt.Errorf("%s: correlation id %d, want %d", c.name, got, corr)
 	}
 	return resp[4:], nil
+}
+
+// writeFrame fills in frame's size and writes it; a failed write is the
+// broker having closed the connection.
+func (c *conn) writeFrame(frame []byte) error {
+	binary.BigEndian.PutUint32(frame, uint32(len(frame)-4))
+	c.nc.SetDeadline(time.Now().Add(requestTimeout))
+	if _, err := c.nc.Write(frame); err != nil {
+		c.close()
+		return errClosed
+	}
+	return nil
 }
 
 // roundTrip sends req at its version and decodes the answer at the same

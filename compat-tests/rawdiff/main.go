@@ -85,7 +85,7 @@ func run(kafkaAddr, only string, verbose bool) int {
 	}
 	prefix := fmt.Sprintf("rd%d-", time.Now().Unix()%100000)
 	passed, failed := 0, 0
-	for _, e := range append(append(append(append(append(catalogue, consumerGroupEntries...), adminEntries...), txnOffsetEntries...), txnEntries...), throttleEntries...) {
+	for _, e := range append(append(append(append(append(append(catalogue, consumerGroupEntries...), adminEntries...), txnOffsetEntries...), txnEntries...), throttleEntries...), hostileEntries...) {
 		if only != "" && !strings.Contains(e.name, only) {
 			continue
 		}
