@@ -600,3 +600,59 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.buf.String()
 }
+
+// TestLoadScramUsersRefusesBadRecords: a credential that could not verify
+// a login refuses the metadata file, naming the user but no key.
+func TestLoadScramUsersRefusesBadRecords(t *testing.T) {
+	key32, key64 := bytes.Repeat([]byte{1}, 32), bytes.Repeat([]byte{2}, 64)
+	good := scramCredentialRecord{Name: "alice", Mechanism: "SCRAM-SHA-256", Salt: []byte("s"), StoredKey: key32, ServerKey: key32, Iterations: 4096}
+	for _, tc := range []struct {
+		name   string
+		adjust func(*scramCredentialRecord)
+		want   string
+	}{
+		{"unknown mechanism", func(r *scramCredentialRecord) { r.Mechanism = "SCRAM-SHA-1" }, `user "alice": unknown mechanism "SCRAM-SHA-1"`},
+		{"empty name", func(r *scramCredentialRecord) { r.Name = "" }, "an empty user name"},
+		{"short stored key", func(r *scramCredentialRecord) { r.StoredKey = key32[:31] }, "keys of 31 and 32 bytes, want 32"},
+		{"keys of the other mechanism", func(r *scramCredentialRecord) { r.Mechanism = "SCRAM-SHA-512" }, "keys of 32 and 32 bytes, want 64"},
+		{"no iterations", func(r *scramCredentialRecord) { r.Iterations = 0 }, "0 iterations"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := good
+			tc.adjust(&r)
+			_, err := loadScramUsers([]scramCredentialRecord{r})
+			if err == nil || !errors.Is(err, errBadScramRecord) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+	users, err := loadScramUsers([]scramCredentialRecord{good, {Name: "alice", Mechanism: "SCRAM-SHA-512", StoredKey: key64, ServerKey: key64, Iterations: 8192}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(users["alice"]) != 2 || users["alice"][scram.SHA512].Iterations != 8192 {
+		t.Fatalf("loaded %+v", users)
+	}
+	if got := users.records(); len(got) != 2 || got[0].Mechanism != "SCRAM-SHA-256" || got[1].Mechanism != "SCRAM-SHA-512" {
+		t.Fatalf("records %+v, want both, SCRAM-SHA-256 first", got)
+	}
+}
+
+// TestScramUsersWith: a change builds a new value and leaves the
+// published one as it was (a login may be reading it).
+func TestScramUsersWith(t *testing.T) {
+	c := func(it int32) scram.Credential { return scram.Credential{Iterations: it} }
+	old := scramUsers{"alice": {scram.SHA256: c(4096), scram.SHA512: c(4096)}, "bob": {scram.SHA256: c(4096)}}
+	next := old.with(
+		[]scram.RemoveRecord{{Name: "alice", Mechanism: int8(scram.SHA256)}, {Name: "bob", Mechanism: int8(scram.SHA256)}},
+		[]scram.Record{{Name: "alice", Mechanism: int8(scram.SHA512), Credential: c(8192)}, {Name: "carol", Mechanism: int8(scram.SHA256), Credential: c(5000)}})
+	if len(old) != 2 || len(old["alice"]) != 2 || old["alice"][scram.SHA512].Iterations != 4096 || len(old["bob"]) != 1 {
+		t.Fatalf("the old value changed: %+v", old)
+	}
+	if _, ok := next["bob"]; ok {
+		t.Errorf("bob, without credentials, is still listed: %+v", next)
+	}
+	if len(next["alice"]) != 1 || next["alice"][scram.SHA512].Iterations != 8192 || next["carol"][scram.SHA256].Iterations != 5000 {
+		t.Errorf("new value %+v", next)
+	}
+}
