@@ -12,8 +12,7 @@
 // decisions of an AlterUserScramCredentials request (ValidateAlterations,
 // as Kafka's controller), the kafka-storage format --add-scram argument
 // (ParseAddScram, as Kafka's ScramParser), and the metadata records
-// credentials are kept
-// in (Record and RemoveRecord, byte for byte Kafka's
+// credentials are kept in (Record and RemoveRecord, byte for byte Kafka's
 // UserScramCredentialRecord and RemoveUserScramCredentialRecord in its
 // metadata log framing).
 //
