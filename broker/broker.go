@@ -31,7 +31,9 @@ type Broker struct {
 	sasl *sasl.Config
 	// tls is the served listener's TLS side, nil unless it is SSL or
 	// SASL_SSL (listener_tls.go).
-	tls        *listenerTLS
+	tls *listenerTLS
+	// scram is a single node's SCRAM credentials (scram_credentials.go).
+	scram      *scramStore
 	listener   net.Listener
 	advertised struct {
 		host string
@@ -119,7 +121,15 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
-	saslCfg, err := listenerSASL(&cfg)
+	if len(cfg.AddScram) > 0 && cfg.ControllerQuorumVoters != "" {
+		return nil, fmt.Errorf("broker: --add-scram: SCRAM credentials are kept by a single node only; cluster mode does not serve SCRAM yet")
+	}
+	addScram, err := parseAddScram(cfg.AddScram)
+	if err != nil {
+		return nil, err
+	}
+	scramCreds := &scramStore{}
+	saslCfg, err := listenerSASL(&cfg, scramCreds.lookup)
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +137,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Broker{cfg: cfg, log: cfg.Logger, conns: map[*conn]struct{}{}, sasl: saslCfg, tls: tlsCfg,
+	b := &Broker{cfg: cfg, log: cfg.Logger, conns: map[*conn]struct{}{}, sasl: saslCfg, tls: tlsCfg, scram: scramCreds,
 		requestMemory: newRequestMemory(*cfg.QueuedMaxRequestBytes), connLimits: limits}
 	b.metrics = newBrokerMetrics(b)
 	b.replQuotas.Init(b.cfg.ReplicationQuotaWindowNum, b.cfg.ReplicationQuotaWindowSizeSeconds)
@@ -174,10 +184,16 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 			}
 		}()
 	}
-	b.catalog = catalog{fs: fsys, dir: dir, defaults: cfg.TopicDefaults, clusterMode: cfg.ControllerQuorumVoters != "", log: b.log, metrics: b.metrics}
+	b.catalog = catalog{fs: fsys, dir: dir, defaults: cfg.TopicDefaults, clusterMode: cfg.ControllerQuorumVoters != "", log: b.log, metrics: b.metrics,
+		scram: b.scram}
 	if err := b.catalog.load(); err != nil {
 		return nil, err
 	}
+	if err := b.addScramCredentials(addScram); err != nil {
+		b.catalog.closeAll()
+		return nil, err
+	}
+	b.warnNoScramUsers()
 	b.catalog.warnStrayEntries(b.log)
 	if cfg.ControllerQuorumVoters == "" {
 		b.applyCatalogBrokerConfigs() // cluster mode takes them from the image

@@ -66,7 +66,7 @@ type Config struct {
 	SSLPrincipalMappingRules string
 	// SASLEnabledMechanisms is sasl.enabled.mechanisms on a SASL
 	// listener. Nil means Kafka's default, GSSAPI, which is not served:
-	// PLAIN is the only mechanism served yet.
+	// PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 are.
 	SASLEnabledMechanisms []string
 	// SASLPlainJAASConfig is the listener's
 	// listener.name.<name>.plain.sasl.jaas.config, whose
@@ -81,6 +81,13 @@ type Config struct {
 	// connection.failed.authentication.delay.ms: a failed authentication
 	// is answered and closed after this delay. Nil means Kafka's 100.
 	FailedAuthenticationDelayMs *int64
+	// AddScram are `gregor serve --add-scram` arguments, Kafka's
+	// kafka-storage format --add-scram syntax
+	// ('SCRAM-SHA-512=[name=alice,password=alice-secret]'): each creates
+	// a user's SCRAM credential at start, unless the user has one for that
+	// mechanism already. A single node only. They hold passwords: never
+	// log them.
+	AddScram []string
 	// SASLServerMaxReceiveSize is sasl.server.max.receive.size: the
 	// largest frame read before authentication completes. Default 524288.
 	SASLServerMaxReceiveSize int32

@@ -26,7 +26,8 @@
 //
 // Imports: broker/partition, broker/peer, broker/quota,
 // broker/replication, broker/security/principal, broker/security/sasl,
-// broker/security/ssl, broker/topicconfig, coordinator/group, coordinator/txn,
+// broker/security/scram, broker/security/ssl, broker/topicconfig,
+// coordinator/group, coordinator/txn,
 // coordinator/runtime, coordinator/controller and controller/metadata
 // (cluster mode), protocol, protocol/batch, storage and vfs of this
 // project; never cmd.

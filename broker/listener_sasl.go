@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gregor-broker/gregor/broker/security/sasl"
+	"github.com/gregor-broker/gregor/broker/security/scram"
 )
 
 // Security protocols of a Kafka listener.
@@ -20,7 +21,7 @@ const defaultFailedAuthenticationDelayMs = 100
 
 // listenerSASL is the SASL configuration of the served listener, nil when
 // it is PLAINTEXT or SSL; a configuration Gregor cannot serve is refused.
-func listenerSASL(cfg *Config) (*sasl.Config, error) {
+func listenerSASL(cfg *Config, scramLookup scram.Lookup) (*sasl.Config, error) {
 	switch cfg.SecurityProtocol {
 	case "", protocolPlaintext, protocolSSL:
 		return nil, nil
@@ -55,16 +56,22 @@ func listenerSASL(cfg *Config) (*sasl.Config, error) {
 				return nil, fmt.Errorf("broker: listener.name.%s.plain.sasl.jaas.config: %v", strings.ToLower(cfg.listenerName()), err)
 			}
 			users = sasl.NewPlainUsers([]sasl.JAASEntry{entry})
-		case "GSSAPI", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER":
-			return nil, fmt.Errorf("broker: sasl.enabled.mechanisms: %s is not served yet; PLAIN is", m)
+		case scram.SHA256.Name(), scram.SHA512.Name():
+			// The credentials are the broker's (scram_credentials.go),
+			// not the JAAS entry's, as in Kafka.
+		case "GSSAPI", "OAUTHBEARER":
+			return nil, fmt.Errorf("broker: sasl.enabled.mechanisms: %s is not served yet; PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 are", m)
 		default:
-			return nil, fmt.Errorf("broker: sasl.enabled.mechanisms: unknown SASL mechanism %q; PLAIN is served", m)
+			return nil, fmt.Errorf("broker: sasl.enabled.mechanisms: unknown SASL mechanism %q; PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 are served", m)
 		}
 	}
 	return &sasl.Config{
 		Mechanisms: mechs,
-		New: func(string) sasl.Mechanism {
-			return sasl.NewPlain(users) // the only mechanism served
+		New: func(name string) sasl.Mechanism {
+			if m, ok := scram.MechanismByName(name); ok {
+				return sasl.NewScram(m, scramLookup)
+			}
+			return sasl.NewPlain(users) // the handshake admits only enabled mechanisms
 		},
 		MaxReauthMs:    cfg.ConnectionsMaxReauthMs,
 		MaxReceiveSize: cfg.SASLServerMaxReceiveSize,

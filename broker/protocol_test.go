@@ -531,7 +531,7 @@ func TestAPIVersions(t *testing.T) {
 	c := dialRaw(t, b.Addr())
 	singleNode := 0 // keys a single node serves: all but the cluster-mode ones
 	for _, h := range handlers {
-		if h.scope == everywhere {
+		if h.scope == everywhere || h.scope == singleNodeOnly {
 			singleNode++
 		}
 	}

@@ -30,17 +30,27 @@ const (
 	// served in cluster mode to other brokers and never advertised to
 	// clients, as Kafka keeps them off its broker listeners.
 	brokerToController
+	// singleNodeOnly keys are served and advertised by a single node
+	// only: DescribeUserScramCredentials and AlterUserScramCredentials,
+	// whose credentials a cluster would keep as metadata records.
+	singleNodeOnly
 )
 
 // served reports whether b serves h's key.
 func (h *apiHandler) served(b *Broker) bool {
-	return h.scope == everywhere || b.isCluster()
+	switch h.scope {
+	case everywhere:
+		return true
+	case singleNodeOnly:
+		return !b.isCluster()
+	}
+	return b.isCluster()
 }
 
 // advertised reports whether b lists h's key in ApiVersions.
 func (h *apiHandler) advertised(b *Broker) bool { return h.served(b) && h.scope != brokerToController }
 
-// registerScoped is register for a key served only in cluster mode.
+// registerScoped is register for a key served in one mode only (scope).
 func registerScoped[Req kmsg.Request](scope apiScope, key, min, max int16, fn func(*Broker, *request, Req) (kmsg.Response, error)) {
 	register(key, min, max, fn)
 	handlers[key].scope = scope

@@ -124,14 +124,20 @@ func TestSASLPlainFranzWrongPassword(t *testing.T) {
 func TestSASLPlainLibrdkafkaProduceConsume(t *testing.T) {
 	t.Parallel()
 	b := startSASLBroker(t, nil)
-	common := kafka.ConfigMap{
+	librdkafkaProduceConsume(t, kafka.ConfigMap{
 		"bootstrap.servers": b.Addr(),
 		"security.protocol": "SASL_PLAINTEXT",
 		"sasl.mechanisms":   "PLAIN",
 		"sasl.username":     "bob",
 		"sasl.password":     "bob-secret",
 		"log_level":         3,
-	}
+	}, "sasl-librdkafka")
+}
+
+// librdkafkaProduceConsume produces one record to topic and consumes it
+// with librdkafka clients of the common configuration.
+func librdkafkaProduceConsume(t *testing.T, common kafka.ConfigMap, topic string) {
+	t.Helper()
 	pcfg := kafka.ConfigMap{}
 	for k, v := range common {
 		pcfg[k] = v
@@ -141,7 +147,6 @@ func TestSASLPlainLibrdkafkaProduceConsume(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	topic := "sasl-librdkafka"
 	delivery := make(chan kafka.Event, 1)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -158,7 +163,7 @@ func TestSASLPlainLibrdkafkaProduceConsume(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond) // the auto-created topic may not be led yet
 	}
-	ccfg := kafka.ConfigMap{"group.id": "sasl-rd", "auto.offset.reset": "earliest"}
+	ccfg := kafka.ConfigMap{"group.id": topic + "-group", "auto.offset.reset": "earliest"}
 	for k, v := range common {
 		ccfg[k] = v
 	}
@@ -452,7 +457,14 @@ func TestSASLStartRefusals(t *testing.T) {
 		want   string
 	}{
 		{"default mechanism GSSAPI", func(c *Config) { c.SASLEnabledMechanisms = nil }, "GSSAPI is not served yet"},
-		{"scram", func(c *Config) { c.SASLEnabledMechanisms = []string{"PLAIN", "SCRAM-SHA-512"} }, "SCRAM-SHA-512 is not served yet"},
+		{"add-scram in cluster mode", func(c *Config) {
+			c.ControllerQuorumVoters = "1@127.0.0.1:1"
+			c.AddScram = []string{"SCRAM-SHA-512=[name=alice,password=alice-secret]"}
+		}, "--add-scram: SCRAM credentials are kept by a single node only"},
+		{"bad add-scram", func(c *Config) {
+			c.AddScram = []string{"SCRAM-SHA-512=[name=alice,password=alice-secret,iterations=100]"}
+		},
+			"The 'iterations' value must be >= 4096 for add-scram using SCRAM_SHA_512"},
 		{"oauthbearer", func(c *Config) { c.SASLEnabledMechanisms = []string{"OAUTHBEARER"} }, "OAUTHBEARER is not served yet"},
 		{"unknown", func(c *Config) { c.SASLEnabledMechanisms = []string{"CRAM-MD5"} }, `unknown SASL mechanism "CRAM-MD5"`},
 		{"none", func(c *Config) { c.SASLEnabledMechanisms = []string{} }, "No SASL mechanisms are enabled"},

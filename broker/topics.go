@@ -71,6 +71,9 @@ type metadataDoc struct {
 	// (replication_throttle.go), by resource name: the node id, or "" for
 	// the cluster default. In cluster mode they live in the metadata log.
 	BrokerConfigs map[string]map[string]string `json:"broker_configs,omitempty"`
+	// ScramCredentials are a single node's SCRAM credentials
+	// (scram_credentials.go): salts and keys, never passwords.
+	ScramCredentials []scramCredentialRecord `json:"scram_credentials,omitempty"`
 }
 
 // Legal topic names: Kafka's rules (Topic.validate).
@@ -152,6 +155,10 @@ type catalog struct {
 	// brokerConfigs are the dynamic broker configs (single node), by
 	// resource name; replaced under Broker.mu held for writing.
 	brokerConfigs map[string]map[string]string
+
+	// scram holds the SCRAM credentials (single node); nil in a catalogue
+	// that keeps none.
+	scram *scramStore
 }
 
 // load reads the metadata file and opens every partition log.
@@ -176,6 +183,13 @@ func (c *catalog) load() error {
 	c.brokerConfigs = doc.BrokerConfigs
 	if c.quotas, err = quota.LoadRecords(doc.ClientQuotas); err != nil {
 		return fmt.Errorf("broker: %s: %w", metadataFile, err)
+	}
+	if c.scram != nil {
+		users, err := loadScramUsers(doc.ScramCredentials)
+		if err != nil {
+			return fmt.Errorf("broker: %s: %w", metadataFile, err)
+		}
+		c.scram.set(users)
 	}
 	for _, rec := range doc.Topics {
 		idBytes, err := hex.DecodeString(rec.ID)
@@ -364,7 +378,7 @@ func (c *catalog) sortedTopics() []*topic {
 // save writes the catalogue atomically.
 func (c *catalog) save() error {
 	doc := metadataDoc{ClusterID: c.clusterID, ProducerIDBlockEnd: c.producerIDBlockEnd, ClientQuotas: quota.Records(c.quotas),
-		BrokerConfigs: c.brokerConfigs}
+		BrokerConfigs: c.brokerConfigs, ScramCredentials: c.scram.current().records()}
 	for _, t := range c.sortedTopics() {
 		doc.Topics = append(doc.Topics, topicRecord{
 			Name:       t.name,
@@ -378,9 +392,11 @@ func (c *catalog) save() error {
 		return err
 	}
 	// The directory fsync matters: a rename lost to a power loss would
-	// bring back a block of producer ids already handed out.
+	// bring back a block of producer ids already handed out. The file is
+	// the owner's alone: it may hold SCRAM salts and keys, with which a
+	// reader could guess passwords offline.
 	name := path.Join(c.dir, metadataFile)
-	if err := vfs.WriteFileAtomic(c.fs, name, raw, 0o644); err != nil {
+	if err := vfs.WriteFileAtomic(c.fs, name, raw, 0o600); err != nil {
 		return fmt.Errorf("broker: writing %s: %w", name, err)
 	}
 	return nil

@@ -169,6 +169,12 @@ func applyPropertiesWithOrigins(dst *broker.Config, props map[string]setting, lo
 		if s, ok := props[key]; ok {
 			cfg.SASLPlainJAASConfig = s.value
 		}
+		// Kafka needs a ScramLoginModule entry for each SCRAM mechanism;
+		// its options are unused on the server, whose credentials are the
+		// broker's (--add-scram, AlterUserScramCredentials).
+		for _, m := range []string{"scram-sha-256", "scram-sha-512"} {
+			handled["listener.name."+strings.ToLower(cfg.ListenerName)+"."+m+".sasl.jaas.config"] = true
+		}
 	}
 	if _, ok := props["sasl.jaas.config"]; ok {
 		handled["sasl.jaas.config"] = true

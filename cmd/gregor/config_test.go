@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 	"github.com/urfave/cli/v2"
 
 	"github.com/gregor-broker/gregor/broker"
@@ -867,5 +868,77 @@ func TestServeSASLPlaintextFromServerProperties(t *testing.T) {
 	bad := newTestClient(t, addr, kgo.SASL(plain.Auth{User: "alice", Pass: "nope"}.AsMechanism()), kgo.RequestRetries(0))
 	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, bad); !errors.Is(err, kerr.SaslAuthenticationFailed) {
 		t.Fatalf("a wrong password: %v, want SASL_AUTHENTICATION_FAILED", err)
+	}
+}
+
+// TestServeSCRAMFromServerProperties: docs/security.md's SCRAM example, as
+// written there, with its --add-scram flags, serves SCRAM-SHA-512: the
+// users log in, a wrong password is refused, and a malformed --add-scram
+// refuses to start with Kafka's message.
+func TestServeSCRAMFromServerProperties(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/security.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, _ := strings.Cut(string(doc), "## SASL_PLAINTEXT with SCRAM")
+	_, rest, _ = strings.Cut(rest, "```properties\n")
+	example, _, _ := strings.Cut(rest, "```")
+	if !strings.Contains(example, "sasl.enabled.mechanisms=SCRAM-SHA-512,SCRAM-SHA-256") {
+		t.Fatalf("docs/security.md's SCRAM example changed:\n%s", example)
+	}
+	for _, flag := range []string{"--add-scram 'SCRAM-SHA-512=[name=admin,password=admin-secret]'",
+		"--add-scram 'SCRAM-SHA-512=[name=alice,password=alice-secret,iterations=8192]'"} {
+		if !strings.Contains(string(doc), flag) {
+			t.Fatalf("docs/security.md no longer shows %s", flag)
+		}
+	}
+	addr := freePort(t)
+	example = strings.ReplaceAll(example, "SASL_PLAINTEXT://:9092", "SASL_PLAINTEXT://"+addr)
+	example = strings.ReplaceAll(example, "SASL_PLAINTEXT://localhost:9092", "SASL_PLAINTEXT://"+addr)
+	example = strings.ReplaceAll(example, "log.dirs=./data", "log.dirs="+t.TempDir())
+	file := writeFile(t, example)
+	lines := startGregorLogging(t, "serve --http-listen 127.0.0.1:0 --config "+file+
+		" --add-scram SCRAM-SHA-512=[name=admin,password=admin-secret]"+
+		" --add-scram SCRAM-SHA-512=[name=alice,password=alice-secret,iterations=8192]")
+	for _, line := range lines {
+		if strings.Contains(line, "unknown config") {
+			t.Errorf("the example's keys are not all known: %s", line)
+		}
+		if strings.Contains(line, "secret") {
+			t.Errorf("a password is logged: %s", line)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, user := range []string{"admin", "alice"} {
+		cl := newTestClient(t, addr, kgo.SASL(scram.Auth{User: user, Pass: user + "-secret"}.AsSha512Mechanism()), kgo.RequestRetries(0))
+		if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl); err != nil {
+			t.Errorf("%s logs in: %v", user, err)
+		}
+	}
+	described, err := kadm.NewClient(newTestClient(t, addr, kgo.SASL(scram.Auth{User: "admin", Pass: "admin-secret"}.AsSha512Mechanism()))).
+		DescribeUserSCRAMs(ctx, "alice")
+	if err != nil || described["alice"].Err != nil || len(described["alice"].CredInfos) != 1 || described["alice"].CredInfos[0].Iterations != 8192 {
+		t.Errorf("describe alice: %+v, %v", described, err)
+	}
+	bad := newTestClient(t, addr, kgo.SASL(scram.Auth{User: "alice", Pass: "nope"}.AsSha512Mechanism()), kgo.RequestRetries(0))
+	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, bad); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+		t.Fatalf("a wrong password: %v, want SASL_AUTHENTICATION_FAILED", err)
+	}
+}
+
+// TestAddScramFlagReachesTheConfig: --add-scram is repeatable, keeps its
+// commas, and a malformed one refuses to start with Kafka's message.
+func TestAddScramFlagReachesTheConfig(t *testing.T) {
+	cfg, err := runServeConfig(t, nil, "--add-scram", "SCRAM-SHA-512=[name=a,password=b]", "--add-scram", "SCRAM-SHA-256=[name=c,password=d]")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"SCRAM-SHA-512=[name=a,password=b]", "SCRAM-SHA-256=[name=c,password=d]"}; !reflect.DeepEqual(cfg.AddScram, want) {
+		t.Fatalf("AddScram %q, want %q", cfg.AddScram, want)
+	}
+	_, err = broker.Start(context.Background(), broker.Config{AddScram: []string{"SCRAM-SHA-512=[password=b]"}})
+	if err == nil || !strings.Contains(err.Error(), "You must supply 'name' to add-scram") {
+		t.Fatalf("a malformed --add-scram: %v", err)
 	}
 }

@@ -55,6 +55,7 @@ func newApp() *cli.App {
 			&cli.StringFlag{Name: "http-listen", Value: "127.0.0.1:9644", Usage: "`HOST:PORT` serving /metrics, /healthz and /readyz; empty disables it"},
 			&cli.StringFlag{Name: "config", Usage: "`FILE` in Kafka's server.properties format"},
 			&cli.StringSliceFlag{Name: "override", Usage: "`KEY=VALUE` Kafka broker config, over the file and KAFKA_* variables (repeatable)"},
+			&cli.StringSliceFlag{Name: "add-scram", Usage: "`MECHANISM=[name=USER,password=PASSWORD]` create a SCRAM credential at start if USER has none for MECHANISM, Kafka's kafka-storage format --add-scram syntax (repeatable; single node only)"},
 		},
 		Action: runServe,
 	}
@@ -177,6 +178,9 @@ func serveConfig(c *cli.Context, environ []string, logger *slog.Logger) (broker.
 			return broker.Config{}, nil, fmt.Errorf("--node-id %d is out of range", nodeID)
 		}
 		cfg.NodeID = int32(nodeID)
+	}
+	if fc := flags("add-scram"); fc.IsSet("add-scram") {
+		cfg.AddScram = fc.StringSlice("add-scram")
 	}
 	if fc := flags("controller-quorum"); fc.IsSet("controller-quorum") {
 		cfg.ControllerQuorumVoters = fc.String("controller-quorum")

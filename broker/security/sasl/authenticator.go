@@ -383,6 +383,9 @@ func (a *Authenticator) token(frame []byte) Result {
 		if errors.As(err, &ae) {
 			return failed(ae.Message)
 		}
+		if errors.Is(err, ErrCloseConnection) {
+			return a.closeNow(err)
+		}
 		return failed(fmt.Sprintf("Authentication failed during %s due to invalid credentials with SASL mechanism %s", a.phase(), a.mechName))
 	}
 	if done && a.reauth {

@@ -2,7 +2,8 @@
 // listener, as Kafka's SaslServerAuthenticator: the state machine one
 // connection goes through before its first ordinary request (Authenticator),
 // the mechanisms it drives (Mechanism; PLAIN here, as Kafka's
-// PlainSaslServer), the JAAS configuration text PLAIN takes its users from
+// PlainSaslServer, and SCRAM-SHA-256/512 over package scram's exchange, as
+// Kafka's ScramSaslServer), the JAAS configuration text PLAIN takes its users from
 // (ParseJAAS, as Kafka's JaasConfig), and re-authentication (KIP-368):
 // the session lifetime sent in SaslAuthenticate, a SaslHandshake on an
 // authenticated connection, and the expiry of a session.
@@ -14,7 +15,8 @@
 // answers ApiVersions through a callback with its normal handler, and owns
 // the delay.
 //
-// Imports: protocol (request headers and response framing), and of other
+// Imports: protocol (request headers and response framing),
+// broker/security/scram (the SCRAM exchange NewScram drives), and of other
 // projects franz-go's kmsg and kerr.
 //
 // Locks: none. An Authenticator belongs to one connection and is used by

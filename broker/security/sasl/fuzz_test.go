@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gregor-broker/gregor/broker/security/scram"
 	"github.com/gregor-broker/gregor/protocol"
 )
 
@@ -58,6 +59,36 @@ func FuzzAuthenticatorFrames(f *testing.F) {
 			if r.Err != nil {
 				if a.State() != Failed {
 					t.Fatalf("state %s after %v", a.State(), r.Err)
+				}
+				return
+			}
+		}
+	})
+}
+
+// FuzzScramMechanism feeds the SCRAM adapter a client-first and a
+// client-final of any bytes: it must never panic, and never complete but
+// as the one user whose credential the lookup has.
+func FuzzScramMechanism(f *testing.F) {
+	f.Add([]byte("n,,n=alice,r=abc"), []byte("c=biws,r=abc,p=AAAA"))
+	f.Add([]byte("n,a=bob,n=alice,r=abc"), []byte(""))
+	f.Add([]byte("n,,n=alice,r=abc,tokenauth=true"), []byte("c=biws,r=abcd,p=AAAA"))
+	f.Add([]byte("y,,n=al=2Cice,r=x"), []byte("c=biws,r=x,p="))
+	cred, err := scram.NewCredential(scram.SHA256, "secret", []byte("salt"), scram.MinIterations)
+	if err != nil {
+		f.Fatal(err)
+	}
+	lookup := func(user string, m scram.Mechanism) (scram.Credential, bool) { return cred, user == "alice" }
+	f.Fuzz(func(t *testing.T, first, final []byte) {
+		m := NewScram(scram.SHA256, lookup)
+		for _, tok := range [][]byte{first, final} {
+			_, done, err := m.Evaluate(tok)
+			if err != nil {
+				return
+			}
+			if done {
+				if m.AuthorizationID() != "alice" {
+					t.Fatalf("completed as %q", m.AuthorizationID())
 				}
 				return
 			}

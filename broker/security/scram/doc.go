@@ -10,8 +10,9 @@
 // errors that say how Kafka answers the client), the stored credential
 // (Credential, NewCredential, and Kafka's credential string), the
 // decisions of an AlterUserScramCredentials request (ValidateAlterations,
-// as Kafka's controller), and the metadata records credentials are kept
-// in (Record and RemoveRecord, byte for byte Kafka's
+// as Kafka's controller), the kafka-storage format --add-scram argument
+// (ParseAddScram, as Kafka's ScramParser), and the metadata records
+// credentials are kept in (Record and RemoveRecord, byte for byte Kafka's
 // UserScramCredentialRecord and RemoveUserScramCredentialRecord in its
 // metadata log framing).
 //

@@ -171,3 +171,27 @@ func FuzzExchange(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseAddScram: any argument is parsed or refused with ErrAddScram,
+// never a panic, and what it accepts is within Kafka's bounds.
+func FuzzParseAddScram(f *testing.F) {
+	for _, s := range []string{
+		"SCRAM-SHA-512=[name=alice,password=alice-secret]",
+		"SCRAM-SHA-256=[name=bob,salt=AAAA,saltedpassword=AAAA,iterations=4096]",
+		"SCRAM-SHA-512=[]", "=", "SCRAM-SHA-512=[name=\"\"]",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, arg string) {
+		got, err := ParseAddScram(arg)
+		if err != nil {
+			if !errors.Is(err, ErrAddScram) {
+				t.Fatalf("error %v is not ErrAddScram", err)
+			}
+			return
+		}
+		if !got.Mechanism.Valid() || got.Credential.Iterations < MinIterations || got.Credential.Iterations > MaxIterations {
+			t.Fatalf("accepted %+v", got)
+		}
+	})
+}
