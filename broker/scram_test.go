@@ -656,3 +656,48 @@ func TestScramUsersWith(t *testing.T) {
 		t.Errorf("new value %+v", next)
 	}
 }
+
+// TestSCRAMOverSASLSSL: SCRAM-SHA-512 on a SASL_SSL listener: TLS first,
+// then the SCRAM exchange, whose user is the principal.
+func TestSCRAMOverSASLSSL(t *testing.T) {
+	t.Parallel()
+	p := newTestPKI(t)
+	b := startTLSBroker(t, p, "none", func(c *Config) {
+		c.ListenerName, c.SecurityProtocol = "SASL_SSL", "SASL_SSL"
+		c.SASLEnabledMechanisms = []string{"SCRAM-SHA-512"}
+		c.AddScram = []string{"SCRAM-SHA-512=[name=alice,password=alice-secret]"}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.DialTLSConfig(p.clientTLS()),
+		scram512("alice", "alice-secret"), kgo.ConsumeTopics("scram-ssl"), kgo.AllowAutoTopicCreation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "scram-ssl", Value: []byte("private")}).FirstErr(); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+	fs := cl.PollFetches(ctx)
+	if err := fs.Err(); err != nil {
+		t.Fatalf("fetch: %v", err)
+	}
+	if recs := fs.Records(); len(recs) != 1 || string(recs[0].Value) != "private" {
+		t.Fatalf("consumed %v", recs)
+	}
+	for _, pr := range principals(b) {
+		if pr != "User:alice" {
+			t.Errorf("principal %s, want User:alice", pr)
+		}
+	}
+	bad, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.DialTLSConfig(p.clientTLS()),
+		scram512("alice", "wrong"), kgo.RequestRetries(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bad.Close()
+	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, bad); err == nil ||
+		!strings.Contains(err.Error(), "invalid credentials with SASL mechanism SCRAM-SHA-512") {
+		t.Fatalf("metadata with a wrong password over SASL_SSL: %v", err)
+	}
+}
