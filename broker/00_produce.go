@@ -373,17 +373,16 @@ func recordErrors(one []byte, info *batch.Info, cfg effectiveTopicConfig, now in
 		rec.RelativeOffset, rec.ErrorMessage = int32(i), &msg
 		errs = append(errs, rec)
 	}
-	i := 0
-	batch.ForEachRecord(one, &r.conn.scratch, func(h *batch.Header, rec *batch.Record) bool {
-		switch ts := h.RecordTimestamp(rec); {
-		case cfg.compact && rec.Key == nil:
+	batch.ForEachRecordMeta(one, &r.conn.scratch, func(m batch.RecordMeta) bool {
+		i := int(m.Index)
+		switch ts := m.Timestamp; {
+		case cfg.compact && m.NullKey:
 			add(i, fmt.Sprintf("Compacted topic cannot accept message without key in topic partition %s-%d", p.Topic(), p.Index()))
 		case ts != batch.NoTimestamp && (tooNew(ts) || tooOld(ts)):
 			timestamps = true
 			add(i, fmt.Sprintf("Timestamp %d of message with offset %d is out of range. The timestamp should be within [%d, %d]",
 				ts, i, now-cfg.timestampBeforeMaxMs, now+cfg.timestampAfterMaxMs))
 		}
-		i++
 		return true
 	})
 	switch {

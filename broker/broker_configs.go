@@ -19,6 +19,7 @@ import (
 
 	"github.com/gregor-broker/gregor/broker/topicconfig"
 	"github.com/gregor-broker/gregor/protocol"
+	"github.com/gregor-broker/gregor/protocol/batch"
 )
 
 // BrokerConfig is one Kafka broker config.
@@ -51,10 +52,13 @@ type BrokerConfig struct {
 	current func(b *Broker) (value string, explicit bool)
 	// docDefault is the default as the docs show it, when not Default.
 	docDefault string
+	// ownKey marks a key of Gregor's own, which DescribeConfigs does not
+	// list as a Kafka broker would not.
+	ownKey bool
 }
 
 // Listed reports whether DescribeConfigs lists this config for the broker.
-func (c *BrokerConfig) Listed() bool { return c.current != nil }
+func (c *BrokerConfig) Listed() bool { return c.current != nil && !c.ownKey }
 
 // Parses reports whether Parse sets this config, or whether the loader
 // reads it itself.
@@ -181,6 +185,13 @@ func loaderConfig(name string, kind topicconfig.Kind, def string, doc string) Br
 	return BrokerConfig{Name: name, Default: def, NullDefault: def == "", Doc: doc, kind: kind}
 }
 
+// unlisted keeps a key out of DescribeConfigs: a key of Gregor's own,
+// which a Kafka broker would not list.
+func (c BrokerConfig) unlisted() BrokerConfig {
+	c.ownKey = true
+	return c
+}
+
 // listed gives a loader-read key a value for DescribeConfigs.
 func (c BrokerConfig) listed(current func(b *Broker) (string, bool)) BrokerConfig {
 	c.current = current
@@ -257,6 +268,7 @@ var brokerConfigTable = func() []BrokerConfig {
 		loaderConfig("listener.name.<listener>.plain.sasl.jaas.config", topicconfig.KindString, "", "the PLAIN users of the SASL listener `<listener>` (lower case): one `org.apache.kafka.common.security.plain.PlainLoginModule required user_NAME=\"password\" ...;` entry, Kafka's JAAS syntax; an unprefixed `sasl.jaas.config` is ignored with a warning, as Kafka ignores it on a broker").shownAs("none"),
 		intConfig("socket.request.max.bytes", "MaxFrameBytes", topicconfig.KindInt, int32(protocol.DefaultMaxFrameBytes), 1, math.MaxInt32, "a larger request closes the connection", func(c *Config) *int32 { return &c.MaxFrameBytes }),
 		optionalConfig("queued.max.request.bytes", "QueuedMaxRequestBytes", topicconfig.KindLong, -1, math.MinInt64, math.MaxInt64, "the bytes of requests read and not yet answered, over all connections; a connection whose next request does not fit is not read until others are answered, as Kafka's memory pool mutes it, and as in Kafka one request may take the pool past the bound while anything is left, and a request reserves the size its frame claims; -1 (or any value <= 0) is no bound. Whatever this is, a frame's buffer grows only as its bytes arrive, and one connection has at most 16 MiB of requests read ahead (a larger request alone)", func(c *Config) **int64 { return &c.QueuedMaxRequestBytes }),
+		intConfig("gregor.message.max.uncompressed.bytes", "MaxUncompressedBytes", topicconfig.KindInt, int32(batch.DefaultMaxUncompressed), 1, math.MaxInt32, "Gregor's own key, which DescribeConfigs does not list: the most a produced batch's records may decompress to; a larger one is INVALID_RECORD. Kafka has no such bound. A compressed batch is checked as it decompresses, holding a window of 4 MiB and the codec's state rather than its records, by one of a few decoder sets the connections share (one per core, at least two): a batch that finds them all busy waits", func(c *Config) *int32 { return &c.MaxUncompressedBytes }).unlisted(),
 		optionalConfig("max.connections", "MaxConnections", topicconfig.KindInt, maxConnectionsDefault, 0, math.MaxInt32, "client connections open at once: at the limit no more are accepted (they wait in the listen backlog) until one closes", func(c *Config) **int64 { return &c.MaxConnections }),
 		optionalConfig("max.connections.per.ip", "MaxConnectionsPerIP", topicconfig.KindInt, maxConnectionsDefault, 0, math.MaxInt32, "connections from one address: one more is closed as soon as it is accepted; 0 only with `max.connections.per.ip.overrides`", func(c *Config) **int64 { return &c.MaxConnectionsPerIP }),
 		stringConfig("max.connections.per.ip.overrides", "MaxConnectionsPerIPOverrides", "other per-address limits, `host:count,host:count` (hosts resolved at start)", func(c *Config) *string { return &c.MaxConnectionsPerIPOverrides }),
@@ -375,7 +387,7 @@ func (b *Broker) brokerConfigs() []describedConfig {
 	out := make([]describedConfig, 0, len(brokerConfigTable))
 	for i := range brokerConfigTable {
 		c := &brokerConfigTable[i]
-		if c.current == nil {
+		if !c.Listed() {
 			continue
 		}
 		v, explicit := c.current(b)

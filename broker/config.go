@@ -31,6 +31,10 @@ type Config struct {
 	// no more are read (request_memory.go); <= 0 (the default, -1, as in
 	// Kafka) is no bound.
 	QueuedMaxRequestBytes *int64
+	// MaxUncompressedBytes is gregor.message.max.uncompressed.bytes: the
+	// most a produced batch's records may decompress to (more is
+	// INVALID_RECORD). Default 256 MiB.
+	MaxUncompressedBytes int32
 	// MaxConnections is max.connections: with that many client
 	// connections open, no more are accepted until one closes.
 	MaxConnections *int64

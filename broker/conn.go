@@ -222,6 +222,7 @@ func newConn(b *Broker, nc net.Conn) *conn {
 
 		answered: make(chan struct{}, 1),
 	}
+	c.scratch.MaxUncompressed = int(b.cfg.MaxUncompressedBytes)
 	c.principal.Store(&anonymous)
 	c.lastActive.Store(time.Now().UnixNano())
 	if b.sasl != nil {

@@ -783,3 +783,29 @@ func TestProduceClearsAClientLogAppendTimeBit(t *testing.T) {
 		t.Fatalf("stored: LogAppendTime bit %v, max timestamp %d (want false, %d)", got.LogAppendTime(), got.MaxTimestamp, h.MaxTimestamp)
 	}
 }
+
+// TestProduceOverTheUncompressedLimit: gregor.message.max.uncompressed.bytes
+// bounds what a produced batch's records decompress to: a 13 KB zstd batch
+// of 2 MiB of records is INVALID_RECORD under a 1 MiB bound and appended
+// under the default one.
+func TestProduceOverTheUncompressedLimit(t *testing.T) {
+	t.Parallel()
+	recs := []batch.Record{{Key: []byte("k"), Value: make([]byte, 2<<20)}}
+	bomb, err := batch.AppendBatch(nil, batch.BuildOptions{Compression: batch.Zstd, BaseTimestamp: time.Now().UnixMilli(),
+		ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, PartitionLeaderEpoch: -1}, recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	small := startBroker(t, Config{MaxUncompressedBytes: 1 << 20})
+	c := dialRaw(t, small.Addr())
+	createTopic(t, c, "t", 1, nil)
+	if got := produceRaw(c, 9, 1, "t", 0, bomb); got.ErrorCode != kerr.InvalidRecord.Code {
+		t.Fatalf("under a 1 MiB bound: %v, want INVALID_RECORD", kerr.ErrorForCode(got.ErrorCode))
+	}
+	b := startBroker(t, Config{})
+	c = dialRaw(t, b.Addr())
+	createTopic(t, c, "t", 1, nil)
+	if got := produceRaw(c, 9, 1, "t", 0, bomb); got.ErrorCode != 0 {
+		t.Fatalf("under the default bound: %v", kerr.ErrorForCode(got.ErrorCode))
+	}
+}

@@ -16,9 +16,10 @@ import (
 // DefaultMaxUncompressed bounds decompression when Scratch.MaxUncompressed is 0.
 const DefaultMaxUncompressed = 256 << 20
 
-// Scratch holds the buffers and decoders that Validate and ForEachRecord
-// reuse, so that a compressed batch costs no allocation once the Scratch has
-// seen one like it. The zero value is ready to use.
+// Scratch holds the buffers and decoders that ForEachRecord reuses, so that
+// a compressed batch costs no allocation once the Scratch has seen one like
+// it, and the limit and pool that Validate and ForEachRecordMeta use. The
+// zero value is ready to use.
 //
 // A Scratch is not safe for concurrent use; keep one per goroutine or in a
 // sync.Pool. Its buffer grows to the largest records section it has
@@ -34,6 +35,11 @@ type Scratch struct {
 	// block buffers (at most 4 MiB for lz4).
 	MaxUncompressed int
 
+	// Pool is the decoder sets Validate borrows for compressed batches
+	// (decoders.go); nil is the package's default pool, one set per core
+	// and at least two, shared by every Scratch that has none.
+	Pool *DecompressionPool
+
 	buf     []byte         // decompressed records
 	header  Header         // ForEachRecord's header
 	record  Record         // ForEachRecord's record
@@ -45,6 +51,13 @@ type Scratch struct {
 	lz      *lz4.Reader
 	zd      *zstd.Decoder
 	zdBound int // the memory bound zd was configured with
+}
+
+func (s *Scratch) pool() *DecompressionPool {
+	if s.Pool != nil {
+		return s.Pool
+	}
+	return defaultPool
 }
 
 func (s *Scratch) limit() int {

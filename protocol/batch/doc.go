@@ -70,4 +70,9 @@
 // client writes: 0x82 "SNAPPY" 0x00, two int32 versions, then
 // [int32 length][snappy block]…), lz4 (the LZ4 frame format) or zstd (one or
 // more zstd frames). Decompression is bounded by Scratch.MaxUncompressed.
+// Validate and ForEachRecordMeta walk a compressed batch's records as they
+// decompress (stream.go), through a window and a decoder set borrowed from
+// a DecompressionPool (decoders.go), so that what they hold is the codec's
+// state, never the records; ForEachRecord, which hands out records,
+// decompresses them whole into its Scratch.
 package batch

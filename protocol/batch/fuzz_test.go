@@ -90,6 +90,7 @@ func checkValidate(t *testing.T, b []byte) {
 	if string(b) != orig {
 		t.Fatal("Validate modified its input")
 	}
+	checkStreamAgreesWithWhole(t, b, s, info, err)
 	if refused(t, s, err) {
 		return
 	}
@@ -267,4 +268,29 @@ func FuzzScanRecords(f *testing.F) {
 				got.MaxTimestamp, got.MinTimestamp, got.NullKeys, want.MaxTimestamp, want.MinTimestamp, want.NullKeys)
 		}
 	})
+}
+
+// checkStreamAgreesWithWhole holds Validate's streamed walk of a compressed
+// batch (stream.go) against decompressing the records whole and walking
+// them with scanRecords: the same verdict and the same Info. The whole
+// decompression may refuse more as too large (its zstd window bound is the
+// limit), which is the only difference allowed.
+func checkStreamAgreesWithWhole(t *testing.T, b []byte, s *Scratch, info Info, err error) {
+	t.Helper()
+	h, herr := Check(b)
+	if herr != nil || h.Compression() == None || !h.Compression().known() || binary.BigEndian.Uint64(b[offBaseOffset:]) != 0 || checkClientHeader(&h) != nil {
+		return
+	}
+	buf, derr := s.decompress(h.Compression(), b[HeaderSize:])
+	whole := Info{Header: h, MaxTimestamp: NoTimestamp, MinTimestamp: NoTimestamp, NumRecords: int(h.RecordCount), UncompressedBytes: len(buf)}
+	wholeOK := derr == nil && scanRecords(buf, &whole)
+	switch {
+	case err == nil && !wholeOK && !errors.Is(derr, ErrTooLarge):
+		t.Fatalf("streamed walk accepted a batch the whole walk refuses (%v)", derr)
+	case err != nil && wholeOK:
+		t.Fatalf("streamed walk refused (%v) a batch the whole walk accepts", err)
+	case err == nil && wholeOK && (info.MaxTimestamp != whole.MaxTimestamp || info.MinTimestamp != whole.MinTimestamp ||
+		info.NullKeys != whole.NullKeys || info.UncompressedBytes != whole.UncompressedBytes):
+		t.Fatalf("streamed %+v, whole %+v", info, whole)
+	}
 }

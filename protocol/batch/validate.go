@@ -45,8 +45,9 @@ type Info struct {
 //  4. codec 0..4: ErrUnsupportedCompression
 //  5. lastOffsetDelta+1 > 0, recordCount > 0 and equal to it; not a control
 //     batch; a producer id >= 0 needs baseSequence >= 0: ErrInvalidRecord
-//  6. the records: decompressed into s, at most s.MaxUncompressed bytes
-//     (ErrDecompress, ErrTooLarge); exactly recordCount well-formed records,
+//  6. the records: decompressed as they are walked, through a window and
+//     a decoder set borrowed from s's pool (at most s.MaxUncompressed bytes:
+//     ErrDecompress, ErrTooLarge); exactly recordCount well-formed records,
 //     offset deltas 0, 1, …, recordCount-1, nothing left over: ErrInvalidRecord
 //
 // Limits and policies that depend on configuration are the broker's: batch
@@ -55,8 +56,9 @@ type Info struct {
 // producer state, and zstd on produce versions below 7.
 //
 // Validate neither modifies nor retains b. With an uncompressed batch it does
-// not allocate; with a compressed one it reuses s's buffers and decoders. s
-// may be nil, at the cost of allocating.
+// not allocate; a compressed one waits for a free decoder set of s.Pool
+// (the package's default pool when nil), whose buffers it reuses. s may be
+// nil.
 func Validate(b []byte, s *Scratch) (Info, error) {
 	if err := checkPrefix(b); err != nil {
 		return Info{}, err
@@ -74,13 +76,10 @@ func Validate(b []byte, s *Scratch) (Info, error) {
 	if err := checkClientHeader(&h); err != nil {
 		return Info{}, err
 	}
-	if s == nil {
-		s = new(Scratch)
+	if h.Compression() != None {
+		return validateCompressed(h, b[HeaderSize:], s)
 	}
-	buf, err := s.decompress(h.Compression(), b[HeaderSize:])
-	if err != nil {
-		return Info{}, err
-	}
+	buf := b[HeaderSize:]
 	info := Info{
 		Header:            h,
 		MaxTimestamp:      NoTimestamp,
@@ -91,8 +90,30 @@ func Validate(b []byte, s *Scratch) (Info, error) {
 	if !scanRecords(buf, &info) {
 		// The fast walk only says that something is out of place; the
 		// record decoder finds what, for the error.
+		if s == nil {
+			s = new(Scratch)
+		}
 		return s.validateRecords(buf, h)
 	}
+	return info, nil
+}
+
+// validateCompressed is Validate's record walk for a compressed batch: the
+// records are checked as they decompress (stream.go), with a decoder set of
+// s's pool (decoders.go), never held whole.
+func validateCompressed(h Header, in []byte, s *Scratch) (Info, error) {
+	info := Info{Header: h, MaxTimestamp: NoTimestamp, MinTimestamp: NoTimestamp, NumRecords: int(h.RecordCount)}
+	pool, limit := defaultPool, DefaultMaxUncompressed
+	if s != nil {
+		pool, limit = s.pool(), s.limit()
+	}
+	st := recordStats{maxTs: NoTimestamp, minTs: NoTimestamp}
+	n, err := walkCompressed(pool, &info.Header, in, limit, &st, nil)
+	if err != nil {
+		return Info{}, err
+	}
+	info.MaxTimestamp, info.MinTimestamp, info.NullKeys = st.maxTs, st.minTs, st.nullKeys
+	info.UncompressedBytes = n
 	return info, nil
 }
 
@@ -150,60 +171,12 @@ func scanRecords(buf []byte, info *Info) bool {
 	maxTs, minTs, nullKeys := int64(NoTimestamp), int64(NoTimestamp), 0
 	p := 0
 	for i := int32(0); i < info.RecordCount; i++ {
-		size, q := scanVarint(buf, p)
-		if q < 0 || size <= 0 || int(size) > len(buf)-q {
+		end, tsDelta, nullKey := scanRecord(buf, p, i)
+		if end < 0 {
 			return false
 		}
-		end := q + int(size)
-		rec := buf[:end] // every read below stays inside the record
-		q++              // attributes
-		var tsDelta int64
-		if q < end && rec[q] < 0x80 {
-			u := uint64(rec[q])
-			tsDelta, q = int64(u>>1)^-int64(u&1), q+1
-		} else {
-			v, n := varint64(rec[q:])
-			if n <= 0 {
-				return false
-			}
-			tsDelta, q = v, q+n
-		}
-		var delta, l int32
-		if delta, q = scanVarint(rec, q); q < 0 || delta != i {
-			return false
-		}
-		if l, q = scanVarint(rec, q); q < 0 || int(l) > end-q { // key, nullable
-			return false
-		}
-		if l < 0 {
+		if nullKey {
 			nullKeys++
-		} else {
-			q += int(l)
-		}
-		if l, q = scanVarint(rec, q); q < 0 || int(l) > end-q { // value, nullable
-			return false
-		}
-		if l > 0 {
-			q += int(l)
-		}
-		var headers int32
-		if headers, q = scanVarint(rec, q); q < 0 || headers < 0 || int(headers) > end-q {
-			return false
-		}
-		for range headers {
-			if l, q = scanVarint(rec, q); q < 0 || l < 0 || int(l) > end-q { // key
-				return false
-			}
-			q += int(l)
-			if l, q = scanVarint(rec, q); q < 0 || int(l) > end-q { // value, nullable
-				return false
-			}
-			if l > 0 {
-				q += int(l)
-			}
-		}
-		if q != end {
-			return false
 		}
 		ts := base + tsDelta
 		if appendTime {
@@ -220,6 +193,68 @@ func scanRecords(buf []byte, info *Info) bool {
 	}
 	info.MaxTimestamp, info.MinTimestamp, info.NullKeys = maxTs, minTs, nullKeys
 	return true
+}
+
+// scanRecord checks the record at buf[p:], the i-th of its batch, as
+// readRecord would accept it, and returns the position after it, its
+// timestamp delta and whether its key is null; end is -1 if the record is
+// malformed or does not end within buf.
+func scanRecord(buf []byte, p int, i int32) (end int, tsDelta int64, nullKey bool) {
+	size, q := scanVarint(buf, p)
+	if q < 0 || size <= 0 || int(size) > len(buf)-q {
+		return -1, 0, false
+	}
+	end = q + int(size)
+	rec := buf[:end] // every read below stays inside the record
+	q++              // attributes
+	if q < end && rec[q] < 0x80 {
+		u := uint64(rec[q])
+		tsDelta, q = int64(u>>1)^-int64(u&1), q+1
+	} else {
+		v, n := varint64(rec[q:])
+		if n <= 0 {
+			return -1, 0, false
+		}
+		tsDelta, q = v, q+n
+	}
+	var delta, l int32
+	if delta, q = scanVarint(rec, q); q < 0 || delta != i {
+		return -1, 0, false
+	}
+	if l, q = scanVarint(rec, q); q < 0 || int(l) > end-q { // key, nullable
+		return -1, 0, false
+	}
+	if l < 0 {
+		nullKey = true
+	} else {
+		q += int(l)
+	}
+	if l, q = scanVarint(rec, q); q < 0 || int(l) > end-q { // value, nullable
+		return -1, 0, false
+	}
+	if l > 0 {
+		q += int(l)
+	}
+	var headers int32
+	if headers, q = scanVarint(rec, q); q < 0 || headers < 0 || int(headers) > end-q {
+		return -1, 0, false
+	}
+	for range headers {
+		if l, q = scanVarint(rec, q); q < 0 || l < 0 || int(l) > end-q { // key
+			return -1, 0, false
+		}
+		q += int(l)
+		if l, q = scanVarint(rec, q); q < 0 || int(l) > end-q { // value, nullable
+			return -1, 0, false
+		}
+		if l > 0 {
+			q += int(l)
+		}
+	}
+	if q != end {
+		return -1, 0, false
+	}
+	return end, tsDelta, nullKey
 }
 
 // scanVarint decodes the zig-zag varint at b[p:] as varint32 does and returns
