@@ -3,7 +3,8 @@ package main
 // The client commands (topic, produce, consume, group, cluster) talk to any
 // Kafka-compatible broker over the wire through franz-go. This file holds
 // what they share: the connection flags, the client set-up, how Kafka errors
-// are printed, and the parsing of values that several commands take.
+// are printed, and the parsing of values that several commands take; how
+// they authenticate is client_security.go.
 
 import (
 	"context"
@@ -30,14 +31,14 @@ const bootstrapEnv = "GREGOR_BOOTSTRAP_SERVER"
 // command's own --timeout, whose meaning differs between commands.
 func connectionFlags(timeout *cli.DurationFlag) []cli.Flag {
 	timeout.Name = "timeout"
-	return []cli.Flag{
+	return append([]cli.Flag{
 		&cli.StringFlag{
 			Name: "bootstrap-server", Aliases: []string{"b"}, Value: "127.0.0.1:9092", EnvVars: []string{bootstrapEnv},
 			Usage: "`HOST:PORT` of a broker to connect to; several are separated by commas",
 		},
 		&cli.StringFlag{Name: "client-id", Value: "gregor-cli", Usage: "`ID` sent to the brokers as client.id"},
 		timeout,
-	}
+	}, securityFlags()...)
 }
 
 // requestTimeout is the --timeout of the commands whose work is a few
@@ -58,11 +59,15 @@ func newClient(c *cli.Context, opts ...kgo.Opt) (*kgo.Client, error) {
 	if len(seeds) == 0 {
 		return nil, errors.New("--bootstrap-server: no broker address given")
 	}
-	base := []kgo.Opt{
+	security, err := clientSecurity(c)
+	if err != nil {
+		return nil, err
+	}
+	base := append([]kgo.Opt{
 		kgo.SeedBrokers(seeds...),
 		kgo.ClientID(c.String("client-id")),
 		kgo.DialTimeout(10 * time.Second),
-	}
+	}, security...)
 	cl, err := kgo.NewClient(append(base, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("--bootstrap-server: %w", err)
