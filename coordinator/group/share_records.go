@@ -244,6 +244,7 @@ func (c *Coordinator) loadShareRecord(now int64, recordType int16, key, value []
 		m.sessionDeadline = now + int64(c.cfg.ShareSessionTimeoutMs)
 	case shareTargetMetadataType:
 		sg.assignmentEpoch = r.int32()
+		sg.assignmentTimestamp = 0
 		if t := r.tags(); len(t) == 8 {
 			sg.assignmentTimestamp = int64(binary.BigEndian.Uint64(t))
 		}
