@@ -411,17 +411,13 @@ func (c *Coordinator) maybeComputeShareTarget(g *group, now int64, topics Topics
 	}
 	for _, id := range sg.sortedMemberIDs() {
 		m := sg.members[id]
-		am := assignorMember{id: id, topics: map[TopicID]bool{}, current: sg.target[id]}
-		if am.current == nil {
-			am.current = assignment{}
-		}
+		sm := simpleMember{id: id, topics: topicOrder(m.subscribedTopicNames, topics), current: sg.target[id]}
 		for _, n := range m.subscribedTopicNames {
 			if t, ok := topics[n]; ok {
-				am.topics[t.ID] = true
 				in.partitions[t.ID] = t.Partitions
 			}
 		}
-		in.members = append(in.members, am)
+		in.members = append(in.members, sm)
 	}
 	in.homogeneous = sg.homogeneous()
 	target := assignSimple(in)

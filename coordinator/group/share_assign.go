@@ -16,22 +16,51 @@ package group
 // subscribing to different topics) does the same for each topic among the
 // members subscribed to it.
 //
-// Kafka iterates Java hash maps and sets; Gregor iterates members in the
-// order of their ids and partitions in topic-id then partition order, so
-// the balance and the stickiness are Kafka's, but when several partitions
-// or members are equally good the choice may differ from Kafka's.
+// Kafka makes its choices in the iteration order of Java's HashMap and
+// HashSet; the builders here iterate in the same emulated order
+// (share_javaorder.go), with members put into the group spec in the order
+// of their ids, so that they choose as Kafka 4.4 does; compat-tests/sharegroup
+// checks them against Kafka's SimpleAssignor on random groups
+// (fixtures/share-assign.txt).
 
-import "sort"
+import "math"
+
+// simpleMember is one member as the SimpleAssignor sees it: its subscribed
+// topic ids in the order Kafka's TopicIds iterates them (the member's
+// subscribed names, a HashSet<String>, resolved to ids) and its current
+// target.
+type simpleMember struct {
+	id      string
+	topics  []TopicID
+	current assignment
+}
 
 // simpleAssignorInput is the share group as the SimpleAssignor sees it:
-// members sorted by id with their subscribed topic ids (existing topics)
-// and current target, each topic's partition count, and the assignable
-// (initialized) partitions.
+// members sorted by id, each topic's partition count, the assignable
+// (initialized) partitions, and whether every member subscribes to the
+// same topic names (Kafka's SubscriptionType).
 type simpleAssignorInput struct {
-	members     []assignorMember
+	members     []simpleMember
 	partitions  map[TopicID]int32
 	assignable  map[TopicID]map[int32]bool
 	homogeneous bool
+}
+
+// topicOrder is the order Kafka iterates a member's subscribed topics:
+// names in a new HashSet<>(list) of the names, resolved to ids, unknown
+// names skipped.
+func topicOrder(names []string, topics Topics) []TopicID {
+	set := newJavaMap(javaStringHash, javaHashSetCopyCapacity(len(names)))
+	for _, n := range names {
+		set.put(n)
+	}
+	var out []TopicID
+	for _, n := range set.keys() {
+		if t, ok := topics[n]; ok {
+			out = append(out, t.ID)
+		}
+	}
+	return out
 }
 
 func (in simpleAssignorInput) targetPartitions(t TopicID) []int32 {
@@ -44,36 +73,58 @@ func (in simpleAssignorInput) targetPartitions(t TopicID) []int32 {
 	return out
 }
 
-// assignSimple is SimpleAssignor.assign. Every member gets an entry, empty
-// when it holds nothing.
+// simpleSpec is Kafka's GroupSpec for the builders: the member ids in the
+// group spec's order (a HashMap<String, ...> filled in id order) and each
+// member's data by index.
+type simpleSpec struct {
+	ids     []string
+	members []simpleMember
+}
+
+func newSimpleSpec(in simpleAssignorInput) simpleSpec {
+	byID := map[string]simpleMember{}
+	specs := newJavaMap(javaStringHash, 0)
+	for _, m := range in.members {
+		specs.put(m.id)
+		byID[m.id] = m
+	}
+	s := simpleSpec{ids: specs.keys()}
+	for _, id := range s.ids {
+		s.members = append(s.members, byID[id])
+	}
+	return s
+}
+
+// assignSimple is SimpleAssignor.assign: a new target for every member,
+// empty when it holds nothing.
 func assignSimple(in simpleAssignorInput) map[string]assignment {
 	out := map[string]assignment{}
 	if len(in.members) == 0 {
 		return out
 	}
+	spec := newSimpleSpec(in)
 	var result []assignment
 	if in.homogeneous {
-		result = assignSimpleHomogeneous(in)
+		result = assignSimpleHomogeneous(in, spec)
 	} else {
-		result = assignSimpleHeterogeneous(in)
+		result = assignSimpleHeterogeneous(in, spec)
 	}
-	for i, m := range in.members {
-		a := result[i]
-		if a == nil {
-			a = assignment{}
-		}
-		for t, ps := range a {
-			if len(ps) == 0 {
-				delete(a, t)
+	for i, id := range spec.ids {
+		a := assignment{}
+		if result != nil {
+			for t, ps := range result[i] {
+				if len(ps) > 0 {
+					a[t] = ps
+				}
 			}
 		}
-		out[m.id] = a
+		out[id] = a
 	}
 	return out
 }
 
 // desiredCounts is each of n members' share of sharing*partitions
-// assignments, as Kafka computes it with doubles.
+// assignments, computed with doubles as Kafka does.
 func desiredCounts(n, sharing, partitions int) []int {
 	out := make([]int, n)
 	if n == 0 {
@@ -81,17 +132,9 @@ func desiredCounts(n, sharing, partitions int) []int {
 	}
 	precise := float64(sharing*partitions) / float64(n)
 	for i := range out {
-		out[i] = ceilInt(precise*float64(i+1)) - ceilInt(precise*float64(i))
+		out[i] = int(math.Ceil(precise*float64(i+1))) - int(math.Ceil(precise*float64(i)))
 	}
 	return out
-}
-
-func ceilInt(f float64) int {
-	i := int(f)
-	if float64(i) < f {
-		i++
-	}
-	return i
 }
 
 func sharingFor(members, partitions int) int {
@@ -101,276 +144,338 @@ func sharingFor(members, partitions int) int {
 	return (members + partitions - 1) / partitions
 }
 
-// shareTP is one topic-partition in the builders.
+// shareTP is one topic-partition (Kafka's TopicIdPartition).
 type shareTP struct {
 	t TopicID
 	p int32
 }
 
-func lessTP(a, b shareTP) bool {
-	if a.t != b.t {
-		return string(a.t[:]) < string(b.t[:])
+// currentOrder is the iteration of a member's current assignment: topics
+// in a HashMap<Uuid, ...>, partitions in a HashSet<Integer>, both filled
+// in ascending order.
+func currentOrder(a assignment) []shareTP {
+	topics := newJavaMap(javaUUIDHash, 0)
+	for _, t := range a.sortedTopics() {
+		topics.put(t)
 	}
-	return a.p < b.p
+	var out []shareTP
+	for _, t := range topics.keys() {
+		ps := newJavaMap(javaInt32Hash, 0)
+		for _, p := range a[t] {
+			ps.put(p)
+		}
+		for _, p := range ps.keys() {
+			out = append(out, shareTP{t, p})
+		}
+	}
+	return out
+}
+
+// copyOnWrite is the builders' newGroupAssignment: a member's assignment
+// copied from the old one the first time it changes.
+type copyOnWrite struct {
+	old, updated []assignment
+}
+
+func (c *copyOnWrite) get(i int) assignment {
+	if c.updated[i] == nil {
+		c.updated[i] = c.old[i].clone()
+	}
+	return c.updated[i]
+}
+
+func (c *copyOnWrite) result() []assignment {
+	out := make([]assignment, len(c.old))
+	for i := range out {
+		out[i] = c.updated[i]
+		if out[i] == nil {
+			out[i] = c.old[i]
+		}
+	}
+	return out
+}
+
+func newCopyOnWrite(spec simpleSpec) *copyOnWrite {
+	c := &copyOnWrite{old: make([]assignment, len(spec.ids)), updated: make([]assignment, len(spec.ids))}
+	for i, m := range spec.members {
+		c.old[i] = m.current
+		if c.old[i] == nil {
+			c.old[i] = assignment{}
+		}
+	}
+	return c
 }
 
 // assignSimpleHomogeneous is SimpleHomogeneousAssignmentBuilder: every
 // member subscribes to the same topics.
-func assignSimpleHomogeneous(in simpleAssignorInput) []assignment {
-	n := len(in.members)
-	subscribed := in.members[0].topics
-	result := make([]assignment, n)
-	if len(subscribed) == 0 {
-		for i := range result {
-			result[i] = assignment{}
-		}
-		return result
+func assignSimpleHomogeneous(in simpleAssignorInput, spec simpleSpec) []assignment {
+	n := len(spec.ids)
+	subscribedList := spec.members[0].topics
+	if len(subscribedList) == 0 {
+		return nil // Kafka's empty GroupAssignment: every member gets nothing
 	}
+	subscribed := map[TopicID]bool{}
 	var targets []shareTP
-	for _, t := range sortedTopicSet(subscribed) {
+	for _, t := range subscribedList {
+		subscribed[t] = true
 		for _, p := range in.targetPartitions(t) {
 			targets = append(targets, shareTP{t, p})
 		}
 	}
 	sharing := sharingFor(n, len(targets))
 	desired := desiredCounts(n, sharing, len(targets))
-	byPartition := map[shareTP]map[int]bool{}
-	byMember := make([]map[shareTP]bool, n)
-	unfilled, overfilled := map[int]bool{}, map[int]bool{}
-	for i, m := range in.members {
-		result[i] = m.current.clone()
-		byMember[i] = map[shareTP]bool{}
+	asg := newCopyOnWrite(spec)
+	byPartition := newJavaMap(javaTPHash, javaNewHashMapFor(len(targets)))
+	holders := map[shareTP]*javaMap[int]{}
+	byMember := map[int]*javaMap[shareTP]{}
+	unfilled := newJavaMap(javaIntHash, javaNewHashMapFor(n))
+	overfilled := newJavaMap(javaIntHash, javaNewHashMapFor(n))
+	memberSet := func(i int) *javaMap[shareTP] {
+		if byMember[i] == nil {
+			byMember[i] = newJavaMap(javaTPHash, 0)
+		}
+		return byMember[i]
+	}
+	addHolder := func(tp shareTP) *javaMap[int] {
+		if !byPartition.has(tp) {
+			byPartition.putFirst(tp) // computeIfAbsent
+			holders[tp] = newJavaMap(javaIntHash, 0)
+		}
+		return holders[tp]
+	}
+
+	// revokeUnassignablePartitions
+	for i := 0; i < n; i++ {
 		held := 0
-		for _, t := range m.current.sortedTopics() {
-			if !subscribed[t] {
-				delete(result[i], t)
+		for _, tp := range currentOrder(asg.old[i]) {
+			if !subscribed[tp.t] {
+				delete(asg.get(i), tp.t)
 				continue
 			}
-			for _, p := range m.current[t] {
-				tp := shareTP{t, p}
-				held++
-				if byPartition[tp] == nil {
-					byPartition[tp] = map[int]bool{}
-				}
-				byPartition[tp][i] = true
-				byMember[i][tp] = true
+			held++
+			addHolder(tp).put(i)
+			memberSet(i).put(tp)
+			if held >= desired[i] {
+				asg.get(i)
 			}
 		}
 		switch {
 		case held < desired[i]:
-			unfilled[i] = true
+			unfilled.put(i)
 		case held > desired[i]:
-			overfilled[i] = true
+			overfilled.put(i)
 		}
 	}
-	// Members holding more than their desired count give up the excess.
-	for _, i := range sortedInts(overfilled) {
-		for _, tp := range sortedTPs(byMember[i]) {
-			if len(byMember[i]) <= desired[i] {
+	// revokeOverfilledMembers
+	for _, i := range overfilled.keys() {
+		mine := byMember[i]
+		if mine.size() <= desired[i] {
+			continue
+		}
+		for _, tp := range mine.keys() {
+			removePartition(asg.get(i), tp.t, tp.p)
+			holders[tp].remove(i)
+			mine.remove(tp)
+			if mine.size() == desired[i] {
 				break
 			}
-			removePartition(result[i], tp.t, tp.p)
-			delete(byPartition[tp], i)
-			delete(byMember[i], tp)
 		}
 	}
-	// Partitions shared by more members than desired lose the excess.
-	for _, tp := range sortedTPKeys(byPartition) {
-		holders := byPartition[tp]
-		for _, i := range sortedInts(holders) {
-			if len(holders) <= sharing {
-				break
+	// revokeOversharedPartitions
+	for _, tp := range byPartition.keys() {
+		hs := holders[tp]
+		if hs.size() <= sharing {
+			continue
+		}
+		for _, i := range hs.keys() {
+			if removePartition(asg.get(i), tp.t, tp.p) {
+				hs.remove(i)
+				byMember[i].remove(tp)
+				unfilled.put(i)
 			}
-			if removePartition(result[i], tp.t, tp.p) {
-				delete(holders, i)
-				delete(byMember[i], tp)
-				unfilled[i] = true
+			if hs.size() <= sharing {
+				break
 			}
 		}
 	}
 	for _, tp := range targets {
-		if byPartition[tp] == nil {
-			byPartition[tp] = map[int]bool{}
-		}
+		addHolder(tp)
 	}
-	order := sortedTPKeys(byPartition)
-	holders := make([]map[int]bool, len(order))
+	order := byPartition.keys()
+	hs := make([]*javaMap[int], len(order))
 	for k, tp := range order {
-		holders[k] = byPartition[tp]
+		hs[k] = holders[tp]
 	}
-	fillRemaining(order, holders, unfilled, sharing, func(i int) int { return len(byMember[i]) }, desired,
-		func(i int, tp shareTP) {
-			result[i].add(tp.t, tp.p)
-			byMember[i][tp] = true
-		})
-	return result
+	fillRemaining(order, hs, unfilled, sharing, desired, func(i int, tp shareTP) int {
+		asg.get(i).add(tp.t, tp.p)
+		memberSet(i).put(tp)
+		return byMember[i].size()
+	})
+	return asg.result()
 }
 
-// fillRemaining is assignRemainingPartitions of both builders: it walks
-// the partitions once, and for one that wants more members, takes the next
-// unfilled members round-robin, skipping those that hold it already, and
-// gives up on the partition after a full round that assigned nothing.
-func fillRemaining(order []shareTP, holders []map[int]bool, unfilled map[int]bool, sharing int,
-	count func(int) int, desired []int, give func(int, shareTP)) {
-	if len(unfilled) == 0 {
+// fillRemaining is assignRemainingPartitions of both builders: one pass
+// over the partitions; one that wants more members takes the next unfilled
+// members in turn (skipping those that hold it), the turn starting over
+// when it ran out, until a whole turn assigned nothing. As in Kafka, a
+// member given the partition is not added to its holders, and a member is
+// dropped from the unfilled set once it has its desired count. give
+// assigns and returns the member's new count.
+func fillRemaining(order []shareTP, holders []*javaMap[int], unfilled *javaMap[int], sharing int, desired []int,
+	give func(int, shareTP) int) {
+	if unfilled.size() == 0 {
 		return
 	}
-	members := sortedInts(unfilled)
-	pos := 0
-	assignedThisRound := false
+	turn, pos := unfilled.keys(), 0
+	assignedThisTurn := false
 	for k, tp := range order {
 		held := holders[k]
-		for toMake := sharing - len(held); toMake > 0; {
-			// Skip members removed from the set behind the iterator.
-			for pos < len(members) && !unfilled[members[pos]] {
-				pos++
+		for toMake := sharing - held.size(); toMake > 0; {
+			for pos < len(turn) && !unfilled.has(turn[pos]) {
+				pos++ // removed behind the iterator
 			}
-			if pos >= len(members) {
-				if !assignedThisRound {
+			if pos >= len(turn) {
+				if !assignedThisTurn {
 					break
 				}
-				members = sortedInts(unfilled)
-				pos = 0
-				assignedThisRound = false
-				if len(members) == 0 {
-					break
+				turn, pos, assignedThisTurn = unfilled.keys(), 0, false
+				if len(turn) == 0 {
+					break // Kafka's iterator would throw here; nothing is left to give
 				}
 			}
-			i := members[pos]
+			i := turn[pos]
 			pos++
-			if held[i] {
+			if held.has(i) {
 				continue
 			}
-			give(i, tp)
-			held[i] = true
 			toMake--
-			assignedThisRound = true
-			if count(i) >= desired[i] {
-				delete(unfilled, i)
+			assignedThisTurn = true
+			if give(i, tp) >= desired[i] {
+				unfilled.remove(i)
 			}
 		}
-		if len(unfilled) == 0 {
+		if unfilled.size() == 0 {
 			return
 		}
 	}
 }
 
 // assignSimpleHeterogeneous is SimpleHeterogeneousAssignmentBuilder: each
-// topic is balanced among the members subscribed to it.
-func assignSimpleHeterogeneous(in simpleAssignorInput) []assignment {
-	n := len(in.members)
-	result := make([]assignment, n)
-	for i, m := range in.members {
-		result[i] = m.current.clone()
-	}
-	all := map[TopicID]bool{}
-	for _, m := range in.members {
-		for t := range m.topics {
-			all[t] = true
+// topic is balanced among the members subscribed to it. A topic that no
+// member subscribes to any more stays in the targets of members that hold
+// it, as in Kafka (the member's current assignment leaves it out).
+func assignSimpleHeterogeneous(in simpleAssignorInput, spec simpleSpec) []assignment {
+	n := len(spec.ids)
+	all := newJavaMap(javaUUIDHash, 0)
+	subscribers := map[TopicID][]int{}
+	for i, m := range spec.members {
+		for _, t := range m.topics {
+			all.put(t)
+			subscribers[t] = append(subscribers[t], i)
 		}
 	}
-	for _, t := range sortedTopicSet(all) {
-		var subscribers []int
-		for i, m := range in.members {
-			if m.topics[t] {
-				subscribers = append(subscribers, i)
-			}
-		}
-		assignTopicShared(t, in.targetPartitions(t), subscribers, in.members, result)
+	if all.size() == 0 {
+		return nil
 	}
-	// A member keeps nothing of a topic no member subscribes to any more,
-	// nor of one it no longer subscribes to itself.
-	for i, m := range in.members {
-		for t := range result[i] {
-			if !m.topics[t] {
-				delete(result[i], t)
-			}
-		}
+	asg := newCopyOnWrite(spec)
+	for _, t := range all.keys() {
+		assignTopicShared(t, in.targetPartitions(t), subscribers[t], n, asg)
 	}
-	return result
+	return asg.result()
 }
 
 // assignTopicShared is TopicAssignmentPartialBuilder.build for one topic.
-func assignTopicShared(t TopicID, targets []int32, subscribers []int, members []assignorMember, result []assignment) {
-	n := len(members)
+func assignTopicShared(t TopicID, targets []int32, subscribers []int, n int, asg *copyOnWrite) {
 	sharing := sharingFor(len(subscribers), len(targets))
 	desired := make([]int, n)
-	if len(subscribers) > 0 {
-		for k, c := range desiredCounts(len(subscribers), sharing, len(targets)) {
-			desired[subscribers[k]] = c
+	for k, c := range desiredCounts(len(subscribers), sharing, len(targets)) {
+		desired[subscribers[k]] = c
+	}
+	byPartition := newJavaMap(javaInt32Hash, javaNewHashMapFor(len(targets)))
+	holders := map[int32]*javaMap[int]{}
+	byMember := newJavaMap(javaIntHash, javaNewHashMapFor(len(subscribers)))
+	held := map[int]*javaMap[int32]{}
+	memberSet := func(i int) *javaMap[int32] {
+		if !byMember.has(i) {
+			byMember.putFirst(i) // computeIfAbsent
+			held[i] = newJavaMap(javaInt32Hash, 0)
 		}
+		return held[i]
 	}
-	subscribed := map[int]bool{}
-	for _, i := range subscribers {
-		subscribed[i] = true
-	}
-	byPartition := map[int32]map[int]bool{}
-	byMember := map[int]map[int32]bool{}
-	for i, m := range members {
-		ps := m.current[t]
-		if len(ps) == 0 || !subscribed[i] {
+	// revokeUnassignablePartitions: record who holds what of the topic.
+	for i := 0; i < n; i++ {
+		old := asg.old[i]
+		if len(old) == 0 || old[t] == nil {
 			continue
 		}
-		for _, p := range ps {
-			if byPartition[p] == nil {
-				byPartition[p] = map[int]bool{}
+		ps := newJavaMap(javaInt32Hash, 0)
+		for _, p := range old[t] {
+			ps.put(p)
+		}
+		for _, p := range ps.keys() {
+			if !byPartition.has(p) {
+				byPartition.putFirst(p) // computeIfAbsent
+				holders[p] = newJavaMap(javaIntHash, 0)
 			}
-			byPartition[p][i] = true
-			if byMember[i] == nil {
-				byMember[i] = map[int32]bool{}
-			}
-			byMember[i][p] = true
+			holders[p].put(i)
+			memberSet(i).put(p)
 		}
 	}
-	for _, i := range sortedIntKeys(byMember) {
-		held := byMember[i]
-		for _, p := range sortedInt32s(held) {
-			if len(held) <= desired[i] {
+	// revokeOverfilledMembers
+	for _, i := range byMember.keys() {
+		mine := held[i]
+		for _, p := range mine.keys() {
+			if mine.size() <= desired[i] {
 				break
 			}
-			delete(byPartition[p], i)
-			delete(held, p)
-			removePartition(result[i], t, p)
+			holders[p].remove(i)
+			mine.remove(p)
+			removePartition(asg.get(i), t, p)
 		}
 	}
-	for _, p := range sortedInt32Keys(byPartition) {
-		holders := byPartition[p]
-		for _, i := range sortedInts(holders) {
-			if len(holders) <= sharing {
-				break
+	// revokeOversharedPartitions
+	for _, p := range byPartition.keys() {
+		hs := holders[p]
+		if hs.size() <= sharing {
+			continue
+		}
+		for _, i := range hs.keys() {
+			if removePartition(asg.get(i), t, p) {
+				hs.remove(i)
+				held[i].remove(p)
 			}
-			if removePartition(result[i], t, p) {
-				delete(holders, i)
-				delete(byMember[i], p)
+			if hs.size() <= sharing {
+				break
 			}
 		}
 	}
 	for _, p := range targets {
-		if byPartition[p] == nil {
-			byPartition[p] = map[int]bool{}
+		if !byPartition.has(p) {
+			byPartition.putFirst(p) // computeIfAbsent
+			holders[p] = newJavaMap(javaIntHash, javaNewHashMapFor(len(subscribers)))
 		}
 	}
-	unfilled := map[int]bool{}
+	unfilled := newJavaMap(javaIntHash, javaNewHashMapFor(n))
 	for _, i := range subscribers {
-		if len(byMember[i]) < desired[i] {
-			unfilled[i] = true
+		count := 0
+		if byMember.has(i) {
+			count = held[i].size()
+		}
+		if count < desired[i] {
+			unfilled.put(i)
 		}
 	}
-	ps := sortedInt32Keys(byPartition)
+	ps := byPartition.keys()
 	order := make([]shareTP, len(ps))
-	holders := make([]map[int]bool, len(ps))
+	hs := make([]*javaMap[int], len(ps))
 	for k, p := range ps {
 		order[k] = shareTP{t, p}
-		holders[k] = byPartition[p]
+		hs[k] = holders[p]
 	}
-	fillRemaining(order, holders, unfilled, sharing, func(i int) int { return len(byMember[i]) }, desired,
-		func(i int, tp shareTP) {
-			result[i].add(t, tp.p)
-			if byMember[i] == nil {
-				byMember[i] = map[int32]bool{}
-			}
-			byMember[i][tp.p] = true
-		})
+	fillRemaining(order, hs, unfilled, sharing, desired, func(i int, tp shareTP) int {
+		asg.get(i).add(t, tp.p)
+		return memberSet(i).putSize(tp.p)
+	})
 }
 
 // removePartition removes p of t from a and reports whether it was there.
@@ -383,53 +488,4 @@ func removePartition(a assignment, t TopicID, p int32) bool {
 		}
 	}
 	return false
-}
-
-func sortedTopicSet(s map[TopicID]bool) []TopicID {
-	out := make([]TopicID, 0, len(s))
-	for t := range s {
-		out = append(out, t)
-	}
-	sortTopicIDs(out)
-	return out
-}
-
-func sortedInts(s map[int]bool) []int {
-	out := make([]int, 0, len(s))
-	for i := range s {
-		out = append(out, i)
-	}
-	sort.Ints(out)
-	return out
-}
-
-func sortedIntKeys[V any](m map[int]V) []int {
-	out := make([]int, 0, len(m))
-	for i := range m {
-		out = append(out, i)
-	}
-	sort.Ints(out)
-	return out
-}
-
-func sortedInt32s(s map[int32]bool) []int32 { return sortedInt32Keys(s) }
-
-func sortedInt32Keys[V any](m map[int32]V) []int32 {
-	out := make([]int32, 0, len(m))
-	for p := range m {
-		out = append(out, p)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-	return out
-}
-
-func sortedTPs(s map[shareTP]bool) []shareTP { return sortedTPKeys(s) }
-
-func sortedTPKeys[V any](m map[shareTP]V) []shareTP {
-	out := make([]shareTP, 0, len(m))
-	for tp := range m {
-		out = append(out, tp)
-	}
-	sort.Slice(out, func(i, j int) bool { return lessTP(out[i], out[j]) })
-	return out
 }
