@@ -75,6 +75,10 @@ type shareGroup struct {
 	// hasStateMetadata tells whether a ShareGroupStatePartitionMetadata
 	// record exists for the group (Kafka's containsKey on the map).
 	hasStateMetadata bool
+	// hashTopics is the subscribed topics as the last heartbeat's image
+	// showed them, so that a member fenced by its session timer (which
+	// has no image) changes the metadata hash as Kafka's does.
+	hashTopics Topics
 }
 
 func newShareGroup() *shareGroup {
@@ -152,9 +156,9 @@ func (c *Coordinator) ShareGroupHeartbeat(now int64, id ReplyID, req ShareHeartb
 func validateShareHeartbeat(req ShareHeartbeatRequest) *ShareHeartbeatResult {
 	invalid := func(msg string) *ShareHeartbeatResult { return shareError(kerr.InvalidRequest, "%s", msg) }
 	switch {
-	case strings.TrimSpace(req.MemberID) == "":
+	case javaTrim(req.MemberID) == "":
 		return invalid("MemberId can't be empty.")
-	case strings.TrimSpace(req.GroupID) == "":
+	case javaTrim(req.GroupID) == "":
 		return invalid("GroupId can't be empty.")
 	case req.RackID != nil && javaTrim(*req.RackID) == "":
 		return invalid("RackId can't be empty.")
@@ -341,8 +345,24 @@ func (sg *shareGroup) homogeneous() bool {
 
 // subscriptionHash hashes the id and partition count of every existing
 // topic a member subscribes to; only its changes matter (Kafka's
-// computeMetadataHash, whose value differs).
+// computeMetadataHash, whose value differs). A nil topics uses the image
+// of the last heartbeat.
 func (sg *shareGroup) subscriptionHash(topics Topics) int64 {
+	if topics == nil && sg.hashTopics == nil {
+		return sg.metadataHash // no image yet since load: refreshed at the next heartbeat
+	}
+	if topics == nil {
+		topics = sg.hashTopics
+	} else {
+		sg.hashTopics = Topics{}
+		for _, m := range sg.members {
+			for _, n := range m.subscribedTopicNames {
+				if t, ok := topics[n]; ok {
+					sg.hashTopics[n] = t
+				}
+			}
+		}
+	}
 	cg := consumerGroup{members: map[string]*consumerMember{}}
 	for id, m := range sg.members {
 		cg.members[id] = &consumerMember{subscribedTopicNames: m.subscribedTopicNames}
@@ -498,9 +518,8 @@ func (c *Coordinator) shareLeave(req ShareHeartbeatRequest, topics Topics) *Shar
 
 // fenceShareMember removes a member: tombstones of its records, then the
 // next group epoch; the last member leaving also writes the target epoch
-// (Kafka's shareGroupFenceMember). topics may be nil when the removal
-// comes from a timer; the subscription hash is then refreshed at the next
-// heartbeat.
+// (Kafka's shareGroupFenceMember). topics is nil when the removal comes
+// from a timer; the hash then uses the last heartbeat's image.
 func (c *Coordinator) fenceShareMember(g *group, m *shareMember, topics Topics) {
 	sg := g.sg
 	c.record(g.id, shareCurrentAssignmentKey(g.id, m.id), nil)
@@ -509,9 +528,7 @@ func (c *Coordinator) fenceShareMember(g *group, m *shareMember, topics Topics) 
 	last := len(sg.members) == 1
 	delete(sg.members, m.id)
 	delete(sg.target, m.id)
-	if topics != nil {
-		sg.metadataHash = sg.subscriptionHash(topics)
-	}
+	sg.metadataHash = sg.subscriptionHash(topics)
 	sg.epoch++
 	c.record(g.id, shareGroupKey(g.id), shareGroupValue(sg))
 	if last {
