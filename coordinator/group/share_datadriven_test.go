@@ -256,7 +256,7 @@ func describeShareRecord(recordType int16, r Record) string {
 			v += " timestamp=set"
 		}
 	case shareTargetMemberType:
-		v = fmt.Sprintf("%s", ownedPlain(rd.topicPartitions()))
+		v = ownedPlain(rd.topicPartitions())
 		rd.tags()
 	case shareCurrentAssignmentType:
 		v = fmt.Sprintf("epoch=%d previous=%d state=%d", rd.int32(), rd.int32(), rd.int8())

@@ -17,7 +17,7 @@ package group
 //	       DeletingTopics []{TopicId; TopicName}}
 //
 // compat-tests/sharegroup checks these bytes against Kafka 4.4.0's own
-// generated classes (coordinator/group/testdata/share-records.txt).
+// generated classes (coordinator/group/fixtures/share-records.txt).
 
 import (
 	"encoding/binary"
