@@ -614,8 +614,10 @@ func (c *Coordinator) maybeInitializeShareState(g *group, now int64, topics Topi
 // InitializeShareGroupState records that the share coordinator initialized
 // the state of these partitions of groupID (Kafka's
 // initializeShareGroupState, run once InitializeShareGroupState
-// succeeded): they move from initializing to initialized, and the next
-// heartbeat assigns them. Partitions the group does not know are ignored.
+// succeeded): every reported partition becomes initialized and leaves the
+// initializing set, and the next heartbeat assigns it. Kafka names a topic
+// from its metadata image; Gregor from the group's own state-partition
+// metadata, so a topic the group never asked for is ignored.
 func (c *Coordinator) InitializeShareGroupState(now int64, groupID string, done []OwnedTopic) {
 	c.fireDueTimers(groupID, now, nil)
 	g := c.groups[groupID]
@@ -624,21 +626,23 @@ func (c *Coordinator) InitializeShareGroupState(now int64, groupID string, done 
 	}
 	sg := g.sg
 	for _, o := range done {
-		ti, ok := sg.initializing[o.TopicID]
-		if !ok {
+		ti, asked := sg.initializing[o.TopicID]
+		prev, had := sg.initialized[o.TopicID]
+		if !asked && !had {
 			continue
 		}
-		prev := sg.initialized[o.TopicID]
-		moved := intersectSorted(ti.partitions, o.Partitions)
-		if len(moved) == 0 {
-			continue
+		name := ti.name
+		if !asked {
+			name = prev.name
 		}
-		sg.initialized[o.TopicID] = shareTopicInit{name: ti.name, partitions: unionSorted(prev.partitions, moved), timestamp: ti.timestamp}
-		ti.partitions = subtractSorted(ti.partitions, moved)
-		if len(ti.partitions) == 0 {
-			delete(sg.initializing, o.TopicID)
-		} else {
-			sg.initializing[o.TopicID] = ti
+		sg.initialized[o.TopicID] = shareTopicInit{name: name, partitions: unionSorted(prev.partitions, o.Partitions), timestamp: now}
+		if asked {
+			ti.partitions = subtractSorted(ti.partitions, o.Partitions)
+			if len(ti.partitions) == 0 {
+				delete(sg.initializing, o.TopicID)
+			} else {
+				sg.initializing[o.TopicID] = ti
+			}
 		}
 	}
 	sg.hasStateMetadata = true
@@ -662,20 +666,6 @@ func unionSorted(a, b []int32) []int32 {
 		out = append(out, p)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-	return out
-}
-
-func intersectSorted(a, b []int32) []int32 {
-	in := map[int32]bool{}
-	for _, p := range b {
-		in[p] = true
-	}
-	var out []int32
-	for _, p := range a {
-		if in[p] {
-			out = append(out, p)
-		}
-	}
 	return out
 }
 
