@@ -441,7 +441,9 @@ func (c *Coordinator) maybeComputeShareTarget(g *group, now int64, topics Topics
 	}
 	in.homogeneous = sg.homogeneous()
 	target := assignSimple(in)
-	for _, id := range sg.sortedMemberIDs() {
+	// Kafka writes the changed targets in the order of its member-spec
+	// HashMap, the group spec's order.
+	for _, id := range newSimpleSpec(in).ids {
 		a := target[id]
 		if old, ok := sg.target[id]; !ok || !old.equal(a) {
 			c.record(g.id, shareTargetMemberKey(g.id, id), targetMemberValue(a))
