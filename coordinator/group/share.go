@@ -81,8 +81,10 @@ type shareGroup struct {
 	hashTopics Topics
 }
 
+// newShareGroup is a new share group; its epoch starts at 1, as Kafka
+// 4.4's ModernGroup constructor sets it, so the first member joins at 2.
 func newShareGroup() *shareGroup {
-	return &shareGroup{members: map[string]*shareMember{}, target: map[string]assignment{},
+	return &shareGroup{epoch: 1, members: map[string]*shareMember{}, target: map[string]assignment{},
 		initializing: map[TopicID]shareTopicInit{}, initialized: map[TopicID]shareTopicInit{}, deleting: map[TopicID]string{}}
 }
 
@@ -277,7 +279,7 @@ func (c *Coordinator) shareGroupFor(now int64, groupID string, create bool) (*gr
 // dropIfEmptyNewShare forgets a share group created by a heartbeat that was
 // then refused, so a refused join leaves no group behind.
 func (c *Coordinator) dropIfEmptyNewShare(g *group) {
-	if g.sg != nil && len(g.sg.members) == 0 && g.sg.epoch == 0 && !g.sg.hasStateMetadata {
+	if g.sg != nil && len(g.sg.members) == 0 && g.sg.epoch == 1 && !g.sg.hasStateMetadata {
 		delete(c.groups, g.id)
 	}
 }
@@ -446,7 +448,7 @@ func (c *Coordinator) maybeComputeShareTarget(g *group, now int64, topics Topics
 	for _, id := range newSimpleSpec(in).ids {
 		a := target[id]
 		if old, ok := sg.target[id]; !ok || !old.equal(a) {
-			c.record(g.id, shareTargetMemberKey(g.id, id), targetMemberValue(a))
+			c.record(g.id, shareTargetMemberKey(g.id, id), shareTargetMemberValue(a))
 		}
 	}
 	sg.target = target

@@ -151,3 +151,27 @@ func javaInt32Hash(i int32) int32 { return i }
 func javaHashSetCopyCapacity(n int) int {
 	return int(math.Max(float64(int(float32(n)/0.75)+1), 16))
 }
+
+// javaTopicOrder is the order Kafka serializes a Map<Uuid, ...> of these
+// topics in: a HashMap filled in byte order of the ids (the map's real
+// history is not known here; it matters only for ids in one bucket).
+func javaTopicOrder(ids []TopicID) []TopicID {
+	sorted := append([]TopicID(nil), ids...)
+	sortTopicIDs(sorted)
+	m := newJavaMap(javaUUIDHash, 0)
+	for _, t := range sorted {
+		m.put(t)
+	}
+	return m.keys()
+}
+
+// javaPartitionOrder is the order Kafka serializes a Set<Integer> of
+// partitions in: a HashSet filled in ascending order, which is ascending
+// unless a partition number reaches the set's capacity.
+func javaPartitionOrder(ps []int32) []int32 {
+	m := newJavaMap(javaInt32Hash, 0)
+	for _, p := range ps {
+		m.put(p)
+	}
+	return m.keys()
+}

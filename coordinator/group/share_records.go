@@ -16,8 +16,12 @@ package group
 //	      {InitializingTopics, InitializedTopics []{TopicId; TopicName; Partitions []int32};
 //	       DeletingTopics []{TopicId; TopicName}}
 //
-// compat-tests/sharegroup checks these bytes against Kafka 4.4.0's own
-// generated classes (coordinator/group/fixtures/share-records.txt).
+// Topics and partitions inside a value come in the order Kafka's HashMap
+// and HashSet iterate them (share_javaorder.go). compat-tests/sharegroup
+// checks these bytes against Kafka 4.4.0's own generated classes
+// (coordinator/group/fixtures/share-records.txt) and against the records
+// of heartbeats run on Kafka's GroupCoordinatorShard
+// (fixtures/share-heartbeats.txt).
 
 import (
 	"encoding/binary"
@@ -84,6 +88,33 @@ func shareTargetMemberKey(groupID, memberID string) []byte {
 	return appendKey(shareTargetMemberType, groupID, memberID)
 }
 
+func shareTargetMemberValue(a assignment) []byte {
+	w := newValue()
+	writeJavaTopicPartitions(w, a)
+	w.uvarint(0)
+	return w.b
+}
+
+// writeJavaTopicPartitions writes a TopicPartitions array in Kafka's
+// serialization order.
+func writeJavaTopicPartitions(w *flexWriter, a assignment) {
+	ids := make([]TopicID, 0, len(a))
+	for t := range a {
+		ids = append(ids, t)
+	}
+	topics := javaTopicOrder(ids)
+	w.uvarint(uint64(len(topics)) + 1)
+	for _, t := range topics {
+		w.b = append(w.b, t[:]...)
+		ps := javaPartitionOrder(a[t])
+		w.uvarint(uint64(len(ps)) + 1)
+		for _, p := range ps {
+			w.int32(p)
+		}
+		w.uvarint(0)
+	}
+}
+
 func shareCurrentAssignmentKey(groupID, memberID string) []byte {
 	return appendKey(shareCurrentAssignmentType, groupID, memberID)
 }
@@ -93,7 +124,7 @@ func shareCurrentAssignmentValue(m *shareMember) []byte {
 	w.int32(m.epoch)
 	w.int32(m.previousEpoch)
 	w.int8(shareMemberStateStable)
-	w.topicPartitions(m.assigned)
+	writeJavaTopicPartitions(w, m.assigned)
 	w.uvarint(0)
 	return w.b
 }
@@ -110,7 +141,7 @@ func shareStatePartitionValue(sg *shareGroup) []byte {
 	for t := range sg.deleting {
 		ids = append(ids, t)
 	}
-	sortTopicIDs(ids)
+	ids = javaTopicOrder(ids)
 	w.uvarint(uint64(len(ids)) + 1)
 	for _, t := range ids {
 		w.b = append(w.b, t[:]...)
@@ -126,14 +157,14 @@ func writeTopicInits(w *flexWriter, m map[TopicID]shareTopicInit) {
 	for t := range m {
 		ids = append(ids, t)
 	}
-	sortTopicIDs(ids)
+	ids = javaTopicOrder(ids)
 	w.uvarint(uint64(len(ids)) + 1)
 	for _, t := range ids {
 		ti := m[t]
 		w.b = append(w.b, t[:]...)
 		w.string(ti.name)
 		w.uvarint(uint64(len(ti.partitions)) + 1)
-		for _, p := range ti.partitions {
+		for _, p := range javaPartitionOrder(ti.partitions) {
 			w.int32(p)
 		}
 		w.uvarint(0)

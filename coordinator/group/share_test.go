@@ -42,7 +42,7 @@ func TestShareHeartbeatValidation(t *testing.T) {
 				t.Fatalf("code %s, want %s", errName(res.ErrorCode), errName(tc.code))
 			}
 			if tc.code == 0 {
-				if res.ErrorMessage != nil || res.MemberID == nil || *res.MemberID != "m" || res.MemberEpoch != 1 || res.HeartbeatIntervalMs != DefaultShareHeartbeatIntervalMs {
+				if res.ErrorMessage != nil || res.MemberID == nil || *res.MemberID != "m" || res.MemberEpoch != 2 || res.HeartbeatIntervalMs != DefaultShareHeartbeatIntervalMs {
 					t.Fatalf("answer %+v", res)
 				}
 				return
@@ -83,11 +83,11 @@ func TestShareGroupInSnapshotAndLists(t *testing.T) {
 		t.Fatalf("describe %+v", d[0])
 	}
 	d := c.ShareGroupDescribe([]string{"s"}, topics)
-	if d[0].ErrorCode != 0 || d[0].AssignorName != "simple" || d[0].Epoch != 1 || d[0].AssignmentEpoch != 1 || len(d[0].Members) != 1 {
+	if d[0].ErrorCode != 0 || d[0].AssignorName != "simple" || d[0].Epoch != 2 || d[0].AssignmentEpoch != 2 || len(d[0].Members) != 1 {
 		t.Fatalf("share describe %+v", d[0])
 	}
 	m := d[0].Members[0]
-	if m.MemberID != "m" || m.MemberEpoch != 1 || len(m.Assignment) != 0 || len(m.SubscribedTopicNames) != 1 {
+	if m.MemberID != "m" || m.MemberEpoch != 2 || len(m.Assignment) != 0 || len(m.SubscribedTopicNames) != 1 {
 		t.Fatalf("member %+v", m)
 	}
 	c.DeleteGroups(1, 2, []string{"s"})
@@ -104,13 +104,13 @@ func TestShareDescribeNamesAssignedTopics(t *testing.T) {
 	topics := Topics{"foo": {Name: "foo", ID: TopicID{1}, Partitions: 2}}
 	c.ShareGroupHeartbeat(1, 1, ShareHeartbeatRequest{GroupID: "s", MemberID: "m", SubscribedTopicNames: []string{"foo"}}, topics)
 	inits := c.Ready().ShareStateInits
-	if len(inits) != 1 || inits[0].StateEpoch != 1 || len(inits[0].Topics) != 1 || len(inits[0].Topics[0].Partitions) != 2 {
+	if len(inits) != 1 || inits[0].StateEpoch != 2 || len(inits[0].Topics) != 1 || len(inits[0].Topics[0].Partitions) != 2 {
 		t.Fatalf("inits %+v", inits)
 	}
 	c.InitializeShareGroupState(2, "s", inits[0].Topics)
-	c.ShareGroupHeartbeat(3, 2, ShareHeartbeatRequest{GroupID: "s", MemberID: "m", MemberEpoch: 1}, topics)
+	c.ShareGroupHeartbeat(3, 2, ShareHeartbeatRequest{GroupID: "s", MemberID: "m", MemberEpoch: 2}, topics)
 	res := c.Ready().Replies[0].Result.(*ShareHeartbeatResult)
-	if res.MemberEpoch != 2 || len(res.Assignment) != 1 {
+	if res.MemberEpoch != 3 || len(res.Assignment) != 1 {
 		t.Fatalf("answer %+v", res)
 	}
 	d := c.ShareGroupDescribe([]string{"s"}, topics)[0]

@@ -49,6 +49,7 @@ public class FixtureGen {
         Files.createDirectories(dir);
         writeRecords(dir.resolve("share-records.txt"));
         writeAssignments(dir.resolve("share-assign.txt"));
+        HeartbeatScenarios.write(dir.resolve("share-heartbeats.txt"));
     }
 
     private static String hex(byte[] b) {

@@ -1,0 +1,240 @@
+// Runs share group heartbeat scenarios on Kafka 4.4.0's GroupCoordinatorShard
+// and writes, step by step, Kafka's answers and records
+// (share-heartbeats.txt), for Gregor's coordinator to replay and compare.
+// Each scenario line is one step:
+//   hb <member> <epoch> <names csv or -> : a ShareGroupHeartbeat of group g
+//   init                                  : the persister reports every asked initialization done
+//   advance <ms>                          : time passes; due timers (sessions) fire
+package org.apache.kafka.coordinator.group;
+
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.net.InetAddress;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.concurrent.TimeUnit;
+
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.Uuid;
+import org.apache.kafka.common.message.ShareGroupHeartbeatRequestData;
+import org.apache.kafka.common.message.ShareGroupHeartbeatResponseData;
+import org.apache.kafka.common.security.auth.KafkaPrincipal;
+import org.apache.kafka.common.security.auth.SecurityProtocol;
+import org.apache.kafka.common.utils.Time;
+import org.apache.kafka.common.utils.internals.LogContext;
+import org.apache.kafka.coordinator.common.runtime.CoordinatorExecutor;
+import org.apache.kafka.coordinator.common.runtime.CoordinatorMetadataDelta;
+import org.apache.kafka.coordinator.common.runtime.CoordinatorMetadataImage;
+import org.apache.kafka.coordinator.common.runtime.CoordinatorRecord;
+import org.apache.kafka.coordinator.common.runtime.CoordinatorResult;
+import org.apache.kafka.coordinator.common.runtime.CoordinatorTimer;
+import org.apache.kafka.coordinator.group.metrics.GroupCoordinatorMetrics;
+import org.apache.kafka.coordinator.group.modern.share.ShareGroupConfig;
+import org.apache.kafka.server.authorizer.AuthorizableRequestContext;
+import org.apache.kafka.server.share.persister.InitializeShareGroupStateParameters;
+import org.apache.kafka.timeline.SnapshotRegistry;
+
+public class HeartbeatScenarios {
+    static final Uuid FOO = new Uuid(0x0102030405060708L, 0x090a0b0c0d0e0f10L);
+    static final Uuid BAR = new Uuid(0x1112131415161718L, 0x191a1b1c1d1e1f20L);
+    static final GroupCoordinatorRecordSerde SERDE = new GroupCoordinatorRecordSerde();
+
+    static final String[][] SCENARIOS = {
+        {"join-share-leave",
+            "hb m1 0 foo", "hb m1 1 -", "init", "hb m1 1 -", "hb m1 2 -",
+            "hb m2 0 foo", "hb m1 2 -", "hb m2 3 -", "hb m3 0 foo,bar", "init", "hb m3 4 -", "hb m1 3 -", "hb m2 4 -",
+            "hb m2 0 foo", "hb m1 9 -", "hb m1 1 -", "hb ghost 2 -", "hb m2 -1 -", "hb m1 5 -", "hb m3 -1 -",
+            "hb m1 -1 -", "hb m4 0 bar", "hb m4 7 -"},
+        {"sessions",
+            "hb a 0 foo,bar", "init", "hb a 1 -", "advance 20000", "hb b 0 foo", "advance 20000", "hb b 3 -",
+            "advance 5000", "hb b 3 -", "advance 44999", "advance 1", "hb b 4 -", "hb b 5 bar", "hb c 0 bar",
+            "hb b 5 -", "advance 60000", "hb c 6 -"},
+    };
+
+    static class FakeTime implements Time {
+        long ms = 1_700_000_000_000L;
+        public long milliseconds() { return ms; }
+        public long nanoseconds() { return ms * 1_000_000L; }
+        public void sleep(long d) { ms += d; }
+    }
+
+    static class FakeTimer implements CoordinatorTimer<CoordinatorRecord> {
+        final FakeTime time;
+        final TreeMap<String, Object[]> timers = new TreeMap<>();
+        FakeTimer(FakeTime time) { this.time = time; }
+        public void schedule(String key, long delay, TimeUnit unit, boolean retry, TimeoutOperation<CoordinatorRecord> op) {
+            timers.put(key, new Object[]{time.ms + unit.toMillis(delay), op});
+        }
+        public void schedule(String key, long delay, TimeUnit unit, boolean retry, long retryBackoff, TimeoutOperation<CoordinatorRecord> op) {
+            schedule(key, delay, unit, retry, op);
+        }
+        public void scheduleIfAbsent(String key, long delay, TimeUnit unit, boolean retry, TimeoutOperation<CoordinatorRecord> op) {
+            if (!timers.containsKey(key)) schedule(key, delay, unit, retry, op);
+        }
+        public void cancel(String key) { timers.remove(key); }
+        public boolean isScheduled(String key) { return timers.containsKey(key); }
+    }
+
+    static CoordinatorMetadataImage.TopicMetadata topic(String name, Uuid id, int n) {
+        return new CoordinatorMetadataImage.TopicMetadata() {
+            public String name() { return name; }
+            public Uuid id() { return id; }
+            public int partitionCount() { return n; }
+            public List<String> partitionRacks(int p) { return new ArrayList<>(); }
+        };
+    }
+
+    static CoordinatorMetadataImage image() {
+        Map<Uuid, CoordinatorMetadataImage.TopicMetadata> topics = new HashMap<>();
+        topics.put(FOO, topic("foo", FOO, 3));
+        topics.put(BAR, topic("bar", BAR, 2));
+        return new CoordinatorMetadataImage() {
+            public Set<Uuid> topicIds() { return topics.keySet(); }
+            public Set<String> topicNames() { return Set.of("foo", "bar"); }
+            public Optional<TopicMetadata> topicMetadata(String name) {
+                return topics.values().stream().filter(t -> t.name().equals(name)).findFirst();
+            }
+            public Optional<TopicMetadata> topicMetadata(Uuid id) { return Optional.ofNullable(topics.get(id)); }
+            public CoordinatorMetadataDelta emptyDelta() { return CoordinatorMetadataDelta.EMPTY; }
+            public long version() { return 1; }
+            public boolean isEmpty() { return false; }
+        };
+    }
+
+    static AuthorizableRequestContext context(String clientId) {
+        return new AuthorizableRequestContext() {
+            public String listenerName() { return "PLAINTEXT"; }
+            public SecurityProtocol securityProtocol() { return SecurityProtocol.PLAINTEXT; }
+            public KafkaPrincipal principal() { return KafkaPrincipal.ANONYMOUS; }
+            public InetAddress clientAddress() { return InetAddress.getLoopbackAddress(); }
+            public int requestType() { return 76; }
+            public int requestVersion() { return 1; }
+            public String clientId() { return clientId; }
+            public int correlationId() { return 1; }
+        };
+    }
+
+    static String hex(byte[] b) {
+        if (b == null) return "null";
+        StringBuilder sb = new StringBuilder();
+        for (byte x : b) sb.append(String.format("%02x", x));
+        return sb.toString();
+    }
+
+    static String assignment(ShareGroupHeartbeatResponseData.Assignment a) {
+        if (a == null) return "none";
+        TreeMap<String, TreeSet<Integer>> m = new TreeMap<>();
+        a.topicPartitions().forEach(tp -> m.put(tp.topicId().equals(FOO) ? "foo" : "bar", new TreeSet<>(tp.partitions())));
+        List<String> parts = new ArrayList<>();
+        m.forEach((n, ps) -> {
+            List<String> s = new ArrayList<>();
+            ps.forEach(p -> s.add(Integer.toString(p)));
+            parts.add(n + ":" + String.join(".", s));
+        });
+        return parts.isEmpty() ? "-" : String.join(";", parts);
+    }
+
+    public static void write(Path file) throws IOException {
+        try (PrintWriter out = new PrintWriter(Files.newBufferedWriter(file, StandardCharsets.UTF_8))) {
+            out.println("# Share group heartbeats on Kafka 4.4.0's GroupCoordinatorShard (compat-tests/sharegroup):");
+            out.println("# each step, then Kafka's answer (resp code epoch interval assignment message) and its");
+            out.println("# records (rec key value). Topics: foo " + FOO + " (3 partitions), bar " + BAR + " (2).");
+            for (String[] sc : SCENARIOS) run(out, sc);
+        }
+    }
+
+    static void run(PrintWriter out, String[] sc) {
+        Map<String, Object> props = new HashMap<>();
+        props.put(GroupCoordinatorConfig.SHARE_GROUP_ASSIGNMENT_INTERVAL_MS_CONFIG, "0");
+        props.put(GroupCoordinatorConfig.SHARE_GROUP_ASSIGNOR_OFFLOAD_ENABLE_CONFIG, "false");
+        GroupCoordinatorConfig config = GroupCoordinatorConfig.fromProps(props);
+        GroupConfigManager groupConfigs = new GroupConfigManager(config, ShareGroupConfig.fromProps(props));
+        FakeTime time = new FakeTime();
+        FakeTimer timer = new FakeTimer(time);
+        SnapshotRegistry registry = new SnapshotRegistry(new LogContext());
+        CoordinatorExecutor<CoordinatorRecord> executor = new CoordinatorExecutor<>() {
+            public <R> boolean schedule(String key, TaskRunnable<R> task, TaskOperation<CoordinatorRecord, R> op) {
+                throw new IllegalStateException("executor used");
+            }
+            public boolean isScheduled(String key) { return false; }
+            public void cancel(String key) { }
+        };
+        GroupCoordinatorShard.Builder builder = new GroupCoordinatorShard.Builder(config, groupConfigs);
+        builder.withAuthorizerPlugin(Optional.empty());
+        GroupCoordinatorShard shard = (GroupCoordinatorShard) builder
+            .withLogContext(new LogContext()).withTime(time).withTimer(timer).withExecutor(executor)
+            .withCoordinatorMetrics(new GroupCoordinatorMetrics()).withTopicPartition(new TopicPartition("__consumer_offsets", 0))
+            .withSnapshotRegistry(registry).build();
+        shard.onLoaded(image());
+        long[] offset = {0};
+        Map<Uuid, Set<Integer>> pending = new HashMap<>();
+        out.println("scenario " + sc[0] + " " + time.ms);
+        for (int i = 1; i < sc.length; i++) {
+            String[] f = sc[i].split(" ");
+            out.println("step " + sc[i]);
+            List<CoordinatorRecord> records = new ArrayList<>();
+            switch (f[0]) {
+                case "hb": {
+                    ShareGroupHeartbeatRequestData req = new ShareGroupHeartbeatRequestData()
+                        .setGroupId("g").setMemberId(f[1]).setMemberEpoch(Integer.parseInt(f[2]))
+                        .setSubscribedTopicNames(f[3].equals("-") ? null : Arrays.asList(f[3].split(",")));
+                    ShareGroupHeartbeatResponseData resp;
+                    try {
+                        GroupCoordinatorService.class.getName(); // the service validates; these steps are all valid
+                        CoordinatorResult<Map.Entry<ShareGroupHeartbeatResponseData, Optional<InitializeShareGroupStateParameters>>, CoordinatorRecord> r =
+                            shard.shareGroupHeartbeat(context("client-" + f[1]), req);
+                        records.addAll(r.records());
+                        resp = r.response().getKey();
+                        r.response().getValue().ifPresent(p -> p.groupTopicPartitionData().topicsData().forEach(td -> {
+                            Set<Integer> ps = pending.computeIfAbsent(td.topicId(), k -> new TreeSet<>());
+                            td.partitions().forEach(pd -> ps.add(pd.partition()));
+                        }));
+                    } catch (org.apache.kafka.common.errors.ApiException e) {
+                        resp = new ShareGroupHeartbeatResponseData()
+                            .setErrorCode(org.apache.kafka.common.protocol.Errors.forException(e).code()).setErrorMessage(e.getMessage());
+                    }
+                    out.println("resp " + resp.errorCode() + " " + resp.memberEpoch() + " " + resp.heartbeatIntervalMs() + " "
+                        + assignment(resp.assignment()) + (resp.errorMessage() == null ? "" : " " + resp.errorMessage()));
+                    break;
+                }
+                case "init": {
+                    CoordinatorResult<Void, CoordinatorRecord> r = shard.initializeShareGroupState("g", new HashMap<>(pending));
+                    records.addAll(r.records());
+                    pending.clear();
+                    break;
+                }
+                case "advance": {
+                    time.ms += Long.parseLong(f[1]);
+                    for (String key : new ArrayList<>(timer.timers.keySet())) {
+                        Object[] t = timer.timers.get(key);
+                        if (t != null && (long) t[0] <= time.ms) {
+                            timer.timers.remove(key);
+                            @SuppressWarnings("unchecked")
+                            CoordinatorTimer.TimeoutOperation<CoordinatorRecord> op = (CoordinatorTimer.TimeoutOperation<CoordinatorRecord>) t[1];
+                            records.addAll(op.generateRecords().records());
+                            for (CoordinatorRecord rec : records) shard.replay(offset[0]++, -1, (short) -1, rec);
+                            for (CoordinatorRecord rec : records) out.println("rec " + hex(SERDE.serializeKey(rec)) + " " + hex(SERDE.serializeValue(rec)));
+                            records.clear();
+                        }
+                    }
+                    break;
+                }
+                default:
+                    throw new IllegalArgumentException(sc[i]);
+            }
+            for (CoordinatorRecord rec : records) shard.replay(offset[0]++, -1, (short) -1, rec);
+            registry.idempotentCreateSnapshot(offset[0]);
+            for (CoordinatorRecord rec : records) out.println("rec " + hex(SERDE.serializeKey(rec)) + " " + hex(SERDE.serializeValue(rec)));
+        }
+    }
+}
