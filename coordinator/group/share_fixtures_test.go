@@ -301,6 +301,7 @@ func TestShareHeartbeatsMatchKafka(t *testing.T) {
 		want    []string
 		pending []ShareStateInit
 		next    ReplyID
+		epochs  map[string]int32
 	)
 	flush := func() {
 		if step == "" {
@@ -350,7 +351,7 @@ func TestShareHeartbeatsMatchKafka(t *testing.T) {
 			flush()
 			c = New(Config{})
 			now, _ = strconv.ParseInt(fs[2], 10, 64)
-			pending = nil
+			pending, epochs = nil, map[string]int32{}
 		case "step":
 			flush()
 			step = line
@@ -358,6 +359,9 @@ func TestShareHeartbeatsMatchKafka(t *testing.T) {
 			switch fs[1] {
 			case "hb":
 				epoch, _ := strconv.Atoi(fs[3])
+				if fs[3] == "=" {
+					epoch = int(epochs[fs[2]])
+				}
 				req := ShareHeartbeatRequest{GroupID: "g", MemberID: fs[2], MemberEpoch: int32(epoch),
 					ClientID: "client-" + fs[2], ClientHost: "localhost/127.0.0.1"}
 				if fs[4] != "-" {
@@ -365,6 +369,11 @@ func TestShareHeartbeatsMatchKafka(t *testing.T) {
 				}
 				next++
 				c.ShareGroupHeartbeat(now, next, req, topics)
+				if e := c.pending.Replies; len(e) == 1 {
+					if res := e[0].Result.(*ShareHeartbeatResult); res.ErrorCode == 0 {
+						epochs[fs[2]] = res.MemberEpoch
+					}
+				}
 				collect()
 			case "init":
 				for _, init := range pending {
@@ -377,8 +386,14 @@ func TestShareHeartbeatsMatchKafka(t *testing.T) {
 				now += ms
 				c.Tick(now)
 				collect()
+			case "describe":
+				got = append(got, describeFixtureLines(c.ShareGroupDescribe([]string{"g", "nope"}, topics))...)
+			case "list":
+				for _, l := range c.ListGroups(nil, nil) {
+					got = append(got, fmt.Sprintf("list %s %s %s %s", l.GroupID, l.ProtocolType, l.State, l.Type))
+				}
 			}
-		case "resp", "rec":
+		case "resp", "rec", "describe", "list":
 			want = append(want, line)
 		}
 	}
@@ -432,4 +447,38 @@ func heartbeatFixtureAssignment(a []OwnedTopic, topics Topics) string {
 		}
 	}
 	return fixtureAssignment(as, topics)
+}
+
+// describeFixtureLines writes ShareGroupDescribe answers as the fixture
+// generator prints Kafka's.
+func describeFixtureLines(ds []ShareDescribedGroup) []string {
+	var out []string
+	for _, d := range ds {
+		if d.ErrorCode != 0 {
+			out = append(out, fmt.Sprintf("describe %s %d %s", d.GroupID, d.ErrorCode, *d.ErrorMessage))
+			continue
+		}
+		line := fmt.Sprintf("describe %s 0 %s %d %d %s", d.GroupID, d.State, d.Epoch, d.AssignmentEpoch, d.AssignorName)
+		for _, m := range d.Members {
+			var topics []string
+			for _, a := range m.Assignment {
+				var ps []string
+				for _, p := range a.Partitions {
+					ps = append(ps, fmt.Sprint(p))
+				}
+				topics = append(topics, a.TopicName+"=["+strings.Join(ps, ", ")+"]")
+			}
+			sort.Strings(topics)
+			rack := "-"
+			if m.RackID != nil {
+				rack = *m.RackID
+			}
+			names := append([]string(nil), m.SubscribedTopicNames...)
+			sort.Strings(names)
+			line += fmt.Sprintf(" | %s %d %s %s %s %s {%s}", m.MemberID, m.MemberEpoch, strings.Join(names, "."), m.ClientID,
+				m.ClientHost, rack, strings.Join(topics, ", "))
+		}
+		out = append(out, line)
+	}
+	return out
 }

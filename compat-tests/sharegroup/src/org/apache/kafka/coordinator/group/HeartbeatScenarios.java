@@ -2,7 +2,9 @@
 // and writes, step by step, Kafka's answers and records
 // (share-heartbeats.txt), for Gregor's coordinator to replay and compare.
 // Each scenario line is one step:
-//   hb <member> <epoch> <names csv or -> : a ShareGroupHeartbeat of group g
+//   hb <member> <epoch> <names csv or -> : a ShareGroupHeartbeat of group g;
+//                                          epoch "=" is the member's last epoch
+//   describe, list                        : ShareGroupDescribe of g and nope, ListGroups
 //   init                                  : the persister reports every asked initialization done
 //   advance <ms>                          : time passes; due timers (sessions) fire
 package org.apache.kafka.coordinator.group;
@@ -58,7 +60,14 @@ public class HeartbeatScenarios {
         {"sessions",
             "hb a 0 foo,bar", "init", "hb a 1 -", "advance 20000", "hb b 0 foo", "advance 20000", "hb b 3 -",
             "advance 5000", "hb b 3 -", "advance 44999", "advance 1", "hb b 4 -", "hb b 5 bar", "hb c 0 bar",
-            "hb b 5 -", "advance 60000", "hb c 6 -"},
+            "hb b 5 -", "advance 60000", "hb c 6 -", "describe", "list"},
+        {"subscriptions",
+            "hb m1 0 foo", "init", "hb m1 = -", "hb m2 0 bar", "init", "hb m2 = -", "hb m1 = -", "describe",
+            "hb m1 = foo,bar", "init", "hb m1 = -", "hb m2 = -", "describe", "hb m2 = missing", "hb m1 = -",
+            "hb m2 = bar,missing", "init", "hb m2 = -", "hb m1 = -", "hb m3 0 foo", "hb m3 = foo,bar", "hb m1 = -",
+            "hb m2 = -", "hb m3 = -", "hb m4 0 bar", "hb m5 0 bar", "hb m1 = -", "hb m2 = -", "hb m3 = -",
+            "hb m4 = -", "hb m5 = -", "describe", "list", "hb m1 -1 -", "hb m2 -1 -", "hb m3 = -", "hb m4 = -",
+            "hb m5 = -", "hb m3 -1 -", "hb m4 -1 -", "hb m5 -1 -", "describe", "list"},
     };
 
     static class FakeTime implements Time {
@@ -178,6 +187,7 @@ public class HeartbeatScenarios {
         shard.onLoaded(image());
         long[] offset = {0};
         Map<Uuid, Set<Integer>> pending = new HashMap<>();
+        Map<String, Integer> epochs = new HashMap<>();
         out.println("scenario " + sc[0] + " " + time.ms);
         for (int i = 1; i < sc.length; i++) {
             String[] f = sc[i].split(" ");
@@ -186,7 +196,7 @@ public class HeartbeatScenarios {
             switch (f[0]) {
                 case "hb": {
                     ShareGroupHeartbeatRequestData req = new ShareGroupHeartbeatRequestData()
-                        .setGroupId("g").setMemberId(f[1]).setMemberEpoch(Integer.parseInt(f[2]))
+                        .setGroupId("g").setMemberId(f[1]).setMemberEpoch(f[2].equals("=") ? epochs.getOrDefault(f[1], 0) : Integer.parseInt(f[2]))
                         .setSubscribedTopicNames(f[3].equals("-") ? null : Arrays.asList(f[3].split(",")));
                     ShareGroupHeartbeatResponseData resp;
                     try {
@@ -203,6 +213,7 @@ public class HeartbeatScenarios {
                         resp = new ShareGroupHeartbeatResponseData()
                             .setErrorCode(org.apache.kafka.common.protocol.Errors.forException(e).code()).setErrorMessage(e.getMessage());
                     }
+                    if (resp.errorCode() == 0) epochs.put(f[1], resp.memberEpoch());
                     out.println("resp " + resp.errorCode() + " " + resp.memberEpoch() + " " + resp.heartbeatIntervalMs() + " "
                         + assignment(resp.assignment()) + (resp.errorMessage() == null ? "" : " " + resp.errorMessage()));
                     break;
@@ -227,6 +238,32 @@ public class HeartbeatScenarios {
                             records.clear();
                         }
                     }
+                    break;
+                }
+                case "describe": {
+                    shard.shareGroupDescribe(List.of("g", "nope"), Long.MAX_VALUE).forEach(d -> {
+                        StringBuilder sb = new StringBuilder("describe " + d.groupId() + " " + d.errorCode());
+                        if (d.errorCode() != 0) {
+                            out.println(sb.append(" ").append(d.errorMessage()));
+                            return;
+                        }
+                        sb.append(" ").append(d.groupState()).append(" ").append(d.groupEpoch()).append(" ")
+                            .append(d.assignmentEpoch()).append(" ").append(d.assignorName());
+                        TreeMap<String, String> members = new TreeMap<>();
+                        d.members().forEach(m -> {
+                            TreeMap<String, TreeSet<Integer>> a = new TreeMap<>();
+                            m.assignment().topicPartitions().forEach(tp -> a.put(tp.topicName(), new TreeSet<>(tp.partitions())));
+                            members.put(m.memberId(), m.memberEpoch() + " " + String.join(".", new TreeSet<>(m.subscribedTopicNames()))
+                                + " " + m.clientId() + " " + m.clientHost() + " " + (m.rackId() == null ? "-" : m.rackId()) + " " + a);
+                        });
+                        members.forEach((id, m) -> sb.append(" | ").append(id).append(" ").append(m));
+                        out.println(sb);
+                    });
+                    break;
+                }
+                case "list": {
+                    shard.listGroups(List.of(), List.of(), Long.MAX_VALUE).forEach(l ->
+                        out.println("list " + l.groupId() + " " + l.protocolType() + " " + l.groupState() + " " + l.groupType()));
                     break;
                 }
                 default:
