@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // TestShareRecordsMatchKafka compares the share group records Gregor
@@ -349,7 +351,11 @@ func TestShareHeartbeatsMatchKafka(t *testing.T) {
 		switch fs[0] {
 		case "scenario":
 			flush()
-			c = New(Config{})
+			cfg := Config{}
+			if n, ok := strings.CutPrefix(fs[1], "max-size-"); ok {
+				cfg.ShareMaxSize, _ = strconv.Atoi(n)
+			}
+			c = New(cfg)
 			now, _ = strconv.ParseInt(fs[2], 10, 64)
 			pending, epochs = nil, map[string]int32{}
 		case "step":
@@ -395,6 +401,10 @@ func TestShareHeartbeatsMatchKafka(t *testing.T) {
 			}
 		case "resp", "rec", "describe", "list":
 			want = append(want, line)
+		case "valid", "invalid":
+			flush()
+			checkValidationFixture(t, fs)
+			steps++
 		}
 	}
 	flush()
@@ -481,4 +491,44 @@ func describeFixtureLines(ds []ShareDescribedGroup) []string {
 		out = append(out, line)
 	}
 	return out
+}
+
+// checkValidationFixture runs one request of Kafka's
+// throwIfShareGroupHeartbeatRequestIsInvalid fixtures ("valid group member
+// epoch rack names" or "invalid ... message") through
+// validateShareHeartbeat. "empty", "blank", "null" and "\\t" stand for
+// "", " ", a null and a tab.
+func checkValidationFixture(t *testing.T, fs []string) {
+	t.Helper()
+	val := func(s string) *string {
+		switch s {
+		case "null":
+			return nil
+		case "empty":
+			return sp("")
+		case "blank":
+			return sp(" ")
+		}
+		return sp(strings.ReplaceAll(s, `\t`, "\t"))
+	}
+	epoch, _ := strconv.Atoi(fs[3])
+	req := ShareHeartbeatRequest{GroupID: *val(fs[1]), MemberID: *val(fs[2]), MemberEpoch: int32(epoch), RackID: val(fs[4])}
+	switch fs[5] {
+	case "null":
+	case "empty":
+		req.SubscribedTopicNames = []string{}
+	default:
+		req.SubscribedTopicNames = strings.Split(fs[5], ",")
+	}
+	res := validateShareHeartbeat(req)
+	if fs[0] == "valid" {
+		if res != nil {
+			t.Errorf("%v: refused with %q, Kafka accepts", fs, *res.ErrorMessage)
+		}
+		return
+	}
+	want := strings.Join(fs[6:], " ")
+	if res == nil || res.ErrorCode != kerr.InvalidRequest.Code || *res.ErrorMessage != want {
+		t.Errorf("%v: got %+v, want INVALID_REQUEST %q", fs, res, want)
+	}
 }

@@ -61,6 +61,8 @@ public class HeartbeatScenarios {
             "hb a 0 foo,bar", "init", "hb a 1 -", "advance 20000", "hb b 0 foo", "advance 20000", "hb b 3 -",
             "advance 5000", "hb b 3 -", "advance 44999", "advance 1", "hb b 4 -", "hb b 5 bar", "hb c 0 bar",
             "hb b 5 -", "advance 60000", "hb c 6 -", "describe", "list"},
+        {"max-size-2",
+            "hb m1 0 foo", "hb m2 0 foo", "hb m3 0 foo", "hb ghost 4 -", "hb m2 -1 -", "hb m3 0 foo", "hb nope-group-member 3 -"},
         {"subscriptions",
             "hb m1 0 foo", "init", "hb m1 = -", "hb m2 0 bar", "init", "hb m2 = -", "hb m1 = -", "describe",
             "hb m1 = foo,bar", "init", "hb m1 = -", "hb m2 = -", "describe", "hb m2 = missing", "hb m1 = -",
@@ -159,6 +161,50 @@ public class HeartbeatScenarios {
             out.println("# each step, then Kafka's answer (resp code epoch interval assignment message) and its");
             out.println("# records (rec key value). Topics: foo " + FOO + " (3 partitions), bar " + BAR + " (2).");
             for (String[] sc : SCENARIOS) run(out, sc);
+            validations(out);
+        }
+    }
+
+    // GroupCoordinatorService.throwIfShareGroupHeartbeatRequestIsInvalid on
+    // requests that differ in one field: "valid <fields>" or
+    // "invalid <fields> <message>". Fields: group|member|epoch|rack|names,
+    // with "null" and "blank" (a space) as values.
+    static void validations(PrintWriter out) {
+        String[][] cases = {
+            {"g", "m", "0", "null", "foo"}, {"g", "", "0", "null", "foo"}, {"g", "blank", "0", "null", "foo"},
+            {"", "", "0", "null", "foo"}, {"", "m", "0", "null", "foo"}, {"blank", "m", "0", "null", "foo"},
+            {"g", "m", "0", "", "foo"}, {"g", "m", "0", "blank", "foo"}, {"g", "m", "0", "r", "foo"},
+            {"g", "m", "0", "null", "null"}, {"g", "m", "0", "null", ""}, {"g", "m", "3", "null", "null"},
+            {"g", "m", "-1", "null", "null"}, {"g", "m", "-2", "null", "null"}, {"g", "m", "-9", "null", "foo"},
+            {"g", "", "-2", "", "null"}, {"g", "\\t", "0", "null", "foo"}, {"g", "m\\t", "0", "null", "foo"},
+        };
+        try {
+            java.lang.reflect.Method check = GroupCoordinatorService.class.getDeclaredMethod(
+                "throwIfShareGroupHeartbeatRequestIsInvalid", ShareGroupHeartbeatRequestData.class);
+            check.setAccessible(true);
+            for (String[] c : cases) {
+                ShareGroupHeartbeatRequestData req = new ShareGroupHeartbeatRequestData()
+                    .setGroupId(value(c[0])).setMemberId(value(c[1])).setMemberEpoch(Integer.parseInt(c[2]))
+                    .setRackId(value(c[3])).setSubscribedTopicNames(c[4].equals("null") ? null
+                        : c[4].isEmpty() ? List.of() : Arrays.asList(c[4].split(",")));
+                String fields = String.join(" ", Arrays.stream(c).map(x -> x.isEmpty() ? "empty" : x).toArray(String[]::new));
+                try {
+                    check.invoke(null, req);
+                    out.println("valid " + fields);
+                } catch (java.lang.reflect.InvocationTargetException e) {
+                    out.println("invalid " + fields + " " + e.getCause().getMessage());
+                }
+            }
+        } catch (ReflectiveOperationException e) {
+            throw new RuntimeException(e);
+        }
+    }
+
+    static String value(String s) {
+        switch (s) {
+            case "null": return null;
+            case "blank": return " ";
+            default: return s.replace("\\t", "\t");
         }
     }
 
@@ -166,6 +212,7 @@ public class HeartbeatScenarios {
         Map<String, Object> props = new HashMap<>();
         props.put(GroupCoordinatorConfig.SHARE_GROUP_ASSIGNMENT_INTERVAL_MS_CONFIG, "0");
         props.put(GroupCoordinatorConfig.SHARE_GROUP_ASSIGNOR_OFFLOAD_ENABLE_CONFIG, "false");
+        if (sc[0].startsWith("max-size-")) props.put(GroupCoordinatorConfig.SHARE_GROUP_MAX_SIZE_CONFIG, sc[0].substring(9));
         GroupCoordinatorConfig config = GroupCoordinatorConfig.fromProps(props);
         GroupConfigManager groupConfigs = new GroupConfigManager(config, ShareGroupConfig.fromProps(props));
         FakeTime time = new FakeTime();
