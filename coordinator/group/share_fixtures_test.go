@@ -355,6 +355,9 @@ func TestShareHeartbeatsMatchKafka(t *testing.T) {
 			if n, ok := strings.CutPrefix(fs[1], "max-size-"); ok {
 				cfg.ShareMaxSize, _ = strconv.Atoi(n)
 			}
+			if n, ok := strings.CutPrefix(fs[1], "interval-"); ok {
+				cfg.ShareAssignmentIntervalMs, _ = strconv.ParseInt(n, 10, 64)
+			}
 			c = New(cfg)
 			now, _ = strconv.ParseInt(fs[2], 10, 64)
 			pending, epochs = nil, map[string]int32{}

@@ -61,6 +61,10 @@ public class HeartbeatScenarios {
             "hb a 0 foo,bar", "init", "hb a 1 -", "advance 20000", "hb b 0 foo", "advance 20000", "hb b 3 -",
             "advance 5000", "hb b 3 -", "advance 44999", "advance 1", "hb b 4 -", "hb b 5 bar", "hb c 0 bar",
             "hb b 5 -", "advance 60000", "hb c 6 -", "describe", "list"},
+        {"interval-1000",
+            "hb m1 0 foo", "init", "hb m1 = -", "advance 300", "hb m2 0 foo", "hb m1 = -", "advance 400", "hb m2 = -",
+            "advance 300", "hb m1 = -", "hb m2 = -", "hb m3 0 foo", "advance 999", "hb m3 = -", "advance 1", "hb m1 = -",
+            "hb m2 = -", "hb m3 = -", "describe"},
         {"max-size-2",
             "hb m1 0 foo", "hb m2 0 foo", "hb m3 0 foo", "hb ghost 4 -", "hb m2 -1 -", "hb m3 0 foo", "hb nope-group-member 3 -"},
         {"subscriptions",
@@ -210,7 +214,8 @@ public class HeartbeatScenarios {
 
     static void run(PrintWriter out, String[] sc) {
         Map<String, Object> props = new HashMap<>();
-        props.put(GroupCoordinatorConfig.SHARE_GROUP_ASSIGNMENT_INTERVAL_MS_CONFIG, "0");
+        props.put(GroupCoordinatorConfig.SHARE_GROUP_ASSIGNMENT_INTERVAL_MS_CONFIG,
+            sc[0].startsWith("interval-") ? sc[0].substring(9) : "0");
         props.put(GroupCoordinatorConfig.SHARE_GROUP_ASSIGNOR_OFFLOAD_ENABLE_CONFIG, "false");
         if (sc[0].startsWith("max-size-")) props.put(GroupCoordinatorConfig.SHARE_GROUP_MAX_SIZE_CONFIG, sc[0].substring(9));
         GroupCoordinatorConfig config = GroupCoordinatorConfig.fromProps(props);
