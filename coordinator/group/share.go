@@ -75,6 +75,9 @@ type shareGroup struct {
 	// hasStateMetadata tells whether a ShareGroupStatePartitionMetadata
 	// record exists for the group (Kafka's containsKey on the map).
 	hasStateMetadata bool
+	// order is the order Kafka's TimelineHashMap of members iterates in,
+	// which fixes the order of the assignor's group spec.
+	order timelineOrder
 	// hashTopics is the subscribed topics as the last heartbeat's image
 	// showed them, so that a member fenced by its session timer (which
 	// has no image) changes the metadata hash as Kafka's does.
@@ -240,7 +243,14 @@ func (c *Coordinator) shareHeartbeat(now int64, req ShareHeartbeatRequest, topic
 
 	// 2. A new target assignment when the group epoch moved on and
 	// group.share.assignment.interval.ms allows.
-	c.maybeComputeShareTarget(g, now, topics)
+	newID := ""
+	if isNew {
+		newID = m.id // in Kafka's spec after the members already in the group
+	}
+	c.maybeComputeShareTarget(g, now, topics, newID)
+	if isNew {
+		sg.order.add(m.id) // Kafka's replay of its first record adds it
+	}
 
 	// 3. The member takes its target at once: no revocation phase.
 	before := member.assigned
@@ -416,7 +426,7 @@ func (c *Coordinator) initializedAssignmentPending(sg *shareGroup) bool {
 // group.share.assignment.interval.ms has passed since the last
 // computation, the SimpleAssignor computes a new target over the
 // initialized partitions; otherwise members keep the last target.
-func (c *Coordinator) maybeComputeShareTarget(g *group, now int64, topics Topics) {
+func (c *Coordinator) maybeComputeShareTarget(g *group, now int64, topics Topics, newID string) {
 	sg := g.sg
 	if sg.assignmentEpoch >= sg.epoch {
 		return
@@ -442,6 +452,10 @@ func (c *Coordinator) maybeComputeShareTarget(g *group, now int64, topics Topics
 		in.members = append(in.members, sm)
 	}
 	in.homogeneous = sg.homogeneous()
+	in.specOrder = sg.order.ids(newID)
+	if newID != "" {
+		in.specOrder = append(in.specOrder, newID)
+	}
 	target := assignSimple(in)
 	// Kafka writes the changed targets in the order of its member-spec
 	// HashMap, the group spec's order.
@@ -507,7 +521,9 @@ func filterBySubscription(a assignment, names []string, topics Topics) assignmen
 func (c *Coordinator) shareLeave(req ShareHeartbeatRequest, topics Topics) *ShareHeartbeatResult {
 	g := c.groups[req.GroupID]
 	if g == nil {
-		return shareError(kerr.GroupIDNotFound, "Share group %s not found.", req.GroupID)
+		// shareGroupLeave looks the group up with shareGroup(groupId),
+		// whose message is not the heartbeat's.
+		return shareError(kerr.GroupIDNotFound, "Group %s not found.", req.GroupID)
 	}
 	if g.sg == nil {
 		return shareError(kerr.GroupIDNotFound, "Group %s is not a share group.", req.GroupID)
@@ -531,6 +547,7 @@ func (c *Coordinator) fenceShareMember(g *group, m *shareMember, topics Topics) 
 	c.record(g.id, shareMemberKey(g.id, m.id), nil)
 	last := len(sg.members) == 1
 	delete(sg.members, m.id)
+	sg.order.remove(m.id)
 	delete(sg.target, m.id)
 	sg.metadataHash = sg.subscriptionHash(topics)
 	sg.epoch++
@@ -601,8 +618,7 @@ func (c *Coordinator) maybeInitializeShareState(g *group, now int64, topics Topi
 		sg.initializing[t] = ti
 		delete(sg.deleting, t)
 	}
-	sg.hasStateMetadata = true
-	c.record(g.id, shareStatePartitionKey(g.id), shareStatePartitionValue(sg))
+	c.writeShareStatePartitions(g, now)
 	init := ShareStateInit{GroupID: g.id, StateEpoch: sg.epoch}
 	ids := make([]TopicID, 0, len(changed))
 	for t := range changed {
@@ -649,8 +665,7 @@ func (c *Coordinator) InitializeShareGroupState(now int64, groupID string, done 
 			}
 		}
 	}
-	sg.hasStateMetadata = true
-	c.record(g.id, shareStatePartitionKey(g.id), shareStatePartitionValue(sg))
+	c.writeShareStatePartitions(g, now)
 }
 
 func sortTopicIDs(ids []TopicID) {
@@ -707,4 +722,17 @@ func (c *Coordinator) shareGroupTombstones(g *group) {
 	}
 	c.record(g.id, shareStatePartitionKey(g.id), nil)
 	c.record(g.id, shareGroupKey(g.id), nil)
+}
+
+// writeShareStatePartitions records the group's state-partition metadata.
+// Kafka's in-memory copy is what replaying that record builds, which dates
+// every initializing topic at the time of the replay; so does Gregor's.
+func (c *Coordinator) writeShareStatePartitions(g *group, now int64) {
+	sg := g.sg
+	for t, ti := range sg.initializing {
+		ti.timestamp = now
+		sg.initializing[t] = ti
+	}
+	sg.hasStateMetadata = true
+	c.record(g.id, shareStatePartitionKey(g.id), shareStatePartitionValue(sg))
 }

@@ -44,6 +44,9 @@ type simpleAssignorInput struct {
 	partitions  map[TopicID]int32
 	assignable  map[TopicID]map[int32]bool
 	homogeneous bool
+	// specOrder is the order members are put into Kafka's group spec (the
+	// members' TimelineHashMap, then a joining member); nil: by id.
+	specOrder []string
 }
 
 // topicOrder is the order Kafka iterates a member's subscribed topics:
@@ -83,10 +86,19 @@ type simpleSpec struct {
 
 func newSimpleSpec(in simpleAssignorInput) simpleSpec {
 	byID := map[string]simpleMember{}
-	specs := newJavaMap(javaStringHash, 0)
 	for _, m := range in.members {
-		specs.put(m.id)
 		byID[m.id] = m
+	}
+	specs := newJavaMap(javaStringHash, 0)
+	if in.specOrder != nil {
+		for _, id := range in.specOrder {
+			if _, ok := byID[id]; ok {
+				specs.put(id)
+			}
+		}
+	}
+	for _, m := range in.members {
+		specs.put(m.id) // members not in specOrder, by id
 	}
 	s := simpleSpec{ids: specs.keys()}
 	for _, id := range s.ids {

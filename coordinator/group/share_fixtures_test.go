@@ -296,14 +296,15 @@ func TestShareHeartbeatsMatchKafka(t *testing.T) {
 	bar := mustTopicID(t, "1112131415161718191a1b1c1d1e1f20")
 	topics := Topics{"foo": {Name: "foo", ID: foo, Partitions: 3}, "bar": {Name: "bar", ID: bar, Partitions: 2}}
 	var (
-		c       *Coordinator
-		now     int64
-		step    string
-		got     []string // this step's answer and records, Gregor's
-		want    []string
-		pending []ShareStateInit
-		next    ReplyID
-		epochs  map[string]int32
+		c        *Coordinator
+		now      int64
+		step     string
+		scenario string
+		got      []string // this step's answer and records, Gregor's
+		want     []string
+		pending  []ShareStateInit
+		next     ReplyID
+		epochs   map[string]int32
 	)
 	flush := func() {
 		if step == "" {
@@ -351,6 +352,7 @@ func TestShareHeartbeatsMatchKafka(t *testing.T) {
 		switch fs[0] {
 		case "scenario":
 			flush()
+			scenario = fs[1]
 			cfg := Config{}
 			if n, ok := strings.CutPrefix(fs[1], "max-size-"); ok {
 				cfg.ShareMaxSize, _ = strconv.Atoi(n)
@@ -363,7 +365,7 @@ func TestShareHeartbeatsMatchKafka(t *testing.T) {
 			pending, epochs = nil, map[string]int32{}
 		case "step":
 			flush()
-			step = line
+			step = scenario + ": " + line
 			steps++
 			switch fs[1] {
 			case "hb":
@@ -385,8 +387,18 @@ func TestShareHeartbeatsMatchKafka(t *testing.T) {
 				}
 				collect()
 			case "init":
+				// The harness reports every pending initialization in one
+				// call, as Kafka's generator does.
+				merged := assignment{}
 				for _, init := range pending {
-					c.InitializeShareGroupState(now, init.GroupID, init.Topics)
+					for _, o := range init.Topics {
+						for _, p := range o.Partitions {
+							merged.add(o.TopicID, p)
+						}
+					}
+				}
+				if len(pending) > 0 {
+					c.InitializeShareGroupState(now, "g", toOwned(merged))
 				}
 				pending = nil
 				collect()

@@ -175,3 +175,58 @@ func javaPartitionOrder(ps []int32) []int32 {
 	}
 	return m.keys()
 }
+
+// timelineOrder emulates the iteration order of the TimelineHashMap that
+// holds a Kafka group's members (org.apache.kafka.timeline.BaseHashTable):
+// a key's slot is the top bits of hashCode * 0x9E3779B97F4A7C15 for the
+// table's length (2 at first, doubled before an insertion would pass 0.75
+// of it), and a slot keeps its keys in insertion order (a rehash maps each
+// new slot from one old slot, keeping the order; a removal closes the gap).
+type timelineOrder struct {
+	length int
+	next   int64
+	seq    map[string]int64
+}
+
+func (o *timelineOrder) add(id string) {
+	if o.seq == nil {
+		o.seq, o.length = map[string]int64{}, 2
+	}
+	if _, ok := o.seq[id]; ok {
+		return
+	}
+	if float64(len(o.seq)+1)*0.75 > float64(o.length) {
+		o.length *= 2
+	}
+	o.next++
+	o.seq[id] = o.next
+}
+
+func (o *timelineOrder) remove(id string) { delete(o.seq, id) }
+
+func timelineSlot(h int32, length int) uint64 {
+	bits := 0
+	for 1<<bits < length {
+		bits++
+	}
+	shift := uint(64 - bits)
+	return uint64(int64(h)*-7046029254386353131) >> shift
+}
+
+// ids returns the keys in iteration order, leaving out skip.
+func (o *timelineOrder) ids(skip string) []string {
+	out := make([]string, 0, len(o.seq))
+	for id := range o.seq {
+		if id != skip {
+			out = append(out, id)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		si, sj := timelineSlot(javaStringHash(out[i]), o.length), timelineSlot(javaStringHash(out[j]), o.length)
+		if si != sj {
+			return si < sj
+		}
+		return o.seq[out[i]] < o.seq[out[j]]
+	})
+	return out
+}

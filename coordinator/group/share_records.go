@@ -211,6 +211,7 @@ func (sg *shareGroup) memberOf(id string) *shareMember {
 	if m == nil {
 		m = &shareMember{id: id, assigned: assignment{}}
 		sg.members[id] = m
+		sg.order.add(id)
 	}
 	return m
 }
@@ -239,6 +240,7 @@ func (c *Coordinator) loadShareRecord(now int64, recordType int16, key, value []
 			delete(c.groups, groupID) // the group's last record
 		case shareMemberMetadataType:
 			delete(sg.members, fields[1])
+			sg.order.remove(fields[1])
 		case shareTargetMemberType:
 			delete(sg.target, fields[1])
 		case shareCurrentAssignmentType:
@@ -319,6 +321,7 @@ func (c *Coordinator) finishShareLoad() {
 		for id, m := range g.sg.members {
 			if m.sessionDeadline == 0 {
 				delete(g.sg.members, id)
+				g.sg.order.remove(id)
 			}
 		}
 	}

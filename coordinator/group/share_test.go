@@ -29,7 +29,7 @@ func TestShareHeartbeatValidation(t *testing.T) {
 		{"join with no names", ShareHeartbeatRequest{GroupID: "g", MemberID: "m", SubscribedTopicNames: []string{}}, kerr.InvalidRequest.Code, "SubscribedTopicNames must be set in first request."},
 		{"epoch -2", ShareHeartbeatRequest{GroupID: "g", MemberID: "m", MemberEpoch: -2}, kerr.InvalidRequest.Code, "MemberEpoch is invalid."},
 		{"epoch below -2", ShareHeartbeatRequest{GroupID: "g", MemberID: "m", MemberEpoch: -100}, kerr.InvalidRequest.Code, "MemberEpoch is invalid."},
-		{"leave needs no names", ShareHeartbeatRequest{GroupID: "g", MemberID: "m", MemberEpoch: -1}, kerr.GroupIDNotFound.Code, "Share group g not found."},
+		{"leave needs no names", ShareHeartbeatRequest{GroupID: "g", MemberID: "m", MemberEpoch: -1}, kerr.GroupIDNotFound.Code, "Group g not found."},
 		{"heartbeat of an unknown group", ShareHeartbeatRequest{GroupID: "g", MemberID: "m", MemberEpoch: 4}, kerr.GroupIDNotFound.Code, "Share group g not found."},
 		{"valid join", ShareHeartbeatRequest{GroupID: "g", MemberID: "m", RackID: sp("r"), SubscribedTopicNames: names}, 0, ""},
 	} {
