@@ -17,8 +17,8 @@ type DescribedGroup struct {
 	ProtocolType string
 	Protocol     string
 	Members      []DescribedMember
-	// NotClassic is set for a consumer group, which DescribeGroups reports
-	// as not found.
+	// NotClassic is set for a consumer or share group, which
+	// DescribeGroups reports as not found.
 	NotClassic bool
 }
 
@@ -30,10 +30,10 @@ func (c *Coordinator) DescribeGroups(ids []string) []DescribedGroup {
 	out := make([]DescribedGroup, 0, len(ids))
 	for _, id := range ids {
 		g := c.groups[id]
-		if g == nil || g.cg != nil {
+		if g == nil || g.cg != nil || g.sg != nil {
 			// Kafka's describeGroups sees classic groups only: a consumer
-			// group is "not found" to it (ConsumerGroupDescribe describes
-			// it).
+			// or share group is "not found" to it (ConsumerGroupDescribe
+			// and ShareGroupDescribe describe them).
 			out = append(out, DescribedGroup{GroupID: id, State: Dead.String(), Members: []DescribedMember{}, NotClassic: g != nil})
 			continue
 		}
@@ -59,8 +59,8 @@ func (c *Coordinator) DescribeGroups(ids []string) []DescribedGroup {
 	return out
 }
 
-// ListedGroup is one group as ListGroups shows it. Type is "classic" or
-// "consumer".
+// ListedGroup is one group as ListGroups shows it. Type is "classic",
+// "consumer" or "share".
 type ListedGroup struct {
 	GroupID, ProtocolType, State, Type string
 }
@@ -73,8 +73,11 @@ func (c *Coordinator) ListGroups(states, types []string) []ListedGroup {
 	for _, id := range c.sortedGroupIDs() {
 		g := c.groups[id]
 		l := ListedGroup{GroupID: id, ProtocolType: g.protocolType, State: g.state.String(), Type: "classic"}
-		if g.cg != nil {
+		switch {
+		case g.cg != nil:
 			l.State, l.Type = g.cg.state(), ConsumerProtocolType
+		case g.sg != nil:
+			l.State, l.Type = g.sg.state(), ShareProtocolType
 		}
 		if len(states) > 0 && !containsFold(states, l.State) {
 			continue
@@ -140,7 +143,9 @@ func (c *Coordinator) DeleteGroups(now int64, id ReplyID, ids []string) {
 			r.ErrorCode = kerr.GroupIDNotFound.Code
 		case g.cg != nil && len(g.cg.members) > 0:
 			r.ErrorCode = kerr.NonEmptyGroup.Code
-		case g.cg == nil && g.state != Empty:
+		case g.sg != nil && len(g.sg.members) > 0:
+			r.ErrorCode = kerr.NonEmptyGroup.Code
+		case g.cg == nil && g.sg == nil && g.state != Empty:
 			r.ErrorCode = kerr.NonEmptyGroup.Code
 		default:
 			c.deleteGroup(g)
@@ -182,7 +187,7 @@ func (c *Coordinator) ConsumerGroupDescribe(ids []string) []ConsumerDescribedGro
 		g := c.groups[id]
 		if g == nil || g.cg == nil || g.state == Dead {
 			msg := "Group " + id + " not found."
-			if g != nil && g.cg == nil {
+			if g != nil && g.cg == nil { // classic or share
 				msg = "Group " + id + " is not a consumer group."
 			}
 			out = append(out, ConsumerDescribedGroup{GroupID: id, ErrorCode: kerr.GroupIDNotFound.Code, ErrorMessage: &msg})

@@ -130,6 +130,11 @@ func (c *Coordinator) JoinGroup(now int64, id ReplyID, req JoinRequest) {
 		fail(kerr.CoordinatorNotAvailable)
 		return
 	}
+	if g.sg != nil {
+		// Kafka's classicGroupJoin refuses a share group, empty or not.
+		fail(kerr.InconsistentGroupProtocol)
+		return
+	}
 	if g.cg != nil {
 		// Kafka turns an empty consumer group into a classic one (online
 		// downgrade); a classic member joining a consumer group with

@@ -440,7 +440,7 @@ func (c *Coordinator) consumerGroupFor(now int64, groupID string, create bool) (
 	if g.cg != nil {
 		return g, nil
 	}
-	if create && g.state == Empty && len(g.members) == 0 && len(g.pendingMembers) == 0 {
+	if create && g.sg == nil && g.state == Empty && len(g.members) == 0 && len(g.pendingMembers) == 0 {
 		if g.protocolType != "" {
 			// The classic group's metadata goes; its offsets stay.
 			c.record(g.id, groupKey(g.id), nil)

@@ -61,6 +61,27 @@ type Config struct {
 	// answered before it lands (consumer_assign.go). The zero value, false,
 	// runs it inline.
 	ConsumerAssignorOffload bool
+
+	// ShareSessionTimeoutMs is group.share.session.timeout.ms (default
+	// 45000): a share group member that sends no heartbeat for this long
+	// is fenced.
+	ShareSessionTimeoutMs int32
+	// ShareHeartbeatIntervalMs is group.share.heartbeat.interval.ms
+	// (default 5000), told to every share group member.
+	ShareHeartbeatIntervalMs int32
+	// ShareMaxSize is group.share.max.size (default 200). A new member
+	// beyond it is GROUP_MAX_SIZE_REACHED.
+	ShareMaxSize int
+	// ShareAssignmentIntervalMs is group.share.assignment.interval.ms
+	// (Kafka's default 1000): a share group's target is computed at most
+	// once per interval. The zero value computes it at every heartbeat
+	// that finds the group epoch ahead.
+	ShareAssignmentIntervalMs int64
+	// ShareInitializeRetryIntervalMs is
+	// group.share.initialize.retry.interval.ms (default 30000): partitions
+	// whose state initialization was asked this long ago and not reported
+	// done are asked again.
+	ShareInitializeRetryIntervalMs int64
 }
 
 // Defaults of Config, Kafka's.
@@ -73,6 +94,10 @@ const (
 	DefaultMaxMetadataBytes                = 4096
 	DefaultConsumerSessionTimeoutMs        = 45000
 	DefaultConsumerHeartbeatIntervalMs     = 5000
+	DefaultShareSessionTimeoutMs           = 45000
+	DefaultShareHeartbeatIntervalMs        = 5000
+	DefaultShareMaxSize                    = 200
+	DefaultShareInitializeRetryIntervalMs  = 30000
 )
 
 func (c *Config) setDefaults() {
@@ -106,6 +131,21 @@ func (c *Config) setDefaults() {
 	if c.ConsumerMaxSize <= 0 {
 		c.ConsumerMaxSize = int(^uint32(0) >> 1)
 	}
+	if c.ShareSessionTimeoutMs <= 0 {
+		c.ShareSessionTimeoutMs = DefaultShareSessionTimeoutMs
+	}
+	if c.ShareHeartbeatIntervalMs <= 0 {
+		c.ShareHeartbeatIntervalMs = DefaultShareHeartbeatIntervalMs
+	}
+	if c.ShareMaxSize <= 0 {
+		c.ShareMaxSize = DefaultShareMaxSize
+	}
+	if c.ShareAssignmentIntervalMs < 0 {
+		c.ShareAssignmentIntervalMs = 0
+	}
+	if c.ShareInitializeRetryIntervalMs <= 0 {
+		c.ShareInitializeRetryIntervalMs = DefaultShareInitializeRetryIntervalMs
+	}
 	var known []string
 	for _, a := range c.ConsumerAssignors {
 		if assignors[a] != nil && !contains(known, a) {
@@ -132,7 +172,7 @@ type ReplyID uint64
 // Reply is the answer to one request. Result is one of *JoinResult,
 // *SyncResult, *HeartbeatResult, *LeaveResult, *CommitResult,
 // *FetchResult, *DeleteGroupsResult, *OffsetDeleteResult,
-// *ConsumerHeartbeatResult.
+// *ConsumerHeartbeatResult, *ShareHeartbeatResult.
 type Reply struct {
 	ID     ReplyID
 	Result any
@@ -154,6 +194,9 @@ type Record struct {
 type Effects struct {
 	Records []Record
 	Replies []Reply
+	// ShareStateInits are the share-group state initializations to ask of
+	// the share coordinator, after Records are appended (share.go).
+	ShareStateInits []ShareStateInit
 }
 
 // Coordinator holds every group and its offsets. It is not safe for
@@ -233,6 +276,8 @@ func (c *Coordinator) fireTimers(id string, now int64, topics Topics, fromTick b
 	case g == nil:
 	case g.cg != nil:
 		c.tickConsumerGroup(g, now, topics, fromTick)
+	case g.sg != nil:
+		c.tickShareGroup(g, now, topics)
 	default:
 		c.tickGroup(g, now)
 	}

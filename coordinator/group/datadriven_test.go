@@ -35,6 +35,9 @@ type driver struct {
 	h       *harness
 	topics  Topics
 	clients map[string]*ddClient
+	// shareInits are the state initializations the coordinator asked for
+	// and "sginit" has not yet reported done.
+	shareInits []ShareStateInit
 }
 
 type ddClient struct {
@@ -103,6 +106,14 @@ func (d *driver) run(t *testing.T, td *datadriven.TestData) string {
 		d.reconcile(t, td)
 	case "cgdescribe":
 		d.describeConsumerGroup(str(td, "group"))
+	case "sghb":
+		d.sghb(t, td)
+	case "sginit":
+		d.sginit(t, td)
+	case "sgdescribe":
+		d.describeShareGroup(groupArg(td))
+	case "rebuild":
+		d.rebuild(t)
 	default:
 		t.Fatalf("%s: unknown command %q", td.Pos, td.Cmd)
 	}
@@ -179,6 +190,12 @@ func (d *driver) config(t *testing.T, td *datadriven.TestData) {
 			cfg.ConsumerSessionTimeoutMs = int32(v)
 		case "consumer-assignment-interval-ms":
 			cfg.ConsumerAssignmentIntervalMs = v
+		case "share-session-timeout-ms":
+			cfg.ShareSessionTimeoutMs = int32(v)
+		case "share-max-size":
+			cfg.ShareMaxSize = int(v)
+		case "share-assignment-interval-ms":
+			cfg.ShareAssignmentIntervalMs = v
 		default:
 			t.Fatalf("%s: unknown config %q", td.Pos, a.Key)
 		}
@@ -186,6 +203,7 @@ func (d *driver) config(t *testing.T, td *datadriven.TestData) {
 	d.h = newHarness(t, cfg)
 	d.topics = Topics{}
 	d.clients = map[string]*ddClient{}
+	d.shareInits = nil
 }
 
 // advance moves the fake clock and runs the coordinator's timers, unless

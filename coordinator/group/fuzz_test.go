@@ -9,7 +9,9 @@ import "testing"
 // DescribeGroups, ListGroups, ConsumerGroupDescribe and a fetch of every
 // offset afterwards; the same holds for the record loaded as part of a
 // producer's transaction (LoadTransactional) and committed. The seeds include every consumer group record type
-// (KIP-848), whose decoders are Gregor's own.
+// (KIP-848) and every share group record type (KIP-932, types 10-15), whose
+// decoders are Gregor's own; ShareGroupDescribe and a share heartbeat must
+// work on whatever was loaded.
 func FuzzLoad(f *testing.F) {
 	c := New(Config{})
 	c.CommitOffsets(1, 1, CommitRequest{GroupID: "g", Generation: -1, Topics: []CommitTopic{{Topic: "t", Partitions: []CommitPartition{{Offset: 5, Metadata: sp("m")}}}}})
@@ -20,6 +22,12 @@ func FuzzLoad(f *testing.F) {
 		RebalanceTimeoutMs: 1000, SubscribedTopicNames: []string{"t"}, TopicPartitions: []OwnedTopic{}},
 		Topics{"t": {Name: "t", ID: TopicID{1}, Partitions: 3}})
 	c.ConsumerGroupHeartbeat(1, 5, ConsumerHeartbeatRequest{Version: 1, GroupID: "k", MemberID: "m", InstanceID: &inst, MemberEpoch: -1}, nil)
+	foo := Topics{"t": {Name: "t", ID: TopicID{1}, Partitions: 3}}
+	c.ShareGroupHeartbeat(1, 6, ShareHeartbeatRequest{GroupID: "s", MemberID: "a", RackID: &inst, SubscribedTopicNames: []string{"t"}}, foo)
+	c.InitializeShareGroupState(1, "s", []OwnedTopic{{TopicID: TopicID{1}, Partitions: []int32{0, 1, 2}}})
+	c.ShareGroupHeartbeat(1, 7, ShareHeartbeatRequest{GroupID: "s", MemberID: "a", MemberEpoch: 1}, foo)
+	c.ShareGroupHeartbeat(1, 8, ShareHeartbeatRequest{GroupID: "s", MemberID: "a", MemberEpoch: -1}, foo)
+	c.DeleteGroups(1, 9, []string{"s"})
 	for _, r := range c.Ready().Records {
 		f.Add(r.Key, r.Value)
 	}
@@ -38,9 +46,14 @@ func FuzzLoad(f *testing.F) {
 		for _, g := range c.ListGroups(nil, nil) {
 			c.DescribeGroups([]string{g.GroupID})
 			c.ConsumerGroupDescribe([]string{g.GroupID})
+			c.ShareGroupDescribe([]string{g.GroupID}, Topics{})
 			c.fetchOffsets(FetchRequest{GroupID: g.GroupID})
 		}
 		c.LoadDone(0)
+		for _, g := range c.ListGroups(nil, []string{"share"}) {
+			c.ShareGroupHeartbeat(0, 1, ShareHeartbeatRequest{GroupID: g.GroupID, MemberID: "fuzz", SubscribedTopicNames: []string{"t"}},
+				Topics{"t": {Name: "t", ID: TopicID{1}, Partitions: 2}})
+		}
 		c.Tick(1 << 40)
 		// The same record in a transactional batch, then its commit.
 		c = New(Config{})

@@ -256,6 +256,9 @@ func describeRecord(r Record) string {
 		}
 		return fmt.Sprintf("offset %s/%s-%d v%d offset=%d epoch=%d metadata=%q", k.Group, k.Topic, k.Partition, v.Version, v.Offset, v.LeaderEpoch, v.Metadata)
 	}
+	if version >= shareMemberMetadataType && version <= shareStatePartitionMetaType {
+		return describeShareRecord(version, r)
+	}
 	if version > groupKeyVersion {
 		return describeConsumerRecord(version, r)
 	}

@@ -159,6 +159,11 @@ func (c *Coordinator) validateCommit(now int64, req CommitRequest) *kerr.Error {
 	if g.state == Dead {
 		return kerr.CoordinatorNotAvailable
 	}
+	if g.sg != nil {
+		// Kafka's ShareGroup.validateOffsetCommit: "Group %s is not a
+		// consumer group." (share groups keep no offsets here).
+		return kerr.GroupIDNotFound
+	}
 	if g.cg != nil {
 		return g.validateConsumerCommit(req)
 	}
@@ -200,7 +205,8 @@ func (c *Coordinator) FetchOffsets(now int64, id ReplyID, req FetchRequest) {
 func (c *Coordinator) fetchOffsets(req FetchRequest) *FetchResult {
 	res := &FetchResult{}
 	g := c.groups[req.GroupID]
-	if g != nil && g.state == Dead {
+	if g != nil && (g.state == Dead || g.sg != nil) {
+		// A share group's validateOffsetFetch is GROUP_ID_NOT_FOUND.
 		res.ErrorCode = kerr.GroupIDNotFound.Code
 		return res
 	}
@@ -263,7 +269,8 @@ func (c *Coordinator) DeleteOffsets(now int64, id ReplyID, req OffsetDeleteReque
 	res := &OffsetDeleteResult{}
 	g := c.groups[req.GroupID]
 	switch {
-	case g == nil || g.state == Dead:
+	case g == nil || g.state == Dead || g.sg != nil:
+		// A share group's validateOffsetDelete is GROUP_ID_NOT_FOUND.
 		res.ErrorCode = kerr.GroupIDNotFound.Code
 	case g.cg != nil:
 		// Kafka's ConsumerGroup.validateOffsetDelete accepts any state.
@@ -374,8 +381,8 @@ func subscriptionTopics(b []byte) ([]string, bool) {
 func (c *Coordinator) expireOffsets(now int64) {
 	for _, id := range c.sortedGroupIDs() {
 		g := c.groups[id]
-		if g.state != Empty || (g.cg != nil && len(g.cg.members) > 0) {
-			continue
+		if g.state != Empty || (g.cg != nil && len(g.cg.members) > 0) || g.sg != nil {
+			continue // a share group never expires (ShareGroup.shouldExpire)
 		}
 		for _, tp := range g.sortedOffsets() {
 			co := g.offsets[tp]
@@ -405,9 +412,12 @@ func (c *Coordinator) deleteGroup(g *group) {
 	for _, tp := range c.pendingPartitions(g.id) {
 		c.tombstoneOffset(g.id, tp)
 	}
-	if g.cg != nil {
+	switch {
+	case g.cg != nil:
 		c.consumerGroupTombstones(g)
-	} else {
+	case g.sg != nil:
+		c.shareGroupTombstones(g)
+	default:
 		c.record(g.id, groupKey(g.id), nil)
 	}
 	g.state = Dead

@@ -92,7 +92,10 @@ func (c *Coordinator) storeGroup(g *group) {
 // LoadDone finishes a replay: it rebuilds what records do not carry
 // (which member holds which partition, the rebalance deadlines of members
 // still revoking). Call it once after the last Load.
-func (c *Coordinator) LoadDone(now int64) { c.finishConsumerLoad(now) }
+func (c *Coordinator) LoadDone(now int64) {
+	c.finishConsumerLoad(now)
+	c.finishShareLoad()
+}
 
 // ErrBadRecord marks a __consumer_offsets record Load cannot decode.
 var ErrBadRecord = errors.New("group: undecodable __consumer_offsets record")
@@ -147,7 +150,7 @@ func (c *Coordinator) load(now int64, pid *int64, key, value []byte) error {
 			// The classic group goes; offsets committed to it stay, as
 			// Kafka keeps them apart (a group upgraded to a consumer
 			// group writes this tombstone and keeps its offsets).
-			if old := c.groups[k.Group]; old != nil && old.cg == nil {
+			if old := c.groups[k.Group]; old != nil && old.cg == nil && old.sg == nil {
 				if len(old.offsets) == 0 {
 					delete(c.groups, k.Group)
 				} else {
@@ -200,9 +203,14 @@ func (c *Coordinator) load(now int64, pid *int64, key, value []byte) error {
 		if err := c.loadConsumerRecord(now, version, key, value); err != nil {
 			return fmt.Errorf("%w: record type %d: %v", ErrBadRecord, version, err)
 		}
+	case shareMemberMetadataType, shareGroupMetadataType, shareTargetMetadataType, shareTargetMemberType,
+		shareCurrentAssignmentType, shareStatePartitionMetaType:
+		if err := c.loadShareRecord(now, version, key, value); err != nil {
+			return fmt.Errorf("%w: record type %d: %v", ErrBadRecord, version, err)
+		}
 	default:
-		// Kafka writes other record types (share and streams groups) with
-		// higher key versions; Gregor writes none of them.
+		// Kafka writes other record types (streams groups) with higher key
+		// versions; Gregor writes none of them.
 		return fmt.Errorf("%w: key version %d", ErrBadRecord, version)
 	}
 	return nil

@@ -1,7 +1,7 @@
 package group
 
 // GroupSnapshot is one group as metrics see it: its state (Kafka's state
-// name for its type: classic or consumer), its member count and its
+// name for its type: classic, consumer or share), its member count and its
 // committed offsets.
 type GroupSnapshot struct {
 	GroupID string
@@ -26,8 +26,11 @@ func (c *Coordinator) Snapshot() []GroupSnapshot {
 	for _, id := range ids {
 		g := c.groups[id]
 		s := GroupSnapshot{GroupID: id, State: g.state.String(), Members: len(g.members)}
-		if g.cg != nil { // a consumer group (KIP-848) keeps its members apart
+		switch { // consumer (KIP-848) and share (KIP-932) groups keep their members apart
+		case g.cg != nil:
 			s.State, s.Members = g.cg.state(), len(g.cg.members)
+		case g.sg != nil:
+			s.State, s.Members = g.sg.state(), len(g.sg.members)
 		}
 		if len(g.offsets) > 0 {
 			s.Offsets = make([]OffsetSnapshot, 0, len(g.offsets))

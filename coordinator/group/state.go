@@ -133,6 +133,9 @@ type group struct {
 	// cg is set for a group of type "consumer" (KIP-848); the classic
 	// fields above are then unused but for protocolType.
 	cg *consumerGroup
+	// sg is set for a group of type "share" (KIP-932, share.go); the
+	// classic fields above are then unused but for protocolType.
+	sg *shareGroup
 }
 
 func newGroup(id string, now int64) *group {

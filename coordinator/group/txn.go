@@ -103,6 +103,8 @@ func (c *Coordinator) validateTxnCommit(req TxnCommitRequest) *kerr.Error {
 		return nil // a simple group, created on commit
 	case g == nil:
 		return kerr.IllegalGeneration
+	case g.sg != nil:
+		return kerr.GroupIDNotFound // ShareGroup.validateOffsetCommit
 	case g.cg != nil:
 		cg := g.cg
 		if req.Generation < 0 && len(cg.members) == 0 {
