@@ -13,7 +13,7 @@ CLUSTER_KILLS ?= 20
 # The cluster fault tests make test leaves to make cluster-test.
 CLUSTER_LONG_ONLY := ^TestFollowerWithFullDisk$$
 
-.PHONY: build run run-cluster test unit race fuzz vet compat compat-cluster crash-test cluster-test bench clean
+.PHONY: build run run-cluster test unit race fuzz vet compat compat-cluster crash-test cluster-test soak bench clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/gregor
@@ -72,6 +72,11 @@ FUZZ_PKGS := \
 # it at the deadline without a failing input (golang/go#75804).
 fuzz:
 	GO=$(GO) FUZZTIME=$(FUZZTIME) scripts/fuzz.sh $(FUZZ_PKGS)
+
+# The hostile-client suite (broker/hostile_test.go) for a minute with more
+# attackers; make test runs it for four seconds.
+soak:
+	GREGOR_SOAK=1 $(GO) test -count=1 -timeout 10m -run '^TestHostileClientsLeaveTheBrokerServing$$' -v ./broker
 
 # The kill -9 crash test with many more cycles than make test runs: a child
 # broker with log.flush.interval.messages=1 is SIGKILLed amid acknowledged
