@@ -40,7 +40,7 @@
 //	replication's replicaFetcher.mu -> quota.Replication.mu (broker/replication/doc.go)
 //
 // Leaves, held with nothing taken inside: apiMetrics.mu (metrics.go),
-// requestMemory.mu (request_memory.go),
+// requestMemory.mu (request_memory.go), connLimits.mu (conn_limits.go),
 // quota.ByteRate.mu, quota.ConnectionRate.mu, quota.Replication.mu, a
 // peer.Conn's mutex, a Partition's waiters' mutex, and a
 // coordinator/runtime Runtime's mutex (the leadership pushed in).
