@@ -131,12 +131,13 @@ func TestSASLPlainLibrdkafkaProduceConsume(t *testing.T) {
 		"sasl.username":     "bob",
 		"sasl.password":     "bob-secret",
 		"log_level":         3,
-	}, "sasl-librdkafka")
+	}, "sasl-librdkafka", nil)
 }
 
 // librdkafkaProduceConsume produces one record to topic and consumes it
-// with librdkafka clients of the common configuration.
-func librdkafkaProduceConsume(t *testing.T, common kafka.ConfigMap, topic string) {
+// with librdkafka clients of the common configuration, then calls
+// connected (if not nil) while both clients are still connected.
+func librdkafkaProduceConsume(t *testing.T, common kafka.ConfigMap, topic string, connected func()) {
 	t.Helper()
 	pcfg := kafka.ConfigMap{}
 	for k, v := range common {
@@ -180,6 +181,9 @@ func librdkafkaProduceConsume(t *testing.T, common kafka.ConfigMap, topic string
 		if err == nil {
 			if string(m.Value) != "rd" {
 				t.Fatalf("consumed %q", m.Value)
+			}
+			if connected != nil {
+				connected()
 			}
 			return
 		}
@@ -423,22 +427,28 @@ func TestSASLSessionExpiryAndReauthentication(t *testing.T) {
 func TestSASLFranzReauthenticates(t *testing.T) {
 	t.Parallel()
 	b := startSASLBroker(t, func(c *Config) { c.ConnectionsMaxReauthMs = 1500 })
+	checkFranzReauthenticates(t, b, plainOpt("alice", "alice-secret"), "sasl-reauth")
+}
+
+// checkFranzReauthenticates produces with franz-go logged in by login for
+// four seconds of 1.5 s sessions: two connections (metadata, produce)
+// authenticate, and each at least once more, and no session expires.
+func checkFranzReauthenticates(t *testing.T, b *Broker, login kgo.Opt, topic string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), plainOpt("alice", "alice-secret"), kgo.AllowAutoTopicCreation())
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), login, kgo.AllowAutoTopicCreation())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Close()
 	end := time.Now().Add(4 * time.Second)
 	for time.Now().Before(end) {
-		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "sasl-reauth", Value: []byte("x")}).FirstErr(); err != nil {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("x")}).FirstErr(); err != nil {
 			t.Fatalf("produce: %v", err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	// Two connections (metadata, produce) authenticated, and each at
-	// least once more in four seconds of 1.5 s sessions.
 	if n := saslCounter(b.metrics.successfulAuthentications); n < 4 {
 		t.Errorf("%v successful authentications, want re-authentications beyond the first two", n)
 	}
@@ -448,7 +458,7 @@ func TestSASLFranzReauthenticates(t *testing.T) {
 }
 
 // TestSASLStartRefusals: a SASL listener needs a served mechanism and its
-// users; SSL is not served.
+// users; SASL_SSL needs SSL settings; cluster mode serves no SASL yet.
 func TestSASLStartRefusals(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {

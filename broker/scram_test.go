@@ -506,7 +506,7 @@ func TestSCRAMLibrdkafka(t *testing.T) {
 		"sasl.password":     "alice-secret",
 		"log_level":         3,
 	}
-	librdkafkaProduceConsume(t, common, "scram-librdkafka")
+	librdkafkaProduceConsume(t, common, "scram-librdkafka", nil)
 
 	bad := kafka.ConfigMap{}
 	for k, v := range common {
@@ -542,26 +542,7 @@ func TestSCRAMLibrdkafka(t *testing.T) {
 func TestSCRAMFranzReauthenticates(t *testing.T) {
 	t.Parallel()
 	b := startSCRAMBroker(t, func(c *Config) { c.ConnectionsMaxReauthMs = 1500 })
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), scram512("alice", "alice-secret"), kgo.AllowAutoTopicCreation())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	end := time.Now().Add(4 * time.Second)
-	for time.Now().Before(end) {
-		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "scram-reauth", Value: []byte("x")}).FirstErr(); err != nil {
-			t.Fatalf("produce: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if n := saslCounter(b.metrics.successfulAuthentications); n < 4 {
-		t.Errorf("%v successful authentications, want re-authentications beyond the first two", n)
-	}
-	if n := saslCounter(b.metrics.expiredSessions); n != 0 {
-		t.Errorf("%v sessions expired: the client should have re-authenticated", n)
-	}
+	checkFranzReauthenticates(t, b, scram512("alice", "alice-secret"), "scram-reauth")
 }
 
 // TestSCRAMWarnsWithoutUsers: a SCRAM listener without any credential
@@ -667,37 +648,6 @@ func TestSCRAMOverSASLSSL(t *testing.T) {
 		c.SASLEnabledMechanisms = []string{"SCRAM-SHA-512"}
 		c.AddScram = []string{"SCRAM-SHA-512=[name=alice,password=alice-secret]"}
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.DialTLSConfig(p.clientTLS()),
-		scram512("alice", "alice-secret"), kgo.ConsumeTopics("scram-ssl"), kgo.AllowAutoTopicCreation())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "scram-ssl", Value: []byte("private")}).FirstErr(); err != nil {
-		t.Fatalf("produce: %v", err)
-	}
-	fs := cl.PollFetches(ctx)
-	if err := fs.Err(); err != nil {
-		t.Fatalf("fetch: %v", err)
-	}
-	if recs := fs.Records(); len(recs) != 1 || string(recs[0].Value) != "private" {
-		t.Fatalf("consumed %v", recs)
-	}
-	for _, pr := range principals(b) {
-		if pr != "User:alice" {
-			t.Errorf("principal %s, want User:alice", pr)
-		}
-	}
-	bad, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.DialTLSConfig(p.clientTLS()),
-		scram512("alice", "wrong"), kgo.RequestRetries(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bad.Close()
-	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, bad); err == nil ||
-		!strings.Contains(err.Error(), "invalid credentials with SASL mechanism SCRAM-SHA-512") {
-		t.Fatalf("metadata with a wrong password over SASL_SSL: %v", err)
-	}
+	checkSASLSSL(t, b, p.clientTLS(), scram512("alice", "alice-secret"), scram512("alice", "wrong"), "scram-ssl",
+		"invalid credentials with SASL mechanism SCRAM-SHA-512")
 }

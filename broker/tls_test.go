@@ -364,62 +364,13 @@ func TestTLSLibrdkafkaProduceConsume(t *testing.T) {
 		"ssl.key.location":         client.keyFile,
 		"log_level":                3,
 	}
-	pcfg := kafka.ConfigMap{}
-	for k, v := range common {
-		pcfg[k] = v
-	}
-	pr, err := kafka.NewProducer(&pcfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pr.Close()
-	topic := "tls-librdkafka"
-	delivery := make(chan kafka.Event, 1)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if err := pr.Produce(&kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: kafka.PartitionAny}, Value: []byte("rd-tls")}, delivery); err != nil {
-			t.Fatal(err)
-		}
-		m := (<-delivery).(*kafka.Message)
-		if m.TopicPartition.Error == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("produce: %v", m.TopicPartition.Error)
-		}
-		time.Sleep(100 * time.Millisecond) // the auto-created topic may not be led yet
-	}
-	ccfg := kafka.ConfigMap{"group.id": "tls-rd", "auto.offset.reset": "earliest"}
-	for k, v := range common {
-		ccfg[k] = v
-	}
-	c, err := kafka.NewConsumer(&ccfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if err := c.Subscribe(topic, nil); err != nil {
-		t.Fatal(err)
-	}
-	for time.Now().Before(deadline.Add(10 * time.Second)) {
-		m, err := c.ReadMessage(time.Second)
-		if err == nil {
-			if string(m.Value) != "rd-tls" {
-				t.Fatalf("consumed %q", m.Value)
+	librdkafkaProduceConsume(t, common, "tls-librdkafka", func() {
+		for _, pr := range principals(b) {
+			if pr != "User:CN=rdkafka" {
+				t.Errorf("principal %s, want User:CN=rdkafka", pr)
 			}
-			for _, pr := range principals(b) {
-				if pr != "User:CN=rdkafka" {
-					t.Errorf("principal %s, want User:CN=rdkafka", pr)
-				}
-			}
-			return
 		}
-		if ke, ok := err.(kafka.Error); ok && ke.Code() == kafka.ErrTimedOut {
-			continue
-		}
-		t.Fatalf("consume: %v", err)
-	}
-	t.Fatal("consumed nothing")
+	})
 }
 
 // TestTLSSaramaProduceConsume: sarama over SSL.
@@ -674,11 +625,22 @@ func TestTLSSASLPlainFranz(t *testing.T) {
 		c.SASLEnabledMechanisms = []string{"PLAIN"}
 		c.SASLPlainJAASConfig = saslTestJAAS
 	})
+	checkSASLSSL(t, b, p.clientTLS(cert.tls), plainOpt("alice", "alice-secret"), plainOpt("alice", "wrong"), "tls-sasl", "Invalid username or password")
+	if n := saslCounter(b.metrics.successfulAuthentications); n < 1 {
+		t.Errorf("successful authentications %v, want at least 1", n)
+	}
+}
+
+// checkSASLSSL produces and consumes over TLS logged in by login, checks
+// that the principal is User:alice whatever certificate the client sent,
+// and that wrong (a wrong password) fails as on SASL_PLAINTEXT, with a
+// message containing refusal.
+func checkSASLSSL(t *testing.T, b *Broker, tlsCfg *tls.Config, login, wrong kgo.Opt, topic, refusal string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	const topic = "tls-sasl"
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.DialTLSConfig(p.clientTLS(cert.tls)),
-		plainOpt("alice", "alice-secret"), kgo.ConsumeTopics(topic), kgo.AllowAutoTopicCreation())
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.DialTLSConfig(tlsCfg),
+		login, kgo.ConsumeTopics(topic), kgo.AllowAutoTopicCreation())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -698,20 +660,13 @@ func TestTLSSASLPlainFranz(t *testing.T) {
 			t.Errorf("principal %s, want User:alice", pr)
 		}
 	}
-	if n := saslCounter(b.metrics.successfulAuthentications); n < 1 {
-		t.Errorf("successful authentications %v, want at least 1", n)
-	}
-
-	// A wrong password over TLS fails as on SASL_PLAINTEXT.
-	bad, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.DialTLSConfig(p.clientTLS()),
-		plainOpt("alice", "wrong"), kgo.RequestRetries(0))
+	bad, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.DialTLSConfig(tlsCfg), wrong, kgo.RequestRetries(0))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer bad.Close()
-	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, bad); err == nil ||
-		!strings.Contains(err.Error(), "Invalid username or password") {
-		t.Fatalf("metadata with a wrong password over SASL_SSL: %v", err)
+	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, bad); err == nil || !strings.Contains(err.Error(), refusal) {
+		t.Fatalf("metadata with a wrong password over SASL_SSL: %v, want %q", err, refusal)
 	}
 }
 
