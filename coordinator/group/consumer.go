@@ -92,10 +92,10 @@ type consumerGroup struct {
 	// assignmentTimestamp is when the target of assignmentEpoch was
 	// computed (Kafka 4.4's AssignmentTimestamp, 0 when never).
 	assignmentTimestamp int64
-	metadataHash    int64
-	members         map[string]*consumerMember
-	static          map[string]string // instance id -> member id
-	target          map[string]assignment
+	metadataHash        int64
+	members             map[string]*consumerMember
+	static              map[string]string // instance id -> member id
+	target              map[string]assignment
 	// partitionEpoch is the epoch of the member that holds each partition
 	// (assigned or pending revocation): Kafka's currentPartitionEpoch.
 	partitionEpoch map[tp]int32
