@@ -381,7 +381,7 @@ func TestConsumerRegexSubscription(t *testing.T) {
 
 // TestConsumerRegexAndLiteralTopicsArriveInTwoSteps is issue #26 case 2,
 // in Kafka's order (GroupMetadataManager resolves a regex asynchronously;
-// Kafka 4.2.2 answers the same on the wire): the joining heartbeat is
+// Kafka 4.2.2 answers the same on the wire, one epoch lower): the joining heartbeat is
 // assigned the literal topic at epoch 2, the next one the regex-matched
 // topics too at epoch 3. A second member with the same, already resolved,
 // regex gets its share at once; after a replay the regex stays resolved.

@@ -1,0 +1,178 @@
+package group
+
+import (
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"testing"
+)
+
+// consumerRecordFixture is one record of fixtures/consumer-records.txt:
+// how Gregor encodes it, and what replaying Kafka's bytes must give.
+type consumerRecordFixture struct {
+	key, value []byte
+	check      func(cg *consumerGroup) string // "" when the replayed state is right
+}
+
+// TestConsumerRecordsMatchKafka compares the consumer group records whose
+// Kafka 4.4 fields Gregor writes (group epoch, AssignmentTimestamp,
+// AssignmentEpochs) with the bytes Kafka 4.4.0's
+// GroupCoordinatorRecordHelpers and GroupCoordinatorRecordSerde produce
+// (fixtures/consumer-records.txt, written by compat-tests/sharegroup's
+// ConsumerRecordsGen), and replays Kafka's bytes.
+func TestConsumerRecordsMatchKafka(t *testing.T) {
+	want := readRecordFixtureFile(t, "fixtures/consumer-records.txt")
+	foo := mustTopicID(t, "0102030405060708090a0b0c0d0e0f10")
+	bar := mustTopicID(t, "1112131415161718191a1b1c1d1e1f20")
+	stable := &consumerMember{id: "m1", epoch: 4, previousEpoch: 3, state: memberStable,
+		assigned: assignment{foo: {0, 2, 3}}, pendingRevocation: assignment{},
+		assignmentEpochs: map[tp]int32{{foo, 0}: 2, {foo, 2}: 4, {foo, 3}: 4}}
+	revoking := &consumerMember{id: "m1", epoch: 5, previousEpoch: 4, state: memberUnrevokedPartitions,
+		assigned: assignment{foo: {1}}, pendingRevocation: assignment{bar: {0, 7}},
+		assignmentEpochs: map[tp]int32{{foo, 1}: 5, {bar, 0}: 2, {bar, 7}: 3}}
+	empty := &consumerMember{id: "m2", epoch: 2, state: memberUnreleasedPartitions,
+		assigned: assignment{}, pendingRevocation: assignment{}}
+	left := &consumerMember{id: "m1", epoch: staticLeaveEpoch, previousEpoch: 3, state: memberStable,
+		assigned: assignment{foo: {0, 2, 3}}, pendingRevocation: assignment{},
+		assignmentEpochs: assignment{foo: {0, 2, 3}}.epochsOf(nil)}
+	member := func(want *consumerMember) func(cg *consumerGroup) string {
+		return func(cg *consumerGroup) string { return diffMemberAssignment(cg.members[want.id], want) }
+	}
+	got := map[string]consumerRecordFixture{
+		"epoch": {consumerGroupKey("grp"), consumerGroupValue(&consumerGroup{epoch: 7, metadataHash: 0x1122334455667788}),
+			func(cg *consumerGroup) string {
+				return check(cg.epoch == 7 && cg.metadataHash == 0x1122334455667788, "epoch %d hash %x", cg.epoch, cg.metadataHash)
+			}},
+		"epoch-first": {consumerGroupKey("grp"), consumerGroupValue(&consumerGroup{epoch: 2}),
+			func(cg *consumerGroup) string { return check(cg.epoch == 2, "epoch %d", cg.epoch) }},
+		"target-metadata": {targetMetadataKey("grp"), targetMetadataValue(3, 1700000000000),
+			func(cg *consumerGroup) string {
+				return check(cg.assignmentEpoch == 3 && cg.assignmentTimestamp == 1700000000000, "%d %d", cg.assignmentEpoch, cg.assignmentTimestamp)
+			}},
+		"target-metadata-zero-time": {targetMetadataKey("grp"), targetMetadataValue(5, 0),
+			func(cg *consumerGroup) string {
+				return check(cg.assignmentEpoch == 5 && cg.assignmentTimestamp == 0, "%d %d", cg.assignmentEpoch, cg.assignmentTimestamp)
+			}},
+		"current":             {currentAssignmentKey("grp", "m1"), currentAssignmentValue(stable), member(stable)},
+		"current-revoking":    {currentAssignmentKey("grp", "m1"), currentAssignmentValue(revoking), member(revoking)},
+		"current-empty":       {currentAssignmentKey("grp", "m2"), currentAssignmentValue(empty), member(empty)},
+		"current-static-left": {currentAssignmentKey("grp", "m1"), currentAssignmentValue(left), member(left)},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d fixtures, %d encoded", len(want), len(got))
+	}
+	for name, kv := range want {
+		g, ok := got[name]
+		if !ok {
+			t.Errorf("%s: no Gregor encoding", name)
+			continue
+		}
+		if hex.EncodeToString(g.key) != hex.EncodeToString(kv[0]) {
+			t.Errorf("%s key:\n got %x\nwant %x", name, g.key, kv[0])
+		}
+		if hex.EncodeToString(g.value) != hex.EncodeToString(kv[1]) {
+			t.Errorf("%s value:\n got %x\nwant %x", name, g.value, kv[1])
+		}
+		c := New(Config{})
+		if err := c.Load(0, kv[0], kv[1]); err != nil {
+			t.Errorf("%s: Load: %v", name, err)
+			continue
+		}
+		if d := g.check(c.groups["grp"].cg); d != "" {
+			t.Errorf("%s: replayed %s", name, d)
+		}
+	}
+}
+
+func check(ok bool, format string, args ...any) string {
+	if ok {
+		return ""
+	}
+	return fmt.Sprintf(format, args...)
+}
+
+// diffMemberAssignment describes how m's current assignment differs from
+// want's ("" when equal).
+func diffMemberAssignment(m, want *consumerMember) string {
+	if m == nil {
+		return "no member"
+	}
+	g, w := memberAssignmentString(m), memberAssignmentString(want)
+	return check(g == w, "%s, want %s", g, w)
+}
+
+func memberAssignmentString(m *consumerMember) string {
+	epochs := func(a assignment) string {
+		var parts []string
+		for t, ps := range a {
+			for _, p := range ps {
+				parts = append(parts, fmt.Sprintf("%x-%d@%d", t[:2], p, m.assignmentEpochs[tp{t, p}]))
+			}
+		}
+		sort.Strings(parts)
+		return fmt.Sprint(parts)
+	}
+	return fmt.Sprintf("epoch=%d prev=%d state=%d assigned=%s pending=%s",
+		m.epoch, m.previousEpoch, m.state, epochs(m.assigned), epochs(m.pendingRevocation))
+}
+
+// TestConsumerCurrentAssignmentWithoutEpochs replays a current assignment
+// record as Kafka before 4.4 wrote it (no AssignmentEpochs), and one whose
+// epochs do not match its partitions: every partition gets the member
+// epoch, as Kafka's Utils.assignmentFromTopicPartitions gives them.
+func TestConsumerCurrentAssignmentWithoutEpochs(t *testing.T) {
+	foo := TopicID{1, 2}
+	plain := func(epoch int32) []byte {
+		w := newValue()
+		w.int32(epoch)
+		w.int32(epoch - 1)
+		w.int8(int8(memberStable))
+		w.topicPartitions(assignment{foo: {0, 1}})
+		w.topicPartitions(assignment{})
+		w.uvarint(0)
+		return w.b
+	}
+	mismatched := func() []byte {
+		w := newValue()
+		w.int32(6)
+		w.int32(5)
+		w.int8(int8(memberStable))
+		w.uvarint(2) // one topic
+		w.b = append(w.b, foo[:]...)
+		w.uvarint(3)
+		w.int32(0)
+		w.int32(1)
+		w.uvarint(1) // one tagged field
+		w.uvarint(0) // tag 0
+		w.uvarint(5) // size: a one-element compact array
+		w.uvarint(2) // one epoch for two partitions
+		w.int32(2)
+		w.uvarint(0) // no pending revocation
+		w.uvarint(0)
+		return w.b
+	}
+	for _, tc := range []struct {
+		name  string
+		value []byte
+		want  string
+	}{
+		{"pre-4.4 record", plain(4), "[0102-0@4 0102-1@4]"},
+		{"negative member epoch", plain(-2), "[0102-0@0 0102-1@0]"},
+		{"epochs of the wrong length", mismatched(), "[0102-0@6 0102-1@6]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := New(Config{})
+			if err := c.Load(0, currentAssignmentKey("g", "m"), tc.value); err != nil {
+				t.Fatal(err)
+			}
+			m := c.groups["g"].cg.members["m"]
+			var parts []string
+			for _, p := range m.assigned[foo] {
+				parts = append(parts, fmt.Sprintf("%x-%d@%d", foo[:2], p, m.assignmentEpochs[tp{foo, p}]))
+			}
+			if got := fmt.Sprint(parts); got != tc.want {
+				t.Fatalf("got %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
