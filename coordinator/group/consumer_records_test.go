@@ -176,3 +176,76 @@ func TestConsumerCurrentAssignmentWithoutEpochs(t *testing.T) {
 		})
 	}
 }
+
+// TestConsumerAssignmentEpochsFollowReconciliation walks Kafka 4.4's
+// CurrentAssignmentBuilder rules for the epochs it writes as
+// AssignmentEpochs: a partition keeps the epoch it was assigned at while
+// the member keeps it (also through a revocation that moves the member to
+// a new epoch), a newly assigned partition takes the target's epoch, and a
+// static leave resets the kept partitions' epochs to 0
+// (ConsumerGroupMember.Builder.resetAssignedPartitionsEpochsToZero), which
+// the instance that takes the member's place inherits.
+func TestConsumerAssignmentEpochsFollowReconciliation(t *testing.T) {
+	h := newConsumerHarness(t, Config{})
+	h.addTopic("foo", 4)
+	epochsOf := func(id string) string {
+		t.Helper()
+		m := h.c.groups["g"].cg.members[id]
+		if m == nil {
+			t.Fatalf("no member %s", id)
+		}
+		return memberAssignmentString(m)
+	}
+	ok(t, h.join("m1", "foo"))
+	if got, want := epochsOf("m1"), "epoch=2 prev=0 state=0 assigned=[01aa-0@2 01aa-1@2 01aa-2@2 01aa-3@2] pending=[]"; got != want {
+		t.Fatalf("first member:\n got %s\nwant %s", got, want)
+	}
+	ok(t, h.join("m2", "foo"))
+	r1 := ok(t, h.beat("m1", 2, nil)) // told to revoke two partitions
+	if got, want := epochsOf("m1"), "epoch=2 prev=0 state=1 assigned=[01aa-0@2 01aa-1@2] pending=[01aa-2@2 01aa-3@2]"; got != want {
+		t.Fatalf("m1 revoking:\n got %s\nwant %s", got, want)
+	}
+	ok(t, h.beat("m1", 2, r1.Assignment)) // revoked: epoch 3, partitions still at 2
+	if got, want := epochsOf("m1"), "epoch=3 prev=2 state=0 assigned=[01aa-0@2 01aa-1@2] pending=[]"; got != want {
+		t.Fatalf("m1 after revoking:\n got %s\nwant %s", got, want)
+	}
+	ok(t, h.beat("m2", 3, []OwnedTopic{}))
+	if got, want := epochsOf("m2"), "epoch=3 prev=0 state=0 assigned=[01aa-2@3 01aa-3@3] pending=[]"; got != want {
+		t.Fatalf("m2 after m1 revoked:\n got %s\nwant %s", got, want)
+	}
+	// The record written last for m2 carries those epochs.
+	var last []byte
+	for _, r := range h.records {
+		if string(r.Key) == string(currentAssignmentKey("g", "m2")) {
+			last = r.Value
+		}
+	}
+	c := New(Config{})
+	if err := c.Load(0, currentAssignmentKey("g", "m2"), last); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := memberAssignmentString(c.groups["g"].cg.members["m2"]), epochsOf("m2"); got != want {
+		t.Fatalf("m2's record replays as\n %s\nwant %s", got, want)
+	}
+}
+
+func TestConsumerStaticLeaveResetsAssignmentEpochs(t *testing.T) {
+	h := newConsumerHarness(t, Config{})
+	h.addTopic("foo", 2)
+	inst := "i1"
+	join := func(member string) *ConsumerHeartbeatResult {
+		return h.hb(ConsumerHeartbeatRequest{MemberID: member, InstanceID: &inst, RebalanceTimeoutMs: 1000,
+			SubscribedTopicNames: []string{"foo"}, TopicPartitions: []OwnedTopic{}})
+	}
+	ok(t, join("a"))
+	ok(t, h.hb(ConsumerHeartbeatRequest{MemberID: "a", InstanceID: &inst, MemberEpoch: staticLeaveEpoch}))
+	m := h.c.groups["g"].cg.members["a"]
+	if got, want := memberAssignmentString(m), "epoch=-2 prev=0 state=0 assigned=[01aa-0@0 01aa-1@0] pending=[]"; got != want {
+		t.Fatalf("after the static leave:\n got %s\nwant %s", got, want)
+	}
+	ok(t, join("b"))
+	m = h.c.groups["g"].cg.members["b"]
+	if got, want := memberAssignmentString(m), "epoch=2 prev=0 state=0 assigned=[01aa-0@0 01aa-1@0] pending=[]"; got != want {
+		t.Fatalf("the new instance:\n got %s\nwant %s", got, want)
+	}
+}
