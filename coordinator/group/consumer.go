@@ -791,12 +791,11 @@ func (a assignment) epochsOf(from map[tp]int32) map[tp]int32 {
 }
 
 // setEpoch is ConsumerGroupMember.Builder.updateMemberEpoch: the previous
-// epoch is kept for the lost-response check.
+// epoch becomes the old one even when the epoch does not change (so a
+// member reconciled within its epoch no longer accepts the epoch before),
+// as Kafka 4.2 to 4.4 do; the lost-response check reads it.
 func (m *consumerMember) setEpoch(e int32) {
-	if e != m.epoch {
-		m.previousEpoch = m.epoch
-	}
-	m.epoch = e
+	m.previousEpoch, m.epoch = m.epoch, e
 }
 
 // replaceConsumerMember hands a static member's place to its new instance
