@@ -29,7 +29,11 @@ package group
 // Checked against Kafka 4.2.2: its DumpLogSegments --offsets-decoder reads
 // what Gregor writes, and a Java consumer with group.protocol=consumer makes
 // Kafka write the same record sequence (types 5, 3, 7, 6, 8, then offsets,
-// then on leaving tombstones 8, 7, 5 and type 3 with the next epoch).
+// then on leaving tombstones 8, 7, 5 and type 3 with the next epoch). The
+// Kafka 4.4 encoding is checked byte for byte against Kafka 4.4.0's own
+// serializer and GroupCoordinatorShard (fixtures/consumer-records.txt and
+// fixtures/consumer-heartbeats.txt, TestConsumerRecordsMatchKafka and
+// TestConsumerHeartbeatsMatchKafka).
 //	16    ConsumerGroupRegularExpressionKey{group, regex}: not written; Gregor
 //	      resolves regexes at each heartbeat instead of caching them.
 
