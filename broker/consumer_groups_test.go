@@ -313,7 +313,8 @@ func TestGroupCoordinatorRevertsWhenOffsetsTopicWriteFails(t *testing.T) {
 	if got := fetch(); got != 9 {
 		t.Fatalf("committed offset: %d, want 9", got)
 	}
-	if r := m.heartbeat(true, "work"); r.MemberEpoch != 1 || m.count() != 1 {
+	// A new consumer group starts at epoch 1 (Kafka 4.4): its first member joins at 2.
+	if r := m.heartbeat(true, "work"); r.MemberEpoch != 2 || m.count() != 1 {
 		t.Fatalf("join after recovery: %+v", r)
 	}
 }

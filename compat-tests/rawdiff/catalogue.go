@@ -638,7 +638,19 @@ const kafka43Config = "a Kafka 4.3+ config, which the 4.2.2 reference does not h
 
 const logDirThrottle = "Gregor has one log directory, so no replica moves between log directories (AlterReplicaLogDirs) for replica.alter.log.dirs.io.max.bytes.per.second to bound: setting it is INVALID_CONFIG (broker/replication_throttle.go)"
 
+// kafka44GroupEpoch: Kafka 4.4's consumer groups start at group epoch 1
+// (ModernGroup's constructor), so a new group's first member joins at
+// member epoch 2 and every epoch after is one more than Kafka 4.2.2's.
+const kafka44GroupEpoch = "Gregor's consumer groups start at epoch 1 as Kafka 4.4's do (the first member joins at 2); the 4.2.2 reference starts at 0 (docs/architecture.md, Groups)"
+
 var expectedDiffs = []expected{
+	{"ConsumerGroupHeartbeat v1 join", "MemberEpoch", kafka44GroupEpoch},
+	{"ConsumerGroupHeartbeat v1 steady heartbeat", "MemberEpoch", kafka44GroupEpoch},
+	{"ConsumerGroupHeartbeat v1 second member", "MemberEpoch", kafka44GroupEpoch},
+	{"ConsumerGroupHeartbeat v1 names and empty regex", "MemberEpoch", kafka44GroupEpoch},
+	{"ConsumerGroupDescribe v1 consumer group", "Groups.0.Epoch", kafka44GroupEpoch},
+	{"ConsumerGroupDescribe v1 consumer group", "Groups.0.AssignmentEpoch", kafka44GroupEpoch},
+	{"ConsumerGroupDescribe v1 consumer group", "Groups.0.Members.0.MemberEpoch", kafka44GroupEpoch},
 	{"DescribeConfigs broker config types and defaults", "group.consumer.assignment.interval.ms", kafka43Config},
 	{"DescribeConfigs broker config types and defaults", "group.consumer.assignor.offload.enable", kafka43Config},
 	{"IncrementalAlterConfigs log-dir throttle", "Resources.0.ErrorCode", logDirThrottle},

@@ -30,6 +30,14 @@ func cghb(topic, member string, epoch int32) *kmsg.ConsumerGroupHeartbeatRequest
 	return req
 }
 
+// joinEpoch is the member epoch the side being run answered
+// joinedConsumerGroup's join with: 1 from Kafka 4.2.2, the reference, 2
+// from Gregor, whose new consumer groups start at epoch 1 as Kafka 4.4's
+// do. The entries after that setup send epochs relative to it, so that
+// "the member's epoch" and "a stale epoch" mean the same on both sides
+// (rawdiff runs an entry's setup and request on one side, then the other).
+var joinEpoch int32
+
 // joinedConsumerGroup creates topic (2 partitions) and joins member
 // topic+"-m1" to group topic+"-cg" with the consumer protocol.
 func joinedConsumerGroup(c *conn, topic string) error {
@@ -53,9 +61,10 @@ func joinedConsumerGroup(c *conn, topic string) error {
 			time.Sleep(100 * time.Millisecond)
 			continue
 		}
-		if r.ErrorCode != 0 || r.MemberEpoch != 1 {
+		if r.ErrorCode != 0 || r.MemberEpoch < 1 {
 			return fmt.Errorf("join: %v epoch %d", kerr.ErrorForCode(r.ErrorCode), r.MemberEpoch)
 		}
+		joinEpoch = r.MemberEpoch
 		return nil
 	}
 }
@@ -71,15 +80,15 @@ var consumerGroupEntries = []entry{
 	{name: "ConsumerGroupHeartbeat v1 join", setup: consumerGroupCoordinator, mask: topicIDMask,
 		req: func(topic string) kmsg.Request { return cghb(topic, topic+"-m1", 0) }},
 	{name: "ConsumerGroupHeartbeat v1 steady heartbeat", setup: joinedConsumerGroup, mask: topicIDMask,
-		req: func(topic string) kmsg.Request { return cghb(topic, topic+"-m1", 1) }},
+		req: func(topic string) kmsg.Request { return cghb(topic, topic+"-m1", joinEpoch) }},
 	{name: "ConsumerGroupHeartbeat v1 second member", setup: joinedConsumerGroup, mask: topicIDMask,
 		req: func(topic string) kmsg.Request { return cghb(topic, topic+"-m2", 0) }},
 	{name: "ConsumerGroupHeartbeat v1 unknown group", setup: consumerGroupCoordinator,
 		req: func(topic string) kmsg.Request { return cghb(topic, topic+"-m1", 3) }},
 	{name: "ConsumerGroupHeartbeat v1 unknown member", setup: joinedConsumerGroup,
-		req: func(topic string) kmsg.Request { return cghb(topic, topic+"-m9", 1) }},
+		req: func(topic string) kmsg.Request { return cghb(topic, topic+"-m9", joinEpoch) }},
 	{name: "ConsumerGroupHeartbeat v1 epoch ahead", setup: joinedConsumerGroup,
-		req: func(topic string) kmsg.Request { return cghb(topic, topic+"-m1", 5) }},
+		req: func(topic string) kmsg.Request { return cghb(topic, topic+"-m1", joinEpoch+4) }},
 	{name: "ConsumerGroupHeartbeat v1 empty member id", setup: consumerGroupCoordinator,
 		req: func(topic string) kmsg.Request { return cghb(topic, "", 0) }},
 	{name: "ConsumerGroupHeartbeat v1 join without subscription", setup: consumerGroupCoordinator,
@@ -121,9 +130,9 @@ var consumerGroupEntries = []entry{
 	{name: "DescribeGroups v6 consumer group", setup: joinedConsumerGroup,
 		req: describeGroups(6, "-cg")},
 	{name: "OffsetCommit v9 consumer group stale epoch", setup: joinedConsumerGroup,
-		req: func(topic string) kmsg.Request { return memberCommit(topic, 2) }},
+		req: func(topic string) kmsg.Request { return memberCommit(topic, joinEpoch+1) }},
 	{name: "OffsetCommit v9 consumer group current epoch", setup: joinedConsumerGroup,
-		req: func(topic string) kmsg.Request { return memberCommit(topic, 1) }},
+		req: func(topic string) kmsg.Request { return memberCommit(topic, joinEpoch) }},
 	{name: "OffsetFetch v9 consumer group stale epoch", setup: joinedConsumerGroup,
 		req: func(topic string) kmsg.Request {
 			req := kmsg.NewPtrOffsetFetchRequest()

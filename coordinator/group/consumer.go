@@ -71,6 +71,11 @@ type consumerMember struct {
 	state                memberState
 	assigned             assignment
 	pendingRevocation    assignment
+	// assignmentEpochs is the epoch at which each partition of assigned
+	// and pendingRevocation was assigned to the member (Kafka 4.4's
+	// ConsumerGroupMember keeps them with the partitions and writes them
+	// as AssignmentEpochs). A missing partition counts as epoch 0.
+	assignmentEpochs map[tp]int32
 
 	sessionDeadline int64
 	// rebalanceDeadline fences the member if it is still in
@@ -84,10 +89,13 @@ type consumerMember struct {
 type consumerGroup struct {
 	epoch           int32
 	assignmentEpoch int32
-	metadataHash    int64
-	members         map[string]*consumerMember
-	static          map[string]string // instance id -> member id
-	target          map[string]assignment
+	// assignmentTimestamp is when the target of assignmentEpoch was
+	// computed (Kafka 4.4's AssignmentTimestamp, 0 when never).
+	assignmentTimestamp int64
+	metadataHash        int64
+	members             map[string]*consumerMember
+	static              map[string]string // instance id -> member id
+	target              map[string]assignment
 	// partitionEpoch is the epoch of the member that holds each partition
 	// (assigned or pending revocation): Kafka's currentPartitionEpoch.
 	partitionEpoch map[tp]int32
@@ -108,8 +116,12 @@ type consumerGroup struct {
 	computeTopics Topics
 }
 
+// newConsumerGroup is a new consumer group; its epoch starts at 1, as
+// Kafka 4.4's ModernGroup constructor sets it, so the first member joins
+// at epoch 2.
 func newConsumerGroup() *consumerGroup {
 	return &consumerGroup{
+		epoch:   1,
 		members: map[string]*consumerMember{}, static: map[string]string{},
 		target: map[string]assignment{}, partitionEpoch: map[tp]int32{}, resolvedRegex: map[string]bool{},
 	}
@@ -332,6 +344,7 @@ func (c *Coordinator) consumerHeartbeat(now int64, req ConsumerHeartbeatRequest,
 				cp.id = req.MemberID
 				cp.epoch, cp.previousEpoch = 0, 0
 				cp.assigned, cp.pendingRevocation = existing.assigned.clone(), assignment{}
+				cp.assignmentEpochs = existing.assigned.epochsOf(existing.assignmentEpochs)
 				member, replaced = &cp, existing
 			}
 		} else {
@@ -460,7 +473,7 @@ const ConsumerProtocolType = "consumer"
 // dropIfEmptyNew forgets a consumer group created by a heartbeat that was
 // then refused, so a refused join leaves no group behind.
 func (c *Coordinator) dropIfEmptyNew(g *group) {
-	if g.cg != nil && len(g.cg.members) == 0 && g.cg.epoch == 0 && len(g.offsets) == 0 {
+	if g.cg != nil && len(g.cg.members) == 0 && g.cg.epoch == 1 && len(g.offsets) == 0 {
 		delete(c.groups, g.id)
 	}
 }
@@ -617,7 +630,7 @@ func (c *Coordinator) preferredAssignor(cg *consumerGroup) string {
 // computeTargetAssignment runs the group's assignor and records the members
 // whose target changed, then the new assignment epoch (Kafka's
 // TargetAssignmentBuilder).
-func (c *Coordinator) computeTargetAssignment(g *group, topics Topics) {
+func (c *Coordinator) computeTargetAssignment(g *group, now int64, topics Topics) {
 	cg := g.cg
 	in := assignorInput{partitions: map[TopicID]int32{}, names: map[TopicID]string{}}
 	for _, id := range cg.sortedMemberIDs() {
@@ -639,8 +652,8 @@ func (c *Coordinator) computeTargetAssignment(g *group, topics Topics) {
 		}
 	}
 	cg.target = target
-	cg.assignmentEpoch = cg.epoch
-	c.record(g.id, targetMetadataKey(g.id), targetMetadataValue(cg.assignmentEpoch))
+	cg.assignmentEpoch, cg.assignmentTimestamp = cg.epoch, now
+	c.record(g.id, targetMetadataKey(g.id), targetMetadataValue(cg.assignmentEpoch, cg.assignmentTimestamp))
 }
 
 // reconcile moves m towards its target assignment (Kafka's
@@ -729,16 +742,30 @@ func (c *Coordinator) computeNext(cg *consumerGroup, m *consumerMember, epoch in
 	}
 	next := *m
 	next.pendingRevocation = assignment{}
+	// Kept and revoked partitions keep the epoch they were assigned at;
+	// added ones take the target's epoch (Kafka 4.4's
+	// CurrentAssignmentBuilder.computeNextAssignment).
+	next.assignmentEpochs = map[tp]int32{}
+	keepEpochs := func(a assignment) {
+		for t, ps := range a {
+			for _, p := range ps {
+				next.assignmentEpochs[tp{t, p}] = m.assignmentEpochs[tp{t, p}]
+			}
+		}
+	}
+	keepEpochs(kept)
 	switch {
 	case len(revoke) > 0 && ownsAny(owned, revoke):
 		// Revoke first, in the current epoch.
 		next.state = memberUnrevokedPartitions
 		next.setEpoch(epoch)
 		next.assigned, next.pendingRevocation = kept, revoke
+		keepEpochs(revoke)
 	default:
 		for t, ps := range add {
 			for _, p := range ps {
 				kept.add(t, p)
+				next.assignmentEpochs[tp{t, p}] = cg.assignmentEpoch
 			}
 		}
 		next.state = memberStable
@@ -751,13 +778,24 @@ func (c *Coordinator) computeNext(cg *consumerGroup, m *consumerMember, epoch in
 	return next
 }
 
-// setEpoch is ConsumerGroupMember.Builder.updateMemberEpoch: the previous
-// epoch is kept for the lost-response check.
-func (m *consumerMember) setEpoch(e int32) {
-	if e != m.epoch {
-		m.previousEpoch = m.epoch
+// epochsOf is the assignment epochs of a's partitions in from (0 for a
+// partition from does not have), in a new map.
+func (a assignment) epochsOf(from map[tp]int32) map[tp]int32 {
+	out := make(map[tp]int32, a.size())
+	for t, ps := range a {
+		for _, p := range ps {
+			out[tp{t, p}] = from[tp{t, p}]
+		}
 	}
-	m.epoch = e
+	return out
+}
+
+// setEpoch is ConsumerGroupMember.Builder.updateMemberEpoch: the previous
+// epoch becomes the old one even when the epoch does not change (so a
+// member reconciled within its epoch no longer accepts the epoch before),
+// as Kafka 4.2 to 4.4 do; the lost-response check reads it.
+func (m *consumerMember) setEpoch(e int32) {
+	m.previousEpoch, m.epoch = m.epoch, e
 }
 
 // replaceConsumerMember hands a static member's place to its new instance
@@ -811,6 +849,9 @@ func (c *Coordinator) consumerLeave(now int64, req ConsumerHeartbeatRequest, top
 			old := *m
 			m.epoch = staticLeaveEpoch
 			m.pendingRevocation = assignment{}
+			// Kafka 4.4 resets the kept partitions' assignment epochs to 0
+			// (ConsumerGroupMember.Builder.resetAssignedPartitionsEpochsToZero).
+			m.assignmentEpochs = m.assigned.epochsOf(nil)
 			m.rebalanceDeadline = 0
 			cg.updatePartitionEpochs(&old, m)
 			c.record(g.id, currentAssignmentKey(g.id, m.id), currentAssignmentValue(m))

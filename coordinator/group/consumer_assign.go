@@ -27,8 +27,8 @@ package group
 // interval deferred runs at the Tick or at the first request about the
 // group at or after its time. The first computation of a group this coordinator knows
 // (a new group, or one replayed from the log) runs inline, so a member
-// joining a new group is answered with epoch 1 and not 0, as Kafka 4.3
-// answers it (ConsumerGroupHeartbeatRequestTest).
+// joining a new group is answered with the group's first bumped epoch (2,
+// as Kafka 4.4 answers it; 1 in Kafka 4.3) and not the empty group's.
 //
 // Interval 0 with offload off is Kafka 4.2's behaviour: the heartbeat that
 // finds the group epoch ahead computes the target and answers with it.
@@ -74,6 +74,6 @@ func (c *Coordinator) fireTargetComputation(g *group, now int64, topics Topics) 
 
 func (c *Coordinator) computeTarget(g *group, now int64, topics Topics) {
 	cg := g.cg
-	c.computeTargetAssignment(g, topics)
+	c.computeTargetAssignment(g, now, topics)
 	cg.computed, cg.computedAt, cg.computeAt = true, now, 0
 }

@@ -20,17 +20,17 @@ func TestConsumerAssignmentIntervalDefersTarget(t *testing.T) {
 	h.addTopic("foo", 4)
 	h.addTopic("bar", 2)
 	// The group's first target is computed at once.
-	if r := ok(t, h.join("m1", "foo")); r.MemberEpoch != 1 || countPartitions(r.Assignment) != 4 {
+	if r := ok(t, h.join("m1", "foo")); r.MemberEpoch != 2 || countPartitions(r.Assignment) != 4 {
 		t.Fatalf("join: %+v", r)
 	}
 	// 100 ms later a subscription change bumps the group epoch; the
 	// target waits for the interval.
 	h.now += 100
-	r := ok(t, h.hb(ConsumerHeartbeatRequest{MemberID: "m1", MemberEpoch: 1, RebalanceTimeoutMs: -1, SubscribedTopicNames: []string{"foo", "bar"}}))
-	if r.MemberEpoch != 1 || r.Assignment != nil {
+	r := ok(t, h.hb(ConsumerHeartbeatRequest{MemberID: "m1", MemberEpoch: 2, RebalanceTimeoutMs: -1, SubscribedTopicNames: []string{"foo", "bar"}}))
+	if r.MemberEpoch != 2 || r.Assignment != nil {
 		t.Fatalf("subscription change: %+v", r)
 	}
-	if d := describeOne(t, h.c); d.State != "Assigning" || d.Epoch != 2 || d.AssignmentEpoch != 1 {
+	if d := describeOne(t, h.c); d.State != "Assigning" || d.Epoch != 3 || d.AssignmentEpoch != 2 {
 		t.Fatalf("describe: state %s epoch %d assignment epoch %d", d.State, d.Epoch, d.AssignmentEpoch)
 	}
 	// 999 ms after the first computation: still waiting.
@@ -41,10 +41,10 @@ func TestConsumerAssignmentIntervalDefersTarget(t *testing.T) {
 	// At the interval's end the Tick computes it; the next heartbeat
 	// carries it.
 	h.tick(1)
-	if d := describeOne(t, h.c); d.State != "Reconciling" || d.AssignmentEpoch != 2 {
+	if d := describeOne(t, h.c); d.State != "Reconciling" || d.AssignmentEpoch != 3 {
 		t.Fatalf("after the interval: state %s assignment epoch %d", d.State, d.AssignmentEpoch)
 	}
-	if r := ok(t, h.beat("m1", 1, nil)); r.MemberEpoch != 2 || countPartitions(r.Assignment) != 6 {
+	if r := ok(t, h.beat("m1", 2, nil)); r.MemberEpoch != 3 || countPartitions(r.Assignment) != 6 {
 		t.Fatalf("after the interval: %+v", r)
 	}
 }
@@ -62,8 +62,8 @@ func TestConsumerAssignmentDueAtHeartbeat(t *testing.T) {
 		t.Fatalf("second join: %s", d.State)
 	}
 	h.now += 990
-	r := ok(t, h.beat("m1", 1, nil))
-	if r.MemberEpoch != 1 || countPartitions(r.Assignment) != 2 {
+	r := ok(t, h.beat("m1", 2, nil))
+	if r.MemberEpoch != 2 || countPartitions(r.Assignment) != 2 {
 		t.Fatalf("m1 at the interval's end: %+v", r)
 	}
 }
@@ -76,12 +76,12 @@ func TestConsumerAssignorOffloadAnswersFirst(t *testing.T) {
 	h := newConsumerHarness(t, Config{ConsumerAssignorOffload: true})
 	h.addTopic("foo", 4)
 	h.addTopic("bar", 2)
-	// A new group's first target is computed inline: epoch 1.
-	if r := ok(t, h.join("m1", "foo")); r.MemberEpoch != 1 || countPartitions(r.Assignment) != 4 {
+	// A new group's first target is computed inline: epoch 2.
+	if r := ok(t, h.join("m1", "foo")); r.MemberEpoch != 2 || countPartitions(r.Assignment) != 4 {
 		t.Fatalf("join: %+v", r)
 	}
-	r := ok(t, h.hb(ConsumerHeartbeatRequest{MemberID: "m1", MemberEpoch: 1, RebalanceTimeoutMs: -1, SubscribedTopicNames: []string{"bar"}}))
-	if r.MemberEpoch != 1 || r.Assignment != nil {
+	r := ok(t, h.hb(ConsumerHeartbeatRequest{MemberID: "m1", MemberEpoch: 2, RebalanceTimeoutMs: -1, SubscribedTopicNames: []string{"bar"}}))
+	if r.MemberEpoch != 2 || r.Assignment != nil {
 		t.Fatalf("subscription change answered with the new target: %+v", r)
 	}
 	if d := describeOne(t, h.c); d.State != "Assigning" {
@@ -89,7 +89,7 @@ func TestConsumerAssignorOffloadAnswersFirst(t *testing.T) {
 	}
 	// A heartbeat before the coordinator's Tick still finds the
 	// computation running: the previous target, nothing to do.
-	if r := ok(t, h.beat("m1", 1, nil)); r.MemberEpoch != 1 || r.Assignment != nil {
+	if r := ok(t, h.beat("m1", 2, nil)); r.MemberEpoch != 2 || r.Assignment != nil {
 		t.Fatalf("heartbeat before the tick: %+v", r)
 	}
 	// The Tick lands it; the next heartbeat gets the revocation.
@@ -97,7 +97,7 @@ func TestConsumerAssignorOffloadAnswersFirst(t *testing.T) {
 	if d := describeOne(t, h.c); d.State != "Reconciling" || d.AssignmentEpoch != d.Epoch {
 		t.Fatalf("after the tick: state %s epoch %d assignment epoch %d", d.State, d.Epoch, d.AssignmentEpoch)
 	}
-	if r := ok(t, h.beat("m1", 1, nil)); r.MemberEpoch != 1 || r.Assignment == nil || countPartitions(r.Assignment) != 0 {
+	if r := ok(t, h.beat("m1", 2, nil)); r.MemberEpoch != 2 || r.Assignment == nil || countPartitions(r.Assignment) != 0 {
 		t.Fatalf("heartbeat after the tick: %+v", r)
 	}
 }

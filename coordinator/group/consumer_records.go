@@ -2,7 +2,7 @@ package group
 
 // The __consumer_offsets records of consumer groups, in Kafka's schemas
 // (group-coordinator/src/main/resources/common/message/ConsumerGroup*.json,
-// as Kafka 4.2 writes them). kmsg has no types for them, so they are
+// as Kafka 4.4 writes them). kmsg has no types for them, so they are
 // encoded here. A key is the record type as an int16 "version" followed by
 // the key fields in the non-flexible encoding; a value is an int16 version
 // (0) followed by the fields in the flexible encoding (compact strings and
@@ -14,17 +14,26 @@ package group
 //	5     ConsumerGroupMemberMetadataKey{group, member}
 //	      {InstanceId, RackId: nullable; ClientId, ClientHost; SubscribedTopicNames []string;
 //	       SubscribedTopicRegex nullable ("" for none); RebalanceTimeoutMs int32; ServerAssignor nullable}
-//	6     ConsumerGroupTargetAssignmentMetadataKey{group}  {AssignmentEpoch int32}
+//	6     ConsumerGroupTargetAssignmentMetadataKey{group}  {AssignmentEpoch int32; tag 0: AssignmentTimestamp int64}
 //	7     ConsumerGroupTargetAssignmentMemberKey{group, member} {TopicPartitions []{TopicId uuid; Partitions []int32}}
 //	8     ConsumerGroupCurrentMemberAssignmentKey{group, member}
 //	      {MemberEpoch, PreviousMemberEpoch int32; State int8 (0 stable, 1 unrevoked
 //	       partitions, 2 unreleased partitions); AssignedPartitions,
-//	       PartitionsPendingRevocation []{TopicId uuid; Partitions []int32}}
+//	       PartitionsPendingRevocation []{TopicId uuid; Partitions []int32;
+//	       tag 0: AssignmentEpochs []int32, the epoch each partition was assigned at}}
+//
+// The tagged fields are Kafka 4.4's (older readers skip them); a group's
+// epoch starts at 1, so its first member joins at epoch 2 (Kafka 4.2 and
+// 4.3 start at 0).
 //
 // Checked against Kafka 4.2.2: its DumpLogSegments --offsets-decoder reads
 // what Gregor writes, and a Java consumer with group.protocol=consumer makes
 // Kafka write the same record sequence (types 5, 3, 7, 6, 8, then offsets,
-// then on leaving tombstones 8, 7, 5 and type 3 with the next epoch).
+// then on leaving tombstones 8, 7, 5 and type 3 with the next epoch). The
+// Kafka 4.4 encoding is checked byte for byte against Kafka 4.4.0's own
+// serializer and GroupCoordinatorShard (fixtures/consumer-records.txt and
+// fixtures/consumer-heartbeats.txt, TestConsumerRecordsMatchKafka and
+// TestConsumerHeartbeatsMatchKafka).
 //	16    ConsumerGroupRegularExpressionKey{group, regex}: not written; Gregor
 //	      resolves regexes at each heartbeat instead of caching them.
 
@@ -140,10 +149,19 @@ func targetMetadataKey(groupID string) []byte {
 	return appendKey(targetAssignmentMetadataType, groupID)
 }
 
-func targetMetadataValue(epoch int32) []byte {
+// targetMetadataValue writes the timestamp as tagged field 0, left out when
+// 0 (its default), as Kafka 4.4's generated writer does.
+func targetMetadataValue(epoch int32, timestamp int64) []byte {
 	w := newValue()
 	w.int32(epoch)
-	w.uvarint(0)
+	if timestamp != 0 {
+		w.uvarint(1)
+		w.uvarint(0)
+		w.uvarint(8)
+		w.int64(timestamp)
+	} else {
+		w.uvarint(0)
+	}
 	return w.b
 }
 
@@ -167,10 +185,40 @@ func currentAssignmentValue(m *consumerMember) []byte {
 	w.int32(m.epoch)
 	w.int32(m.previousEpoch)
 	w.int8(int8(m.state))
-	w.topicPartitions(m.assigned)
-	w.topicPartitions(m.pendingRevocation)
+	w.topicPartitionsWithEpochs(m.assigned, m.assignmentEpochs)
+	w.topicPartitionsWithEpochs(m.pendingRevocation, m.assignmentEpochs)
 	w.uvarint(0)
 	return w.b
+}
+
+// topicPartitionsWithEpochs writes a's topics as Kafka 4.4's
+// ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions: each with
+// tagged field 0, AssignmentEpochs, one epoch per partition, which Kafka's
+// GroupCoordinatorRecordHelpers always sets.
+func (w *flexWriter) topicPartitionsWithEpochs(a assignment, epochs map[tp]int32) {
+	topics := a.sortedTopics()
+	w.uvarint(uint64(len(topics)) + 1)
+	for _, t := range topics {
+		ps := a[t]
+		w.b = append(w.b, t[:]...)
+		w.uvarint(uint64(len(ps)) + 1)
+		for _, p := range ps {
+			w.int32(p)
+		}
+		n := uint64(len(ps)) + 1
+		w.uvarint(1) // one tagged field: tag 0, the epochs as a compact array
+		w.uvarint(0)
+		w.uvarint(uint64(uvarintLen(n)) + 4*uint64(len(ps)))
+		w.uvarint(n)
+		for _, p := range ps {
+			w.int32(epochs[tp{t, p}])
+		}
+	}
+}
+
+func uvarintLen(v uint64) int {
+	var buf [binary.MaxVarintLen64]byte
+	return binary.PutUvarint(buf[:], v)
 }
 
 // --- decoding ---
@@ -321,6 +369,58 @@ func (r *flexReader) topicPartitions() assignment {
 	return a
 }
 
+// topicPartitionsWithEpochs reads what the writer of that name writes into
+// a and epochs. A topic without AssignmentEpochs (a record of Kafka before
+// 4.4) or with as many epochs as partitions gets defaultEpoch for all its
+// partitions, as Kafka's Utils.assignmentFromTopicPartitions does.
+func (r *flexReader) topicPartitionsWithEpochs(defaultEpoch int32, epochs map[tp]int32) assignment {
+	n, null := r.length(17)
+	a := assignment{}
+	if null {
+		return a
+	}
+	for i := 0; i < n && r.err == nil; i++ {
+		var t TopicID
+		copy(t[:], r.take(16))
+		np, _ := r.length(4)
+		ps := make([]int32, 0, np)
+		for j := 0; j < np && r.err == nil; j++ {
+			ps = append(ps, r.int32())
+		}
+		got := decodeEpochs(r.tags())
+		for j, p := range ps {
+			a.add(t, p)
+			if len(got) == len(ps) {
+				epochs[tp{t, p}] = got[j]
+			} else {
+				epochs[tp{t, p}] = defaultEpoch
+			}
+		}
+	}
+	return a
+}
+
+// decodeEpochs reads a tagged AssignmentEpochs (a compact int32 array);
+// nil when absent, null or malformed.
+func decodeEpochs(b []byte) []int32 {
+	if b == nil {
+		return nil
+	}
+	r := &flexReader{b: b}
+	n, null := r.length(4)
+	if null || r.err != nil {
+		return nil
+	}
+	out := make([]int32, 0, n)
+	for i := 0; i < n; i++ {
+		out = append(out, r.int32())
+	}
+	if r.err != nil {
+		return nil
+	}
+	return out
+}
+
 // keyFields decodes a non-flexible key of want string fields.
 func keyFields(key []byte, want int) ([]string, error) {
 	r := &flexReader{b: key[2:]}
@@ -411,7 +511,7 @@ func (c *Coordinator) loadConsumerRecord(now int64, recordType int16, key, value
 		case currentMemberAssignmentType:
 			if m := cg.members[fields[1]]; m != nil {
 				m.epoch, m.previousEpoch, m.state = 0, 0, memberStable
-				m.assigned, m.pendingRevocation = assignment{}, assignment{}
+				m.assigned, m.pendingRevocation, m.assignmentEpochs = assignment{}, assignment{}, nil
 			}
 		}
 		return nil
@@ -452,7 +552,10 @@ func (c *Coordinator) loadConsumerRecord(now int64, recordType int16, key, value
 		m.sessionDeadline = now + int64(c.cfg.ConsumerSessionTimeoutMs)
 	case targetAssignmentMetadataType:
 		cg.assignmentEpoch = r.int32()
-		r.tags()
+		cg.assignmentTimestamp = 0
+		if t := r.tags(); len(t) == 8 {
+			cg.assignmentTimestamp = int64(binary.BigEndian.Uint64(t))
+		}
 	case targetAssignmentMemberType:
 		a := r.topicPartitions()
 		r.tags()
@@ -462,8 +565,9 @@ func (c *Coordinator) loadConsumerRecord(now int64, recordType int16, key, value
 		m.epoch = r.int32()
 		m.previousEpoch = r.int32()
 		m.state = memberState(r.int8())
-		m.assigned = r.topicPartitions()
-		m.pendingRevocation = r.topicPartitions()
+		m.assignmentEpochs = map[tp]int32{}
+		m.assigned = r.topicPartitionsWithEpochs(max(m.epoch, 0), m.assignmentEpochs)
+		m.pendingRevocation = r.topicPartitionsWithEpochs(max(m.epoch, 0), m.assignmentEpochs)
 		r.tags()
 		m.sessionDeadline = now + int64(c.cfg.ConsumerSessionTimeoutMs)
 	}

@@ -89,14 +89,14 @@ func TestConsumerFirstMemberGetsEveryPartition(t *testing.T) {
 	h := newConsumerHarness(t, Config{})
 	foo := h.addTopic("foo", 4)
 	r := ok(t, h.join("m1", "foo"))
-	if r.MemberEpoch != 1 || optStr(r.MemberID) != "m1" || r.HeartbeatIntervalMs != 5000 {
+	if r.MemberEpoch != 2 || optStr(r.MemberID) != "m1" || r.HeartbeatIntervalMs != 5000 {
 		t.Fatalf("got epoch %d id %s interval %d", r.MemberEpoch, optStr(r.MemberID), r.HeartbeatIntervalMs)
 	}
 	if len(r.Assignment) != 1 || r.Assignment[0].TopicID != foo || fmt.Sprint(r.Assignment[0].Partitions) != "[0 1 2 3]" {
 		t.Fatalf("assignment %+v", r.Assignment)
 	}
 	// A heartbeat with nothing new carries no assignment.
-	if r := ok(t, h.beat("m1", 1, nil)); r.Assignment != nil || r.MemberEpoch != 1 {
+	if r := ok(t, h.beat("m1", 2, nil)); r.Assignment != nil || r.MemberEpoch != 2 {
 		t.Fatalf("steady heartbeat: %+v", r)
 	}
 	if l := h.c.ListGroups(nil, []string{"CONSUMER"}); len(l) != 1 || l[0].State != "Stable" || l[0].ProtocolType != "consumer" {
@@ -116,33 +116,33 @@ func TestConsumerPartitionsMoveOnlyAfterRevocation(t *testing.T) {
 	ok(t, h.join("m1", "foo"))
 
 	r2 := ok(t, h.join("m2", "foo"))
-	if r2.MemberEpoch != 2 || countPartitions(r2.Assignment) != 0 {
-		t.Fatalf("m2 joined with epoch %d and %v; want epoch 2 and nothing yet (unreleased)", r2.MemberEpoch, r2.Assignment)
+	if r2.MemberEpoch != 3 || countPartitions(r2.Assignment) != 0 {
+		t.Fatalf("m2 joined with epoch %d and %v; want epoch 3 and nothing yet (unreleased)", r2.MemberEpoch, r2.Assignment)
 	}
-	if d := h.c.ConsumerGroupDescribe([]string{"g"})[0]; d.State != "Reconciling" || d.Epoch != 2 || d.AssignmentEpoch != 2 {
+	if d := h.c.ConsumerGroupDescribe([]string{"g"})[0]; d.State != "Reconciling" || d.Epoch != 3 || d.AssignmentEpoch != 3 {
 		t.Fatalf("describe: %+v", d)
 	}
 	// m1, told nothing yet, heartbeats: it must revoke two partitions and
-	// stays in epoch 1.
-	r1 := ok(t, h.beat("m1", 1, nil))
-	if r1.MemberEpoch != 1 || countPartitions(r1.Assignment) != 2 {
+	// stays in epoch 2.
+	r1 := ok(t, h.beat("m1", 2, nil))
+	if r1.MemberEpoch != 2 || countPartitions(r1.Assignment) != 2 {
 		t.Fatalf("m1 revocation step: epoch %d assignment %v", r1.MemberEpoch, r1.Assignment)
 	}
 	kept := r1.Assignment
 	// m2 still gets nothing: m1 has not confirmed.
-	if r := ok(t, h.beat("m2", 2, []OwnedTopic{})); countPartitions(r.Assignment) != 0 {
+	if r := ok(t, h.beat("m2", 3, []OwnedTopic{})); countPartitions(r.Assignment) != 0 {
 		t.Fatalf("m2 got %v before m1 revoked", r.Assignment)
 	}
 	// A member still claiming revoked partitions stays where it is.
 	all := []OwnedTopic{{TopicID: foo, Partitions: []int32{0, 1, 2, 3}}}
-	if r := ok(t, h.beat("m1", 1, all)); r.MemberEpoch != 1 {
+	if r := ok(t, h.beat("m1", 2, all)); r.MemberEpoch != 2 {
 		t.Fatalf("m1 advanced while owning revoked partitions: %+v", r)
 	}
-	// m1 confirms: it moves to epoch 2.
-	if r := ok(t, h.beat("m1", 1, kept)); r.MemberEpoch != 2 {
+	// m1 confirms: it moves to epoch 3.
+	if r := ok(t, h.beat("m1", 2, kept)); r.MemberEpoch != 3 {
 		t.Fatalf("m1 after revoking: %+v", r)
 	}
-	r := ok(t, h.beat("m2", 2, []OwnedTopic{}))
+	r := ok(t, h.beat("m2", 3, []OwnedTopic{}))
 	if countPartitions(r.Assignment) != 2 {
 		t.Fatalf("m2 after m1 revoked: %v", r.Assignment)
 	}
@@ -223,22 +223,22 @@ func TestConsumerHeartbeatErrors(t *testing.T) {
 func TestConsumerLostResponseIsForgiven(t *testing.T) {
 	h := newConsumerHarness(t, Config{})
 	foo := h.addTopic("foo", 2)
-	ok(t, h.join("m1", "foo")) // epoch 1, previous 0
+	ok(t, h.join("m1", "foo")) // epoch 2, previous 0
 	// The response was lost: the member retries the join with epoch 0 and
 	// owns nothing, a subset of its assignment: accepted.
-	if r := ok(t, h.join("m1", "foo")); r.MemberEpoch != 1 {
+	if r := ok(t, h.join("m1", "foo")); r.MemberEpoch != 2 {
 		t.Fatalf("rejoin: %+v", r)
 	}
 	h.addTopic("foo", 3)
-	if r := ok(t, h.beat("m1", 1, nil)); r.MemberEpoch != 2 {
+	if r := ok(t, h.beat("m1", 2, nil)); r.MemberEpoch != 3 {
 		t.Fatalf("after a new partition: %+v", r)
 	}
-	// The epoch-2 response was lost: epoch 1 with a subset is accepted.
-	if r := ok(t, h.beat("m1", 1, []OwnedTopic{{TopicID: foo, Partitions: []int32{0, 1}}})); r.MemberEpoch != 2 {
+	// The epoch-3 response was lost: epoch 2 with a subset is accepted.
+	if r := ok(t, h.beat("m1", 2, []OwnedTopic{{TopicID: foo, Partitions: []int32{0, 1}}})); r.MemberEpoch != 3 {
 		t.Fatalf("previous epoch: %+v", r)
 	}
 	// Claiming a partition it never had is not.
-	r := h.beat("m1", 1, []OwnedTopic{{TopicID: foo, Partitions: []int32{5}}})
+	r := h.beat("m1", 2, []OwnedTopic{{TopicID: foo, Partitions: []int32{5}}})
 	if r.ErrorCode != kerr.FencedMemberEpoch.Code {
 		t.Fatalf("got %v", kerr.ErrorForCode(r.ErrorCode))
 	}
@@ -249,28 +249,28 @@ func TestConsumerLeaveAndSessionTimeoutReassign(t *testing.T) {
 	h.addTopic("foo", 4)
 	ok(t, h.join("m1", "foo"))
 	ok(t, h.join("m2", "foo"))
-	r1 := ok(t, h.beat("m1", 1, nil))
-	ok(t, h.beat("m1", 1, r1.Assignment))
-	ok(t, h.beat("m2", 2, []OwnedTopic{}))
+	r1 := ok(t, h.beat("m1", 2, nil))
+	ok(t, h.beat("m1", 2, r1.Assignment))
+	ok(t, h.beat("m2", 3, []OwnedTopic{}))
 	// m1 leaves: the group epoch goes up and m2 gets everything.
 	if r := ok(t, h.hb(ConsumerHeartbeatRequest{MemberID: "m1", MemberEpoch: -1})); r.MemberEpoch != -1 || optStr(r.MemberID) != "m1" {
 		t.Fatalf("leave: %+v", r)
 	}
-	r := ok(t, h.beat("m2", 2, nil))
-	if r.MemberEpoch != 3 || countPartitions(r.Assignment) != 4 {
+	r := ok(t, h.beat("m2", 3, nil))
+	if r.MemberEpoch != 4 || countPartitions(r.Assignment) != 4 {
 		t.Fatalf("after leave: %+v", r)
 	}
 	// m3 joins, then m2 goes silent: its session times out and m3 gets
 	// every partition.
 	ok(t, h.join("m3", "foo"))
 	h.tick(6000)
-	ok(t, h.beat("m3", 4, []OwnedTopic{}))
+	ok(t, h.beat("m3", 5, []OwnedTopic{}))
 	h.tick(6000) // m2's last heartbeat was 12 s ago
 	if d := h.c.ConsumerGroupDescribe([]string{"g"})[0]; len(d.Members) != 1 || d.Members[0].MemberID != "m3" {
 		t.Fatalf("after m2's session timeout: %+v", d)
 	}
-	r = ok(t, h.beat("m3", 4, []OwnedTopic{}))
-	if countPartitions(r.Assignment) != 4 || r.MemberEpoch != 5 {
+	r = ok(t, h.beat("m3", 5, []OwnedTopic{}))
+	if countPartitions(r.Assignment) != 4 || r.MemberEpoch != 6 {
 		t.Fatalf("m3 after m2 timed out: %+v", r)
 	}
 }
@@ -280,15 +280,15 @@ func TestConsumerRebalanceTimeoutFencesMemberThatDoesNotRevoke(t *testing.T) {
 	h.addTopic("foo", 2)
 	ok(t, h.hb(ConsumerHeartbeatRequest{MemberID: "m1", RebalanceTimeoutMs: 5000, SubscribedTopicNames: []string{"foo"}, TopicPartitions: []OwnedTopic{}}))
 	ok(t, h.join("m2", "foo"))
-	ok(t, h.beat("m1", 1, nil)) // asked to revoke one partition
+	ok(t, h.beat("m1", 2, nil)) // asked to revoke one partition
 	h.tick(4000)
-	ok(t, h.beat("m2", 2, []OwnedTopic{}))
-	ok(t, h.beat("m1", 1, nil)) // still revoking; a heartbeat does not extend the deadline
+	ok(t, h.beat("m2", 3, []OwnedTopic{}))
+	ok(t, h.beat("m1", 2, nil)) // still revoking; a heartbeat does not extend the deadline
 	h.tick(1500)
-	if r := h.beat("m1", 1, nil); r.ErrorCode != kerr.UnknownMemberID.Code {
+	if r := h.beat("m1", 2, nil); r.ErrorCode != kerr.UnknownMemberID.Code {
 		t.Fatalf("m1 after its rebalance timeout: %v", kerr.ErrorForCode(r.ErrorCode))
 	}
-	if r := ok(t, h.beat("m2", 2, []OwnedTopic{})); countPartitions(r.Assignment) != 2 {
+	if r := ok(t, h.beat("m2", 3, []OwnedTopic{})); countPartitions(r.Assignment) != 2 {
 		t.Fatalf("m2: %+v", r)
 	}
 }
@@ -312,7 +312,7 @@ func TestConsumerStaticMemberLeavesAndComesBack(t *testing.T) {
 		t.Fatalf("static rejoin: %+v (first %+v)", r2, r)
 	}
 	d := h.c.ConsumerGroupDescribe([]string{"g"})[0]
-	if len(d.Members) != 1 || d.Members[0].MemberID != "b" || d.Epoch != 1 {
+	if len(d.Members) != 1 || d.Members[0].MemberID != "b" || d.Epoch != 2 {
 		t.Fatalf("describe: %+v", d)
 	}
 }
@@ -322,18 +322,18 @@ func TestConsumerTopicChangesBumpTheGroupEpoch(t *testing.T) {
 	h.addTopic("foo", 2)
 	ok(t, h.join("m1", "foo", "bar"))
 	h.addTopic("foo", 3) // partitions added
-	r := ok(t, h.beat("m1", 1, nil))
-	if r.MemberEpoch != 2 || countPartitions(r.Assignment) != 3 {
+	r := ok(t, h.beat("m1", 2, nil))
+	if r.MemberEpoch != 3 || countPartitions(r.Assignment) != 3 {
 		t.Fatalf("after adding a partition: %+v", r)
 	}
 	h.addTopic("bar", 1) // a subscribed topic is created
-	r = ok(t, h.beat("m1", 2, nil))
-	if r.MemberEpoch != 3 || countPartitions(r.Assignment) != 4 {
+	r = ok(t, h.beat("m1", 3, nil))
+	if r.MemberEpoch != 4 || countPartitions(r.Assignment) != 4 {
 		t.Fatalf("after creating bar: %+v", r)
 	}
 	delete(h.topics, "foo")
-	r = ok(t, h.beat("m1", 3, nil))
-	if r.MemberEpoch != 3 || countPartitions(r.Assignment) != 1 {
+	r = ok(t, h.beat("m1", 4, nil))
+	if r.MemberEpoch != 4 || countPartitions(r.Assignment) != 1 {
 		t.Fatalf("after deleting foo (revocation): %+v", r)
 	}
 }
@@ -348,11 +348,11 @@ func TestConsumerRegexSubscription(t *testing.T) {
 	// The regex is resolved after the heartbeat that brings it: the next
 	// one gets its topics.
 	r := ok(t, h.hb(ConsumerHeartbeatRequest{MemberID: "m", RebalanceTimeoutMs: 1000, SubscribedTopicRegex: &re, TopicPartitions: []OwnedTopic{}}))
-	if countPartitions(r.Assignment) != 0 || r.MemberEpoch != 1 {
+	if countPartitions(r.Assignment) != 0 || r.MemberEpoch != 2 {
 		t.Fatalf("regex, first heartbeat: %+v", r)
 	}
 	r = ok(t, h.beat("m", r.MemberEpoch, []OwnedTopic{}))
-	if countPartitions(r.Assignment) != 2 || r.MemberEpoch != 2 {
+	if countPartitions(r.Assignment) != 2 || r.MemberEpoch != 3 {
 		t.Fatalf("regex, resolved: %+v", r)
 	}
 	all := ".*"
@@ -381,9 +381,9 @@ func TestConsumerRegexSubscription(t *testing.T) {
 
 // TestConsumerRegexAndLiteralTopicsArriveInTwoSteps is issue #26 case 2,
 // in Kafka's order (GroupMetadataManager resolves a regex asynchronously;
-// Kafka 4.2.2 answers the same on the wire): the joining heartbeat is
-// assigned the literal topic at epoch 1, the next one the regex-matched
-// topics too at epoch 2. A second member with the same, already resolved,
+// Kafka 4.2.2 answers the same on the wire, one epoch lower): the joining heartbeat is
+// assigned the literal topic at epoch 2, the next one the regex-matched
+// topics too at epoch 3. A second member with the same, already resolved,
 // regex gets its share at once; after a replay the regex stays resolved.
 func TestConsumerRegexAndLiteralTopicsArriveInTwoSteps(t *testing.T) {
 	h := newConsumerHarness(t, Config{})
@@ -393,16 +393,16 @@ func TestConsumerRegexAndLiteralTopicsArriveInTwoSteps(t *testing.T) {
 	re := "^.*topic_regex.*"
 	r := ok(t, h.hb(ConsumerHeartbeatRequest{MemberID: "m", RebalanceTimeoutMs: 30000, SubscribedTopicNames: []string{"literal"},
 		SubscribedTopicRegex: &re, TopicPartitions: []OwnedTopic{}}))
-	if countPartitions(r.Assignment) != 2 || r.MemberEpoch != 1 {
-		t.Fatalf("first heartbeat: epoch %d, %d partitions, want the literal topic's 2 at epoch 1", r.MemberEpoch, countPartitions(r.Assignment))
+	if countPartitions(r.Assignment) != 2 || r.MemberEpoch != 2 {
+		t.Fatalf("first heartbeat: epoch %d, %d partitions, want the literal topic's 2 at epoch 2", r.MemberEpoch, countPartitions(r.Assignment))
 	}
 	r = ok(t, h.beat("m", r.MemberEpoch, r.Assignment))
-	if countPartitions(r.Assignment) != 10 || r.MemberEpoch != 2 {
-		t.Fatalf("second heartbeat: epoch %d, %d partitions, want 10 at epoch 2", r.MemberEpoch, countPartitions(r.Assignment))
+	if countPartitions(r.Assignment) != 10 || r.MemberEpoch != 3 {
+		t.Fatalf("second heartbeat: epoch %d, %d partitions, want 10 at epoch 3", r.MemberEpoch, countPartitions(r.Assignment))
 	}
 	n := ok(t, h.hb(ConsumerHeartbeatRequest{MemberID: "n", RebalanceTimeoutMs: 30000, SubscribedTopicRegex: &re, TopicPartitions: []OwnedTopic{}}))
-	if n.MemberEpoch != 3 {
-		t.Fatalf("second member with a resolved regex: epoch %d, want 3", n.MemberEpoch)
+	if n.MemberEpoch != 4 {
+		t.Fatalf("second member with a resolved regex: epoch %d, want 4", n.MemberEpoch)
 	}
 	c2 := New(Config{})
 	for _, rec := range h.records {
@@ -514,7 +514,7 @@ func TestConsumerGroupSurvivesReplay(t *testing.T) {
 	h.addTopic("foo", 4)
 	ok(t, h.join("m1", "foo"))
 	ok(t, h.join("m2", "foo"))
-	r1 := ok(t, h.beat("m1", 1, nil)) // m1 now revoking
+	r1 := ok(t, h.beat("m1", 2, nil)) // m1 now revoking
 	inst, rack := "i3", "r1"
 	ok(t, h.hb(ConsumerHeartbeatRequest{MemberID: "m3", InstanceID: &inst, RackID: &rack, RebalanceTimeoutMs: 1000,
 		SubscribedTopicNames: []string{"foo"}, ServerAssignor: strp("range"), TopicPartitions: []OwnedTopic{}}))
@@ -537,7 +537,7 @@ func TestConsumerGroupSurvivesReplay(t *testing.T) {
 	}
 	// m1 carries on its revocation with the reloaded coordinator.
 	h.c = c2
-	if r := ok(t, h.beat("m1", 1, r1.Assignment)); r.MemberEpoch < 2 {
+	if r := ok(t, h.beat("m1", 2, r1.Assignment)); r.MemberEpoch < 3 {
 		t.Fatalf("m1 after replay: %+v", r)
 	}
 	// Deleting the group after everyone left leaves nothing after replay.

@@ -74,7 +74,12 @@ func TestShareRecordsMatchKafka(t *testing.T) {
 }
 
 func readRecordFixtures(t *testing.T) map[string][2][]byte {
-	f, err := os.Open("fixtures/share-records.txt")
+	return readRecordFixtureFile(t, "fixtures/share-records.txt")
+}
+
+// readRecordFixtureFile reads a file of "name key-hex value-hex" lines.
+func readRecordFixtureFile(t *testing.T, path string) map[string][2][]byte {
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,6 +48,8 @@ public class FixtureGen {
         Path dir = Path.of(args[0]);
         Files.createDirectories(dir);
         writeRecords(dir.resolve("share-records.txt"));
+        ConsumerRecordsGen.write(dir.resolve("consumer-records.txt"));
+        ConsumerHeartbeatProbe.write(dir.resolve("consumer-heartbeats.txt"));
         writeAssignments(dir.resolve("share-assign.txt"));
         HeartbeatScenarios.write(dir.resolve("share-heartbeats.txt"));
     }
