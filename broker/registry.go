@@ -34,6 +34,11 @@ const (
 	// only: DescribeUserScramCredentials and AlterUserScramCredentials,
 	// whose credentials a cluster would keep as metadata records.
 	singleNodeOnly
+	// shareGroupKeys are the keys of share groups (KIP-932), served and
+	// advertised only while share groups are switched on
+	// (Broker.shareGroupsServed): until every key a share consumer needs
+	// works, a client must see them as unsupported.
+	shareGroupKeys
 )
 
 // served reports whether b serves h's key.
@@ -43,6 +48,8 @@ func (h *apiHandler) served(b *Broker) bool {
 		return true
 	case singleNodeOnly:
 		return !b.isCluster()
+	case shareGroupKeys:
+		return b.shareGroupsServed()
 	}
 	return b.isCluster()
 }

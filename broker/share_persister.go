@@ -20,3 +20,8 @@ type sharePersister interface {
 	readShareState(ctx context.Context, req *kmsg.ReadShareGroupStateRequest) (*kmsg.ReadShareGroupStateResponse, error)
 	writeShareState(ctx context.Context, req *kmsg.WriteShareGroupStateRequest) (*kmsg.WriteShareGroupStateResponse, error)
 }
+
+// shareGroupsServed reports whether the broker serves share groups. Until
+// ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch and
+// ShareAcknowledge all work end to end, only tests switch them on.
+func (b *Broker) shareGroupsServed() bool { return b.cfg.testHooks.shareGroups }
