@@ -58,6 +58,7 @@ FUZZ_PKGS := \
 	./coordinator/controller/metadata \
 	./coordinator/controller/raftnode \
 	./broker \
+	./broker/partition \
 	./broker/quota \
 	./broker/security/listeners \
 	./broker/security/principal \

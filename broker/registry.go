@@ -112,6 +112,9 @@ func dispatch(b *Broker, r *request) (kmsg.Response, error) {
 	if err := req.ReadFrom(r.body); err != nil {
 		return nil, fmt.Errorf("malformed request body: %w", err)
 	}
+	if nullInNonNullable(req, r.body) {
+		return nil, fmt.Errorf("malformed request body: a non-nullable array of %s v%d was serialized with a negative count", kmsg.NameForKey(key), version)
+	}
 	return h.serve(b, r, req)
 }
 

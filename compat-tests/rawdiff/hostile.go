@@ -2,9 +2,12 @@ package main
 
 // Requests a careless or hostile client sends, where Kafka closes the
 // connection rather than answer: a failing acks=0 Produce (the producer
-// reads no answers, so closing is how it learns).
+// reads no answers, so closing is how it learns), invalid isolation levels,
+// and null or overflowing counts in non-nullable arrays.
 
 import (
+	"fmt"
+
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -99,5 +102,70 @@ func init() {
 			req.MaxWaitMillis = 16 * 24 * 3600 * 1000
 			return c.roundTrip(req)
 		}},
+	)
+}
+
+// nullArray sends req with the count of one of its non-nullable arrays,
+// empty in req, replaced by a null count (0, the compact encoding of -1)
+// or one whose count plus one overflows to 0 as Kafka reads varints
+// (2^32); at gives the count's offset in the body. Kafka's parser refuses
+// both and closes the connection. A ListOffsets on the same connection
+// shows it open when it is.
+func nullArray(req func(topic string) kmsg.Request, at func(body []byte) int, count ...byte) func(c *conn, topic string) (any, error) {
+	return func(c *conn, topic string) (any, error) {
+		if err := c.ensure(); err != nil {
+			return nil, err
+		}
+		r := req(topic)
+		body := r.AppendTo(nil)
+		off := at(body)
+		if body[off] != 1 {
+			return nil, fmt.Errorf("byte %d of the %s body is %#x, not an empty array's count", off, kmsg.NameForKey(r.Key()), body[off])
+		}
+		patched := append(append(append([]byte(nil), body[:off]...), count...), body[off+1:]...)
+		c.corr++
+		frame := append(header(r.Key(), r.GetVersion(), c.corr, r.IsFlexible()), patched...)
+		if _, err := c.roundTripRaw(frame, c.corr); err != nil {
+			return nil, err
+		}
+		return c.roundTrip(listOffsets(-1, "")(topic))
+	}
+}
+
+func emptyProduce(version int16) func(string) kmsg.Request {
+	return func(string) kmsg.Request {
+		req := kmsg.NewPtrProduceRequest()
+		req.Version, req.Acks, req.TimeoutMillis = version, -1, 1000
+		return req
+	}
+}
+
+func emptyOffsetCommit(string) kmsg.Request {
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Version, req.Group, req.Generation, req.MemberID = 10, "rawdiff-null", -1, ""
+	return req
+}
+
+func emptyCreateTopics(string) kmsg.Request {
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.Version, req.TimeoutMillis = 7, 1000
+	return req
+}
+
+var (
+	nullCount     = []byte{0x00}
+	overflowCount = []byte{0x80, 0x80, 0x80, 0x80, 0x10}  // 2^32: 0 as Kafka reads it
+	afterNullTxn  = func([]byte) int { return 1 + 2 + 4 } // null transactional id, acks, timeout
+	beforeTags    = func(body []byte) int { return len(body) - 2 }
+	atStart       = func([]byte) int { return 0 }
+)
+
+func init() {
+	hostileEntries = append(hostileEntries,
+		entry{name: "Produce v13 topics null", setup: setupTopic, raw: nullArray(emptyProduce(13), afterNullTxn, nullCount...)},
+		entry{name: "Produce v13 topics count overflowing", setup: setupTopic, raw: nullArray(emptyProduce(13), afterNullTxn, overflowCount...)},
+		entry{name: "OffsetCommit v10 topics null", setup: setupTopic, raw: nullArray(emptyOffsetCommit, beforeTags, nullCount...)},
+		entry{name: "CreateTopics v7 topics null", setup: setupTopic, raw: nullArray(emptyCreateTopics, atStart, nullCount...)},
+		entry{name: "CreateTopics v7 topics count overflowing", setup: setupTopic, raw: nullArray(emptyCreateTopics, atStart, overflowCount...)},
 	)
 }
