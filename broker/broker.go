@@ -77,6 +77,8 @@ type Broker struct {
 	// shareState is where share-partition leaders persist their state
 	// (share_persister.go); nil until the share coordinator runs.
 	shareState sharePersister
+	// shares drives the share coordinator (share_coordinator.go).
+	shares *shareCoordinator
 	// logs runs retention and the log cleaner (logmanager.go).
 	logs *logManager
 
@@ -203,7 +205,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	}
 	// The coordinators exist before the controller's first image, whose
 	// leadership is pushed into them (coordinatorLeadership).
-	b.groups, b.txns = b.newGroups(), b.newTxns()
+	b.groups, b.txns, b.shares = b.newGroups(), b.newTxns(), b.newShareCoordinator()
 	if cfg.ControllerQuorumVoters != "" {
 		if err := b.startController(dir); err != nil {
 			b.catalog.closeAll()
@@ -238,10 +240,20 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		b.catalog.closeAll()
 		return nil, err
 	}
+	// And the share coordinator with __share_group_state
+	// (share_coordinator.go).
+	if err := b.startShareCoordinator(); err != nil {
+		b.txns.stop()
+		b.groups.stop()
+		stopController()
+		b.catalog.closeAll()
+		return nil, err
+	}
 	b.loaded.Store(true)
 
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", cfg.Listen)
 	if err != nil {
+		b.shares.stop()
 		b.txns.stop()
 		b.groups.stop()
 		stopController()
@@ -259,6 +271,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	host, port, err := net.SplitHostPort(advertise)
 	if err != nil {
 		ln.Close()
+		b.shares.stop()
 		b.txns.stop()
 		b.groups.stop()
 		stopController()
@@ -268,6 +281,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	portNum, err := strconv.ParseUint(port, 10, 16)
 	if err != nil {
 		ln.Close()
+		b.shares.stop()
 		b.txns.stop()
 		b.groups.stop()
 		stopController()
@@ -382,6 +396,7 @@ func (b *Broker) close(controlled bool) error {
 				errs = append(errs, err)
 			}
 		}
+		b.shares.stop()
 		b.txns.stop()
 		b.groups.stop()
 
