@@ -74,9 +74,6 @@ type Broker struct {
 	// group's partition to it (28_txn_offset_commit.go). Unset until a
 	// transaction coordinator is connected: not verified.
 	verifyTxnOffsetCommit atomic.Pointer[txnOffsetCommitVerifier]
-	// shareState is where share-partition leaders persist their state
-	// (share_persister.go); nil until the share coordinator runs.
-	shareState sharePersister
 	// logs runs retention and the log cleaner (logmanager.go).
 	logs *logManager
 

@@ -306,7 +306,7 @@ type Config struct {
 	// testHooks lets tests act at points of the broker's life.
 	testHooks struct {
 		wrapListener func(net.Listener) net.Listener // wraps the Kafka listener once bound
-		shareGroups  bool                            // serves and advertises the share group keys (share_persister.go)
+		shareGroups  bool                            // serves and advertises the share group keys (share_groups.go)
 		beforeLoad   func(*Broker)                   // in Start, after the HTTP listener opens, before the logs load
 		// replicaFetch runs before each round of a replica fetcher, with
 		// the leader it fetches from; a test blocks it to slow a follower.
