@@ -70,13 +70,15 @@ type Config struct {
 	SSLPrincipalMappingRules string
 	// SASLEnabledMechanisms is sasl.enabled.mechanisms on a SASL
 	// listener. Nil means Kafka's default, GSSAPI, which is not served:
-	// PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 are.
+	// PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and OAUTHBEARER are.
 	SASLEnabledMechanisms []string
 	// SASLPlainJAASConfig is the listener's
 	// listener.name.<name>.plain.sasl.jaas.config, whose
 	// PlainLoginModule user_NAME="password" options are the PLAIN users.
 	// It holds secrets: never log it.
 	SASLPlainJAASConfig string
+	// OAuthBearer is the listener's OAUTHBEARER configuration.
+	OAuthBearer OAuthBearerConfig
 	// ConnectionsMaxReauthMs is connections.max.reauth.ms: when above 0,
 	// a SASL session lasts that long; the client must re-authenticate
 	// (KIP-368) or its connection is closed at its next request.

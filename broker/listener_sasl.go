@@ -2,6 +2,7 @@ package broker
 
 import (
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -42,6 +43,7 @@ func listenerSASL(cfg *Config, scramLookup scram.Lookup) (*sasl.Config, error) {
 		return nil, fmt.Errorf("broker: sasl.enabled.mechanisms: No SASL mechanisms are enabled")
 	}
 	var users *sasl.PlainUsers
+	var validator sasl.TokenValidator
 	for _, m := range mechs {
 		switch m {
 		case sasl.PlainMechanism:
@@ -59,17 +61,34 @@ func listenerSASL(cfg *Config, scramLookup scram.Lookup) (*sasl.Config, error) {
 		case scram.SHA256.Name(), scram.SHA512.Name():
 			// The credentials are the broker's (scram_credentials.go),
 			// not the JAAS entry's, as in Kafka.
-		case "GSSAPI", "OAUTHBEARER":
-			return nil, fmt.Errorf("broker: sasl.enabled.mechanisms: %s is not served yet; PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 are", m)
+		case sasl.OAuthBearerMechanism:
+			v, err := oauthBearerValidator(cfg)
+			if err != nil {
+				return nil, err
+			}
+			validator = v
+		case "GSSAPI":
+			return nil, fmt.Errorf("broker: sasl.enabled.mechanisms: %s is not served yet; PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and OAUTHBEARER are", m)
 		default:
-			return nil, fmt.Errorf("broker: sasl.enabled.mechanisms: unknown SASL mechanism %q; PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 are served", m)
+			return nil, fmt.Errorf("broker: sasl.enabled.mechanisms: unknown SASL mechanism %q; PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and OAUTHBEARER are served", m)
 		}
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	onRefused := func(reason string) {
+		// The reason never holds the token.
+		logger.Info("gregor: OAUTHBEARER token refused", "listener", cfg.listenerName(), "reason", reason)
 	}
 	return &sasl.Config{
 		Mechanisms: mechs,
 		New: func(name string) sasl.Mechanism {
 			if m, ok := scram.MechanismByName(name); ok {
 				return sasl.NewScram(m, scramLookup)
+			}
+			if name == sasl.OAuthBearerMechanism {
+				return sasl.NewOAuthBearer(validator, onRefused)
 			}
 			return sasl.NewPlain(users) // the handshake admits only enabled mechanisms
 		},

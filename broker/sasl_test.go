@@ -475,7 +475,16 @@ func TestSASLStartRefusals(t *testing.T) {
 			c.AddScram = []string{"SCRAM-SHA-512=[name=alice,password=alice-secret,iterations=100]"}
 		},
 			"The 'iterations' value must be >= 4096 for add-scram using SCRAM_SHA_512"},
-		{"oauthbearer", func(c *Config) { c.SASLEnabledMechanisms = []string{"OAUTHBEARER"} }, "OAUTHBEARER is not served yet"},
+		{"oauthbearer without jaas", func(c *Config) { c.SASLEnabledMechanisms = []string{"OAUTHBEARER"} }, "set listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config"},
+		{"oauthbearer with a jwks validator", func(c *Config) {
+			c.SASLEnabledMechanisms = []string{"OAUTHBEARER"}
+			c.OAuthBearer = OAuthBearerConfig{JAASConfig: oauthTestJAAS, ServerCallbackHandlerClass: "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"}
+		}, "JWKS validation is not yet"},
+		{"oauthbearer with plain's module", func(c *Config) {
+			c.SASLEnabledMechanisms = []string{"OAUTHBEARER"}
+			c.OAuthBearer = OAuthBearerConfig{JAASConfig: saslTestJAAS}
+		}, "is not org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"},
+		{"gssapi", func(c *Config) { c.SASLEnabledMechanisms = []string{"GSSAPI"} }, "GSSAPI is not served yet"},
 		{"unknown", func(c *Config) { c.SASLEnabledMechanisms = []string{"CRAM-MD5"} }, `unknown SASL mechanism "CRAM-MD5"`},
 		{"none", func(c *Config) { c.SASLEnabledMechanisms = []string{} }, "No SASL mechanisms are enabled"},
 		{"no jaas", func(c *Config) { c.SASLPlainJAASConfig = "" }, "Could not find a 'KafkaServer' or 'sasl_plaintext.KafkaServer' entry"},

@@ -172,6 +172,16 @@ func applyPropertiesWithOrigins(dst *broker.Config, props map[string]setting, lo
 		// Kafka needs a ScramLoginModule entry for each SCRAM mechanism;
 		// its options are unused on the server, whose credentials are the
 		// broker's (--add-scram, AlterUserScramCredentials).
+		oauthPrefix := "listener.name." + strings.ToLower(cfg.ListenerName) + ".oauthbearer."
+		for key, dst := range map[string]*string{
+			oauthPrefix + "sasl.jaas.config":                   &cfg.OAuthBearer.JAASConfig,
+			oauthPrefix + "sasl.server.callback.handler.class": &cfg.OAuthBearer.ServerCallbackHandlerClass,
+		} {
+			handled[key] = true
+			if s, ok := props[key]; ok {
+				*dst = s.value
+			}
+		}
 		for _, m := range []string{"scram-sha-256", "scram-sha-512"} {
 			handled["listener.name."+strings.ToLower(cfg.ListenerName)+"."+m+".sasl.jaas.config"] = true
 		}
