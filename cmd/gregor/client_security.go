@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/oauth"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 	"github.com/urfave/cli/v2"
@@ -24,13 +25,18 @@ import (
 // password need not be on the command line.
 const saslPasswordEnv = "GREGOR_SASL_PASSWORD"
 
+// saslOAuthBearerTokenEnv names the variable that sets
+// --sasl-oauthbearer-token.
+const saslOAuthBearerTokenEnv = "GREGOR_SASL_OAUTHBEARER_TOKEN"
+
 // securityFlags are the flags of every client command that choose how it
 // authenticates.
 func securityFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "command-config", Usage: "a client.properties `FILE`, as Kafka's tools take: security.protocol, sasl.mechanism, sasl.jaas.config and the ssl.* keys"},
 		&cli.StringFlag{Name: "security-protocol", Usage: "`PROTOCOL` of the listener: PLAINTEXT (the default), SSL, SASL_PLAINTEXT or SASL_SSL (security.protocol)"},
-		&cli.StringFlag{Name: "sasl-mechanism", Usage: "`MECHANISM`: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (sasl.mechanism)"},
+		&cli.StringFlag{Name: "sasl-mechanism", Usage: "`MECHANISM`: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER (sasl.mechanism)"},
+		&cli.StringFlag{Name: "sasl-oauthbearer-token", EnvVars: []string{saslOAuthBearerTokenEnv}, Usage: "the OAUTHBEARER `TOKEN` (a JWT) to log in with (better: $" + saslOAuthBearerTokenEnv + ")"},
 		&cli.StringFlag{Name: "sasl-username", Usage: "SASL `USER`, in place of sasl.jaas.config's username"},
 		&cli.StringFlag{Name: "sasl-password", EnvVars: []string{saslPasswordEnv}, Usage: "SASL `PASSWORD`, in place of sasl.jaas.config's password (better: $" + saslPasswordEnv + ")"},
 		&cli.StringFlag{Name: "ssl-truststore", Usage: "`FILE` of the CA certificates the brokers' certificates must chain to: PEM, or JKS or PKCS12 (by its .jks, .p12 or .pfx name; its password in ssl.truststore.password) (ssl.truststore.location)"},
@@ -47,6 +53,8 @@ type clientConfig struct {
 	values   map[string]string
 	username string
 	password string
+	// oauthToken is --sasl-oauthbearer-token: a secret, never logged.
+	oauthToken string
 	// credentialsByFlag is whether --sasl-username or --sasl-password
 	// gave a value, which makes sasl.jaas.config optional.
 	credentialsByFlag bool
@@ -82,6 +90,7 @@ func readClientConfig(c *cli.Context) (*clientConfig, error) {
 		cfg.values["ssl.truststore.type"] = storeTypeOf(c.String("ssl-truststore"))
 	}
 	cfg.username, cfg.password = c.String("sasl-username"), c.String("sasl-password")
+	cfg.oauthToken = c.String("sasl-oauthbearer-token")
 	cfg.credentialsByFlag = cfg.username != "" || cfg.password != ""
 	return cfg, nil
 }
@@ -156,6 +165,12 @@ func (cfg *clientConfig) saslMechanism() (kgo.Opt, error) {
 	if mechanism == "" {
 		mechanism = "GSSAPI"
 	}
+	if mechanism == "OAUTHBEARER" {
+		if cfg.oauthToken == "" {
+			return nil, fmt.Errorf("sasl.mechanism OAUTHBEARER: set --sasl-oauthbearer-token or $%s", saslOAuthBearerTokenEnv)
+		}
+		return kgo.SASL(oauth.Auth{Token: cfg.oauthToken}.AsMechanism()), nil
+	}
 	user, pass, err := cfg.credentials()
 	if err != nil {
 		return nil, err
@@ -168,7 +183,7 @@ func (cfg *clientConfig) saslMechanism() (kgo.Opt, error) {
 	case "SCRAM-SHA-512":
 		return kgo.SASL(scram.Auth{User: user, Pass: pass}.AsSha512Mechanism()), nil
 	}
-	return nil, fmt.Errorf("sasl.mechanism %s: gregor's client commands log in with PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", mechanism)
+	return nil, fmt.Errorf("sasl.mechanism %s: gregor's client commands log in with PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER", mechanism)
 }
 
 // credentials are the username and password to log in with: the flags',

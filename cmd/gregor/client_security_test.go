@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
+	"fmt"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -67,6 +69,36 @@ request.timeout.ms=30000
 	mustFail(t, addr, nil, "Invalid value SASL_TLS for configuration security.protocol: String must be one of: PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL",
 		"topic", "list", "--security-protocol", "SASL_TLS")
 	mustFail(t, addr, nil, "sasl.mechanism GSSAPI", "topic", "list", "--security-protocol", "SASL_PLAINTEXT", "--sasl-username", "bob", "--sasl-password", "x")
+}
+
+// TestClientCommandsLogInWithOAuthBearer: the client commands log in with
+// an OAUTHBEARER token from the flag or the environment; a token the
+// broker refuses fails with Kafka's JSON status.
+func TestClientCommandsLogInWithOAuthBearer(t *testing.T) {
+	addr := startSecuredBroker(t, func(c *broker.Config) {
+		c.ListenerName, c.SecurityProtocol = "SASL_PLAINTEXT", "SASL_PLAINTEXT"
+		c.SASLEnabledMechanisms = []string{"OAUTHBEARER"}
+		c.OAuthBearer.JAASConfig = `org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;`
+	})
+	enc := base64.RawURLEncoding.EncodeToString
+	token := func(exp time.Time) string {
+		return enc([]byte(`{"alg":"none"}`)) + "." + enc([]byte(fmt.Sprintf(`{"sub":"carol","exp":%d}`, exp.Unix()))) + "."
+	}
+	good := token(time.Now().Add(time.Hour))
+	r := mustRun(t, addr, nil, "topic", "create", "--security-protocol", "SASL_PLAINTEXT", "--sasl-mechanism", "OAUTHBEARER",
+		"--sasl-oauthbearer-token", good, "oauth-topic")
+	if strings.Contains(r.stdout+r.stderr, good) {
+		t.Fatal("the command printed the token")
+	}
+	t.Setenv(saslOAuthBearerTokenEnv, good)
+	r = mustRun(t, addr, nil, "topic", "list", "--security-protocol", "SASL_PLAINTEXT", "--sasl-mechanism", "OAUTHBEARER")
+	if !strings.Contains(r.stdout, "oauth-topic") {
+		t.Fatalf("topic list with the token: %q", r.stdout)
+	}
+	t.Setenv(saslOAuthBearerTokenEnv, token(time.Now().Add(-time.Minute)))
+	mustFail(t, addr, nil, `invalid_token`, "topic", "list", "--security-protocol", "SASL_PLAINTEXT", "--sasl-mechanism", "OAUTHBEARER", "--timeout", "5s")
+	t.Setenv(saslOAuthBearerTokenEnv, "")
+	mustFail(t, addr, nil, "set --sasl-oauthbearer-token", "topic", "list", "--security-protocol", "SASL_PLAINTEXT", "--sasl-mechanism", "OAUTHBEARER")
 }
 
 // TestClientCommandsOverMutualTLS: with a client.properties naming a trust
