@@ -289,6 +289,8 @@ func TestApplyPropertiesRefusesInvalidValuesAndAppliesNothing(t *testing.T) {
 // ignored with Kafka's warning.
 func TestApplyPropertiesSASLPlaintextListener(t *testing.T) {
 	const jaas = `org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";`
+	const oauthJAAS = `org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;`
+	const oauthHandler = "org.apache.kafka.common.security.oauthbearer.internals.unsecured.OAuthBearerUnsecuredValidatorCallbackHandler"
 	var logs strings.Builder
 	var cfg broker.Config
 	err := applyProperties(&cfg, props(
@@ -296,6 +298,8 @@ func TestApplyPropertiesSASLPlaintextListener(t *testing.T) {
 		"listener.security.protocol.map", "CLIENTS:SASL_PLAINTEXT,PLAIN:PLAINTEXT",
 		"sasl.enabled.mechanisms", " PLAIN , ",
 		"listener.name.clients.plain.sasl.jaas.config", jaas,
+		"listener.name.clients.oauthbearer.sasl.jaas.config", oauthJAAS,
+		"listener.name.clients.oauthbearer.sasl.server.callback.handler.class", oauthHandler,
 		"sasl.jaas.config", "ignored required;",
 		"connections.max.reauth.ms", "60000",
 		"connection.failed.authentication.delay.ms", "0",
@@ -309,6 +313,9 @@ func TestApplyPropertiesSASLPlaintextListener(t *testing.T) {
 	}
 	if !reflect.DeepEqual(cfg.SASLEnabledMechanisms, []string{"PLAIN"}) || cfg.SASLPlainJAASConfig != jaas {
 		t.Errorf("mechanisms %q, jaas %q", cfg.SASLEnabledMechanisms, cfg.SASLPlainJAASConfig)
+	}
+	if cfg.OAuthBearer != (broker.OAuthBearerConfig{JAASConfig: oauthJAAS, ServerCallbackHandlerClass: oauthHandler}) {
+		t.Errorf("oauthbearer %+v", cfg.OAuthBearer)
 	}
 	if cfg.ConnectionsMaxReauthMs != 60000 || cfg.FailedAuthenticationDelayMs == nil || *cfg.FailedAuthenticationDelayMs != 0 || cfg.SASLServerMaxReceiveSize != 4096 {
 		t.Errorf("reauth %d, delay %v, max receive %d", cfg.ConnectionsMaxReauthMs, cfg.FailedAuthenticationDelayMs, cfg.SASLServerMaxReceiveSize)
