@@ -3,7 +3,8 @@
 // connection goes through before its first ordinary request (Authenticator),
 // the mechanisms it drives (Mechanism; PLAIN here, as Kafka's
 // PlainSaslServer, and SCRAM-SHA-256/512 over package scram's exchange, as
-// Kafka's ScramSaslServer), the JAAS configuration text PLAIN takes its users from
+// Kafka's ScramSaslServer, and OAUTHBEARER with Kafka's unsecured token
+// validator, as OAuthBearerSaslServer), the JAAS configuration text PLAIN takes its users from
 // (ParseJAAS, as Kafka's JaasConfig), and re-authentication (KIP-368):
 // the session lifetime sent in SaslAuthenticate, a SaslHandshake on an
 // authenticated connection, and the expiry of a session.
