@@ -20,7 +20,7 @@ const OAuthBearerLoginModule = "org.apache.kafka.common.security.oauthbearer.OAu
 // %x01, then a last %x01 (RFC 7628 section 3.1).
 var (
 	oauthInitialResponse = regexp.MustCompile(`^n,(?:a=((?:[\x01-\x2b\x2d-\x3c\x3e-\x7f]|=2C|=3D)+))?,\x01((?:[A-Za-z]+=[\x21-\x7E \t\r\n]+\x01)*)\x01$`)
-	oauthAuthValue       = regexp.MustCompile(`^([0-9A-Za-z_]+) +([-_.a-zA-Z0-9]+)$`)
+	oauthAuthValue       = regexp.MustCompile(`^([0-9A-Za-z_]+) +([-_~+/.a-zA-Z0-9]+=*)$`)
 	oauthExtensionKey    = regexp.MustCompile(`^[A-Za-z]+$`)
 	oauthExtensionValue  = regexp.MustCompile(`^[\x21-\x7E \t\r\n]+$`)
 )

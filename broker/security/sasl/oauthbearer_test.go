@@ -27,9 +27,11 @@ func TestParseOAuthBearerInitialResponse(t *testing.T) {
 	}{
 		{name: "plain", msg: "n,,\x01auth=Bearer abc.def.\x01\x01", token: "abc.def."},
 		{name: "authzid and extension", msg: "n,a=alice,\x01auth=bearer t\x01traceId=x y\x01\x01", authz: "alice", token: "t", ext: map[string]string{"traceId": "x y"}},
+		{name: "base64 token with padding", msg: "n,,\x01auth=Bearer ab~+/c==\x01\x01", token: "ab~+/c=="},
+		{name: "padding inside the token", msg: "n,,\x01auth=Bearer ab=c\x01\x01", wantErr: "Invalid OAUTHBEARER client first message: invalid 'auth' format"},
 		{name: "no auth", msg: "n,,\x01foo=bar\x01\x01", wantErr: "Invalid OAUTHBEARER client first message: 'auth' not specified"},
 		{name: "bad scheme", msg: "n,,\x01auth=Basic abc\x01\x01", wantErr: "Invalid scheme in OAUTHBEARER client first message: Basic"},
-		{name: "bad auth format", msg: "n,,\x01auth=Bearer a+b\x01\x01", wantErr: "Invalid OAUTHBEARER client first message: invalid 'auth' format"},
+		{name: "bad auth format", msg: "n,,\x01auth=Bearer a*b\x01\x01", wantErr: "Invalid OAUTHBEARER client first message: invalid 'auth' format"},
 		{name: "no gs2 header", msg: "auth=Bearer t\x01\x01", wantErr: "Invalid OAUTHBEARER client first message"},
 		{name: "missing final separator", msg: "n,,\x01auth=Bearer t\x01", wantErr: "Invalid OAUTHBEARER client first message"},
 		{name: "comma in authzid", msg: "n,a=a,b,\x01auth=Bearer t\x01\x01", wantErr: "Invalid OAUTHBEARER client first message"},
