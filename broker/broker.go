@@ -74,6 +74,11 @@ type Broker struct {
 	// group's partition to it (28_txn_offset_commit.go). Unset until a
 	// transaction coordinator is connected: not verified.
 	verifyTxnOffsetCommit atomic.Pointer[txnOffsetCommitVerifier]
+	// shareState is where share-partition leaders persist their state
+	// (share_persister.go); nil until the share coordinator runs.
+	shareState sharePersister
+	// shares drives the share coordinator (share_coordinator.go).
+	shares *shareCoordinator
 	// logs runs retention and the log cleaner (logmanager.go).
 	logs *logManager
 
@@ -200,7 +205,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	}
 	// The coordinators exist before the controller's first image, whose
 	// leadership is pushed into them (coordinatorLeadership).
-	b.groups, b.txns = b.newGroups(), b.newTxns()
+	b.groups, b.txns, b.shares = b.newGroups(), b.newTxns(), b.newShareCoordinator()
 	if cfg.ControllerQuorumVoters != "" {
 		if err := b.startController(dir); err != nil {
 			b.catalog.closeAll()
@@ -235,10 +240,20 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		b.catalog.closeAll()
 		return nil, err
 	}
+	// And the share coordinator with __share_group_state
+	// (share_coordinator.go).
+	if err := b.startShareCoordinator(); err != nil {
+		b.txns.stop()
+		b.groups.stop()
+		stopController()
+		b.catalog.closeAll()
+		return nil, err
+	}
 	b.loaded.Store(true)
 
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", cfg.Listen)
 	if err != nil {
+		b.shares.stop()
 		b.txns.stop()
 		b.groups.stop()
 		stopController()
@@ -256,6 +271,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	host, port, err := net.SplitHostPort(advertise)
 	if err != nil {
 		ln.Close()
+		b.shares.stop()
 		b.txns.stop()
 		b.groups.stop()
 		stopController()
@@ -265,6 +281,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	portNum, err := strconv.ParseUint(port, 10, 16)
 	if err != nil {
 		ln.Close()
+		b.shares.stop()
 		b.txns.stop()
 		b.groups.stop()
 		stopController()
@@ -379,6 +396,7 @@ func (b *Broker) close(controlled bool) error {
 				errs = append(errs, err)
 			}
 		}
+		b.shares.stop()
 		b.txns.stop()
 		b.groups.stop()
 

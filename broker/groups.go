@@ -146,6 +146,8 @@ func (b *Broker) coordinatorLeadership(p *partition.Partition, epoch int32, led 
 		rt = b.groups.rt
 	case p.Topic() == txnStateTopic && b.txns != nil:
 		rt = b.txns.rt // its reload is described in txns.go
+	case p.Topic() == shareGroupStateTopic && b.shares != nil:
+		rt = b.shares.rt
 	default:
 		return
 	}
