@@ -293,9 +293,10 @@ func (c *cluster) registration() controller.BrokerRegistration {
 		BrokerID:      b.cfg.NodeID,
 		ClusterID:     b.ClusterID(),
 		IncarnationID: c.incarnation,
-		Endpoints:     []metadata.Endpoint{{Name: "PLAINTEXT", Host: b.advertised.host, Port: b.advertised.port}},
-		Rack:          b.cfg.BrokerRack,
-		RaftAddr:      c.raftAddr,
+		Endpoints: []metadata.Endpoint{{Name: b.cfg.listenerName(), Host: b.advertised.host, Port: b.advertised.port,
+			SecurityProtocol: securityProtocolID(b.securityProtocol())}},
+		Rack:     b.cfg.BrokerRack,
+		RaftAddr: c.raftAddr,
 	}
 }
 
@@ -663,4 +664,18 @@ var errNotLocalLeader = errors.New("broker: another broker leads the coordinator
 func (c *cluster) producerIDRange() (lo, hi int64) {
 	lo = int64(c.voterRank+1) << 48
 	return lo, lo + 1<<48
+}
+
+// securityProtocolID is the id Kafka's SecurityProtocol enum gives a
+// protocol name, as BrokerRegistration's listeners carry it.
+func securityProtocolID(protocol string) int16 {
+	switch protocol {
+	case protocolSSL:
+		return 1
+	case protocolSASLPlaintext:
+		return 2
+	case protocolSASLSSL:
+		return 3
+	}
+	return 0 // PLAINTEXT
 }
