@@ -3,9 +3,10 @@ package broker
 // DescribeUserScramCredentials (key 50), v0.
 //
 // Behavior:
-//   - a single node only (singleNodeOnly): a cluster would keep
-//     credentials as metadata records, which it does not yet, so it
-//     neither serves nor advertises the key;
+//   - from the node's credentials in force: a single node's stored ones,
+//     or in cluster mode those of the metadata image it last applied
+//     (cluster_scram.go), so a node that has not applied a change yet
+//     answers without it, as a Kafka broker answers from its image;
 //   - as Kafka's ScramImage.describe: no users (null or empty) lists
 //     every user with a credential; a named user gets its mechanisms and
 //     iterations (never a salt or key), RESOURCE_NOT_FOUND when it has
@@ -23,7 +24,7 @@ import (
 	"github.com/gregor-broker/gregor/broker/security/scram"
 )
 
-func init() { registerScoped(singleNodeOnly, 50, 0, 0, handleDescribeUserScramCredentials) }
+func init() { register(50, 0, 0, handleDescribeUserScramCredentials) }
 
 func handleDescribeUserScramCredentials(b *Broker, _ *request, req *kmsg.DescribeUserSCRAMCredentialsRequest) (kmsg.Response, error) {
 	resp := newResponse[*kmsg.DescribeUserSCRAMCredentialsResponse](req)

@@ -3,32 +3,40 @@ package broker
 // AlterUserScramCredentials (key 51), v0.
 //
 // Behavior:
-//   - a single node only (singleNodeOnly), like DescribeUserScramCredentials;
 //   - decided as Kafka's ScramControlManager.alterCredentials
 //     (scram.ValidateAlterations): a user named twice DUPLICATE_RESOURCE,
 //     an empty name or iterations outside [4096, 16384]
 //     UNACCEPTABLE_CREDENTIAL, an unknown mechanism
 //     UNSUPPORTED_SASL_MECHANISM, a deletion of a credential not stored
 //     RESOURCE_NOT_FOUND, with Kafka's messages;
-//   - the accepted changes are saved together in gregor-topics.json (the
-//     salt and the stored and server keys derived from the salted
-//     password, never the salted password) before the answer, and apply
-//     to the next login; a failed write answers every accepted user
-//     UNKNOWN_SERVER_ERROR and changes nothing;
+//   - on a single node the accepted changes are saved together in
+//     gregor-topics.json (the salt and the stored and server keys derived
+//     from the salted password, never the salted password) before the
+//     answer, and apply to the next login; a failed write answers every
+//     accepted user UNKNOWN_SERVER_ERROR and changes nothing;
+//   - in cluster mode the active controller decides against its metadata
+//     image and writes the changes as UserScramCredentialRecords and
+//     RemoveUserScramCredentialRecords in one entry (cluster_scram.go);
+//     another node forwards the request; every node's logins use a change
+//     once it has applied it; a request the controller did not take
+//     answers every user with that error (NOT_CONTROLLER,
+//     REQUEST_TIMED_OUT), as Kafka;
 //   - no authorizer: answered as Kafka without one.
 //
 // docs/apis.md#alteruserscramcredentials has the details.
 
 import (
+	"context"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gregor-broker/gregor/broker/security/scram"
 )
 
-func init() { registerScoped(singleNodeOnly, 51, 0, 0, handleAlterUserScramCredentials) }
+func init() { register(51, 0, 0, handleAlterUserScramCredentials) }
 
-func handleAlterUserScramCredentials(b *Broker, _ *request, req *kmsg.AlterUserSCRAMCredentialsRequest) (kmsg.Response, error) {
+func handleAlterUserScramCredentials(b *Broker, r *request, req *kmsg.AlterUserSCRAMCredentialsRequest) (kmsg.Response, error) {
 	resp := newResponse[*kmsg.AlterUserSCRAMCredentialsResponse](req)
 	var alter scram.AlterRequest
 	for _, d := range req.Deletions {
@@ -38,9 +46,25 @@ func handleAlterUserScramCredentials(b *Broker, _ *request, req *kmsg.AlterUserS
 		alter.Upsertions = append(alter.Upsertions, scram.Upsertion{Name: u.Name, Mechanism: u.Mechanism,
 			Iterations: u.Iterations, Salt: u.Salt, SaltedPassword: u.SaltedPassword})
 	}
-	for _, r := range b.alterScramCredentials(alter) {
+	var results []scram.AlterResult
+	if b.isCluster() {
+		fwd, err := b.cluster.controllerCall(r, req, func(ctx context.Context) error {
+			var err error
+			results, err = b.cluster.alterClusterScramCredentials(ctx, alter)
+			return err
+		})
+		if fwd != nil {
+			return fwd, nil
+		}
+		if err != nil {
+			results = scramAlterFailed(alter, err)
+		}
+	} else {
+		results = b.alterScramCredentials(alter)
+	}
+	for _, res := range results {
 		out := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
-		out.User, out.ErrorCode, out.ErrorMessage = r.User, r.ErrorCode, r.ErrorMessage
+		out.User, out.ErrorCode, out.ErrorMessage = res.User, res.ErrorCode, res.ErrorMessage
 		resp.Results = append(resp.Results, out)
 	}
 	return resp, nil

@@ -126,9 +126,6 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(cfg.AddScram) > 0 && cfg.ControllerQuorumVoters != "" {
-		return nil, fmt.Errorf("broker: --add-scram: SCRAM credentials are kept by a single node only; cluster mode does not serve SCRAM yet")
-	}
 	addScram, err := parseAddScram(cfg.AddScram)
 	if err != nil {
 		return nil, err
@@ -189,16 +186,20 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 			}
 		}()
 	}
-	b.catalog = catalog{fs: fsys, dir: dir, defaults: cfg.TopicDefaults, clusterMode: cfg.ControllerQuorumVoters != "", log: b.log, metrics: b.metrics,
-		scram: b.scram}
+	b.catalog = catalog{fs: fsys, dir: dir, defaults: cfg.TopicDefaults, clusterMode: cfg.ControllerQuorumVoters != "", log: b.log, metrics: b.metrics}
+	if cfg.ControllerQuorumVoters == "" {
+		b.catalog.scram = b.scram // a cluster's are in the metadata log
+	}
 	if err := b.catalog.load(); err != nil {
 		return nil, err
 	}
-	if err := b.addScramCredentials(addScram); err != nil {
-		b.catalog.closeAll()
-		return nil, err
+	if cfg.ControllerQuorumVoters == "" {
+		if err := b.addScramCredentials(addScram); err != nil {
+			b.catalog.closeAll()
+			return nil, err
+		}
+		b.warnNoScramUsers()
 	}
-	b.warnNoScramUsers()
 	b.catalog.warnStrayEntries(b.log)
 	if cfg.ControllerQuorumVoters == "" {
 		b.applyCatalogBrokerConfigs() // cluster mode takes them from the image
@@ -207,7 +208,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	// leadership is pushed into them (coordinatorLeadership).
 	b.groups, b.txns, b.shares = b.newGroups(), b.newTxns(), b.newShareCoordinator()
 	if cfg.ControllerQuorumVoters != "" {
-		if err := b.startController(dir); err != nil {
+		if err := b.startController(dir, addScram); err != nil {
 			b.catalog.closeAll()
 			return nil, err
 		}

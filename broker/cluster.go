@@ -22,6 +22,7 @@ import (
 	"github.com/gregor-broker/gregor/broker/partition"
 	"github.com/gregor-broker/gregor/broker/quota"
 	"github.com/gregor-broker/gregor/broker/replication"
+	"github.com/gregor-broker/gregor/broker/security/scram"
 	"github.com/gregor-broker/gregor/broker/topicconfig"
 	"github.com/gregor-broker/gregor/coordinator/controller"
 	"github.com/gregor-broker/gregor/coordinator/controller/metadata"
@@ -76,6 +77,10 @@ type cluster struct {
 	raftAddr     string
 	wantShutDown atomic.Bool
 
+	// scramFrom is the SCRAM credentials map of the image whose
+	// credentials are in force (cluster_scram.go); only syncImage's
+	// goroutine touches it.
+	scramFrom map[string]map[int8]metadata.ScramCredential
 	// quotas are the client quotas of the image last applied
 	// (cluster_quotas.go).
 	quotas atomic.Pointer[map[quota.Entity]map[string]float64]
@@ -93,7 +98,7 @@ func (b *Broker) isCluster() bool { return b.cluster != nil }
 
 // startController starts the local quorum voter, before the catalogue is
 // served (Start).
-func (b *Broker) startController(dir string) error {
+func (b *Broker) startController(dir string, addScram []scram.AddScram) error {
 	voters, err := controller.ParseVoters(b.cfg.ControllerQuorumVoters)
 	if err != nil {
 		return fmt.Errorf("broker: controller.quorum.voters: %w", err)
@@ -133,6 +138,7 @@ func (b *Broker) startController(dir string) error {
 		DefaultPartitions:        b.cfg.NumPartitions,
 		DefaultReplicationFactor: b.cfg.DefaultReplicationFactor,
 		Observer:                 brokerOnly,
+		BootstrapRecords:         addScramRecords(addScram),
 		Logger:                   b.log,
 	}
 	switch {
@@ -467,6 +473,7 @@ func (c *cluster) syncImage(im *metadata.Image) {
 	b.applyImageBrokerConfigs(im) // replication_throttle.go
 	c.applyRoles(im, roles, current)
 	c.syncQuotas(im)
+	c.syncScram(im)
 
 	c.mu.Lock()
 	c.image = im

@@ -259,15 +259,12 @@ func TestClusterSpreadsPartitionsAndServesClients(t *testing.T) {
 	if !advertised[55] || advertised[56] || advertised[62] || advertised[63] {
 		t.Fatalf("cluster node advertises DescribeQuorum %v, AlterPartition %v, BrokerRegistration %v, BrokerHeartbeat %v", advertised[55], advertised[56], advertised[62], advertised[63])
 	}
-	// The client quotas are served in cluster mode (cluster_quotas_test.go).
-	for _, key := range []int16{48, 49} {
+	// The client quotas and SCRAM credentials are served in cluster mode
+	// (cluster_quotas_test.go, cluster_scram_test.go).
+	for _, key := range []int16{48, 49, 50, 51} {
 		if !advertised[key] {
 			t.Fatalf("cluster node does not advertise key %d", key)
 		}
-	}
-	// SCRAM credentials would be metadata records: not served yet.
-	if advertised[50] || advertised[51] {
-		t.Fatalf("cluster node advertises DescribeUserScramCredentials %v, AlterUserScramCredentials %v", advertised[50], advertised[51])
 	}
 
 	// A topic created through a node that is not the active controller

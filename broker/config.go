@@ -91,8 +91,10 @@ type Config struct {
 	// kafka-storage format --add-scram syntax
 	// ('SCRAM-SHA-512=[name=alice,password=alice-secret]'): each creates
 	// a user's SCRAM credential at start, unless the user has one for that
-	// mechanism already. A single node only. They hold passwords: never
-	// log them.
+	// mechanism already. In cluster mode they seed a new cluster's
+	// metadata log, as kafka-storage format --add-scram does: the first
+	// active controller writes them with the cluster id, and a log that
+	// has one never takes them again. They hold passwords: never log them.
 	AddScram []string
 	// SASLServerMaxReceiveSize is sasl.server.max.receive.size: the
 	// largest frame read before authentication completes. Default 524288.

@@ -467,10 +467,6 @@ func TestSASLStartRefusals(t *testing.T) {
 		want   string
 	}{
 		{"default mechanism GSSAPI", func(c *Config) { c.SASLEnabledMechanisms = nil }, "GSSAPI is not served yet"},
-		{"add-scram in cluster mode", func(c *Config) {
-			c.ControllerQuorumVoters = "1@127.0.0.1:1"
-			c.AddScram = []string{"SCRAM-SHA-512=[name=alice,password=alice-secret]"}
-		}, "--add-scram: SCRAM credentials are kept by a single node only"},
 		{"bad add-scram", func(c *Config) {
 			c.AddScram = []string{"SCRAM-SHA-512=[name=alice,password=alice-secret,iterations=100]"}
 		},

@@ -463,10 +463,10 @@ func TestSCRAMAdminRefusals(t *testing.T) {
 	}
 }
 
-// TestSCRAMKeysSingleNodeOnly: a single node serves and advertises
-// DescribeUserScramCredentials and AlterUserScramCredentials at v0; a
-// cluster node does neither (its credentials would be metadata records).
-func TestSCRAMKeysSingleNodeOnly(t *testing.T) {
+// TestSCRAMKeysServedInBothModes: a single node and a cluster node serve
+// and advertise DescribeUserScramCredentials and AlterUserScramCredentials
+// at v0 (a cluster's credentials are metadata records).
+func TestSCRAMKeysServedInBothModes(t *testing.T) {
 	t.Parallel()
 	b := startBroker(t, Config{})
 	c := dialRaw(t, b.Addr())
@@ -481,8 +481,8 @@ func TestSCRAMKeysSingleNodeOnly(t *testing.T) {
 		if k, ok := keys[key]; !ok || k.MinVersion != 0 || k.MaxVersion != 0 {
 			t.Errorf("single node: key %d advertised %v (%+v), want v0", key, ok, k)
 		}
-		if h := handlers[key]; h.served(clusterNode) || h.advertised(clusterNode) {
-			t.Errorf("cluster node: key %d served or advertised", key)
+		if h := handlers[key]; !h.served(clusterNode) || !h.advertised(clusterNode) {
+			t.Errorf("cluster node: key %d not served or not advertised", key)
 		}
 	}
 	// A PLAINTEXT single node answers Describe with no users.

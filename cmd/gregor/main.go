@@ -55,7 +55,7 @@ func newApp() *cli.App {
 			&cli.StringFlag{Name: "http-listen", Value: "127.0.0.1:9644", Usage: "`HOST:PORT` serving /metrics, /healthz and /readyz; empty disables it"},
 			&cli.StringFlag{Name: "config", Usage: "`FILE` in Kafka's server.properties format"},
 			&cli.StringSliceFlag{Name: "override", Usage: "`KEY=VALUE` Kafka broker config, over the file and KAFKA_* variables (repeatable)"},
-			&cli.StringSliceFlag{Name: "add-scram", Usage: "`MECHANISM=[name=USER,password=PASSWORD]` create a SCRAM credential at start if USER has none for MECHANISM, Kafka's kafka-storage format --add-scram syntax (repeatable; single node only)"},
+			&cli.StringSliceFlag{Name: "add-scram", Usage: "`MECHANISM=[name=USER,password=PASSWORD]` create a SCRAM credential at start if USER has none for MECHANISM, Kafka's kafka-storage format --add-scram syntax (repeatable; in cluster mode it seeds a new cluster only)"},
 		},
 		Action: runServe,
 	}

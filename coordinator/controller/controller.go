@@ -55,6 +55,11 @@ type Config struct {
 	// when the log has none; brokers registering with another are refused
 	// (INCONSISTENT_CLUSTER_ID).
 	ClusterID string
+	// BootstrapRecords go into a new log with the cluster id, as the
+	// records kafka-storage format writes into the bootstrap checkpoint
+	// (--add-scram's UserScramCredentialRecords); a log that has a cluster
+	// id never gets them.
+	BootstrapRecords []metadata.Record
 	// SessionTimeout is broker.session.timeout.ms: a broker that has not
 	// heartbeated for that long is fenced (default 9s).
 	SessionTimeout time.Duration
@@ -434,7 +439,7 @@ func (c *Controller) write(ctx context.Context, build func(im *metadata.Image) (
 	if err != nil {
 		return nil, err
 	}
-	if boot := bootstrapRecords(im, c.cfg.ClusterID); len(boot) > 0 {
+	if boot := bootstrapRecords(im, c.cfg.ClusterID, c.cfg.BootstrapRecords); len(boot) > 0 {
 		if im, err = c.propose(ctx, boot); err != nil {
 			return nil, err
 		}
@@ -452,13 +457,16 @@ func (c *Controller) write(ctx context.Context, build func(im *metadata.Image) (
 // before Gregor had feature levels (no metadata.version) gets them when a
 // controller of this release is first active. The sessions loop writes
 // through write on every tick, so that happens right after activation.
-func bootstrapRecords(im *metadata.Image, clusterID string) []metadata.Record {
+func bootstrapRecords(im *metadata.Image, clusterID string, more []metadata.Record) []metadata.Record {
 	var recs []metadata.Record
 	if im.ClusterID == "" {
 		recs = append(recs, &metadata.ClusterRecord{ClusterID: clusterID})
 	}
 	if _, ok := im.Features[metadata.FeatureMetadataVersion]; !ok {
 		recs = append(recs, metadata.BootstrapFeatures()...)
+	}
+	if im.ClusterID == "" {
+		recs = append(recs, more...)
 	}
 	return recs
 }

@@ -101,7 +101,7 @@ func TestBootstrapRecords(t *testing.T) {
 		{"older log: features", older, len(metadata.BootstrapFeatures())},
 		{"bootstrapped: nothing", done, 0},
 	} {
-		recs := bootstrapRecords(tc.im, "c")
+		recs := bootstrapRecords(tc.im, "c", nil)
 		if len(recs) != tc.want {
 			t.Errorf("%s: %d records %+v, want %d", tc.name, len(recs), recs, tc.want)
 		}

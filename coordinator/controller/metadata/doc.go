@@ -13,6 +13,9 @@
 // ClientQuotaRecord, apiKey 14, client_quotas.go) sets or removes one key
 // of a client quota entity; the image keeps the quotas by entity, and an
 // entity without keys is gone, as Kafka's ClientQuotaControlManager.replay.
+// UserScramCredential and RemoveUserScramCredential (apiKeys 11 and 22,
+// scram.go) set and delete a user's SCRAM credential for one mechanism:
+// the salt, stored key, server key and iterations, never a password.
 // FeatureLevel records finalize Kafka's features (Image.Features; level 0
 // unfinalizes); the levels Gregor supports and a new log starts with are
 // in Features (features.go), with the reasoning behind metadata.version's.
@@ -26,7 +29,7 @@
 //	records  = count:uvarint record*
 //	record   = length:uvarint type:uvarint version:uvarint fields
 //
-// integers as varints (signed ones zig-zag), strings and arrays as a length
+// integers as varints (signed ones zig-zag), strings, byte strings and arrays as a length
 // and the items, nullable ones with length+1 (0 for null), UUIDs as 16
 // bytes, float64s as their IEEE 754 bits in 8 bytes big-endian. DecodeRecords checks every length against the bytes that remain
 // before allocating and refuses unknown types, versions and trailing bytes.

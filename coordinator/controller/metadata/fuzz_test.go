@@ -25,6 +25,9 @@ func FuzzDecode(f *testing.F) {
 		&ConfigRecord{ResourceType: ResourceTopic, ResourceName: "t", Name: "k", Value: str("v")},
 		&PartitionRecord{TopicID: topicA, PartitionID: 1, Replicas: []int32{2, 1}, ISR: []int32{1}, Leader: 1, Adding: []int32{2}, Removing: []int32{1}},
 		&PartitionChangeRecord{TopicID: topicA, PartitionID: 1, Leader: NoLeaderChange, Replicas: []int32{2}, Adding: []int32{}, Removing: []int32{}},
+		scramSet("alice", 1, 4096),
+		scramSet("alice", 2, 8192),
+		&RemoveUserScramCredentialRecord{Name: "alice", Mechanism: 1},
 	} {
 		im.Apply(uint64(i+1), r)
 	}

@@ -83,6 +83,9 @@ type Image struct {
 	Configs   map[ConfigResource]map[string]string
 	// ClientQuotas are the client quotas by entity (client_quotas.go).
 	ClientQuotas map[ClientQuotaEntity]map[string]float64
+	// ScramCredentials are the users' SCRAM credentials by user and
+	// mechanism (scram.go).
+	ScramCredentials map[string]map[int8]ScramCredential
 	// Features are the finalized feature levels by feature name (Kafka's
 	// FinalizedFeatures); a feature at level 0 is not finalized and not
 	// in the map.
@@ -98,7 +101,8 @@ func NewImage() *Image {
 		Configs:  map[ConfigResource]map[string]string{},
 		Features: map[string]int16{},
 
-		ClientQuotas: map[ClientQuotaEntity]map[string]float64{},
+		ClientQuotas:     map[ClientQuotaEntity]map[string]float64{},
+		ScramCredentials: map[string]map[int8]ScramCredential{},
 	}
 }
 
@@ -223,6 +227,10 @@ func (im *Image) Apply(index uint64, r Record) error {
 		delete(im.Configs, ConfigResource{Type: ResourceTopic, Name: t.Name})
 	case *ClientQuotaRecord:
 		return im.applyClientQuota(r)
+	case *UserScramCredentialRecord:
+		return im.applyUserScramCredential(r)
+	case *RemoveUserScramCredentialRecord:
+		return im.applyRemoveUserScramCredential(r)
 	default:
 		return fmt.Errorf("%w: record type %T", ErrInconsistent, r)
 	}
@@ -258,7 +266,8 @@ func (im *Image) Clone() *Image {
 		Configs:   maps.Clone(im.Configs),
 		Features:  maps.Clone(im.Features),
 
-		ClientQuotas: maps.Clone(im.ClientQuotas),
+		ClientQuotas:     maps.Clone(im.ClientQuotas),
+		ScramCredentials: maps.Clone(im.ScramCredentials),
 	}
 }
 
@@ -315,6 +324,7 @@ func (im *Image) Records() []Record {
 		}
 	}
 	recs = append(recs, im.clientQuotaRecords()...)
+	recs = append(recs, im.scramRecords()...)
 	return recs
 }
 

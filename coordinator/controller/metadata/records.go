@@ -21,18 +21,20 @@ type RecordType uint16
 // The record kinds. Numbers follow Kafka's metadata record apiKeys; the
 // cluster record is ours (Kafka keeps the cluster id in meta.properties).
 const (
-	TypeRegisterBroker   RecordType = 0
-	TypeUnregisterBroker RecordType = 1
-	TypeTopic            RecordType = 2
-	TypePartition        RecordType = 3
-	TypeConfig           RecordType = 4
-	TypePartitionChange  RecordType = 5
-	TypeFenceBroker      RecordType = 7
-	TypeUnfenceBroker    RecordType = 8
-	TypeRemoveTopic      RecordType = 9
-	TypeFeatureLevel     RecordType = 12
-	TypeClientQuota      RecordType = 14
-	TypeCluster          RecordType = 100
+	TypeRegisterBroker            RecordType = 0
+	TypeUnregisterBroker          RecordType = 1
+	TypeTopic                     RecordType = 2
+	TypePartition                 RecordType = 3
+	TypeConfig                    RecordType = 4
+	TypePartitionChange           RecordType = 5
+	TypeFenceBroker               RecordType = 7
+	TypeUnfenceBroker             RecordType = 8
+	TypeRemoveTopic               RecordType = 9
+	TypeFeatureLevel              RecordType = 12
+	TypeUserScramCredential       RecordType = 11
+	TypeClientQuota               RecordType = 14
+	TypeRemoveUserScramCredential RecordType = 22
+	TypeCluster                   RecordType = 100
 )
 
 // Record is one metadata record. Each kind has versions in this encoding: a
@@ -368,6 +370,10 @@ func decodeRecord(b []byte) (Record, error) {
 		r = &FeatureLevelRecord{Name: d.string(), FeatureLevel: d.int16()}
 	case TypeClientQuota:
 		r = decodeClientQuota(&d)
+	case TypeUserScramCredential:
+		r = decodeUserScramCredential(&d)
+	case TypeRemoveUserScramCredential:
+		r = &RemoveUserScramCredentialRecord{Name: d.string(), Mechanism: d.int8()}
 	default:
 		return nil, fmt.Errorf("%w: record type %d is unknown", ErrMalformed, typ)
 	}
