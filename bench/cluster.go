@@ -452,7 +452,7 @@ func runClusterInstance(ctx context.Context, s settings, tool javaTool, cl clust
 		rs.add("start-up", mode, "idle RSS, largest node", "MiB", false, b, float64(largest)/(1<<20))
 	}
 
-	boot := cl.bootstrap()
+	boot := plain(cl.bootstrap())
 	minISR := clusterMinISR
 	topicN := 0
 	newTopic := func(prefix string) (string, error) {
@@ -533,8 +533,8 @@ func runClusterInstance(ctx context.Context, s settings, tool javaTool, cl clust
 // what the cluster mode claims to measure: three replicas each, all of them
 // in sync once the produce is done. It catches a broker that acknowledged
 // acks=all without replicating.
-func checkReplicated(ctx context.Context, bootstrap, topic string) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds(bootstrap)...))
+func checkReplicated(ctx context.Context, addr brokerAddr, topic string) error {
+	cl, err := kgo.NewClient(addr.opts()...)
 	if err != nil {
 		return err
 	}

@@ -6,8 +6,9 @@
 //
 // Settings come from the environment: BENCH_ROUNDS (default 3), BENCH_QUICK=1
 // (small sizes, one round), BENCH_CONSUME_BYTES (size of the consume test's
-// topic, default 1 GiB), BENCH_MODES (default "default,flush"; "cluster" adds
-// the three-node replicated comparison), BENCH_OUT
+// topic, default 1 GiB), BENCH_MODES (default "default,flush,tls"; "tls" runs
+// both brokers with an SSL listener; "cluster" adds the three-node replicated
+// comparison), BENCH_OUT
 // (where results go, default bench/results), BENCH_DIR (where the brokers'
 // data directories go, default bench/.work), KAFKA_HEAP_OPTS (Kafka broker
 // heap, default "-Xms1G -Xmx1G"), GREGOR_CACHE (where kafka.sh keeps Kafka).
@@ -59,7 +60,7 @@ type settings struct {
 
 func loadSettings() (settings, error) {
 	s := settings{
-		rounds: 3, modes: []string{"default", "flush"}, consumeBytes: 1 << 30,
+		rounds: 3, modes: []string{"default", "flush", "tls"}, consumeBytes: 1 << 30,
 		outDir: "bench/results", workDir: "bench/.work", kafkaHeap: "-Xms1G -Xmx1G",
 		perf100Count: 1_000_000, perf1KCount: 250_000, franzCount: 2_000_000,
 		e2eDuration: 15 * time.Second, e2eWarmup: 2 * time.Second, flushDivisor: 4,
@@ -94,8 +95,8 @@ func loadSettings() (settings, error) {
 	if v := os.Getenv("BENCH_MODES"); v != "" {
 		s.modes = nil
 		for m := range strings.SplitSeq(v, ",") {
-			if m = strings.TrimSpace(m); m != "default" && m != "flush" && m != "cluster" {
-				return s, fmt.Errorf("BENCH_MODES: unknown mode %q (default, flush, cluster)", m)
+			if m = strings.TrimSpace(m); m != "default" && m != "flush" && m != "tls" && m != "cluster" {
+				return s, fmt.Errorf("BENCH_MODES: unknown mode %q (default, flush, tls, cluster)", m)
 			}
 			s.modes = append(s.modes, strings.TrimSpace(m))
 		}
@@ -159,6 +160,13 @@ func run(ctx context.Context, s settings, log *slog.Logger) error {
 		note(fmt.Sprintf("cluster mode: 3 combined broker+controller nodes each, RF=3 topics with min.insync.replicas=2, acks=all; "+
 			"each Kafka JVM gets %s -XX:+UseG1GC -XX:MaxGCPauseMillis=20; perf-test clients: -Xmx512M G1, full JIT; start-up counts from the first node's exec for both (Kafka's log-dir format is not counted)", s.kafkaHeap))
 	}
+	var certs *benchTLS
+	if slices.Contains(s.modes, "tls") {
+		if certs, err = newBenchTLS(s.workDir); err != nil {
+			return fmt.Errorf("tls mode: %w", err)
+		}
+		note("tls mode: both brokers serve one SSL listener (TLS 1.3, an ECDSA P-256 certificate from a CA made for the run, PEM key and trust stores), every client connects over TLS; Kafka's default durability")
+	}
 	note(fmt.Sprintf("load average at start: %s", machine["load average at start"]))
 
 	for round := 1; round <= s.rounds; round++ {
@@ -186,9 +194,13 @@ func run(ctx context.Context, s settings, log *slog.Logger) error {
 				}
 				continue
 			}
+			var modeTLS *benchTLS
+			if mode == "tls" {
+				modeTLS = certs
+			}
 			servers := []server{
-				&gregorServer{bin: s.gregorBin, workDir: s.workDir},
-				&kafkaServer{script: s.kafkaScript, heap: s.kafkaHeap, workDir: s.workDir},
+				&gregorServer{bin: s.gregorBin, workDir: s.workDir, tls: modeTLS},
+				&kafkaServer{script: s.kafkaScript, heap: s.kafkaHeap, workDir: s.workDir, tls: modeTLS},
 			}
 			if round%2 == 0 {
 				servers[0], servers[1] = servers[1], servers[0]
@@ -289,7 +301,7 @@ func runInstance(ctx context.Context, s settings, tool javaTool, srv server, mod
 	if flush {
 		div = s.flushDivisor
 	}
-	boot := srv.bootstrap()
+	boot := srv.addr()
 	topicN := 0
 	newTopic := func(prefix string) (string, error) {
 		topicN++
@@ -325,6 +337,9 @@ func runInstance(ctx context.Context, s settings, tool javaTool, srv server, mod
 	for _, c := range cases {
 		if flush && c.codec != "none" {
 			continue
+		}
+		if mode == "tls" && (c.codec != "none" || c.size != 1024) {
+			continue // TLS costs per byte: the 1 KB uncompressed row says it
 		}
 		w := fmt.Sprintf("perf-test %s %s", sizeName(c.size), c.codec)
 		step(w, func(ctx context.Context) error {

@@ -119,9 +119,10 @@ func rowName(workload, mode, metric string) string {
 func targets(modes []string) []target {
 	var ts []target
 	for _, m := range modes {
-		if m == "cluster" {
-			// Issue #6's targets are about a single node; the cluster mode
-			// reports its ratios without judging them.
+		if m == "cluster" || m == "tls" {
+			// Issue #6's targets are about a single PLAINTEXT node; the
+			// cluster and tls modes report their ratios without judging
+			// them.
 			continue
 		}
 		// The flush mode runs the uncompressed produce tests only.

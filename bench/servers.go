@@ -24,7 +24,7 @@ type server interface {
 	// start launches the broker and returns once it has acknowledged its
 	// first produce, with the time from process start to that ack.
 	start(ctx context.Context) (time.Duration, error)
-	bootstrap() string
+	addr() brokerAddr
 	pid() int
 	stop() error
 }
@@ -33,31 +33,53 @@ type server interface {
 type gregorServer struct {
 	bin     string
 	workDir string
+	tls     *benchTLS // nil: a PLAINTEXT listener
 	dir     string
-	addr    string
+	listen  string
 	cmd     *exec.Cmd
 	logFile *os.File
 }
 
-func (g *gregorServer) name() string      { return "gregor" }
-func (g *gregorServer) bootstrap() string { return g.addr }
-func (g *gregorServer) pid() int          { return g.cmd.Process.Pid }
+func (g *gregorServer) name() string     { return "gregor" }
+func (g *gregorServer) addr() brokerAddr { return addrOf(g.tls, g.listen) }
+func (g *gregorServer) pid() int         { return g.cmd.Process.Pid }
+
+// addrOf is the address of a broker listening on listen, over TLS when t
+// is set.
+func addrOf(t *benchTLS, listen string) brokerAddr {
+	if t != nil {
+		return t.addr(listen)
+	}
+	return plain(listen)
+}
 
 func (g *gregorServer) start(ctx context.Context) (time.Duration, error) {
 	dir, port, err := newServerDir(g.workDir, "gregor-")
 	if err != nil {
 		return 0, err
 	}
-	g.dir, g.addr = dir, loopback(port)
+	g.dir, g.listen = dir, loopback(port)
 	if g.logFile, err = os.Create(filepath.Join(dir, "gregor.log")); err != nil {
 		return 0, err
+	}
+	listener := []string{"--listen", g.listen}
+	if g.tls != nil {
+		// The same server.properties keys as Kafka's side (kafka.sh with
+		// KAFKA_EXTRA_PROPERTIES).
+		props := filepath.Join(dir, "server.properties")
+		if err := writeProps(props, append([]string{"listeners=SSL://" + g.listen, "advertised.listeners=SSL://" + g.listen},
+			g.tls.brokerProps()...)); err != nil {
+			return 0, err
+		}
+		listener = []string{"--config", props}
 	}
 	// Kafka's side runs with group.initial.rebalance.delay.ms=0 (kafka.sh),
 	// so the consumer perf test's join costs the same on both. No metrics
 	// listener: Kafka serves none either, and its fixed default port could
 	// be taken.
-	g.cmd = exec.Command(g.bin, "serve", "--listen", g.addr, "--data-dir", filepath.Join(dir, "data"),
-		"--log-level", "warn", "--http-listen", "", "--override", "group.initial.rebalance.delay.ms=0")
+	args := append([]string{"serve"}, listener...)
+	g.cmd = exec.Command(g.bin, append(args, "--data-dir", filepath.Join(dir, "data"),
+		"--log-level", "warn", "--http-listen", "", "--override", "group.initial.rebalance.delay.ms=0")...)
 	g.cmd.Stdout, g.cmd.Stderr = g.logFile, g.logFile
 	began := time.Now()
 	if err := g.cmd.Start(); err != nil {
@@ -74,7 +96,7 @@ func (g *gregorServer) start(ctx context.Context) (time.Duration, error) {
 		case <-ackCtx.Done():
 		}
 	}()
-	acked, err := firstAck(ackCtx, g.addr)
+	acked, err := firstAck(ackCtx, g.addr())
 	if err != nil {
 		logged, _ := os.ReadFile(g.logFile.Name())
 		return 0, fmt.Errorf("gregor: no acknowledged produce: %w\n%s", err, tail(string(logged), 20))
@@ -114,14 +136,15 @@ type kafkaServer struct {
 	script  string
 	heap    string
 	workDir string
+	tls     *benchTLS // nil: a PLAINTEXT listener
 	dir     string
-	addr    string
+	listen  string
 	jvmPID  int
 }
 
-func (k *kafkaServer) name() string      { return "kafka" }
-func (k *kafkaServer) bootstrap() string { return k.addr }
-func (k *kafkaServer) pid() int          { return k.jvmPID }
+func (k *kafkaServer) name() string     { return "kafka" }
+func (k *kafkaServer) addr() brokerAddr { return addrOf(k.tls, k.listen) }
+func (k *kafkaServer) pid() int         { return k.jvmPID }
 
 // start runs kafka.sh start, which formats the KRaft directory with a
 // short-lived JVM and then launches the broker JVM. Start-up is measured from
@@ -132,9 +155,16 @@ func (k *kafkaServer) start(ctx context.Context) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	k.dir, k.addr = dir, loopback(port)
+	k.dir, k.listen = dir, loopback(port)
 	cmd := exec.CommandContext(ctx, k.script, "start", dir)
 	cmd.Env = append(os.Environ(), "KAFKA_PORT="+strconv.Itoa(port), "KAFKA_HEAP_OPTS="+k.heap)
+	if k.tls != nil {
+		props := filepath.Join(dir, "ssl.properties")
+		if err := writeProps(props, k.tls.brokerProps()); err != nil {
+			return 0, err
+		}
+		cmd.Env = append(cmd.Env, "KAFKA_LISTENER_PROTOCOL=SSL", "KAFKA_EXTRA_PROPERTIES="+props)
+	}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 
@@ -146,7 +176,7 @@ func (k *kafkaServer) start(ctx context.Context) (time.Duration, error) {
 	defer cancel()
 	acks := make(chan ack, 1)
 	go func() {
-		at, err := firstAck(ackCtx, k.addr)
+		at, err := firstAck(ackCtx, k.addr())
 		acks <- ack{at, err}
 	}()
 	if err := cmd.Run(); err != nil {
@@ -184,20 +214,20 @@ func (k *kafkaServer) stop() error {
 // firstAck produces one record to the topic bench-startup (auto-created)
 // until a produce is acknowledged with acks=all, and returns when that was.
 // It polls with millisecond backoffs so it adds little to what it measures.
-func firstAck(ctx context.Context, addr string) (time.Time, error) {
+func firstAck(ctx context.Context, addr brokerAddr) (time.Time, error) {
 	for {
 		if err := ctx.Err(); err != nil {
 			return time.Time{}, err
 		}
-		c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
+		c, err := net.DialTimeout("tcp", addr.bootstrap, 100*time.Millisecond)
 		if err != nil {
 			time.Sleep(2 * time.Millisecond)
 			continue
 		}
 		c.Close()
-		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic("bench-startup"),
+		cl, err := kgo.NewClient(addr.opts(kgo.DefaultProduceTopic("bench-startup"),
 			kgo.AllowAutoTopicCreation(), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0), kgo.MetadataMinAge(10*time.Millisecond),
-			kgo.RetryBackoffFn(func(int) time.Duration { return 5 * time.Millisecond }))
+			kgo.RetryBackoffFn(func(int) time.Duration { return 5 * time.Millisecond }))...)
 		if err != nil {
 			return time.Time{}, err
 		}

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -55,10 +56,12 @@ func tail(s string, lines int) string {
 }
 
 // producerPerfRun is kafka-producer-perf-test with the settings.
-func (j javaTool) producerPerfRun(ctx context.Context, bootstrap, topic string, size, count int, codec string) (producerPerf, error) {
-	out, err := j.run(ctx, "org.apache.kafka.tools.ProducerPerformance",
+func (j javaTool) producerPerfRun(ctx context.Context, addr brokerAddr, topic string, size, count int, codec string) (producerPerf, error) {
+	props := append([]string{"bootstrap.servers=" + addr.bootstrap, "acks=all", "batch.size=65536", "linger.ms=5", "compression.type=" + codec},
+		addr.clientProps...)
+	out, err := j.run(ctx, "org.apache.kafka.tools.ProducerPerformance", append([]string{
 		"--topic", topic, "--num-records", strconv.Itoa(count), "--record-size", strconv.Itoa(size), "--throughput", "-1",
-		"--producer-props", "bootstrap.servers="+bootstrap, "acks=all", "batch.size=65536", "linger.ms=5", "compression.type="+codec)
+		"--producer-props"}, props...)...)
 	if err != nil {
 		return producerPerf{}, err
 	}
@@ -67,10 +70,22 @@ func (j javaTool) producerPerfRun(ctx context.Context, bootstrap, topic string, 
 
 // consumerPerfRun is kafka-consumer-perf-test reading count records from
 // the start of topic in a new group.
-func (j javaTool) consumerPerfRun(ctx context.Context, bootstrap, topic, group string, count int) (consumerPerf, error) {
-	out, err := j.run(ctx, "org.apache.kafka.tools.ConsumerPerformance",
-		"--bootstrap-server", bootstrap, "--topic", topic, "--group", group, "--messages", strconv.Itoa(count),
-		"--timeout", "60000")
+func (j javaTool) consumerPerfRun(ctx context.Context, addr brokerAddr, topic, group string, count int) (consumerPerf, error) {
+	args := []string{"--bootstrap-server", addr.bootstrap, "--topic", topic, "--group", group, "--messages", strconv.Itoa(count),
+		"--timeout", "60000"}
+	if len(addr.clientProps) > 0 {
+		f, err := os.CreateTemp("", "bench-consumer-*.properties")
+		if err != nil {
+			return consumerPerf{}, err
+		}
+		f.Close()
+		defer os.Remove(f.Name())
+		if err := writeProps(f.Name(), addr.clientProps); err != nil {
+			return consumerPerf{}, err
+		}
+		args = append(args, "--command-config", f.Name())
+	}
+	out, err := j.run(ctx, "org.apache.kafka.tools.ConsumerPerformance", args...)
 	if err != nil {
 		return consumerPerf{}, err
 	}
@@ -79,19 +94,19 @@ func (j javaTool) consumerPerfRun(ctx context.Context, bootstrap, topic, group s
 
 // createTopic creates topic with the bench's partition count; flushEvery sets
 // the topic config flush.messages=1 (an fsync after every append).
-func createTopic(ctx context.Context, bootstrap, topic string, flushEvery bool) error {
+func createTopic(ctx context.Context, addr brokerAddr, topic string, flushEvery bool) error {
 	configs := map[string]*string{}
 	if flushEvery {
 		one := "1"
 		configs["flush.messages"] = &one
 	}
-	return createTopicWith(ctx, bootstrap, topic, 1, configs)
+	return createTopicWith(ctx, addr, topic, 1, configs)
 }
 
 // createTopicWith creates topic with the bench's partition count, the
 // replication factor rf and the topic configs.
-func createTopicWith(ctx context.Context, bootstrap, topic string, rf int16, configs map[string]*string) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds(bootstrap)...))
+func createTopicWith(ctx context.Context, addr brokerAddr, topic string, rf int16, configs map[string]*string) error {
+	cl, err := kgo.NewClient(addr.opts()...)
 	if err != nil {
 		return err
 	}
@@ -106,8 +121,8 @@ func createTopicWith(ctx context.Context, bootstrap, topic string, rf int16, con
 // flushStoredOnly reports whether the broker documents flush.messages as a
 // config it stores without acting on, which Gregor's DescribeConfigs does
 // until its fsync policy lands.
-func flushStoredOnly(ctx context.Context, bootstrap, topic string) (bool, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds(bootstrap)...))
+func flushStoredOnly(ctx context.Context, addr brokerAddr, topic string) (bool, error) {
+	cl, err := kgo.NewClient(addr.opts()...)
 	if err != nil {
 		return false, err
 	}
@@ -140,10 +155,10 @@ type produceResult struct {
 // franzProduce sends count records of size bytes as fast as franz-go can
 // (acks=all, idempotent, linger 5 ms, its sticky partitioner) and waits until
 // all are acknowledged.
-func franzProduce(ctx context.Context, bootstrap, topic string, size, count int) (produceResult, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds(bootstrap)...), kgo.DefaultProduceTopic(topic),
+func franzProduce(ctx context.Context, addr brokerAddr, topic string, size, count int) (produceResult, error) {
+	cl, err := kgo.NewClient(addr.opts(kgo.DefaultProduceTopic(topic),
 		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(5*time.Millisecond), kgo.MaxBufferedRecords(100_000),
-		kgo.ProducerBatchCompression(kgo.NoCompression()))
+		kgo.ProducerBatchCompression(kgo.NoCompression()))...)
 	if err != nil {
 		return produceResult{}, err
 	}
@@ -188,17 +203,17 @@ type latencyResult struct {
 // latency is the time it comes out of a poll minus that. The producer sends
 // with acks=all and no linger; the consumer reads the partitions directly
 // (no group). Records sent in the first warmup are left out of the figures.
-func e2eLatency(ctx context.Context, bootstrap, topic string, rate, size int, duration, warmup time.Duration) (latencyResult, error) {
+func e2eLatency(ctx context.Context, addr brokerAddr, topic string, rate, size int, duration, warmup time.Duration) (latencyResult, error) {
 	total := int(float64(rate) * duration.Seconds())
 	interval := time.Second / time.Duration(rate)
-	prod, err := kgo.NewClient(kgo.SeedBrokers(seeds(bootstrap)...), kgo.DefaultProduceTopic(topic),
-		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0))
+	prod, err := kgo.NewClient(addr.opts(kgo.DefaultProduceTopic(topic),
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0))...)
 	if err != nil {
 		return latencyResult{}, err
 	}
 	defer prod.Close()
-	cons, err := kgo.NewClient(kgo.SeedBrokers(seeds(bootstrap)...), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	cons, err := kgo.NewClient(addr.opts(kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
 	if err != nil {
 		return latencyResult{}, err
 	}

@@ -23,7 +23,10 @@
 # Environment: GREGOR_CACHE (default <repo>/.cache), JAVA (default java), MVN (default mvn);
 # for start: KAFKA_PORT (listener port, default a free one), KAFKA_LOG_DIR (default DIR/data),
 # KAFKA_START_TIMEOUT (seconds, default 120), KAFKA_HEAP_OPTS (the broker JVM's heap, default
-# "-Xms512m -Xmx512m"; kafka-server-start.sh uses "-Xmx1G -Xms1G").
+# "-Xms512m -Xmx512m"; kafka-server-start.sh uses "-Xmx1G -Xms1G"); for start and start-cluster:
+# KAFKA_LISTENER_PROTOCOL (the client listener's name and security protocol, default PLAINTEXT; SSL
+# or SASL_SSL need their ssl.* keys from KAFKA_EXTRA_PROPERTIES; the controller listener stays
+# PLAINTEXT), KAFKA_EXTRA_PROPERTIES (a file appended to every node's server.properties).
 set -euo pipefail
 
 KAFKA_VERSION=4.2.2
@@ -138,16 +141,17 @@ cmd_build_cds() {
 # does not report it as set. WHAT ends the comment at the top.
 write_server_properties() {
   local dir="$1" id="$2" voters="$3" port="$4" cport="$5" logdir="$6" rf="$7" isr="$8" what="$9"
+  local proto="${KAFKA_LISTENER_PROTOCOL:-PLAINTEXT}"
   cat > "$dir/server.properties" <<EOF
 # written by compat-tests/kafka/kafka.sh$what
 process.roles=broker,controller
 node.id=$id
 controller.quorum.voters=$voters
-listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
-advertised.listeners=PLAINTEXT://127.0.0.1:$port
+listeners=$proto://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
+advertised.listeners=$proto://127.0.0.1:$port
 controller.listener.names=CONTROLLER
-inter.broker.listener.name=PLAINTEXT
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+inter.broker.listener.name=$proto
+listener.security.protocol.map=$proto:$proto,CONTROLLER:PLAINTEXT
 log.dirs=$logdir
 auto.create.topics.enable=true
 num.partitions=1
@@ -169,6 +173,9 @@ log.retention.check.interval.ms=3600000
 EOF
   if [ "$rf" -gt 1 ]; then
     echo "min.insync.replicas=$isr" >> "$dir/server.properties"
+  fi
+  if [ -n "${KAFKA_EXTRA_PROPERTIES:-}" ]; then
+    { echo "# from \$KAFKA_EXTRA_PROPERTIES ($KAFKA_EXTRA_PROPERTIES)"; cat "$KAFKA_EXTRA_PROPERTIES"; } >> "$dir/server.properties"
   fi
 }
 
