@@ -55,6 +55,33 @@ func (b *Broker) createInternalTopic(c topicCreation) ([]*partition.Partition, e
 	return b.partitions(t), nil
 }
 
+// appendByPartition appends a coordinator's records to its topic's
+// partitions parts: record i goes to partition partitionOf(i), and each
+// partition gets one batch (appendCoordinatorBatch, not transactional) in
+// the order its first record comes. Every partition is tried; the errors
+// are joined.
+func (b *Broker) appendByPartition(parts []*partition.Partition, n int, partitionOf func(i int) int32, keyValue func(i int) (key, value []byte),
+	timeout time.Duration, stop <-chan struct{}) error {
+	byPart := map[int32][]batch.Record{}
+	var order []int32
+	for i := range n {
+		p := partitionOf(i)
+		if _, ok := byPart[p]; !ok {
+			order = append(order, p)
+		}
+		k, v := keyValue(i)
+		byPart[p] = append(byPart[p], batch.Record{OffsetDelta: int32(len(byPart[p])), Key: k, Value: v})
+	}
+	now := nowMillis()
+	var errs []error
+	for _, pi := range order {
+		if err := b.appendCoordinatorBatch(parts[pi], -1, -1, byPart[pi], now, timeout, stop); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // appendCoordinatorBatch appends recs to p as one v2 batch stamped now,
 // then waits for p's flush policy. A producer id of -1 makes an ordinary
 // batch; any other makes a transactional batch of that producer and epoch

@@ -227,23 +227,10 @@ func (e shareEnv) Append(recs []share.Record, stop <-chan struct{}) error {
 		adoptSingleNode(sc.b, sc.rt, parts)
 	}
 	n := int32(len(sc.parts))
-	byPart := map[int32][]batch.Record{}
-	var order []int32
-	for _, r := range recs {
-		p := share.PartitionFor(r.SharePartition, n)
-		if _, ok := byPart[p]; !ok {
-			order = append(order, p)
-		}
-		byPart[p] = append(byPart[p], batch.Record{OffsetDelta: int32(len(byPart[p])), Key: r.Key, Value: r.Value})
-	}
-	now := nowMillis()
-	var errs []error
-	for _, pi := range order {
-		if err := sc.b.appendCoordinatorBatch(sc.parts[pi], -1, -1, byPart[pi], now, shareStateAppendTimeout, stop); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
+	return sc.b.appendByPartition(sc.parts, len(recs),
+		func(i int) int32 { return share.PartitionFor(recs[i].SharePartition, n) },
+		func(i int) ([]byte, []byte) { return recs[i].Key, recs[i].Value },
+		shareStateAppendTimeout, stop)
 }
 
 // failShareAnswer is the runtime's Fail: every partition of the answer

@@ -453,23 +453,10 @@ func (e txnEnv) Append(recs []txn.Record, stop <-chan struct{}) error {
 		}
 	}
 	n := int32(len(tc.parts))
-	byPart := map[int32][]batch.Record{}
-	var order []int32
-	for _, r := range recs {
-		p := group.PartitionFor(r.TransactionalID, n)
-		if _, ok := byPart[p]; !ok {
-			order = append(order, p)
-		}
-		byPart[p] = append(byPart[p], batch.Record{OffsetDelta: int32(len(byPart[p])), Key: r.Key, Value: r.Value})
-	}
-	now := nowMillis()
-	var errs []error
-	for _, pi := range order {
-		if err := tc.b.appendCoordinatorBatch(tc.parts[pi], -1, -1, byPart[pi], now, txnLogAppendTimeout, stop); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
+	return tc.b.appendByPartition(tc.parts, len(recs),
+		func(i int) int32 { return group.PartitionFor(recs[i].TransactionalID, n) },
+		func(i int) ([]byte, []byte) { return recs[i].Key, recs[i].Value },
+		txnLogAppendTimeout, stop)
 }
 
 // call runs fn on the coordinator's goroutine, with the inputs its calls
