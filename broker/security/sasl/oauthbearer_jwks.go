@@ -99,9 +99,16 @@ func (v *JWKSValidator) Validate(token string) (OAuthBearerToken, error) {
 		}
 		return OAuthBearerToken{}, invalidToken("Could not validate the access token: Unable to find a suitable verification key for JWS w/ header {alg=%s, kid=%.64q}", hdr.Algorithm, hdr.KeyID)
 	}
-	var std jwt.Claims
 	var all map[string]json.RawMessage
-	if err := tok.Claims(key.Key, &std, &all); err != nil {
+	if err := tok.Claims(key.Key, &all); err != nil {
+		if errors.Is(err, jose.ErrCryptoFailure) {
+			return OAuthBearerToken{}, invalidToken("Could not validate the access token: JWT rejected due to invalid signature")
+		}
+		return OAuthBearerToken{}, invalidToken("Could not validate the access token: %v", err)
+	}
+	var std registeredClaims
+	if err := tok.UnsafeClaimsWithoutVerification(&std); err != nil {
+		// Verified above: only a claim of the wrong type fails here.
 		return OAuthBearerToken{}, invalidToken("Could not validate the access token: %v", err)
 	}
 	if err := v.checkClaims(std, all); err != nil {
@@ -116,6 +123,16 @@ func (v *JWKSValidator) Validate(token string) (OAuthBearerToken, error) {
 		return OAuthBearerToken{}, err
 	}
 	return OAuthBearerToken{Principal: sub, LifetimeMs: int64(*std.Expiry) * 1000, Scope: scope}, nil
+}
+
+// registeredClaims are the claims jose4j checks (RFC 7519 section 4.1);
+// the subject is the configured claim, read apart.
+type registeredClaims struct {
+	Issuer    string           `json:"iss"`
+	Audience  jwt.Audience     `json:"aud"`
+	Expiry    *jwt.NumericDate `json:"exp"`
+	NotBefore *jwt.NumericDate `json:"nbf"`
+	IssuedAt  *jwt.NumericDate `json:"iat"`
 }
 
 // selectKey is jose4j's VerificationJwkSelector: a signing key of the
@@ -158,7 +175,7 @@ func keyFits(key any, alg string) bool {
 // checkClaims is jose4j's claim validation as Kafka configures it: exp
 // and iat required, exp and nbf within the clock skew, the issuer and
 // the audience.
-func (v *JWKSValidator) checkClaims(std jwt.Claims, all map[string]json.RawMessage) error {
+func (v *JWKSValidator) checkClaims(std registeredClaims, all map[string]json.RawMessage) error {
 	now := v.cfg.Now()
 	skew := v.cfg.ClockSkew
 	if std.Expiry == nil {
