@@ -3,6 +3,7 @@ package broker
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/url"
 	"slices"
@@ -144,6 +145,10 @@ func jwksValidator(cfg *Config) (sasl.TokenValidator, func(), error) {
 	skew, err := num(o.ClockSkewSeconds, defaultClockSkewSeconds, "sasl.oauthbearer.clock.skew.seconds")
 	if err != nil {
 		return nil, nil, err
+	}
+	if skew > math.MaxInt32 {
+		// An INT in Kafka.
+		return nil, nil, fmt.Errorf("broker: sasl.oauthbearer.clock.skew.seconds: %d is out of range", skew)
 	}
 	var keys sasl.KeySource
 	var stop func()
