@@ -33,9 +33,12 @@ type Broker struct {
 	// SASL_SSL (listener_tls.go).
 	tls *listenerTLS
 	// scram is a single node's SCRAM credentials (scram_credentials.go).
-	scram      *scramStore
-	listener   net.Listener
-	advertised struct {
+	scram *scramStore
+	// stopValidator, when not nil, stops the OAUTHBEARER validator's JWKS
+	// refreshing.
+	stopValidator func()
+	listener      net.Listener
+	advertised    struct {
 		host string
 		port int32
 	}
@@ -131,10 +134,16 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	scramCreds := &scramStore{}
-	saslCfg, err := listenerSASL(&cfg, scramCreds.lookup)
+	saslCfg, stopValidator, err := listenerSASL(&cfg, scramCreds.lookup)
 	if err != nil {
 		return nil, err
 	}
+	started := false
+	defer func() {
+		if !started && stopValidator != nil {
+			stopValidator()
+		}
+	}()
 	limits, err := newBrokerConnLimits(&cfg)
 	if err != nil {
 		return nil, err
@@ -144,10 +153,10 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	b.metrics = newBrokerMetrics(b)
 	b.replQuotas.Init(b.cfg.ReplicationQuotaWindowNum, b.cfg.ReplicationQuotaWindowSizeSeconds)
 	b.quotas = quota.NewClients(quota.RateConfig{Samples: cfg.QuotaWindowNum, WindowMs: int64(cfg.QuotaWindowSizeSeconds) * 1000}, b.metrics.registry)
+	b.stopValidator = stopValidator
 	if err := b.startHTTP(ctx); err != nil {
 		return nil, err
 	}
-	started := false
 	defer func() {
 		if !started {
 			b.stopHTTP()
@@ -391,6 +400,9 @@ func (b *Broker) close(controlled bool) error {
 		}
 		b.connMu.Unlock()
 		b.wg.Wait()
+		if b.stopValidator != nil {
+			b.stopValidator()
+		}
 		var errs []error
 		if b.cluster != nil {
 			if err := b.cluster.close(); err != nil {

@@ -22,25 +22,33 @@ const defaultFailedAuthenticationDelayMs = 100
 
 // listenerSASL is the SASL configuration of the served listener, nil when
 // it is PLAINTEXT or SSL; a configuration Gregor cannot serve is refused.
-func listenerSASL(cfg *Config, scramLookup scram.Lookup) (*sasl.Config, error) {
+// stopValidator, when not nil, stops the OAUTHBEARER validator's JWKS
+// refreshing: the broker calls it as it closes.
+func listenerSASL(cfg *Config, scramLookup scram.Lookup) (_ *sasl.Config, stopValidator func(), err error) {
+	var stop func()
+	defer func() {
+		if err != nil && stop != nil {
+			stop() // refused after the validator started
+		}
+	}()
 	switch cfg.SecurityProtocol {
 	case "", protocolPlaintext, protocolSSL:
-		return nil, nil
+		return nil, nil, nil
 	case protocolSASLPlaintext, protocolSASLSSL:
 	default:
-		return nil, fmt.Errorf("broker: unknown security protocol %q (PLAINTEXT, SSL, SASL_PLAINTEXT and SASL_SSL are served)", cfg.SecurityProtocol)
+		return nil, nil, fmt.Errorf("broker: unknown security protocol %q (PLAINTEXT, SSL, SASL_PLAINTEXT and SASL_SSL are served)", cfg.SecurityProtocol)
 	}
 	if cfg.ControllerQuorumVoters != "" {
 		// The replica fetchers, forwarding and transaction peers connect
 		// to other nodes' Kafka listener without authenticating.
-		return nil, fmt.Errorf("broker: listener %s uses %s, which cluster mode does not serve yet (inter-broker connections do not authenticate); a single node does", cfg.listenerName(), cfg.SecurityProtocol)
+		return nil, nil, fmt.Errorf("broker: listener %s uses %s, which cluster mode does not serve yet (inter-broker connections do not authenticate); a single node does", cfg.listenerName(), cfg.SecurityProtocol)
 	}
 	mechs := cfg.SASLEnabledMechanisms
 	if mechs == nil {
 		mechs = []string{"GSSAPI"} // Kafka's default
 	}
 	if len(mechs) == 0 {
-		return nil, fmt.Errorf("broker: sasl.enabled.mechanisms: No SASL mechanisms are enabled")
+		return nil, nil, fmt.Errorf("broker: sasl.enabled.mechanisms: No SASL mechanisms are enabled")
 	}
 	var users *sasl.PlainUsers
 	var validator sasl.TokenValidator
@@ -50,27 +58,27 @@ func listenerSASL(cfg *Config, scramLookup scram.Lookup) (*sasl.Config, error) {
 			if cfg.SASLPlainJAASConfig == "" {
 				// Kafka falls back to the JVM's JAAS file, which Gregor
 				// has no equivalent of.
-				return nil, fmt.Errorf("broker: PLAIN on listener %s: Could not find a 'KafkaServer' or '%s.KafkaServer' entry in the JAAS configuration. System property 'java.security.auth.login.config' is not set (set listener.name.%s.plain.sasl.jaas.config)",
+				return nil, nil, fmt.Errorf("broker: PLAIN on listener %s: Could not find a 'KafkaServer' or '%s.KafkaServer' entry in the JAAS configuration. System property 'java.security.auth.login.config' is not set (set listener.name.%s.plain.sasl.jaas.config)",
 					cfg.listenerName(), strings.ToLower(cfg.listenerName()), strings.ToLower(cfg.listenerName()))
 			}
 			entry, err := sasl.ServerJAAS(cfg.SASLPlainJAASConfig)
 			if err != nil {
-				return nil, fmt.Errorf("broker: listener.name.%s.plain.sasl.jaas.config: %v", strings.ToLower(cfg.listenerName()), err)
+				return nil, nil, fmt.Errorf("broker: listener.name.%s.plain.sasl.jaas.config: %v", strings.ToLower(cfg.listenerName()), err)
 			}
 			users = sasl.NewPlainUsers([]sasl.JAASEntry{entry})
 		case scram.SHA256.Name(), scram.SHA512.Name():
 			// The credentials are the broker's (scram_credentials.go),
 			// not the JAAS entry's, as in Kafka.
 		case sasl.OAuthBearerMechanism:
-			v, err := oauthBearerValidator(cfg)
+			v, vstop, err := oauthBearerValidator(cfg)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-			validator = v
+			validator, stop = v, vstop
 		case "GSSAPI":
-			return nil, fmt.Errorf("broker: sasl.enabled.mechanisms: %s is not served yet; PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and OAUTHBEARER are", m)
+			return nil, nil, fmt.Errorf("broker: sasl.enabled.mechanisms: %s is not served yet; PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and OAUTHBEARER are", m)
 		default:
-			return nil, fmt.Errorf("broker: sasl.enabled.mechanisms: unknown SASL mechanism %q; PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and OAUTHBEARER are served", m)
+			return nil, nil, fmt.Errorf("broker: sasl.enabled.mechanisms: unknown SASL mechanism %q; PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and OAUTHBEARER are served", m)
 		}
 	}
 	logger := cfg.Logger
@@ -94,7 +102,7 @@ func listenerSASL(cfg *Config, scramLookup scram.Lookup) (*sasl.Config, error) {
 		},
 		MaxReauthMs:    cfg.ConnectionsMaxReauthMs,
 		MaxReceiveSize: cfg.SASLServerMaxReceiveSize,
-	}, nil
+	}, stop, nil
 }
 
 // listenerName is the served listener's name.

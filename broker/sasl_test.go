@@ -472,10 +472,39 @@ func TestSASLStartRefusals(t *testing.T) {
 		},
 			"The 'iterations' value must be >= 4096 for add-scram using SCRAM_SHA_512"},
 		{"oauthbearer without jaas", func(c *Config) { c.SASLEnabledMechanisms = []string{"OAUTHBEARER"} }, "set listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config"},
-		{"oauthbearer with a jwks validator", func(c *Config) {
+		{"oauthbearer with 3.x's secured validator name", func(c *Config) {
 			c.SASLEnabledMechanisms = []string{"OAUTHBEARER"}
-			c.OAuthBearer = OAuthBearerConfig{JAASConfig: oauthTestJAAS, ServerCallbackHandlerClass: "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"}
-		}, "JWKS validation is not yet"},
+			c.OAuthBearer = OAuthBearerConfig{JAASConfig: oauthTestJAAS, ServerCallbackHandlerClass: "org.apache.kafka.common.security.oauthbearer.secured.OAuthBearerValidatorCallbackHandler"}
+		}, "secured.OAuthBearerValidatorCallbackHandler is not served"},
+		{"jwks validator without a url", func(c *Config) {
+			c.SASLEnabledMechanisms = []string{"OAUTHBEARER"}
+			c.OAuthBearer = OAuthBearerConfig{JAASConfig: oauthTestJAAS, ServerCallbackHandlerClass: jwksValidatorCallbackHandler}
+		}, "sasl.oauthbearer.jwks.endpoint.url must be non-null"},
+		{"jwks validator without jaas", func(c *Config) {
+			c.SASLEnabledMechanisms = []string{"OAUTHBEARER"}
+			c.OAuthBearer = OAuthBearerConfig{ServerCallbackHandlerClass: jwksValidatorCallbackHandler, JWKSEndpointURL: "file:///x", AllowedURLs: []string{"file:///x"}}
+		}, "set listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config"},
+		{"jwks url not allowed", func(c *Config) {
+			c.SASLEnabledMechanisms = []string{"OAUTHBEARER"}
+			c.OAuthBearer = OAuthBearerConfig{JAASConfig: oauthTestJAAS, ServerCallbackHandlerClass: jwksValidatorCallbackHandler, JWKSEndpointURL: "http://127.0.0.1:1/jwks"}
+		}, "http://127.0.0.1:1/jwks is not allowed. Update system property 'org.apache.kafka.sasl.oauthbearer.allowed.urls' to allow http://127.0.0.1:1/jwks"},
+		{"jwks url another scheme", func(c *Config) {
+			c.SASLEnabledMechanisms = []string{"OAUTHBEARER"}
+			c.OAuthBearer = OAuthBearerConfig{JAASConfig: oauthTestJAAS, ServerCallbackHandlerClass: jwksValidatorCallbackHandler, JWKSEndpointURL: "ftp://h/jwks", AllowedURLs: []string{"ftp://h/jwks"}}
+		}, "contains an invalid protocol (ftp)"},
+		{"jwks file missing", func(c *Config) {
+			c.SASLEnabledMechanisms = []string{"OAUTHBEARER"}
+			c.OAuthBearer = OAuthBearerConfig{JAASConfig: oauthTestJAAS, ServerCallbackHandlerClass: jwksValidatorCallbackHandler, JWKSEndpointURL: "file:///nonexistent/jwks.json", AllowedURLs: []string{"file:///nonexistent/jwks.json"}}
+		}, "contains a file (/nonexistent/jwks.json) that cannot be read"},
+		{"jwks endpoint down", func(c *Config) {
+			c.SASLEnabledMechanisms = []string{"OAUTHBEARER"}
+			c.OAuthBearer = OAuthBearerConfig{JAASConfig: oauthTestJAAS, ServerCallbackHandlerClass: jwksValidatorCallbackHandler, JWKSEndpointURL: "http://127.0.0.1:1/jwks", AllowedURLs: []string{"http://127.0.0.1:1/jwks"}}
+		}, "Could not refresh JWKS"},
+		{"jwks negative skew", func(c *Config) {
+			skew := int64(-1)
+			c.SASLEnabledMechanisms = []string{"OAUTHBEARER"}
+			c.OAuthBearer = OAuthBearerConfig{JAASConfig: oauthTestJAAS, ServerCallbackHandlerClass: jwksValidatorCallbackHandler, JWKSEndpointURL: "file:///x", AllowedURLs: []string{"file:///x"}, ClockSkewSeconds: &skew}
+		}, "sasl.oauthbearer.clock.skew.seconds value must be non-negative"},
 		{"oauthbearer with plain's module", func(c *Config) {
 			c.SASLEnabledMechanisms = []string{"OAUTHBEARER"}
 			c.OAuthBearer = OAuthBearerConfig{JAASConfig: saslTestJAAS}

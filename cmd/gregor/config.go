@@ -186,6 +186,69 @@ func applyPropertiesWithOrigins(dst *broker.Config, props map[string]setting, lo
 			handled["listener.name."+strings.ToLower(cfg.ListenerName)+"."+m+".sasl.jaas.config"] = true
 		}
 	}
+	// The JWKS validator's sasl.oauthbearer.* keys, as Kafka's broker reads
+	// them: listener.name.<name>.oauthbearer.<key> over
+	// listener.name.<name>.<key> over <key>. Kafka's
+	// org.apache.kafka.sasl.oauthbearer.allowed.urls system property is a
+	// key here.
+	oauthKey := func(key string) (string, bool) {
+		keys := []string{key}
+		if cfg.ListenerName != "" {
+			l := "listener.name." + strings.ToLower(cfg.ListenerName) + "."
+			keys = []string{l + "oauthbearer." + key, l + key, key}
+		}
+		winner, found := "", false
+		for _, k := range keys {
+			handled[k] = true
+			if _, ok := props[k]; ok && !found {
+				winner, found = k, true
+			}
+		}
+		return winner, found
+	}
+	list := func(v string) []string {
+		out := []string{}
+		for _, e := range strings.Split(v, ",") {
+			if e = strings.TrimSpace(e); e != "" {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+	for name, dst := range map[string]*string{
+		"sasl.oauthbearer.jwks.endpoint.url": &cfg.OAuthBearer.JWKSEndpointURL,
+		"sasl.oauthbearer.expected.issuer":   &cfg.OAuthBearer.ExpectedIssuer,
+		"sasl.oauthbearer.scope.claim.name":  &cfg.OAuthBearer.ScopeClaimName,
+		"sasl.oauthbearer.sub.claim.name":    &cfg.OAuthBearer.SubClaimName,
+	} {
+		if k, ok := oauthKey(name); ok {
+			*dst, _ = value(k)
+		}
+	}
+	if k, ok := oauthKey("sasl.oauthbearer.expected.audience"); ok {
+		v, _ := value(k)
+		cfg.OAuthBearer.ExpectedAudience = list(v)
+	}
+	for name, dst := range map[string]**int64{
+		"sasl.oauthbearer.jwks.endpoint.refresh.ms":           &cfg.OAuthBearer.JWKSEndpointRefreshMs,
+		"sasl.oauthbearer.jwks.endpoint.retry.backoff.ms":     &cfg.OAuthBearer.JWKSEndpointRetryBackoffMs,
+		"sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms": &cfg.OAuthBearer.JWKSEndpointRetryBackoffMaxMs,
+		"sasl.oauthbearer.clock.skew.seconds":                 &cfg.OAuthBearer.ClockSkewSeconds,
+	} {
+		hi := int64(math.MaxInt64)
+		if name == "sasl.oauthbearer.clock.skew.seconds" {
+			hi = math.MaxInt32 // an INT in Kafka
+		}
+		if k, ok := oauthKey(name); ok {
+			if n, ok := integer(k, 0, hi); ok {
+				*dst = &n
+			}
+		}
+	}
+	handled["org.apache.kafka.sasl.oauthbearer.allowed.urls"] = true
+	if v, ok := value("org.apache.kafka.sasl.oauthbearer.allowed.urls"); ok {
+		cfg.OAuthBearer.AllowedURLs = list(v)
+	}
 	if _, ok := props["sasl.jaas.config"]; ok {
 		handled["sasl.jaas.config"] = true
 		logger.Warn("gregor: Server config sasl.jaas.config should be prefixed with SASL mechanism name, ignoring config",

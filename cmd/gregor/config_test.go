@@ -300,6 +300,18 @@ func TestApplyPropertiesSASLPlaintextListener(t *testing.T) {
 		"listener.name.clients.plain.sasl.jaas.config", jaas,
 		"listener.name.clients.oauthbearer.sasl.jaas.config", oauthJAAS,
 		"listener.name.clients.oauthbearer.sasl.server.callback.handler.class", oauthHandler,
+		"sasl.oauthbearer.jwks.endpoint.url", "https://idp.example/plain",
+		"listener.name.clients.sasl.oauthbearer.jwks.endpoint.url", "https://idp.example/listener",
+		"listener.name.clients.oauthbearer.sasl.oauthbearer.jwks.endpoint.url", "https://idp.example/jwks",
+		"listener.name.clients.sasl.oauthbearer.expected.audience", " kafka, , other ",
+		"sasl.oauthbearer.expected.issuer", "https://idp.example",
+		"sasl.oauthbearer.scope.claim.name", "scp",
+		"sasl.oauthbearer.sub.claim.name", "client_id",
+		"sasl.oauthbearer.jwks.endpoint.refresh.ms", "60000",
+		"sasl.oauthbearer.jwks.endpoint.retry.backoff.ms", "50",
+		"listener.name.clients.oauthbearer.sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms", "500",
+		"sasl.oauthbearer.clock.skew.seconds", "5",
+		"org.apache.kafka.sasl.oauthbearer.allowed.urls", "https://idp.example/jwks, file:///etc/jwks.json",
 		"sasl.jaas.config", "ignored required;",
 		"connections.max.reauth.ms", "60000",
 		"connection.failed.authentication.delay.ms", "0",
@@ -314,8 +326,14 @@ func TestApplyPropertiesSASLPlaintextListener(t *testing.T) {
 	if !reflect.DeepEqual(cfg.SASLEnabledMechanisms, []string{"PLAIN"}) || cfg.SASLPlainJAASConfig != jaas {
 		t.Errorf("mechanisms %q, jaas %q", cfg.SASLEnabledMechanisms, cfg.SASLPlainJAASConfig)
 	}
-	if cfg.OAuthBearer != (broker.OAuthBearerConfig{JAASConfig: oauthJAAS, ServerCallbackHandlerClass: oauthHandler}) {
-		t.Errorf("oauthbearer %+v", cfg.OAuthBearer)
+	i64 := func(n int64) *int64 { return &n }
+	want := broker.OAuthBearerConfig{JAASConfig: oauthJAAS, ServerCallbackHandlerClass: oauthHandler,
+		JWKSEndpointURL: "https://idp.example/jwks", ExpectedAudience: []string{"kafka", "other"},
+		ExpectedIssuer: "https://idp.example", ScopeClaimName: "scp", SubClaimName: "client_id",
+		JWKSEndpointRefreshMs: i64(60000), JWKSEndpointRetryBackoffMs: i64(50), JWKSEndpointRetryBackoffMaxMs: i64(500),
+		ClockSkewSeconds: i64(5), AllowedURLs: []string{"https://idp.example/jwks", "file:///etc/jwks.json"}}
+	if !reflect.DeepEqual(cfg.OAuthBearer, want) {
+		t.Errorf("oauthbearer %+v, want %+v", cfg.OAuthBearer, want)
 	}
 	if cfg.ConnectionsMaxReauthMs != 60000 || cfg.FailedAuthenticationDelayMs == nil || *cfg.FailedAuthenticationDelayMs != 0 || cfg.SASLServerMaxReceiveSize != 4096 {
 		t.Errorf("reauth %d, delay %v, max receive %d", cfg.ConnectionsMaxReauthMs, cfg.FailedAuthenticationDelayMs, cfg.SASLServerMaxReceiveSize)
