@@ -203,6 +203,9 @@ type groupShard struct {
 	c       *group.Coordinator
 	scratch batch.Scratch
 	records int // loaded since the last Loaded
+	// inits are the share-group state initializations the records being
+	// appended ask for, started once they are (Answered; share_groups.go).
+	inits []group.ShareStateInit
 }
 
 // Replay feeds one batch of partition p of __consumer_offsets to the
@@ -264,6 +267,7 @@ func (s *groupShard) Abort(code int16) { s.c.AbortParked(code) }
 
 func (s *groupShard) Ready() ([]group.Record, []runtime.Reply) {
 	eff := s.c.Ready()
+	s.inits = append(s.inits, eff.ShareStateInits...)
 	var replies []runtime.Reply
 	if len(eff.Replies) > 0 {
 		replies = make([]runtime.Reply, len(eff.Replies))
@@ -273,6 +277,22 @@ func (s *groupShard) Ready() ([]group.Record, []runtime.Reply) {
 	}
 	return eff.Records, replies
 }
+
+// Answered starts the share-group state initializations of the cycle,
+// whose records are now appended.
+func (s *groupShard) Answered() bool {
+	for _, init := range s.inits {
+		go s.gc.initializeShareState(init)
+	}
+	s.inits = nil
+	return false
+}
+
+// Settled forgets the initializations of a cycle whose append failed: the
+// records asking for them are not in the log.
+func (s *groupShard) Settled() { s.inits = nil }
+
+func (s *groupShard) Rebuilt(reverted, ok bool) {}
 
 // groupEnv is the runtime's Env: __consumer_offsets.
 type groupEnv struct{ gc *groupCoordinator }
