@@ -375,7 +375,7 @@ func TestParseShareCoordinatorKey(t *testing.T) {
 		{valid.CoordinatorKey(), &valid},
 		{"", nil},
 		{"my-group", nil},
-		{":" + share.Key{TopicID: id}.CoordinatorKey()[1:], nil},  // no group
+		{":" + share.Key{TopicID: id}.CoordinatorKey()[1:], nil},   // no group
 		{"my-group:AAAA:1", nil},                                   // a short topic id
 		{"my-group:" + valid.CoordinatorKey()[9:31] + "==:1", nil}, // padded
 		{valid.CoordinatorKey()[:len(valid.CoordinatorKey())-2] + "-1", nil},
