@@ -24,10 +24,10 @@
 // watermark, role and ISR) is package partition's Partition; this package
 // reaches it only through Partition's methods.
 //
-// Imports: broker/partition, broker/peer, broker/quota,
+// Imports: broker/partition, broker/peer, broker/quota, broker/share,
 // broker/replication, broker/security/principal, broker/security/sasl,
 // broker/security/scram, broker/security/ssl, broker/topicconfig,
-// coordinator/group, coordinator/txn,
+// coordinator/group, coordinator/share, coordinator/txn,
 // coordinator/runtime, coordinator/controller and controller/metadata
 // (cluster mode), protocol, protocol/batch, storage and vfs of this
 // project; never cmd.
