@@ -35,6 +35,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -60,6 +61,10 @@ type groupCoordinator struct {
 
 	// Owned by the runtime's goroutine.
 	parts []*partition.Partition // __consumer_offsets's, once it exists (offsetsParts)
+
+	// shareInits counts the share-group state initializations under way
+	// (share_groups.go), which stop waits for.
+	shareInits sync.WaitGroup
 }
 
 func nowMillis() int64 { return time.Now().UnixMilli() }
@@ -282,7 +287,11 @@ func (s *groupShard) Ready() ([]group.Record, []runtime.Reply) {
 // whose records are now appended.
 func (s *groupShard) Answered() bool {
 	for _, init := range s.inits {
-		go s.gc.initializeShareState(init)
+		s.gc.shareInits.Add(1)
+		go func() {
+			defer s.gc.shareInits.Done()
+			s.gc.initializeShareState(init)
+		}()
 	}
 	s.inits = nil
 	return false
@@ -481,8 +490,13 @@ func (gc *groupCoordinator) read(r *request, fn func(c *group.Coordinator, now i
 }
 
 // stop ends the goroutine; handlers still waiting get an error and close
-// their connections.
-func (gc *groupCoordinator) stop() { gc.rt.Stop() }
+// their connections. It returns once the share-group state
+// initializations under way have ended too (they end when the runtime's
+// context does).
+func (gc *groupCoordinator) stop() {
+	gc.rt.Stop()
+	gc.shareInits.Wait()
+}
 
 // clientHost is the client's address as Kafka reports it: "/" + IP.
 func clientHost(r *request) string {
