@@ -5,13 +5,14 @@ package broker
 // Behavior:
 //   - lists every group this broker coordinates; a consumer group
 //     (KIP-848) reports protocol type "consumer" and its own states (Empty,
-//     Assigning, Reconciling, Stable).
+//     Assigning, Reconciling, Stable), a share group (KIP-932) protocol
+//     type "share" and Empty or Stable.
 //
 // Version notes:
 //   - v3 is flexible; v4+ filter by state (case-insensitive, as Kafka) and
 //     report it;
-//   - v5+ filter by type ("classic" or "consumer", case-insensitive; an
-//     unknown type matches nothing) and report it.
+//   - v5+ filter by type ("classic", "consumer" or "share",
+//     case-insensitive; an unknown type matches nothing) and report it.
 
 import (
 	"strings"

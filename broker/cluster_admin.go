@@ -15,6 +15,7 @@ import (
 	"github.com/gregor-broker/gregor/coordinator/controller"
 	"github.com/gregor-broker/gregor/coordinator/controller/metadata"
 	"github.com/gregor-broker/gregor/coordinator/group"
+	"github.com/gregor-broker/gregor/coordinator/share"
 )
 
 // adminTimeout bounds a write the broker sends the controller and the wait
@@ -141,16 +142,25 @@ func (c *cluster) deleteTopic(name *string, id [16]byte, forwarded bool) (int16,
 
 // coordinator answers FindCoordinator for one key in cluster mode: the
 // leader of the key's partition of the coordinator's topic, created
-// through the controller when missing. Share groups (type 2) stay with
-// this broker, as on a single node.
+// through the controller when missing. A share-partition key (type 2) is
+// coordinated by the leader of its partition of __share_group_state
+// (share.PartitionFor), as Kafka's ShareCoordinatorService.partitionFor.
 func (c *cluster) coordinator(keyType int8, key string) (code int16, node int32, host string, port int32) {
 	b := c.b
 	var tc topicCreation
+	partitionFor := func(n int32) int32 { return group.PartitionFor(key, n) }
 	switch keyType {
 	case 0:
 		tc = b.offsetsTopicCreation()
 	case 1:
 		tc = b.txnStateTopicCreation()
+	case 2:
+		k, err := parseShareCoordinatorKey(key)
+		if err != nil {
+			return kerr.InvalidRequest.Code, -1, "", -1
+		}
+		tc = b.shareStateTopicCreation()
+		partitionFor = func(n int32) int32 { return share.PartitionFor(k, n) }
 	default:
 		return 0, b.cfg.NodeID, b.advertised.host, b.advertised.port
 	}
@@ -169,7 +179,7 @@ func (c *cluster) coordinator(keyType int8, key string) (code int16, node int32,
 	if len(parts) == 0 {
 		return kerr.CoordinatorNotAvailable.Code, -1, "", -1
 	}
-	p := parts[group.PartitionFor(key, int32(len(parts)))]
+	p := parts[partitionFor(int32(len(parts)))]
 	_, br, ok := c.leaderEndpoint(p)
 	if !ok || br.Fenced {
 		return kerr.CoordinatorNotAvailable.Code, -1, "", -1

@@ -27,7 +27,7 @@
 // Imports: broker/partition, broker/peer, broker/quota, broker/share,
 // broker/replication, broker/security/principal, broker/security/sasl,
 // broker/security/scram, broker/security/ssl, broker/topicconfig,
-// coordinator/group, coordinator/txn, coordinator/share,
+// coordinator/group, coordinator/share, coordinator/txn,
 // coordinator/runtime, coordinator/controller and controller/metadata
 // (cluster mode), protocol, protocol/batch, storage and vfs of this
 // project; never cmd.

@@ -35,6 +35,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -60,6 +61,10 @@ type groupCoordinator struct {
 
 	// Owned by the runtime's goroutine.
 	parts []*partition.Partition // __consumer_offsets's, once it exists (offsetsParts)
+
+	// shareInits counts the share-group state initializations under way
+	// (share_groups.go), which stop waits for.
+	shareInits sync.WaitGroup
 }
 
 func nowMillis() int64 { return time.Now().UnixMilli() }
@@ -203,6 +208,9 @@ type groupShard struct {
 	c       *group.Coordinator
 	scratch batch.Scratch
 	records int // loaded since the last Loaded
+	// inits are the share-group state initializations the records being
+	// appended ask for, started once they are (Answered; share_groups.go).
+	inits []group.ShareStateInit
 }
 
 // Replay feeds one batch of partition p of __consumer_offsets to the
@@ -264,6 +272,7 @@ func (s *groupShard) Abort(code int16) { s.c.AbortParked(code) }
 
 func (s *groupShard) Ready() ([]group.Record, []runtime.Reply) {
 	eff := s.c.Ready()
+	s.inits = append(s.inits, eff.ShareStateInits...)
 	var replies []runtime.Reply
 	if len(eff.Replies) > 0 {
 		replies = make([]runtime.Reply, len(eff.Replies))
@@ -273,6 +282,26 @@ func (s *groupShard) Ready() ([]group.Record, []runtime.Reply) {
 	}
 	return eff.Records, replies
 }
+
+// Answered starts the share-group state initializations of the cycle,
+// whose records are now appended.
+func (s *groupShard) Answered() bool {
+	for _, init := range s.inits {
+		s.gc.shareInits.Add(1)
+		go func() {
+			defer s.gc.shareInits.Done()
+			s.gc.initializeShareState(init)
+		}()
+	}
+	s.inits = nil
+	return false
+}
+
+// Settled forgets the initializations of a cycle whose append failed: the
+// records asking for them are not in the log.
+func (s *groupShard) Settled() { s.inits = nil }
+
+func (s *groupShard) Rebuilt(reverted, ok bool) {}
 
 // groupEnv is the runtime's Env: __consumer_offsets.
 type groupEnv struct{ gc *groupCoordinator }
@@ -461,8 +490,13 @@ func (gc *groupCoordinator) read(r *request, fn func(c *group.Coordinator, now i
 }
 
 // stop ends the goroutine; handlers still waiting get an error and close
-// their connections.
-func (gc *groupCoordinator) stop() { gc.rt.Stop() }
+// their connections. It returns once the share-group state
+// initializations under way have ended too (they end when the runtime's
+// context does).
+func (gc *groupCoordinator) stop() {
+	gc.rt.Stop()
+	gc.shareInits.Wait()
+}
 
 // clientHost is the client's address as Kafka reports it: "/" + IP.
 func clientHost(r *request) string {

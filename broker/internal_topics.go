@@ -25,7 +25,7 @@ import (
 const (
 	offsetsTopic         = "__consumer_offsets"  // committed offsets and group metadata
 	txnStateTopic        = "__transaction_state" // transaction metadata
-	shareGroupStateTopic = "__share_group_state" // share-group state (KIP-932); not served yet
+	shareGroupStateTopic = "__share_group_state" // share-group state (KIP-932), the share coordinator's
 )
 
 // isInternalTopic reports whether name is one of Kafka's internal topics.

@@ -707,7 +707,7 @@ func subtractSorted(a, b []int32) []int32 {
 // current assignment, every member's target, the target epoch, every
 // member's metadata, the state-partition metadata and the group epoch.
 // Kafka's DeleteGroups also has the share coordinator delete the group's
-// share state first; the driver must do that (not wired yet).
+// share state first; the driver does that (ShareGroupStatePartitions).
 func (c *Coordinator) shareGroupTombstones(g *group) {
 	ids := g.sg.sortedMemberIDs()
 	for _, id := range ids {
@@ -735,4 +735,37 @@ func (c *Coordinator) writeShareStatePartitions(g *group, now int64) {
 	}
 	sg.hasStateMetadata = true
 	c.record(g.id, shareStatePartitionKey(g.id), shareStatePartitionValue(sg))
+}
+
+// ShareGroupStatePartitions returns the partitions whose share-group state
+// the share coordinator holds or is asked to hold (initialized or
+// initializing) for groupID, when it is a share group without members:
+// those a DeleteGroups must have the share coordinator delete before it
+// deletes the group, as Kafka's GroupCoordinatorService.deleteGroups does
+// (sharePartitionsEligibleForDeletion). ok is false for a missing group,
+// a group of another type, or one with members, which DeleteGroups
+// answers itself. Timers due by now fire first, as for DeleteGroups.
+func (c *Coordinator) ShareGroupStatePartitions(now int64, groupID string) (parts []OwnedTopic, ok bool) {
+	c.fireDueTimers(groupID, now, nil)
+	g := c.groups[groupID]
+	if g == nil || g.sg == nil || len(g.sg.members) > 0 {
+		return nil, false
+	}
+	byTopic := map[TopicID][]int32{}
+	for t, ti := range g.sg.initialized {
+		byTopic[t] = unionSorted(byTopic[t], ti.partitions)
+	}
+	for t, ti := range g.sg.initializing {
+		byTopic[t] = unionSorted(byTopic[t], ti.partitions)
+	}
+	ids := make([]TopicID, 0, len(byTopic))
+	for t := range byTopic {
+		ids = append(ids, t)
+	}
+	sortTopicIDs(ids)
+	parts = make([]OwnedTopic, 0, len(ids))
+	for _, t := range ids {
+		parts = append(parts, OwnedTopic{TopicID: t, Partitions: byTopic[t]})
+	}
+	return parts, true
 }
