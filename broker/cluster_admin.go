@@ -142,8 +142,10 @@ func (c *cluster) deleteTopic(name *string, id [16]byte, forwarded bool) (int16,
 // coordinator answers FindCoordinator for one key in cluster mode: the
 // leader of the key's partition of the coordinator's topic, created
 // through the controller when missing. Share groups (type 2) stay with
-// this broker, as on a single node.
-func (c *cluster) coordinator(keyType int8, key string) (code int16, node int32, host string, port int32) {
+// this broker, as on a single node. The address is the coordinator's on
+// the client's listener: a coordinator without that listener is
+// COORDINATOR_NOT_AVAILABLE, as Kafka's getAliveBrokerNode finds none.
+func (c *cluster) coordinator(keyType int8, key string, l *listener) (code int16, node int32, host string, port int32) {
 	b := c.b
 	var tc topicCreation
 	switch keyType {
@@ -152,7 +154,7 @@ func (c *cluster) coordinator(keyType int8, key string) (code int16, node int32,
 	case 1:
 		tc = b.txnStateTopicCreation()
 	default:
-		return 0, b.cfg.NodeID, b.advertised.host, b.advertised.port
+		return 0, b.cfg.NodeID, l.host, l.port
 	}
 	t := b.lookupTopic(tc.name)
 	if t == nil {
@@ -174,7 +176,10 @@ func (c *cluster) coordinator(keyType int8, key string) (code int16, node int32,
 	if !ok || br.Fenced {
 		return kerr.CoordinatorNotAvailable.Code, -1, "", -1
 	}
-	host, port = brokerEndpoint(br)
+	host, port, found := brokerEndpoint(br, l.cfg.Name)
+	if !found {
+		return kerr.CoordinatorNotAvailable.Code, -1, "", -1
+	}
 	return 0, br.ID, host, port
 }
 

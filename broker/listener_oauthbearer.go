@@ -28,26 +28,26 @@ type OAuthBearerConfig struct {
 
 // oauthBearerValidator is the token validator the listener's
 // configuration names.
-func oauthBearerValidator(cfg *Config) (sasl.TokenValidator, error) {
-	l := strings.ToLower(cfg.listenerName())
-	switch cls := strings.TrimSpace(cfg.OAuthBearer.ServerCallbackHandlerClass); cls {
+func oauthBearerValidator(l *ListenerConfig) (sasl.TokenValidator, error) {
+	name := strings.ToLower(l.Name)
+	switch cls := strings.TrimSpace(l.OAuthBearer.ServerCallbackHandlerClass); cls {
 	case "", unsecuredValidatorCallbackHandler:
 	default:
-		return nil, fmt.Errorf("broker: listener.name.%s.oauthbearer.sasl.server.callback.handler.class: %s is not served; only Kafka's unsecured validator (%s, the default) is, JWKS validation is not yet", l, cls, unsecuredValidatorCallbackHandler)
+		return nil, fmt.Errorf("broker: listener.name.%s.oauthbearer.sasl.server.callback.handler.class: %s is not served; only Kafka's unsecured validator (%s, the default) is, JWKS validation is not yet", name, cls, unsecuredValidatorCallbackHandler)
 	}
-	if cfg.OAuthBearer.JAASConfig == "" {
-		return nil, fmt.Errorf("broker: OAUTHBEARER on listener %s: set listener.name.%s.oauthbearer.sasl.jaas.config to an %s entry", cfg.listenerName(), l, sasl.OAuthBearerLoginModule)
+	if l.OAuthBearer.JAASConfig == "" {
+		return nil, fmt.Errorf("broker: OAUTHBEARER on listener %s: set listener.name.%s.oauthbearer.sasl.jaas.config to an %s entry", l.Name, name, sasl.OAuthBearerLoginModule)
 	}
-	entry, err := sasl.ServerJAAS(cfg.OAuthBearer.JAASConfig)
+	entry, err := sasl.ServerJAAS(l.OAuthBearer.JAASConfig)
 	if err != nil {
-		return nil, fmt.Errorf("broker: listener.name.%s.oauthbearer.sasl.jaas.config: %v", l, err)
+		return nil, fmt.Errorf("broker: listener.name.%s.oauthbearer.sasl.jaas.config: %v", name, err)
 	}
 	if entry.LoginModule != sasl.OAuthBearerLoginModule {
-		return nil, fmt.Errorf("broker: listener.name.%s.oauthbearer.sasl.jaas.config: login module %s is not %s", l, entry.LoginModule, sasl.OAuthBearerLoginModule)
+		return nil, fmt.Errorf("broker: listener.name.%s.oauthbearer.sasl.jaas.config: login module %s is not %s", name, entry.LoginModule, sasl.OAuthBearerLoginModule)
 	}
 	v, err := sasl.NewUnsecuredValidator(entry.Options, nil)
 	if err != nil {
-		return nil, fmt.Errorf("broker: listener.name.%s.oauthbearer.sasl.jaas.config: %v", l, err)
+		return nil, fmt.Errorf("broker: listener.name.%s.oauthbearer.sasl.jaas.config: %v", name, err)
 	}
 	return v, nil
 }

@@ -22,20 +22,20 @@ const defaultFailedAuthenticationDelayMs = 100
 
 // listenerSASL is the SASL configuration of the served listener, nil when
 // it is PLAINTEXT or SSL; a configuration Gregor cannot serve is refused.
-func listenerSASL(cfg *Config, scramLookup scram.Lookup) (*sasl.Config, error) {
-	switch cfg.SecurityProtocol {
+func listenerSASL(cfg *Config, l *ListenerConfig, scramLookup scram.Lookup) (*sasl.Config, error) {
+	switch l.SecurityProtocol {
 	case "", protocolPlaintext, protocolSSL:
 		return nil, nil
 	case protocolSASLPlaintext, protocolSASLSSL:
 	default:
-		return nil, fmt.Errorf("broker: unknown security protocol %q (PLAINTEXT, SSL, SASL_PLAINTEXT and SASL_SSL are served)", cfg.SecurityProtocol)
+		return nil, fmt.Errorf("broker: unknown security protocol %q (PLAINTEXT, SSL, SASL_PLAINTEXT and SASL_SSL are served)", l.SecurityProtocol)
 	}
-	if cfg.ControllerQuorumVoters != "" {
+	if cfg.ControllerQuorumVoters != "" && l.Name == cfg.InterBrokerListenerName {
 		// The replica fetchers, forwarding and transaction peers connect
-		// to other nodes' Kafka listener without authenticating.
-		return nil, fmt.Errorf("broker: listener %s uses %s, which cluster mode does not serve yet (inter-broker connections do not authenticate); a single node does", cfg.listenerName(), cfg.SecurityProtocol)
+		// to other nodes' inter-broker listener without authenticating.
+		return nil, fmt.Errorf("broker: inter-broker listener %s uses %s, which cluster mode does not serve yet (inter-broker connections do not authenticate); a single node does, and so does a cluster whose inter.broker.listener.name is a PLAINTEXT listener", l.Name, l.SecurityProtocol)
 	}
-	mechs := cfg.SASLEnabledMechanisms
+	mechs := l.SASLEnabledMechanisms
 	if mechs == nil {
 		mechs = []string{"GSSAPI"} // Kafka's default
 	}
@@ -47,22 +47,25 @@ func listenerSASL(cfg *Config, scramLookup scram.Lookup) (*sasl.Config, error) {
 	for _, m := range mechs {
 		switch m {
 		case sasl.PlainMechanism:
-			if cfg.SASLPlainJAASConfig == "" {
+			if l.SASLPlainJAASConfig == "" {
 				// Kafka falls back to the JVM's JAAS file, which Gregor
 				// has no equivalent of.
 				return nil, fmt.Errorf("broker: PLAIN on listener %s: Could not find a 'KafkaServer' or '%s.KafkaServer' entry in the JAAS configuration. System property 'java.security.auth.login.config' is not set (set listener.name.%s.plain.sasl.jaas.config)",
-					cfg.listenerName(), strings.ToLower(cfg.listenerName()), strings.ToLower(cfg.listenerName()))
+					l.Name, strings.ToLower(l.Name), strings.ToLower(l.Name))
 			}
-			entry, err := sasl.ServerJAAS(cfg.SASLPlainJAASConfig)
+			entry, err := sasl.ServerJAAS(l.SASLPlainJAASConfig)
 			if err != nil {
-				return nil, fmt.Errorf("broker: listener.name.%s.plain.sasl.jaas.config: %v", strings.ToLower(cfg.listenerName()), err)
+				return nil, fmt.Errorf("broker: listener.name.%s.plain.sasl.jaas.config: %v", strings.ToLower(l.Name), err)
 			}
 			users = sasl.NewPlainUsers([]sasl.JAASEntry{entry})
 		case scram.SHA256.Name(), scram.SHA512.Name():
+			if cfg.ControllerQuorumVoters != "" {
+				return nil, fmt.Errorf("broker: %s on listener %s: cluster mode does not serve SCRAM yet (SCRAM credentials are kept by a single node); PLAIN and OAUTHBEARER are served", m, l.Name)
+			}
 			// The credentials are the broker's (scram_credentials.go),
 			// not the JAAS entry's, as in Kafka.
 		case sasl.OAuthBearerMechanism:
-			v, err := oauthBearerValidator(cfg)
+			v, err := oauthBearerValidator(l)
 			if err != nil {
 				return nil, err
 			}
@@ -79,7 +82,7 @@ func listenerSASL(cfg *Config, scramLookup scram.Lookup) (*sasl.Config, error) {
 	}
 	onRefused := func(reason string) {
 		// The reason never holds the token.
-		logger.Info("gregor: OAUTHBEARER token refused", "listener", cfg.listenerName(), "reason", reason)
+		logger.Info("gregor: OAUTHBEARER token refused", "listener", l.Name, "reason", reason)
 	}
 	return &sasl.Config{
 		Mechanisms: mechs,
@@ -95,17 +98,6 @@ func listenerSASL(cfg *Config, scramLookup scram.Lookup) (*sasl.Config, error) {
 		MaxReauthMs:    cfg.ConnectionsMaxReauthMs,
 		MaxReceiveSize: cfg.SASLServerMaxReceiveSize,
 	}, nil
-}
-
-// listenerName is the served listener's name.
-func (c *Config) listenerName() string {
-	switch {
-	case c.ListenerName != "":
-		return c.ListenerName
-	case c.SecurityProtocol != "":
-		return c.SecurityProtocol
-	}
-	return protocolPlaintext
 }
 
 // failedAuthenticationDelay is connection.failed.authentication.delay.ms.
