@@ -280,11 +280,17 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	}
 	go b.expireIdleConnections()
 	b.ready.Store(true)
-	b.log.Info("gregor: ready", "node_id", cfg.NodeID, "data_dir", cfg.DataDir, "topics", len(b.catalog.byName),
-		"inter_broker_listener", cfg.InterBrokerListenerName)
-	for _, l := range b.listeners {
-		b.log.Info("gregor: listening", "listener", l.cfg.Name, "listen", l.ln.Addr().String(), "advertise", l.advertisedAddr(),
-			"security_protocol", l.securityProtocol(), "sasl_mechanisms", l.saslMechanisms())
+	// The readiness line names the first listener, as it did with one;
+	// each other listener has a line of its own.
+	first := b.primary()
+	b.log.Info("gregor: ready", "listen", first.ln.Addr().String(), "advertise", first.advertisedAddr(),
+		"node_id", cfg.NodeID, "data_dir", cfg.DataDir, "topics", len(b.catalog.byName),
+		"listener", first.cfg.Name, "security_protocol", first.securityProtocol(), "sasl_mechanisms", first.saslMechanisms())
+	for i, l := range b.listeners {
+		if i > 0 {
+			b.log.Info("gregor: listening", "listener", l.cfg.Name, "listen", l.ln.Addr().String(), "advertise", l.advertisedAddr(),
+				"security_protocol", l.securityProtocol(), "sasl_mechanisms", l.saslMechanisms())
+		}
 		if l.sasl != nil || l.tls.authenticatesClients() {
 			b.log.Warn("gregor: no authorization yet: every authenticated principal may do everything (ACLs are not enforced)",
 				"listener", l.cfg.Name)
