@@ -15,7 +15,8 @@ import (
 
 // TestClusterListenersAnswerWithTheClientsListener runs three nodes whose
 // replication goes over INTERNAL; nodes 1 and 2 also have a CLIENT
-// listener and node 3 has none. A client of CLIENT sees only CLIENT
+// listener and node 3 has none; node 1 also has a SASL_PLAINTEXT SECURE
+// listener. A client of CLIENT sees only CLIENT
 // endpoints, node 3 is left out, and a partition node 3 leads is
 // LISTENER_NOT_FOUND to it, as Kafka's KRaftMetadataCache answers.
 func TestClusterListenersAnswerWithTheClientsListener(t *testing.T) {
@@ -23,6 +24,11 @@ func TestClusterListenersAnswerWithTheClientsListener(t *testing.T) {
 		c.Listeners = []ListenerConfig{{Name: "INTERNAL"}}
 		if c.NodeID != 3 {
 			c.Listeners = append(c.Listeners, ListenerConfig{Name: "CLIENT"})
+		}
+		if c.NodeID == 1 {
+			// A secured listener beside the PLAINTEXT inter-broker one.
+			c.Listeners = append(c.Listeners, ListenerConfig{Name: "SECURE", SecurityProtocol: "SASL_PLAINTEXT",
+				SASLEnabledMechanisms: []string{"PLAIN"}, SASLPlainJAASConfig: saslTestJAAS})
 		}
 		c.InterBrokerListenerName = "INTERNAL"
 	})
@@ -100,6 +106,22 @@ func TestClusterListenersAnswerWithTheClientsListener(t *testing.T) {
 			t.Errorf("DescribeCluster: broker %d at %s:%d, want %s", br.NodeID, br.Host, br.Port, client[br.NodeID])
 		}
 	}
+	// A SASL client of node 1's SECURE listener sees node 1 alone, at its
+	// SECURE address.
+	secure, err := kgo.NewClient(kgo.SeedBrokers(tc.nodes[1].ListenerAddr("SECURE")), plainOpt("alice", "alice-secret"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer secure.Close()
+	smd, err := topicReq(12).RequestWith(ctx, secure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh, sp := hostPort(t, tc.nodes[1].ListenerAddr("SECURE"))
+	if len(smd.Brokers) != 1 || smd.Brokers[0].NodeID != 1 || smd.Brokers[0].Host != sh || smd.Brokers[0].Port != sp {
+		t.Errorf("SECURE: brokers %+v, want node 1 at %s:%d", smd.Brokers, sh, sp)
+	}
+
 	// Replication runs over INTERNAL: a record produced with acks=all on
 	// CLIENT to a partition node 1 or 2 leads is acknowledged by every
 	// replica.
