@@ -78,7 +78,7 @@ func handleProduce(b *Broker, r *request, req *kmsg.ProduceRequest) (kmsg.Respon
 			case p.NotLeader():
 				sp.ErrorCode = kerr.NotLeaderForPartition.Code
 				if req.Version >= 10 {
-					b.cluster.produceCurrentLeader(p, &sp, resp)
+					b.cluster.produceCurrentLeader(p, &sp, resp, r.conn.l.cfg.Name)
 				}
 			case !validAcks:
 				sp.ErrorCode = kerr.InvalidRequiredAcks.Code

@@ -91,7 +91,7 @@ func fetch(b *Broker, r *request, req *kmsg.FetchRequest) (kmsg.Response, error)
 	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 	var wake chan struct{}
 	for {
-		total, anyError, parts := b.readFetch(req, reply, replica)
+		total, anyError, parts := b.readFetch(req, reply, replica, r.conn.l.cfg.Name)
 		// With no partition to read (no topics, or none known) Kafka
 		// answers at once (ReplicaManager.fetchMessages).
 		if len(parts) == 0 || total >= int(req.MinBytes) || anyError || req.MaxWaitMillis <= 0 || total >= int(req.MaxBytes) {
@@ -108,7 +108,7 @@ func fetch(b *Broker, r *request, req *kmsg.FetchRequest) (kmsg.Response, error)
 			p.Watch(wake)
 		}
 		// Re-check once registered: an append may have landed in between.
-		if t2, _, _ := b.readFetch(req, reply, replica); t2 >= int(req.MinBytes) {
+		if t2, _, _ := b.readFetch(req, reply, replica, r.conn.l.cfg.Name); t2 >= int(req.MinBytes) {
 			for _, p := range parts {
 				p.Unwatch(wake)
 			}
@@ -182,7 +182,7 @@ func invalidIsolationFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) *km
 // readFetch fills reply from the logs, replacing what an earlier call put
 // there, and returns the record bytes gathered, whether any partition
 // failed, and the partitions read.
-func (b *Broker) readFetch(req *kmsg.FetchRequest, reply *fetchReply, replica int32) (total int, anyError bool, parts []*partition.Partition) {
+func (b *Broker) readFetch(req *kmsg.FetchRequest, reply *fetchReply, replica int32, listener string) (total int, anyError bool, parts []*partition.Partition) {
 	resp := reply.FetchResponse
 	reply.release()
 	reply.leaderThrottledBytes = 0
@@ -224,10 +224,10 @@ func (b *Broker) readFetch(req *kmsg.FetchRequest, reply *fetchReply, replica in
 				sp.ErrorCode = kerr.NotLeaderForPartition.Code
 				sp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
 				if req.Version >= 12 {
-					b.cluster.fetchCurrentLeader(p, &sp, resp)
+					b.cluster.fetchCurrentLeader(p, &sp, resp, listener)
 				}
 			default:
-				if id := b.preferredReadReplica(req, rp, p); id >= 0 {
+				if id := b.preferredReadReplica(req, rp, p, listener); id >= 0 {
 					// KIP-392 (fetch_follower.go): answered at once, no records.
 					b.answerWithReadReplica(rp, p, id, &sp)
 					anyError = true

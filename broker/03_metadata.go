@@ -43,11 +43,17 @@ func handleMetadata(b *Broker, r *request, req *kmsg.MetadataRequest) (kmsg.Resp
 	resp := newResponse[*kmsg.MetadataResponse](req)
 	clusterID := b.ClusterID()
 	resp.ClusterID = &clusterID
+	listener := r.conn.l
 	if b.isCluster() {
+		// Only the brokers with the client's listener are listed, as
+		// Kafka's getAliveBrokerNodes(listenerName).
 		for _, mb := range b.cluster.liveBrokers(false) {
 			broker := kmsg.NewMetadataResponseBroker()
 			broker.NodeID = mb.ID
-			broker.Host, broker.Port = brokerEndpoint(mb)
+			var ok bool
+			if broker.Host, broker.Port, ok = brokerEndpoint(mb, listener.cfg.Name); !ok {
+				continue
+			}
 			if mb.Rack != "" {
 				rack := mb.Rack
 				broker.Rack = &rack
@@ -58,8 +64,8 @@ func handleMetadata(b *Broker, r *request, req *kmsg.MetadataRequest) (kmsg.Resp
 	} else {
 		broker := kmsg.NewMetadataResponseBroker()
 		broker.NodeID = b.cfg.NodeID
-		broker.Host = b.advertised.host
-		broker.Port = b.advertised.port
+		broker.Host = listener.host
+		broker.Port = listener.port
 		if b.cfg.BrokerRack != "" {
 			broker.Rack = &b.cfg.BrokerRack
 		}
@@ -76,7 +82,7 @@ func handleMetadata(b *Broker, r *request, req *kmsg.MetadataRequest) (kmsg.Resp
 		topics := b.catalog.sortedTopics()
 		b.mu.RUnlock()
 		for _, t := range topics {
-			resp.Topics = append(resp.Topics, b.topicMetadata(req, t))
+			resp.Topics = append(resp.Topics, b.topicMetadata(req, t, listener.cfg.Name))
 		}
 		return resp, nil
 	}
@@ -128,12 +134,13 @@ func handleMetadata(b *Broker, r *request, req *kmsg.MetadataRequest) (kmsg.Resp
 		default:
 			return nil, errors.New("metadata request topic with neither name nor id")
 		}
-		resp.Topics = append(resp.Topics, b.topicMetadata(req, t))
+		resp.Topics = append(resp.Topics, b.topicMetadata(req, t, listener.cfg.Name))
 	}
 	return resp, nil
 }
 
-func (b *Broker) topicMetadata(req *kmsg.MetadataRequest, t *topic) kmsg.MetadataResponseTopic {
+// topicMetadata is t's answer to a client of the named listener.
+func (b *Broker) topicMetadata(req *kmsg.MetadataRequest, t *topic, listener string) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
 	name := t.name
 	mt.Topic = &name
@@ -149,8 +156,19 @@ func (b *Broker) topicMetadata(req *kmsg.MetadataRequest, t *topic) kmsg.Metadat
 			mp.Leader, mp.LeaderEpoch = st.Leader, st.LeaderEpoch
 			mp.Replicas, mp.ISR = st.Replicas, st.ISR
 			mp.OfflineReplicas = b.cluster.offline(st.Replicas)
-			if st.Leader < 0 {
+			switch {
+			case st.Leader < 0:
 				mp.ErrorCode = kerr.LeaderNotAvailable.Code
+			case !b.cluster.leaderHasListener(st.Leader, listener):
+				// As Kafka's KRaftMetadataCache: a leader registered
+				// without the client's listener is no leader to it,
+				// LISTENER_NOT_FOUND from v6, LEADER_NOT_AVAILABLE
+				// before (and when the leader is not registered).
+				mp.Leader = -1
+				mp.ErrorCode = kerr.LeaderNotAvailable.Code
+				if req.Version >= 6 && b.brokerRegistered(st.Leader) {
+					mp.ErrorCode = kerr.ListenerNotFound.Code
+				}
 			}
 			mt.Partitions = append(mt.Partitions, mp)
 			continue

@@ -45,9 +45,9 @@ func handleFindCoordinator(b *Broker, r *request, req *kmsg.FindCoordinatorReque
 			resp.NodeID, resp.Port = -1, -1
 			return resp, nil
 		}
-		resp.NodeID, resp.Host, resp.Port = b.cfg.NodeID, b.advertised.host, b.advertised.port
+		resp.NodeID, resp.Host, resp.Port = b.cfg.NodeID, r.conn.l.host, r.conn.l.port
 		if b.isCluster() {
-			resp.ErrorCode, resp.NodeID, resp.Host, resp.Port = b.cluster.coordinator(req.CoordinatorType, req.CoordinatorKey)
+			resp.ErrorCode, resp.NodeID, resp.Host, resp.Port = b.cluster.coordinator(req.CoordinatorType, req.CoordinatorKey, r.conn.l)
 		}
 		return resp, nil
 	}
@@ -59,9 +59,9 @@ func handleFindCoordinator(b *Broker, r *request, req *kmsg.FindCoordinatorReque
 			c.ErrorCode = kerr.InvalidRequest.Code
 			c.NodeID, c.Port = -1, -1
 		} else {
-			c.NodeID, c.Host, c.Port = b.cfg.NodeID, b.advertised.host, b.advertised.port
+			c.NodeID, c.Host, c.Port = b.cfg.NodeID, r.conn.l.host, r.conn.l.port
 			if b.isCluster() {
-				c.ErrorCode, c.NodeID, c.Host, c.Port = b.cluster.coordinator(req.CoordinatorType, key)
+				c.ErrorCode, c.NodeID, c.Host, c.Port = b.cluster.coordinator(req.CoordinatorType, key, r.conn.l)
 			}
 		}
 		// As Kafka's: an empty message for a coordinator found, the

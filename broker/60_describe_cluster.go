@@ -58,7 +58,10 @@ func handleDescribeCluster(b *Broker, r *request, req *kmsg.DescribeClusterReque
 		for _, mb := range b.cluster.liveBrokers(req.Version >= 2 && req.IncludeFencedBrokers) {
 			broker := kmsg.NewDescribeClusterResponseBroker()
 			broker.NodeID = mb.ID
-			broker.Host, broker.Port = brokerEndpoint(mb)
+			var ok bool
+			if broker.Host, broker.Port, ok = brokerEndpoint(mb, r.conn.l.cfg.Name); !ok {
+				continue // as Metadata: only brokers with the client's listener
+			}
 			if mb.Rack != "" {
 				rack := mb.Rack
 				broker.Rack = &rack
@@ -69,7 +72,7 @@ func handleDescribeCluster(b *Broker, r *request, req *kmsg.DescribeClusterReque
 		return resp, nil
 	}
 	broker := kmsg.NewDescribeClusterResponseBroker()
-	broker.NodeID, broker.Host, broker.Port = b.cfg.NodeID, b.advertised.host, b.advertised.port
+	broker.NodeID, broker.Host, broker.Port = b.cfg.NodeID, r.conn.l.host, r.conn.l.port
 	if b.cfg.BrokerRack != "" {
 		broker.Rack = &b.cfg.BrokerRack
 	}

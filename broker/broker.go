@@ -8,8 +8,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,7 +15,6 @@ import (
 	"github.com/gregor-broker/gregor/broker/partition"
 	"github.com/gregor-broker/gregor/broker/quota"
 	"github.com/gregor-broker/gregor/broker/replication"
-	"github.com/gregor-broker/gregor/broker/security/sasl"
 	"github.com/gregor-broker/gregor/broker/topicconfig"
 	"github.com/gregor-broker/gregor/vfs"
 )
@@ -27,21 +24,11 @@ import (
 type Broker struct {
 	cfg Config
 	log *slog.Logger
-	// sasl is the served listener's SASL configuration, nil on PLAINTEXT.
-	sasl *sasl.Config
-	// tls is the served listener's TLS side, nil unless it is SSL or
-	// SASL_SSL (listener_tls.go).
-	tls *listenerTLS
+	// listeners are the Kafka listeners (listener.go), in
+	// Config.Listeners order; set before Start binds them, read-only after.
+	listeners []*listener
 	// scram is a single node's SCRAM credentials (scram_credentials.go).
 	scram *scramStore
-	// stopValidator, when not nil, stops the OAUTHBEARER validator's JWKS
-	// refreshing.
-	stopValidator func()
-	listener      net.Listener
-	advertised    struct {
-		host string
-		port int32
-	}
 
 	// mu guards the topic catalogue: read-locked for lookups, write-locked
 	// to create, grow or delete topics.
@@ -125,35 +112,30 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		}
 		cfg.TopicDefaults[name] = v
 	}
-	tlsCfg, err := newListenerTLS(&cfg)
-	if err != nil {
-		return nil, err
-	}
 	addScram, err := parseAddScram(cfg.AddScram)
 	if err != nil {
 		return nil, err
 	}
 	scramCreds := &scramStore{}
-	saslCfg, stopValidator, err := listenerSASL(&cfg, scramCreds.lookup)
+	listeners, err := newListeners(&cfg, scramCreds.lookup)
 	if err != nil {
 		return nil, err
 	}
 	started := false
 	defer func() {
-		if !started && stopValidator != nil {
-			stopValidator()
+		if !started {
+			stopValidators(listeners)
 		}
 	}()
 	limits, err := newBrokerConnLimits(&cfg)
 	if err != nil {
 		return nil, err
 	}
-	b := &Broker{cfg: cfg, log: cfg.Logger, conns: map[*conn]struct{}{}, sasl: saslCfg, tls: tlsCfg, scram: scramCreds,
+	b := &Broker{cfg: cfg, log: cfg.Logger, conns: map[*conn]struct{}{}, listeners: listeners, scram: scramCreds,
 		requestMemory: newRequestMemory(*cfg.QueuedMaxRequestBytes), connLimits: limits}
 	b.metrics = newBrokerMetrics(b)
 	b.replQuotas.Init(b.cfg.ReplicationQuotaWindowNum, b.cfg.ReplicationQuotaWindowSizeSeconds)
 	b.quotas = quota.NewClients(quota.RateConfig{Samples: cfg.QuotaWindowNum, WindowMs: int64(cfg.QuotaWindowSizeSeconds) * 1000}, b.metrics.registry)
-	b.stopValidator = stopValidator
 	if err := b.startHTTP(ctx); err != nil {
 		return nil, err
 	}
@@ -261,44 +243,14 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	}
 	b.loaded.Store(true)
 
-	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", cfg.Listen)
-	if err != nil {
+	if err := b.bindListeners(ctx); err != nil {
 		b.shares.stop()
 		b.txns.stop()
 		b.groups.stop()
 		stopController()
 		b.catalog.closeAll()
-		return nil, fmt.Errorf("broker: listen: %w", err)
+		return nil, err
 	}
-	if cfg.testHooks.wrapListener != nil {
-		ln = cfg.testHooks.wrapListener(ln)
-	}
-	b.listener = ln
-	advertise := cfg.Advertise
-	if advertise == "" {
-		advertise = ln.Addr().String()
-	}
-	host, port, err := net.SplitHostPort(advertise)
-	if err != nil {
-		ln.Close()
-		b.shares.stop()
-		b.txns.stop()
-		b.groups.stop()
-		stopController()
-		b.catalog.closeAll()
-		return nil, fmt.Errorf("broker: advertised address %q: %w", advertise, err)
-	}
-	portNum, err := strconv.ParseUint(port, 10, 16)
-	if err != nil {
-		ln.Close()
-		b.shares.stop()
-		b.txns.stop()
-		b.groups.stop()
-		stopController()
-		b.catalog.closeAll()
-		return nil, fmt.Errorf("broker: advertised port %q: %w", port, err)
-	}
-	b.advertised.host, b.advertised.port = host, int32(portNum)
 	if cfg.testHooks.listening != nil {
 		cfg.testHooks.listening(b)
 	}
@@ -322,50 +274,40 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		// none and ends on SIGINT or SIGTERM, so a node waits for its
 		// quorum as long as it takes, as Kafka's does).
 		b.cluster.run()
-		b.log.Info("waiting to be unfenced by the controller quorum before serving", "listen", ln.Addr().String(), "node_id", cfg.NodeID)
+		b.log.Info("waiting to be unfenced by the controller quorum before serving", "listen", b.Addr(), "node_id", cfg.NodeID)
 		if err := b.cluster.awaitUnfenced(ctx); err != nil {
 			b.close(false)
 			return nil, err
 		}
 	}
-	b.wg.Add(2)
-	go b.acceptLoop()
+	b.wg.Add(1 + len(b.listeners))
+	for _, l := range b.listeners {
+		go b.acceptLoop(l)
+	}
 	go b.expireIdleConnections()
 	b.ready.Store(true)
-	b.log.Info("gregor: ready", "listen", ln.Addr().String(), "advertise", advertise,
+	// The readiness line names the first listener, as it did with one;
+	// each other listener has a line of its own.
+	first := b.primary()
+	b.log.Info("gregor: ready", "listen", first.ln.Addr().String(), "advertise", first.advertisedAddr(),
 		"node_id", cfg.NodeID, "data_dir", cfg.DataDir, "topics", len(b.catalog.byName),
-		"listener", cfg.listenerName(), "security_protocol", b.securityProtocol(), "sasl_mechanisms", b.saslMechanisms())
-	if b.sasl != nil || b.tls.authenticatesClients() {
-		b.log.Warn("gregor: no authorization yet: every authenticated principal may do everything (ACLs are not enforced)",
-			"listener", cfg.listenerName())
+		"listener", first.cfg.Name, "security_protocol", first.securityProtocol(), "sasl_mechanisms", first.saslMechanisms())
+	for i, l := range b.listeners {
+		if i > 0 {
+			b.log.Info("gregor: listening", "listener", l.cfg.Name, "listen", l.ln.Addr().String(), "advertise", l.advertisedAddr(),
+				"security_protocol", l.securityProtocol(), "sasl_mechanisms", l.saslMechanisms())
+		}
+		if l.sasl != nil || l.tls.authenticatesClients() {
+			b.log.Warn("gregor: no authorization yet: every authenticated principal may do everything (ACLs are not enforced)",
+				"listener", l.cfg.Name)
+		}
 	}
 	return b, nil
 }
 
-// securityProtocol is the served listener's security protocol.
-func (b *Broker) securityProtocol() string {
-	switch {
-	case b.tls != nil && b.sasl != nil:
-		return protocolSASLSSL
-	case b.tls != nil:
-		return protocolSSL
-	case b.sasl != nil:
-		return protocolSASLPlaintext
-	}
-	return protocolPlaintext
-}
-
-// saslMechanisms lists the served listener's SASL mechanisms ("" on
-// PLAINTEXT).
-func (b *Broker) saslMechanisms() string {
-	if b.sasl == nil {
-		return ""
-	}
-	return strings.Join(b.sasl.Mechanisms, ",")
-}
-
-// Addr returns the address the broker listens on, host:port.
-func (b *Broker) Addr() string { return b.listener.Addr().String() }
+// Addr returns the address the broker's first listener is bound to,
+// host:port (ListenerAddr names another).
+func (b *Broker) Addr() string { return b.primary().ln.Addr().String() }
 
 // ClusterID returns the cluster id, persisted in the data directory.
 // In cluster mode a new node takes the quorum's.
@@ -393,16 +335,14 @@ func (b *Broker) close(controlled bool) error {
 			b.cluster.controlledShutdown() // serving on, until its leaderships moved
 		}
 		b.cancel()
-		b.listener.Close()
+		b.closeListeners()
 		b.connMu.Lock()
 		for c := range b.conns {
 			c.abort()
 		}
 		b.connMu.Unlock()
 		b.wg.Wait()
-		if b.stopValidator != nil {
-			b.stopValidator()
-		}
+		stopValidators(b.listeners)
 		var errs []error
 		if b.cluster != nil {
 			if err := b.cluster.close(); err != nil {
@@ -434,14 +374,14 @@ func (b *Broker) close(controlled bool) error {
 	return b.closeErr
 }
 
-func (b *Broker) acceptLoop() {
+func (b *Broker) acceptLoop(l *listener) {
 	defer b.wg.Done()
 	var backoff acceptBackoff
 	for {
 		if !b.connLimits.awaitSlot(b.ctx) {
 			return
 		}
-		nc, err := b.listener.Accept()
+		nc, err := l.ln.Accept()
 		if err != nil {
 			if b.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 				return
@@ -449,7 +389,7 @@ func (b *Broker) acceptLoop() {
 			b.metrics.acceptFailures.Inc()
 			delay, warn, failures := backoff.failed(time.Now())
 			if warn {
-				b.log.Warn("accept failed", "err", err, "failures_since_last_warning", failures, "backoff", delay)
+				b.log.Warn("accept failed", "listener", l.cfg.Name, "err", err, "failures_since_last_warning", failures, "backoff", delay)
 			}
 			if !transientAcceptError(err) {
 				delay = minAcceptBackoff
@@ -472,7 +412,7 @@ func (b *Broker) acceptLoop() {
 			nc.Close()
 			continue
 		}
-		c := newConn(b, b.tls.wrap(nc))
+		c := newConn(b, l, l.tls.wrap(nc))
 		b.connMu.Lock()
 		if b.ctx.Err() != nil {
 			b.connMu.Unlock()

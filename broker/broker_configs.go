@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -211,12 +212,14 @@ func always(value func(b *Broker) string) func(b *Broker) (string, bool) {
 
 var brokerConfigTable = func() []BrokerConfig {
 	t := []BrokerConfig{
-		loaderConfig("listeners", topicconfig.KindList, "PLAINTEXT://:9092", "the first listener is served (`PLAINTEXT://:9092` is every interface); listeners named in `controller.listener.names` are skipped; a listener's protocol is its name or its entry in `listener.security.protocol.map`: PLAINTEXT, SASL_PLAINTEXT, SSL or SASL_SSL; an SSL or SASL_SSL listener reads its `ssl.*` keys and `ssl.principal.mapping.rules` (`listener.name.<listener>.ssl.*` over `ssl.*`) and is served on a single node only, see [security.md](security.md)").
-			listed(always(func(b *Broker) string { return b.cfg.listenerName() + "://" + b.Addr() })).shownAs("`PLAINTEXT://127.0.0.1:9092`"),
-		loaderConfig("advertised.listeners", topicconfig.KindList, "", "the entry with the served listener's name (else the first one) is what Metadata and FindCoordinator return").
+		loaderConfig("listeners", topicconfig.KindList, "PLAINTEXT://:9092", "every listener is bound and served (`PLAINTEXT://:9092` is every interface), each with its own security; listeners named in `controller.listener.names` are skipped; a listener's protocol is its name or its entry in `listener.security.protocol.map`: PLAINTEXT, SASL_PLAINTEXT, SSL or SASL_SSL; an SSL or SASL_SSL listener reads its `ssl.*` keys and `ssl.principal.mapping.rules` (`listener.name.<listener>.ssl.*` over `ssl.*`), see [security.md](security.md)").
+			listed(always(func(b *Broker) string { return b.listenersValue(false) })).shownAs("`PLAINTEXT://127.0.0.1:9092`"),
+		loaderConfig("advertised.listeners", topicconfig.KindList, "", "each listener's entry (by name; a listener without one advertises the address it is bound to) is what Metadata, FindCoordinator and DescribeCluster return to the clients of that listener").
 			listed(func(b *Broker) (string, bool) {
-				return fmt.Sprintf("%s://%s:%d", b.cfg.listenerName(), b.advertised.host, b.advertised.port), b.cfg.Advertise != ""
-			}).shownAs("the served listener"),
+				return b.listenersValue(true), slices.ContainsFunc(b.cfg.Listeners, func(l ListenerConfig) bool { return l.Advertise != "" })
+			}).shownAs("the listeners"),
+		loaderConfig("inter.broker.listener.name", topicconfig.KindString, "", "the listener other brokers reach this one on (replica fetches, forwarding, transaction peers); default the listener named `PLAINTEXT`, else the first PLAINTEXT listener; in cluster mode it must be PLAINTEXT (inter-broker connections do not use TLS or SASL yet)").
+			listed(always(func(b *Broker) string { return b.cfg.InterBrokerListenerName })).shownAs("`PLAINTEXT`"),
 		loaderConfig("log.dirs", topicconfig.KindList, "", "the data directory; `log.dirs` wins over `log.dir`; more than one directory refuses to start").
 			listed(always(func(b *Broker) string { return b.logDir() })).shownAs("`./data`"),
 		loaderConfig("log.dir", topicconfig.KindList, "/tmp/kafka-logs", "the data directory when `log.dirs` is not set").shownAs("`./data`"),
@@ -450,4 +453,18 @@ func RenderBrokerConfigDocs() string {
 		}
 	}
 	return sb.String()
+}
+
+// listenersValue is the listeners (advertised: advertised.listeners) as
+// DescribeConfigs shows them, NAME://host:port for each.
+func (b *Broker) listenersValue(advertised bool) string {
+	parts := make([]string, len(b.listeners))
+	for i, l := range b.listeners {
+		addr := l.ln.Addr().String()
+		if advertised {
+			addr = l.advertisedAddr()
+		}
+		parts[i] = l.cfg.Name + "://" + addr
+	}
+	return strings.Join(parts, ",")
 }

@@ -299,10 +299,9 @@ func (c *cluster) registration() controller.BrokerRegistration {
 		BrokerID:      b.cfg.NodeID,
 		ClusterID:     b.ClusterID(),
 		IncarnationID: c.incarnation,
-		Endpoints: []metadata.Endpoint{{Name: b.cfg.listenerName(), Host: b.advertised.host, Port: b.advertised.port,
-			SecurityProtocol: securityProtocolID(b.securityProtocol())}},
-		Rack:     b.cfg.BrokerRack,
-		RaftAddr: c.raftAddr,
+		Endpoints:     b.endpoints(),
+		Rack:          b.cfg.BrokerRack,
+		RaftAddr:      c.raftAddr,
 	}
 }
 
@@ -317,8 +316,11 @@ func (c *cluster) activeEndpoint(leader int32) (string, error) {
 	if br == nil || len(br.Endpoints) == 0 {
 		return "", fmt.Errorf("broker: the active controller %d has not registered its broker yet: %w", leader, kerr.NotController)
 	}
-	ep := br.Endpoints[0]
-	return fmt.Sprintf("%s:%d", ep.Host, ep.Port), nil
+	host, port, ok := brokerEndpoint(br, c.b.cfg.InterBrokerListenerName)
+	if !ok {
+		return "", fmt.Errorf("broker: the active controller %d has no %s listener: %w", leader, c.b.cfg.InterBrokerListenerName, kerr.NotController)
+	}
+	return net.JoinHostPort(host, strconv.Itoa(int(port))), nil
 }
 
 // remoteLeader returns, for an error of a local controller call, the node
@@ -578,12 +580,40 @@ func (c *cluster) offline(replicas []int32) []int32 {
 	return out
 }
 
-// brokerEndpoint is the host and port clients reach a broker on.
-func brokerEndpoint(br *metadata.Broker) (string, int32) {
-	if len(br.Endpoints) == 0 {
-		return "", -1
+// brokerEndpoint is the host and port of a broker's listener of that name;
+// ok is false when the broker registered no such listener.
+func brokerEndpoint(br *metadata.Broker, listener string) (host string, port int32, ok bool) {
+	for _, ep := range br.Endpoints {
+		if ep.Name == listener {
+			return ep.Host, ep.Port, true
+		}
 	}
-	return br.Endpoints[0].Host, br.Endpoints[0].Port
+	return "", -1, false
+}
+
+// leaderHasListener reports whether broker id is registered with a
+// listener of that name; a broker not registered is reported as having
+// it, so that its partitions keep the answer they had (LEADER_NOT_AVAILABLE
+// is the caller's to give).
+func (c *cluster) leaderHasListener(id int32, listener string) bool {
+	if c == nil {
+		return true
+	}
+	im := c.currentImage()
+	if im == nil || im.Brokers[id] == nil {
+		return true
+	}
+	_, _, ok := brokerEndpoint(im.Brokers[id], listener)
+	return ok
+}
+
+// endpoints are this broker's listeners as its registration carries them.
+func (b *Broker) endpoints() []metadata.Endpoint {
+	eps := make([]metadata.Endpoint, len(b.listeners))
+	for i, l := range b.listeners {
+		eps[i] = metadata.Endpoint{Name: l.cfg.Name, Host: l.host, Port: l.port, SecurityProtocol: securityProtocolID(l.securityProtocol())}
+	}
+	return eps
 }
 
 // leaderEndpoint returns the leader of a partition led elsewhere and its
@@ -616,6 +646,17 @@ func (c *cluster) currentLeader(p *partition.Partition, setLeader func(id, epoch
 	return br, true
 }
 
+// leaderNode fills a node endpoint of a current leader with its address
+// on the client's listener; ok is false when the leader has none, and the
+// endpoint is left out, as Kafka's getAliveBrokerNode finds no node.
+func leaderNode(br *metadata.Broker, listener string, set func(host string, port int32)) bool {
+	host, port, ok := brokerEndpoint(br, listener)
+	if ok {
+		set(host, port)
+	}
+	return ok
+}
+
 // rackOf is a broker's rack as the node endpoints carry it (null for none).
 func rackOf(br *metadata.Broker) *string {
 	if br.Rack == "" {
@@ -628,7 +669,7 @@ func rackOf(br *metadata.Broker) *string {
 // produceCurrentLeader fills KIP-951's current leader of a partition led
 // elsewhere into a Produce v10+ answer, and the leader's endpoint into the
 // response's node endpoints, so the client re-routes at once.
-func (c *cluster) produceCurrentLeader(p *partition.Partition, sp *kmsg.ProduceResponseTopicPartition, resp *kmsg.ProduceResponse) {
+func (c *cluster) produceCurrentLeader(p *partition.Partition, sp *kmsg.ProduceResponseTopicPartition, resp *kmsg.ProduceResponse, listener string) {
 	br, ok := c.currentLeader(p,
 		func(id, epoch int32) { sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = id, epoch },
 		func(id int32) bool {
@@ -637,14 +678,15 @@ func (c *cluster) produceCurrentLeader(p *partition.Partition, sp *kmsg.ProduceR
 	if ok {
 		nb := kmsg.NewProduceResponseBroker()
 		nb.NodeID, nb.Rack = br.ID, rackOf(br)
-		nb.Host, nb.Port = brokerEndpoint(br)
-		resp.Brokers = append(resp.Brokers, nb)
+		if leaderNode(br, listener, func(h string, p int32) { nb.Host, nb.Port = h, p }) {
+			resp.Brokers = append(resp.Brokers, nb)
+		}
 	}
 }
 
 // fetchCurrentLeader is produceCurrentLeader for Fetch v12+ (node
 // endpoints from v16).
-func (c *cluster) fetchCurrentLeader(p *partition.Partition, sp *kmsg.FetchResponseTopicPartition, resp *kmsg.FetchResponse) {
+func (c *cluster) fetchCurrentLeader(p *partition.Partition, sp *kmsg.FetchResponseTopicPartition, resp *kmsg.FetchResponse, listener string) {
 	br, ok := c.currentLeader(p,
 		func(id, epoch int32) { sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = id, epoch },
 		func(id int32) bool {
@@ -653,8 +695,9 @@ func (c *cluster) fetchCurrentLeader(p *partition.Partition, sp *kmsg.FetchRespo
 	if ok {
 		nb := kmsg.NewFetchResponseBroker()
 		nb.NodeID, nb.Rack = br.ID, rackOf(br)
-		nb.Host, nb.Port = brokerEndpoint(br)
-		resp.Brokers = append(resp.Brokers, nb)
+		if leaderNode(br, listener, func(h string, p int32) { nb.Host, nb.Port = h, p }) {
+			resp.Brokers = append(resp.Brokers, nb)
+		}
 	}
 }
 

@@ -145,7 +145,10 @@ func (c *cluster) deleteTopic(name *string, id [16]byte, forwarded bool) (int16,
 // through the controller when missing. A share-partition key (type 2) is
 // coordinated by the leader of its partition of __share_group_state
 // (share.PartitionFor), as Kafka's ShareCoordinatorService.partitionFor.
-func (c *cluster) coordinator(keyType int8, key string) (code int16, node int32, host string, port int32) {
+// The address is the coordinator's on the client's listener: a
+// coordinator without that listener is COORDINATOR_NOT_AVAILABLE, as
+// Kafka's getAliveBrokerNode finds none.
+func (c *cluster) coordinator(keyType int8, key string, l *listener) (code int16, node int32, host string, port int32) {
 	b := c.b
 	var tc topicCreation
 	partitionFor := func(n int32) int32 { return group.PartitionFor(key, n) }
@@ -162,7 +165,7 @@ func (c *cluster) coordinator(keyType int8, key string) (code int16, node int32,
 		tc = b.shareStateTopicCreation()
 		partitionFor = func(n int32) int32 { return share.PartitionFor(k, n) }
 	default:
-		return 0, b.cfg.NodeID, b.advertised.host, b.advertised.port
+		return 0, b.cfg.NodeID, l.host, l.port
 	}
 	t := b.lookupTopic(tc.name)
 	if t == nil {
@@ -184,7 +187,10 @@ func (c *cluster) coordinator(keyType int8, key string) (code int16, node int32,
 	if !ok || br.Fenced {
 		return kerr.CoordinatorNotAvailable.Code, -1, "", -1
 	}
-	host, port = brokerEndpoint(br)
+	host, port, found := brokerEndpoint(br, l.cfg.Name)
+	if !found {
+		return kerr.CoordinatorNotAvailable.Code, -1, "", -1
+	}
 	return 0, br.ID, host, port
 }
 

@@ -657,7 +657,7 @@ func TestClusterNodeServesOnlyOnceUnfenced(t *testing.T) {
 	// nothing behind: its listener is closed.
 	cfg := rebind()
 	var addr string
-	cfg.testHooks.listening = func(b *Broker) { addr = b.listener.Addr().String() }
+	cfg.testHooks.listening = func(b *Broker) { addr = b.Addr() }
 	shortCtx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	b, err := Start(shortCtx, cfg)
 	cancel()
@@ -677,7 +677,7 @@ func TestClusterNodeServesOnlyOnceUnfenced(t *testing.T) {
 	// listener's backlog, and the request sent on it is not answered.
 	cfg = rebind()
 	listening := make(chan string, 1)
-	cfg.testHooks.listening = func(b *Broker) { listening <- b.listener.Addr().String() }
+	cfg.testHooks.listening = func(b *Broker) { listening <- b.Addr() }
 	type result struct {
 		b   *Broker
 		err error

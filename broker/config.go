@@ -3,6 +3,7 @@ package broker
 import (
 	"log/slog"
 	"net"
+	"slices"
 	"time"
 
 	"github.com/gregor-broker/gregor/broker/replication"
@@ -48,7 +49,25 @@ type Config struct {
 	// nothing in flight and no traffic for that long is closed; negative
 	// never. Default 600000 (10 minutes), as Kafka.
 	ConnectionsMaxIdleMs *int64
-	// Security of the Kafka listener (docs/security.md).
+	// Security of the Kafka listener (docs/security.md). Listen,
+	// Advertise, ListenerName, SecurityProtocol and the SSL and SASL
+	// fields below are the one-listener shorthand: with Listeners empty
+	// they make its only listener; with Listeners set they are ignored,
+	// all but the broker-wide ConnectionsMaxReauthMs,
+	// FailedAuthenticationDelayMs, AddScram and SASLServerMaxReceiveSize.
+
+	// Listeners are the Kafka listeners (listeners, advertised.listeners,
+	// listener.security.protocol.map and listener.name.<name>.*), each
+	// bound and served with its own security. Empty means the single
+	// listener the shorthand fields describe.
+	Listeners []ListenerConfig
+	// InterBrokerListenerName is inter.broker.listener.name: the listener
+	// other brokers reach this one on (replica fetches, forwarding,
+	// transaction peers). Default: the PLAINTEXT listener named
+	// PLAINTEXT, else the first PLAINTEXT listener, else the first. In
+	// cluster mode it must be PLAINTEXT: inter-broker connections do not
+	// use TLS or SASL yet.
+	InterBrokerListenerName string
 
 	// ListenerName is the served listener's name (listeners' NAME://),
 	// used in messages as Kafka uses it. Default: SecurityProtocol.
@@ -322,9 +341,55 @@ type Config struct {
 	}
 }
 
+// ListenerConfig is one Kafka listener: its name, where it binds, what
+// clients are told, and its own security.
+type ListenerConfig struct {
+	// Name is the listener's name (NAME:// in listeners), unique among a
+	// node's listeners. Default: SecurityProtocol.
+	Name string
+	// Listen is the address to bind. Default "127.0.0.1:0".
+	Listen string
+	// Advertise is the host:port clients of this listener are told to
+	// connect to. Default: the address the listener got.
+	Advertise string
+	// SecurityProtocol is PLAINTEXT (the default), SASL_PLAINTEXT, SSL or
+	// SASL_SSL.
+	SecurityProtocol string
+	// SSL, SSLPrincipalMappingRules, SASLEnabledMechanisms,
+	// SASLPlainJAASConfig and OAuthBearer are this listener's, as the
+	// Config fields of the same names are the shorthand listener's.
+	SSL                      *ssl.Settings
+	SSLPrincipalMappingRules string
+	SASLEnabledMechanisms    []string
+	SASLPlainJAASConfig      string
+	OAuthBearer              OAuthBearerConfig
+}
+
 func (c *Config) setDefaults() {
 	if c.Listen == "" {
 		c.Listen = "127.0.0.1:0"
+	}
+	if len(c.Listeners) == 0 {
+		c.Listeners = []ListenerConfig{{
+			Name: c.ListenerName, Listen: c.Listen, Advertise: c.Advertise, SecurityProtocol: c.SecurityProtocol,
+			SSL: c.SSL, SSLPrincipalMappingRules: c.SSLPrincipalMappingRules,
+			SASLEnabledMechanisms: c.SASLEnabledMechanisms, SASLPlainJAASConfig: c.SASLPlainJAASConfig,
+			OAuthBearer: c.OAuthBearer,
+		}}
+	} else {
+		c.Listeners = slices.Clone(c.Listeners)
+	}
+	for i := range c.Listeners {
+		l := &c.Listeners[i]
+		if l.SecurityProtocol == "" {
+			l.SecurityProtocol = protocolPlaintext
+		}
+		if l.Name == "" {
+			l.Name = l.SecurityProtocol
+		}
+		if l.Listen == "" {
+			l.Listen = "127.0.0.1:0"
+		}
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

@@ -37,6 +37,7 @@ const maxInFlight = 64
 // queued and the reader reads nothing until the throttle time has passed.
 type conn struct {
 	b   *Broker
+	l   *listener // the listener the connection came in on
 	nc  net.Conn
 	log *slog.Logger
 	w   *bufio.Writer
@@ -211,12 +212,13 @@ func (c *conn) readFrameMax(r *bufio.Reader, maxSize int32) (frame []byte, poole
 	return frame, pooled, nil
 }
 
-func newConn(b *Broker, nc net.Conn) *conn {
+func newConn(b *Broker, l *listener, nc net.Conn) *conn {
 	tcp, _ := nc.(*net.TCPConn)
 	c := &conn{
 		b:   b,
+		l:   l,
 		nc:  nc,
-		log: b.log.With("remote", nc.RemoteAddr().String()),
+		log: b.log.With("remote", nc.RemoteAddr().String(), "listener", l.cfg.Name),
 		w:   bufio.NewWriterSize(nc, 64*1024),
 		tcp: tcp,
 
@@ -225,7 +227,7 @@ func newConn(b *Broker, nc net.Conn) *conn {
 	c.scratch.MaxUncompressed = int(b.cfg.MaxUncompressedBytes)
 	c.principal.Store(&anonymous)
 	c.lastActive.Store(time.Now().UnixNano())
-	if b.sasl != nil {
+	if l.sasl != nil {
 		c.idle = make(chan struct{}, 1)
 	}
 	return c
@@ -294,8 +296,8 @@ func (c *conn) readLoop(ctx context.Context, cancel context.CancelFunc, queue ch
 	defer close(queue)
 	defer cancel()
 	r := bufio.NewReaderSize(c.nc, 64*1024)
-	if c.b.sasl != nil {
-		c.auth = sasl.New(c.b.sasl, func(hdr protocol.RequestHeader, body []byte) (bool, error) {
+	if c.l.sasl != nil {
+		c.auth = sasl.New(c.l.sasl, func(hdr protocol.RequestHeader, body []byte) (bool, error) {
 			return c.preAuthAPIVersions(ctx, hdr, body)
 		})
 		if !c.authenticate(ctx, r, nil) {

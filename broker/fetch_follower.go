@@ -157,7 +157,7 @@ func moreCaughtUp(a, b replicaView) bool {
 // consumer fetch req (at rp) to, or -1 to serve it here: Kafka's
 // findPreferredReadReplica, with the selector configured, on the leader,
 // for a consumer fetch v11+.
-func (b *Broker) preferredReadReplica(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopicPartition, p *partition.Partition) int32 {
+func (b *Broker) preferredReadReplica(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopicPartition, p *partition.Partition, listener string) int32 {
 	if b.cfg.ReplicaSelectorClass != RackAwareReplicaSelector || !b.isCluster() || req.Version < 11 || !consumerFetch(req) {
 		return -1
 	}
@@ -182,8 +182,10 @@ func (b *Broker) preferredReadReplica(req *kmsg.FetchRequest, rp kmsg.FetchReque
 		if id == self {
 			continue
 		}
-		if br := im.Brokers[id]; br == nil || br.Fenced || len(br.Endpoints) == 0 {
-			continue // no endpoint to send the client to
+		if br := im.Brokers[id]; br == nil || br.Fenced {
+			continue
+		} else if _, _, ok := brokerEndpoint(br, listener); !ok {
+			continue // no endpoint on the client's listener to send it to
 		}
 		if v, ok := readReplicaView(p, id, rackOf(id), rp.FetchOffset, now); ok && v.holdsFetchedOffset {
 			followers = append(followers, v)

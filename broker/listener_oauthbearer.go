@@ -84,18 +84,18 @@ const (
 // oauthBearerValidator is the token validator the listener's
 // configuration names, and the function that stops it (nil when it needs
 // no stopping).
-func oauthBearerValidator(cfg *Config) (sasl.TokenValidator, func(), error) {
-	l := strings.ToLower(cfg.listenerName())
-	cls := strings.TrimSpace(cfg.OAuthBearer.ServerCallbackHandlerClass)
+func oauthBearerValidator(lc *ListenerConfig, logger *slog.Logger) (sasl.TokenValidator, func(), error) {
+	l := strings.ToLower(lc.Name)
+	cls := strings.TrimSpace(lc.OAuthBearer.ServerCallbackHandlerClass)
 	switch cls {
 	case "", unsecuredValidatorCallbackHandler, jwksValidatorCallbackHandler:
 	default:
 		return nil, nil, fmt.Errorf("broker: listener.name.%s.oauthbearer.sasl.server.callback.handler.class: %s is not served; Kafka's unsecured validator (%s, the default) and JWKS validator (%s) are", l, cls, unsecuredValidatorCallbackHandler, jwksValidatorCallbackHandler)
 	}
-	if cfg.OAuthBearer.JAASConfig == "" {
-		return nil, nil, fmt.Errorf("broker: OAUTHBEARER on listener %s: set listener.name.%s.oauthbearer.sasl.jaas.config to an %s entry", cfg.listenerName(), l, sasl.OAuthBearerLoginModule)
+	if lc.OAuthBearer.JAASConfig == "" {
+		return nil, nil, fmt.Errorf("broker: OAUTHBEARER on listener %s: set listener.name.%s.oauthbearer.sasl.jaas.config to an %s entry", lc.Name, l, sasl.OAuthBearerLoginModule)
 	}
-	entry, err := sasl.ServerJAAS(cfg.OAuthBearer.JAASConfig)
+	entry, err := sasl.ServerJAAS(lc.OAuthBearer.JAASConfig)
 	if err != nil {
 		return nil, nil, fmt.Errorf("broker: listener.name.%s.oauthbearer.sasl.jaas.config: %v", l, err)
 	}
@@ -103,7 +103,7 @@ func oauthBearerValidator(cfg *Config) (sasl.TokenValidator, func(), error) {
 		return nil, nil, fmt.Errorf("broker: listener.name.%s.oauthbearer.sasl.jaas.config: login module %s is not %s", l, entry.LoginModule, sasl.OAuthBearerLoginModule)
 	}
 	if cls == jwksValidatorCallbackHandler {
-		return jwksValidator(cfg)
+		return jwksValidator(&lc.OAuthBearer, logger)
 	}
 	v, err := sasl.NewUnsecuredValidator(entry.Options, nil)
 	if err != nil {
@@ -115,12 +115,7 @@ func oauthBearerValidator(cfg *Config) (sasl.TokenValidator, func(), error) {
 // jwksValidator is Kafka's OAuthBearerValidatorCallbackHandler with the
 // listener's sasl.oauthbearer.* settings (its JAAS entry, required as
 // in Kafka, has no options the validator reads).
-func jwksValidator(cfg *Config) (sasl.TokenValidator, func(), error) {
-	o := &cfg.OAuthBearer
-	logger := cfg.Logger
-	if logger == nil {
-		logger = slog.Default()
-	}
+func jwksValidator(o *OAuthBearerConfig, logger *slog.Logger) (sasl.TokenValidator, func(), error) {
 	raw := strings.TrimSpace(o.JWKSEndpointURL)
 	if raw == "" {
 		return nil, nil, fmt.Errorf("broker: sasl.oauthbearer.jwks.endpoint.url: The OAuth configuration option sasl.oauthbearer.jwks.endpoint.url must be non-null")

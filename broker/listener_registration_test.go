@@ -1,7 +1,10 @@
 package broker
 
 import (
+	"slices"
 	"testing"
+
+	"github.com/gregor-broker/gregor/coordinator/controller/metadata"
 
 	"github.com/gregor-broker/gregor/broker/security/sasl"
 )
@@ -25,11 +28,13 @@ func TestRegistrationNamesServedListener(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b := &Broker{cfg: Config{ListenerName: tt.listenerName, SecurityProtocol: tt.protocol, NodeID: 4}}
+			cfg := Config{ListenerName: tt.listenerName, SecurityProtocol: tt.protocol, NodeID: 4}
+			cfg.setDefaults()
+			l := &listener{cfg: cfg.Listeners[0], host: "broker4.example", port: 9092}
 			if tt.sasl {
-				b.sasl = &sasl.Config{Mechanisms: []string{"PLAIN"}}
+				l.sasl = &sasl.Config{Mechanisms: []string{"PLAIN"}}
 			}
-			b.advertised.host, b.advertised.port = "broker4.example", 9092
+			b := &Broker{cfg: cfg, listeners: []*listener{l}}
 			reg := (&cluster{b: b}).registration()
 			if len(reg.Endpoints) != 1 {
 				t.Fatalf("endpoints = %+v, want one", reg.Endpoints)
@@ -39,6 +44,30 @@ func TestRegistrationNamesServedListener(t *testing.T) {
 				t.Errorf("endpoint = %+v, want %s/%d at broker4.example:9092", ep, tt.wantName, tt.wantProtocol)
 			}
 		})
+	}
+}
+
+// TestRegistrationCarriesEveryListener checks that a broker with several
+// listeners registers each, in order, with its own address and protocol.
+func TestRegistrationCarriesEveryListener(t *testing.T) {
+	cfg := Config{NodeID: 4, Listeners: []ListenerConfig{
+		{Name: "INTERNAL"},
+		{Name: "EXTERNAL", SecurityProtocol: "SASL_PLAINTEXT"},
+		{SecurityProtocol: "SSL"},
+	}}
+	cfg.setDefaults()
+	b := &Broker{cfg: cfg}
+	for i, lc := range cfg.Listeners {
+		b.listeners = append(b.listeners, &listener{cfg: lc, host: "broker4.example", port: int32(9092 + i)})
+	}
+	got := (&cluster{b: b}).registration().Endpoints
+	want := []metadata.Endpoint{
+		{Name: "INTERNAL", Host: "broker4.example", Port: 9092, SecurityProtocol: 0},
+		{Name: "EXTERNAL", Host: "broker4.example", Port: 9093, SecurityProtocol: 2},
+		{Name: "SSL", Host: "broker4.example", Port: 9094, SecurityProtocol: 1},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("endpoints = %+v, want %+v", got, want)
 	}
 }
 

@@ -22,28 +22,33 @@ const defaultFailedAuthenticationDelayMs = 100
 
 // listenerSASL is the SASL configuration of the served listener, nil when
 // it is PLAINTEXT or SSL; a configuration Gregor cannot serve is refused.
+//
 // stopValidator, when not nil, stops the OAUTHBEARER validator's JWKS
 // refreshing: the broker calls it as it closes.
-func listenerSASL(cfg *Config, scramLookup scram.Lookup) (_ *sasl.Config, stopValidator func(), err error) {
+func listenerSASL(cfg *Config, l *ListenerConfig, scramLookup scram.Lookup) (_ *sasl.Config, stopValidator func(), err error) {
 	var stop func()
 	defer func() {
 		if err != nil && stop != nil {
 			stop() // refused after the validator started
 		}
 	}()
-	switch cfg.SecurityProtocol {
+	switch l.SecurityProtocol {
 	case "", protocolPlaintext, protocolSSL:
 		return nil, nil, nil
 	case protocolSASLPlaintext, protocolSASLSSL:
 	default:
-		return nil, nil, fmt.Errorf("broker: unknown security protocol %q (PLAINTEXT, SSL, SASL_PLAINTEXT and SASL_SSL are served)", cfg.SecurityProtocol)
+		return nil, nil, fmt.Errorf("broker: unknown security protocol %q (PLAINTEXT, SSL, SASL_PLAINTEXT and SASL_SSL are served)", l.SecurityProtocol)
 	}
-	if cfg.ControllerQuorumVoters != "" {
+	if cfg.ControllerQuorumVoters != "" && l.Name == cfg.InterBrokerListenerName {
 		// The replica fetchers, forwarding and transaction peers connect
-		// to other nodes' Kafka listener without authenticating.
-		return nil, nil, fmt.Errorf("broker: listener %s uses %s, which cluster mode does not serve yet (inter-broker connections do not authenticate); a single node does", cfg.listenerName(), cfg.SecurityProtocol)
+		// to other nodes' inter-broker listener without authenticating.
+		return nil, nil, fmt.Errorf("broker: inter-broker listener %s uses %s, which cluster mode does not serve yet (inter-broker connections do not authenticate); a single node does, and so does a cluster whose inter.broker.listener.name is a PLAINTEXT listener", l.Name, l.SecurityProtocol)
 	}
-	mechs := cfg.SASLEnabledMechanisms
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	mechs := l.SASLEnabledMechanisms
 	if mechs == nil {
 		mechs = []string{"GSSAPI"} // Kafka's default
 	}
@@ -55,22 +60,23 @@ func listenerSASL(cfg *Config, scramLookup scram.Lookup) (_ *sasl.Config, stopVa
 	for _, m := range mechs {
 		switch m {
 		case sasl.PlainMechanism:
-			if cfg.SASLPlainJAASConfig == "" {
+			if l.SASLPlainJAASConfig == "" {
 				// Kafka falls back to the JVM's JAAS file, which Gregor
 				// has no equivalent of.
 				return nil, nil, fmt.Errorf("broker: PLAIN on listener %s: Could not find a 'KafkaServer' or '%s.KafkaServer' entry in the JAAS configuration. System property 'java.security.auth.login.config' is not set (set listener.name.%s.plain.sasl.jaas.config)",
-					cfg.listenerName(), strings.ToLower(cfg.listenerName()), strings.ToLower(cfg.listenerName()))
+					l.Name, strings.ToLower(l.Name), strings.ToLower(l.Name))
 			}
-			entry, err := sasl.ServerJAAS(cfg.SASLPlainJAASConfig)
+			entry, err := sasl.ServerJAAS(l.SASLPlainJAASConfig)
 			if err != nil {
-				return nil, nil, fmt.Errorf("broker: listener.name.%s.plain.sasl.jaas.config: %v", strings.ToLower(cfg.listenerName()), err)
+				return nil, nil, fmt.Errorf("broker: listener.name.%s.plain.sasl.jaas.config: %v", strings.ToLower(l.Name), err)
 			}
 			users = sasl.NewPlainUsers([]sasl.JAASEntry{entry})
 		case scram.SHA256.Name(), scram.SHA512.Name():
-			// The credentials are the broker's (scram_credentials.go),
-			// not the JAAS entry's, as in Kafka.
+			// The credentials are the broker's (scram_credentials.go;
+			// the metadata log's in cluster mode, cluster_scram.go), not
+			// the JAAS entry's, as in Kafka.
 		case sasl.OAuthBearerMechanism:
-			v, vstop, err := oauthBearerValidator(cfg)
+			v, vstop, err := oauthBearerValidator(l, logger)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -81,13 +87,9 @@ func listenerSASL(cfg *Config, scramLookup scram.Lookup) (_ *sasl.Config, stopVa
 			return nil, nil, fmt.Errorf("broker: sasl.enabled.mechanisms: unknown SASL mechanism %q; PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and OAUTHBEARER are served", m)
 		}
 	}
-	logger := cfg.Logger
-	if logger == nil {
-		logger = slog.Default()
-	}
 	onRefused := func(reason string) {
 		// The reason never holds the token.
-		logger.Info("gregor: OAUTHBEARER token refused", "listener", cfg.listenerName(), "reason", reason)
+		logger.Info("gregor: OAUTHBEARER token refused", "listener", l.Name, "reason", reason)
 	}
 	return &sasl.Config{
 		Mechanisms: mechs,
@@ -103,17 +105,6 @@ func listenerSASL(cfg *Config, scramLookup scram.Lookup) (_ *sasl.Config, stopVa
 		MaxReauthMs:    cfg.ConnectionsMaxReauthMs,
 		MaxReceiveSize: cfg.SASLServerMaxReceiveSize,
 	}, stop, nil
-}
-
-// listenerName is the served listener's name.
-func (c *Config) listenerName() string {
-	switch {
-	case c.ListenerName != "":
-		return c.ListenerName
-	case c.SecurityProtocol != "":
-		return c.SecurityProtocol
-	}
-	return protocolPlaintext
 }
 
 // failedAuthenticationDelay is connection.failed.authentication.delay.ms.

@@ -46,37 +46,37 @@ func usesTLS(protocol string) bool {
 
 // newListenerTLS builds the served listener's TLS configuration, nil when
 // it does not use TLS. A configuration Gregor cannot serve is refused.
-func newListenerTLS(cfg *Config) (*listenerTLS, error) {
-	if !usesTLS(cfg.SecurityProtocol) {
+func newListenerTLS(cfg *Config, l *ListenerConfig) (*listenerTLS, error) {
+	if !usesTLS(l.SecurityProtocol) {
 		return nil, nil
 	}
-	if cfg.ControllerQuorumVoters != "" {
+	if cfg.ControllerQuorumVoters != "" && l.Name == cfg.InterBrokerListenerName {
 		// The replica fetchers, forwarding and transaction peers connect
-		// to other nodes' Kafka listener in plain TCP.
-		return nil, fmt.Errorf("broker: listener %s uses %s, which cluster mode does not serve yet (inter-broker connections do not use TLS); a single node does", cfg.listenerName(), cfg.SecurityProtocol)
+		// to other nodes' inter-broker listener in plain TCP.
+		return nil, fmt.Errorf("broker: inter-broker listener %s uses %s, which cluster mode does not serve yet (inter-broker connections do not use TLS); a single node does, and so does a cluster whose inter.broker.listener.name is a PLAINTEXT listener", l.Name, l.SecurityProtocol)
 	}
-	if cfg.SSL == nil {
-		return nil, fmt.Errorf("broker: listener %s uses %s but has no SSL settings (Config.SSL; ssl.keystore.* in server.properties)", cfg.listenerName(), cfg.SecurityProtocol)
+	if l.SSL == nil {
+		return nil, fmt.Errorf("broker: listener %s uses %s but has no SSL settings (Config.SSL; ssl.keystore.* in server.properties)", l.Name, l.SecurityProtocol)
 	}
-	for _, w := range cfg.SSL.Warnings {
-		cfg.Logger.Warn("gregor: "+w, "listener", cfg.listenerName())
+	for _, w := range l.SSL.Warnings {
+		cfg.Logger.Warn("gregor: "+w, "listener", l.Name)
 	}
-	factory, err := ssl.New(*cfg.SSL)
+	factory, err := ssl.New(*l.SSL)
 	if err != nil {
-		return nil, fmt.Errorf("broker: listener %s: %v", cfg.listenerName(), err)
+		return nil, fmt.Errorf("broker: listener %s: %v", l.Name, err)
 	}
 	if !factory.HasKeystore() {
-		return nil, fmt.Errorf("broker: listener %s uses %s but has no key store (set ssl.keystore.location, or ssl.keystore.key and ssl.keystore.certificate.chain)", cfg.listenerName(), cfg.SecurityProtocol)
+		return nil, fmt.Errorf("broker: listener %s uses %s but has no key store (set ssl.keystore.location, or ssl.keystore.key and ssl.keystore.certificate.chain)", l.Name, l.SecurityProtocol)
 	}
-	rules := cfg.SSLPrincipalMappingRules
+	rules := l.SSLPrincipalMappingRules
 	if strings.TrimSpace(rules) == "" {
 		rules = principal.DefaultRules
 	}
 	mapper, err := principal.ParseRules(rules)
 	if err != nil {
-		return nil, fmt.Errorf("broker: listener %s: ssl.principal.mapping.rules: %v", cfg.listenerName(), err)
+		return nil, fmt.Errorf("broker: listener %s: ssl.principal.mapping.rules: %v", l.Name, err)
 	}
-	return &listenerTLS{server: factory.ServerConfig(), mapper: mapper, clientAuth: cfg.SSL.ClientAuth}, nil
+	return &listenerTLS{server: factory.ServerConfig(), mapper: mapper, clientAuth: l.SSL.ClientAuth}, nil
 }
 
 // authenticatesClients reports whether the listener asks for client
@@ -139,7 +139,7 @@ func (c *conn) handshake(ctx context.Context) bool {
 	if len(state.PeerCertificates) > 0 {
 		leaf = state.PeerCertificates[0]
 	}
-	p, err := principal.SSLPrincipal(leaf, c.b.tls.mapper)
+	p, err := principal.SSLPrincipal(leaf, c.l.tls.mapper)
 	if err != nil {
 		// Kafka builds the principal when the first request arrives and
 		// closes the connection when that fails; nothing is answered

@@ -94,8 +94,10 @@ func (e replicationEnv) Endpoint(id int32) (host string, port int32, registered 
 	if im == nil || im.Brokers[id] == nil {
 		return "", -1, false
 	}
-	host, port = brokerEndpoint(im.Brokers[id])
-	return host, port, true
+	// Replicas fetch over the inter-broker listener; a broker registered
+	// without it cannot be fetched from.
+	host, port, registered = brokerEndpoint(im.Brokers[id], e.c.b.cfg.InterBrokerListenerName)
+	return host, port, registered
 }
 
 func (e replicationEnv) NewConn() replication.Conn {

@@ -181,14 +181,19 @@ func (b *Broker) addScramCredentials(args []scram.AddScram) error {
 // warnNoScramUsers says, at start, that a listener serving SCRAM has no
 // user to log in with, which is legal (as in Kafka) but rarely meant.
 func (b *Broker) warnNoScramUsers() {
-	if b.sasl == nil || len(b.scram.current()) > 0 {
+	if len(b.scram.current()) > 0 {
 		return
 	}
-	for _, name := range b.sasl.Mechanisms {
-		if _, ok := scram.MechanismByName(name); ok {
-			b.log.Warn("gregor: SCRAM is enabled but no user has a SCRAM credential, so no SCRAM login can succeed; create one with --add-scram",
-				"listener", b.cfg.listenerName())
-			return
+	for _, l := range b.listeners {
+		if l.sasl == nil {
+			continue
+		}
+		for _, name := range l.sasl.Mechanisms {
+			if _, ok := scram.MechanismByName(name); ok {
+				b.log.Warn("gregor: SCRAM is enabled but no user has a SCRAM credential, so no SCRAM login can succeed; create one with --add-scram",
+					"listener", l.cfg.Name)
+				break
+			}
 		}
 	}
 }

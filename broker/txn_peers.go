@@ -17,7 +17,8 @@ package broker
 
 import (
 	"context"
-	"fmt"
+	"net"
+	"strconv"
 	"sync"
 	"time"
 
@@ -78,11 +79,11 @@ func (c *cluster) brokerAddr(id int32) (addr string, ok bool) {
 	if br == nil || br.Fenced {
 		return "", false
 	}
-	host, port := brokerEndpoint(br)
-	if port < 0 {
+	host, port, ok := brokerEndpoint(br, c.b.cfg.InterBrokerListenerName)
+	if !ok {
 		return "", false
 	}
-	return fmt.Sprintf("%s:%d", host, port), true
+	return net.JoinHostPort(host, strconv.Itoa(int(port))), true
 }
 
 // txnStatePartition returns transactional id's partition of

@@ -38,11 +38,11 @@ var derivedTopicSettings = []struct {
 	{"log.flush.scheduler.interval.ms", "flush.ms", 1},
 }
 
-// ignoredKeys are Kafka broker configs that Gregor accepts and ignores (one
-// listener, no thread pools to size).
+// ignoredKeys are Kafka broker configs that Gregor accepts and ignores (no
+// thread pools to size).
 var ignoredKeys = []string{
 	"process.roles", "controller.quorum.bootstrap.servers",
-	"inter.broker.listener.name", "num.network.threads", "num.io.threads",
+	"num.network.threads", "num.io.threads",
 	"socket.send.buffer.bytes", "socket.receive.buffer.bytes", "num.recovery.threads.per.data.dir",
 	"num.replica.fetchers",
 	"share.coordinator.state.topic.replication.factor", "share.coordinator.state.topic.min.isr",
@@ -114,140 +114,138 @@ func applyPropertiesWithOrigins(dst *broker.Config, props map[string]setting, lo
 		handled[k] = true
 	}
 
-	// Listeners.
+	// Listeners: every listener in listeners but the controller's is
+	// served, each with its own security (listenerSecurity). One listener
+	// fills the Config's one-listener shorthand; more fill
+	// Config.Listeners.
 	handled["listeners"], handled["advertised.listeners"] = true, true
+	handled["sasl.enabled.mechanisms"] = true
 	if _, ok := props["listeners"]; ok {
-		name, addr, proto, err := servedListener(props, "listeners", "")
-		if err != nil {
-			bad("listeners", err.Error())
-		} else {
-			cfg.Listen, cfg.ListenerName, cfg.SecurityProtocol = addr, name, proto
+		served, err := listenerEntries(props, "listeners")
+		var advertised []listenerEntry
+		if err == nil {
 			if _, ok := props["advertised.listeners"]; ok {
-				if _, adv, _, err := servedListener(props, "advertised.listeners", name); err != nil {
+				if advertised, err = listenerEntries(props, "advertised.listeners"); err != nil {
 					bad("advertised.listeners", err.Error())
-				} else {
-					cfg.Advertise = adv
 				}
 			}
-		}
-	} else if _, ok := props["advertised.listeners"]; ok {
-		if _, adv, _, err := servedListener(props, "advertised.listeners", ""); err != nil {
-			bad("advertised.listeners", err.Error())
 		} else {
-			cfg.Advertise = adv
-		}
-	}
-
-	// TLS on the served listener: its ssl.* keys and
-	// ssl.principal.mapping.rules, listener.name.<name>.<key> over <key>
-	// as Kafka reads them. On another listener they stay ignored.
-	if cfg.SecurityProtocol == "SSL" || cfg.SecurityProtocol == "SASL_SSL" {
-		settings, rules, err := listenerSSL(props, cfg.ListenerName, cfg.SecurityProtocol, handled, logger)
-		if err != nil {
 			bad("listeners", err.Error())
-		} else {
-			cfg.SSL, cfg.SSLPrincipalMappingRules = settings, rules
 		}
-	}
-
-	// SASL on the served listener: the mechanisms, and PLAIN's users from
-	// the listener's JAAS config, the only place a Kafka broker takes
-	// them from besides the JVM's JAAS file.
-	handled["sasl.enabled.mechanisms"] = true
-	if v, ok := value("sasl.enabled.mechanisms"); ok {
-		mechs := []string{}
-		for _, m := range strings.Split(v, ",") {
-			if m = strings.TrimSpace(m); m != "" {
-				mechs = append(mechs, m)
+		var ls []broker.ListenerConfig
+		for _, e := range served {
+			lc := broker.ListenerConfig{Name: e.name, Listen: e.addr, SecurityProtocol: e.protocol}
+			for _, a := range advertised {
+				if a.name == e.name {
+					lc.Advertise = a.addr
+				}
+			}
+			if lc.Advertise == "" && len(served) == 1 && len(advertised) > 0 {
+				lc.Advertise = advertised[0].addr // one listener: the first entry, as before
+			}
+			if err := listenerSecurity(props, &lc, handled, logger); err != nil {
+				bad("listeners", err.Error())
+			}
+			ls = append(ls, lc)
+		}
+		// The shorthand holds the first listener either way (what Addr
+		// serves, and what one-listener callers read); the broker reads
+		// Listeners when it is set.
+		if len(ls) > 0 {
+			l := ls[0]
+			cfg.Listen, cfg.ListenerName, cfg.SecurityProtocol, cfg.Advertise = l.Listen, l.Name, l.SecurityProtocol, l.Advertise
+			cfg.SSL, cfg.SSLPrincipalMappingRules = l.SSL, l.SSLPrincipalMappingRules
+			cfg.SASLEnabledMechanisms, cfg.SASLPlainJAASConfig, cfg.OAuthBearer = l.SASLEnabledMechanisms, l.SASLPlainJAASConfig, l.OAuthBearer
+		}
+		if len(ls) > 1 {
+			cfg.Listeners = ls
+		}
+	} else {
+		if _, ok := props["advertised.listeners"]; ok {
+			if _, adv, _, err := servedListener(props, "advertised.listeners", ""); err != nil {
+				bad("advertised.listeners", err.Error())
+			} else {
+				cfg.Advertise = adv
 			}
 		}
-		cfg.SASLEnabledMechanisms = mechs
+		if v, ok := value("sasl.enabled.mechanisms"); ok {
+			cfg.SASLEnabledMechanisms = mechanismList(v)
+		}
 	}
-	if cfg.ListenerName != "" {
-		key := "listener.name." + strings.ToLower(cfg.ListenerName) + ".plain.sasl.jaas.config"
-		handled[key] = true
-		if s, ok := props[key]; ok {
-			cfg.SASLPlainJAASConfig = s.value
-		}
-		// Kafka needs a ScramLoginModule entry for each SCRAM mechanism;
-		// its options are unused on the server, whose credentials are the
-		// broker's (--add-scram, AlterUserScramCredentials).
-		oauthPrefix := "listener.name." + strings.ToLower(cfg.ListenerName) + ".oauthbearer."
-		for key, dst := range map[string]*string{
-			oauthPrefix + "sasl.jaas.config":                   &cfg.OAuthBearer.JAASConfig,
-			oauthPrefix + "sasl.server.callback.handler.class": &cfg.OAuthBearer.ServerCallbackHandlerClass,
-		} {
-			handled[key] = true
-			if s, ok := props[key]; ok {
-				*dst = s.value
-			}
-		}
-		for _, m := range []string{"scram-sha-256", "scram-sha-512"} {
-			handled["listener.name."+strings.ToLower(cfg.ListenerName)+"."+m+".sasl.jaas.config"] = true
-		}
+	handled["inter.broker.listener.name"] = true
+	if v, ok := value("inter.broker.listener.name"); ok && v != "" {
+		cfg.InterBrokerListenerName = strings.ToUpper(v)
 	}
 	// The JWKS validator's sasl.oauthbearer.* keys, as Kafka's broker reads
 	// them: listener.name.<name>.oauthbearer.<key> over
 	// listener.name.<name>.<key> over <key>. Kafka's
 	// org.apache.kafka.sasl.oauthbearer.allowed.urls system property is a
 	// key here.
-	oauthKey := func(key string) (string, bool) {
-		keys := []string{key}
-		if cfg.ListenerName != "" {
-			l := "listener.name." + strings.ToLower(cfg.ListenerName) + "."
-			keys = []string{l + "oauthbearer." + key, l + key, key}
+	// Each listener reads its own (listener names differ only in the
+	// prefixed keys).
+	readJWKS := func(listenerName string, o *broker.OAuthBearerConfig) {
+		oauthKey := func(key string) (string, bool) {
+			keys := []string{key}
+			if listenerName != "" {
+				l := "listener.name." + strings.ToLower(listenerName) + "."
+				keys = []string{l + "oauthbearer." + key, l + key, key}
+			}
+			winner, found := "", false
+			for _, k := range keys {
+				handled[k] = true
+				if _, ok := props[k]; ok && !found {
+					winner, found = k, true
+				}
+			}
+			return winner, found
 		}
-		winner, found := "", false
-		for _, k := range keys {
-			handled[k] = true
-			if _, ok := props[k]; ok && !found {
-				winner, found = k, true
+		list := func(v string) []string {
+			out := []string{}
+			for _, e := range strings.Split(v, ",") {
+				if e = strings.TrimSpace(e); e != "" {
+					out = append(out, e)
+				}
+			}
+			return out
+		}
+		for name, dst := range map[string]*string{
+			"sasl.oauthbearer.jwks.endpoint.url": &o.JWKSEndpointURL,
+			"sasl.oauthbearer.expected.issuer":   &o.ExpectedIssuer,
+			"sasl.oauthbearer.scope.claim.name":  &o.ScopeClaimName,
+			"sasl.oauthbearer.sub.claim.name":    &o.SubClaimName,
+		} {
+			if k, ok := oauthKey(name); ok {
+				*dst, _ = value(k)
 			}
 		}
-		return winner, found
-	}
-	list := func(v string) []string {
-		out := []string{}
-		for _, e := range strings.Split(v, ",") {
-			if e = strings.TrimSpace(e); e != "" {
-				out = append(out, e)
+		if k, ok := oauthKey("sasl.oauthbearer.expected.audience"); ok {
+			v, _ := value(k)
+			o.ExpectedAudience = list(v)
+		}
+		for name, dst := range map[string]**int64{
+			"sasl.oauthbearer.jwks.endpoint.refresh.ms":           &o.JWKSEndpointRefreshMs,
+			"sasl.oauthbearer.jwks.endpoint.retry.backoff.ms":     &o.JWKSEndpointRetryBackoffMs,
+			"sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms": &o.JWKSEndpointRetryBackoffMaxMs,
+			"sasl.oauthbearer.clock.skew.seconds":                 &o.ClockSkewSeconds,
+		} {
+			hi := int64(math.MaxInt64)
+			if name == "sasl.oauthbearer.clock.skew.seconds" {
+				hi = math.MaxInt32 // an INT in Kafka
+			}
+			if k, ok := oauthKey(name); ok {
+				if n, ok := integer(k, 0, hi); ok {
+					*dst = &n
+				}
 			}
 		}
-		return out
-	}
-	for name, dst := range map[string]*string{
-		"sasl.oauthbearer.jwks.endpoint.url": &cfg.OAuthBearer.JWKSEndpointURL,
-		"sasl.oauthbearer.expected.issuer":   &cfg.OAuthBearer.ExpectedIssuer,
-		"sasl.oauthbearer.scope.claim.name":  &cfg.OAuthBearer.ScopeClaimName,
-		"sasl.oauthbearer.sub.claim.name":    &cfg.OAuthBearer.SubClaimName,
-	} {
-		if k, ok := oauthKey(name); ok {
-			*dst, _ = value(k)
+		handled["org.apache.kafka.sasl.oauthbearer.allowed.urls"] = true
+		if v, ok := value("org.apache.kafka.sasl.oauthbearer.allowed.urls"); ok {
+			o.AllowedURLs = list(v)
 		}
 	}
-	if k, ok := oauthKey("sasl.oauthbearer.expected.audience"); ok {
-		v, _ := value(k)
-		cfg.OAuthBearer.ExpectedAudience = list(v)
-	}
-	for name, dst := range map[string]**int64{
-		"sasl.oauthbearer.jwks.endpoint.refresh.ms":           &cfg.OAuthBearer.JWKSEndpointRefreshMs,
-		"sasl.oauthbearer.jwks.endpoint.retry.backoff.ms":     &cfg.OAuthBearer.JWKSEndpointRetryBackoffMs,
-		"sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms": &cfg.OAuthBearer.JWKSEndpointRetryBackoffMaxMs,
-		"sasl.oauthbearer.clock.skew.seconds":                 &cfg.OAuthBearer.ClockSkewSeconds,
-	} {
-		hi := int64(math.MaxInt64)
-		if name == "sasl.oauthbearer.clock.skew.seconds" {
-			hi = math.MaxInt32 // an INT in Kafka
-		}
-		if k, ok := oauthKey(name); ok {
-			if n, ok := integer(k, 0, hi); ok {
-				*dst = &n
-			}
-		}
-	}
-	handled["org.apache.kafka.sasl.oauthbearer.allowed.urls"] = true
-	if v, ok := value("org.apache.kafka.sasl.oauthbearer.allowed.urls"); ok {
-		cfg.OAuthBearer.AllowedURLs = list(v)
+	readJWKS(cfg.ListenerName, &cfg.OAuthBearer)
+	for i := range cfg.Listeners {
+		readJWKS(cfg.Listeners[i].Name, &cfg.Listeners[i].OAuthBearer)
 	}
 	if _, ok := props["sasl.jaas.config"]; ok {
 		handled["sasl.jaas.config"] = true
@@ -503,11 +501,15 @@ func listenerSSL(props map[string]setting, name, protocol string, handled map[st
 	return &settings, rules, nil
 }
 
-// servedListener picks the listener Gregor serves from key (listeners or
-// advertised.listeners): the one named want if want is set and present,
-// otherwise the first one, and returns its security protocol (PLAINTEXT,
-// SASL_PLAINTEXT, SSL or SASL_SSL). Controller listeners are skipped.
-func servedListener(props map[string]setting, key, want string) (name, addr, protocol string, err error) {
+// listenerEntry is one listener of listeners or advertised.listeners.
+type listenerEntry struct{ name, addr, protocol string }
+
+// listenerEntries parses key (listeners or advertised.listeners): each
+// NAME://HOST:PORT but the controller listeners, with its security
+// protocol (its name, or its listener.security.protocol.map entry:
+// PLAINTEXT, SASL_PLAINTEXT, SSL or SASL_SSL). Names are upper-cased, as
+// Kafka's ListenerName.normalised.
+func listenerEntries(props map[string]setting, key string) ([]listenerEntry, error) {
 	protocols := map[string]string{}
 	if m, ok := props["listener.security.protocol.map"]; ok {
 		for _, pair := range strings.Split(m.value, ",") {
@@ -523,8 +525,7 @@ func servedListener(props map[string]setting, key, want string) (name, addr, pro
 			controller[strings.ToUpper(strings.TrimSpace(n))] = true
 		}
 	}
-	type listener struct{ name, addr, protocol string }
-	var plain []listener
+	var out []listenerEntry
 	for _, l := range strings.Split(props[key].value, ",") {
 		l = strings.TrimSpace(l)
 		if l == "" {
@@ -532,14 +533,14 @@ func servedListener(props map[string]setting, key, want string) (name, addr, pro
 		}
 		n, hostPort, ok := strings.Cut(l, "://")
 		if !ok {
-			return "", "", "", fmt.Errorf("%q is not NAME://HOST:PORT", l)
+			return nil, fmt.Errorf("%q is not NAME://HOST:PORT", l)
 		}
 		n = strings.ToUpper(n)
 		if controller[n] {
 			continue
 		}
 		if _, _, err := net.SplitHostPort(hostPort); err != nil {
-			return "", "", "", fmt.Errorf("%q: %v", l, err)
+			return nil, fmt.Errorf("%q: %v", l, err)
 		}
 		proto, ok := protocols[n]
 		if !ok {
@@ -547,20 +548,89 @@ func servedListener(props map[string]setting, key, want string) (name, addr, pro
 		}
 		switch proto {
 		case "PLAINTEXT", "SASL_PLAINTEXT", "SSL", "SASL_SSL":
-			plain = append(plain, listener{n, hostPort, proto})
 		default:
-			return "", "", "", fmt.Errorf("listener %s has no security protocol (map it in listener.security.protocol.map)", n)
+			return nil, fmt.Errorf("listener %s has no security protocol (map it in listener.security.protocol.map)", n)
 		}
+		if slices.ContainsFunc(out, func(e listenerEntry) bool { return e.name == n }) {
+			// Kafka's CoreUtils.validate message.
+			return nil, fmt.Errorf("Each listener must have a different name, %s: %s", key, props[key].value)
+		}
+		out = append(out, listenerEntry{n, hostPort, proto})
 	}
-	if len(plain) == 0 {
-		return "", "", "", errors.New("no PLAINTEXT, SASL_PLAINTEXT, SSL or SASL_SSL listener")
+	if len(out) == 0 {
+		return nil, errors.New("no PLAINTEXT, SASL_PLAINTEXT, SSL or SASL_SSL listener")
 	}
-	for _, l := range plain {
+	return out, nil
+}
+
+// servedListener picks from key the listener named want if want is set
+// and present, otherwise the first one.
+func servedListener(props map[string]setting, key, want string) (name, addr, protocol string, err error) {
+	entries, err := listenerEntries(props, key)
+	if err != nil {
+		return "", "", "", err
+	}
+	for _, l := range entries {
 		if l.name == want {
 			return l.name, l.addr, l.protocol, nil
 		}
 	}
-	return plain[0].name, plain[0].addr, plain[0].protocol, nil
+	return entries[0].name, entries[0].addr, entries[0].protocol, nil
+}
+
+// mechanismList is a sasl.enabled.mechanisms value as a list.
+func mechanismList(v string) []string {
+	mechs := []string{}
+	for _, m := range strings.Split(v, ",") {
+		if m = strings.TrimSpace(m); m != "" {
+			mechs = append(mechs, m)
+		}
+	}
+	return mechs
+}
+
+// listenerSecurity reads the security of listener l: on SSL and SASL_SSL
+// its ssl.* keys and ssl.principal.mapping.rules; its
+// sasl.enabled.mechanisms; PLAIN's users from its
+// listener.name.<name>.plain.sasl.jaas.config, the only place a Kafka
+// broker takes them from besides the JVM's JAAS file; and OAUTHBEARER's
+// keys. Each key is listener.name.<name>.<key> over <key>, as Kafka reads
+// them.
+func listenerSecurity(props map[string]setting, l *broker.ListenerConfig, handled map[string]bool, logger *slog.Logger) error {
+	if l.SecurityProtocol == "SSL" || l.SecurityProtocol == "SASL_SSL" {
+		settings, rules, err := listenerSSL(props, l.Name, l.SecurityProtocol, handled, logger)
+		if err != nil {
+			return err
+		}
+		l.SSL, l.SSLPrincipalMappingRules = settings, rules
+	}
+	prefix := "listener.name." + strings.ToLower(l.Name) + "."
+	handled[prefix+"sasl.enabled.mechanisms"] = true
+	if s, ok := props[prefix+"sasl.enabled.mechanisms"]; ok {
+		l.SASLEnabledMechanisms = mechanismList(strings.TrimSpace(s.value))
+	} else if s, ok := props["sasl.enabled.mechanisms"]; ok {
+		l.SASLEnabledMechanisms = mechanismList(strings.TrimSpace(s.value))
+	}
+	handled[prefix+"plain.sasl.jaas.config"] = true
+	if s, ok := props[prefix+"plain.sasl.jaas.config"]; ok {
+		l.SASLPlainJAASConfig = s.value
+	}
+	for key, dst := range map[string]*string{
+		prefix + "oauthbearer.sasl.jaas.config":                   &l.OAuthBearer.JAASConfig,
+		prefix + "oauthbearer.sasl.server.callback.handler.class": &l.OAuthBearer.ServerCallbackHandlerClass,
+	} {
+		handled[key] = true
+		if s, ok := props[key]; ok {
+			*dst = s.value
+		}
+	}
+	// Kafka needs a ScramLoginModule entry for each SCRAM mechanism; its
+	// options are unused on the server, whose credentials are the
+	// broker's (--add-scram, AlterUserScramCredentials).
+	for _, m := range []string{"scram-sha-256", "scram-sha-512"} {
+		handled[prefix+m+".sasl.jaas.config"] = true
+	}
+	return nil
 }
 
 // controllerListener returns the address of the first listener in

@@ -163,11 +163,19 @@ func serveConfig(c *cli.Context, environ []string, logger *slog.Logger) (broker.
 	if err != nil {
 		return broker.Config{}, nil, fmt.Errorf("invalid configuration:\n%w", err)
 	}
+	// --listen and --advertise are the first listener's, which the
+	// shorthand fields hold; with several listeners, Listeners[0] too.
 	if fc := flags("listen"); fc.IsSet("listen") {
 		cfg.Listen = fc.String("listen")
+		if len(cfg.Listeners) > 0 {
+			cfg.Listeners[0].Listen = cfg.Listen
+		}
 	}
 	if fc := flags("advertise"); fc.IsSet("advertise") {
 		cfg.Advertise = fc.String("advertise")
+		if len(cfg.Listeners) > 0 {
+			cfg.Listeners[0].Advertise = cfg.Advertise
+		}
 	}
 	if fc := flags("data-dir"); fc.IsSet("data-dir") {
 		cfg.DataDir = fc.String("data-dir")

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"io"
+	"log/slog"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/gregor-broker/gregor/broker"
+)
+
+// TestApplyPropertiesSeveralListeners checks that every listener of
+// server.properties but the controller's reaches Config.Listeners, with
+// its advertised address by name, its protocol from
+// listener.security.protocol.map and its own listener.name.<name>.* keys.
+func TestApplyPropertiesSeveralListeners(t *testing.T) {
+	const jaas = `org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";`
+	tests := []struct {
+		name      string
+		kv        []string
+		want      []broker.ListenerConfig
+		wantInter string
+		wantErr   string
+	}{
+		{
+			name: "one listener stays the shorthand",
+			kv:   []string{"listeners", "PLAINTEXT://:9092"},
+		},
+		{
+			name: "plaintext and sasl, advertised by name, controller skipped",
+			kv: []string{
+				"listeners", "INTERNAL://:9092,CONTROLLER://:9093,CLIENT://:9094",
+				"advertised.listeners", "CLIENT://kafka.example:19094,INTERNAL://broker1:9092",
+				"listener.security.protocol.map", "INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT,CLIENT:SASL_PLAINTEXT",
+				"controller.listener.names", "CONTROLLER",
+				"inter.broker.listener.name", "internal",
+				"sasl.enabled.mechanisms", "SCRAM-SHA-512",
+				"listener.name.client.sasl.enabled.mechanisms", "PLAIN, OAUTHBEARER",
+				"listener.name.client.plain.sasl.jaas.config", jaas,
+				"listener.name.client.oauthbearer.sasl.jaas.config", "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;",
+			},
+			want: []broker.ListenerConfig{
+				{Name: "INTERNAL", Listen: ":9092", Advertise: "broker1:9092", SecurityProtocol: "PLAINTEXT", SASLEnabledMechanisms: []string{"SCRAM-SHA-512"}},
+				{Name: "CLIENT", Listen: ":9094", Advertise: "kafka.example:19094", SecurityProtocol: "SASL_PLAINTEXT",
+					SASLEnabledMechanisms: []string{"PLAIN", "OAUTHBEARER"}, SASLPlainJAASConfig: jaas,
+					OAuthBearer: broker.OAuthBearerConfig{JAASConfig: "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;"}},
+			},
+			wantInter: "INTERNAL",
+		},
+		{
+			name: "a listener without an advertised entry advertises nothing",
+			kv: []string{
+				"listeners", "PLAINTEXT://:9092,SASL_PLAINTEXT://:9093",
+				"advertised.listeners", "SASL_PLAINTEXT://public:9093",
+			},
+			want: []broker.ListenerConfig{
+				{Name: "PLAINTEXT", Listen: ":9092", SecurityProtocol: "PLAINTEXT"},
+				{Name: "SASL_PLAINTEXT", Listen: ":9093", Advertise: "public:9093", SecurityProtocol: "SASL_PLAINTEXT"},
+			},
+		},
+		{
+			name:    "duplicate listener names",
+			kv:      []string{"listeners", "PLAINTEXT://:9092,plaintext://:9093"},
+			wantErr: "Each listener must have a different name",
+		},
+		{
+			name:    "unmapped protocol",
+			kv:      []string{"listeners", "PLAINTEXT://:9092,EXTERNAL://:9093"},
+			wantErr: "listener EXTERNAL has no security protocol",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var cfg broker.Config
+			err := applyProperties(&cfg, props(tt.kv...), slog.New(slog.NewTextHandler(io.Discard, nil)))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(cfg.Listeners, tt.want) {
+				t.Errorf("Listeners = %+v\nwant        %+v", cfg.Listeners, tt.want)
+			}
+			if cfg.InterBrokerListenerName != tt.wantInter {
+				t.Errorf("InterBrokerListenerName = %q, want %q", cfg.InterBrokerListenerName, tt.wantInter)
+			}
+			if len(tt.want) > 0 && (cfg.ListenerName != tt.want[0].Name || cfg.Listen != tt.want[0].Listen) {
+				t.Errorf("shorthand %q %q, want the first listener", cfg.ListenerName, cfg.Listen)
+			}
+		})
+	}
+}
