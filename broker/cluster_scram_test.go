@@ -4,6 +4,7 @@ package broker
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gregor-broker/gregor/broker/security/scram"
@@ -58,8 +60,41 @@ func TestClusterScramCredentials(t *testing.T) {
 	}
 	ctx := testCtx(t)
 	seed := "SCRAM-SHA-256=[name=seed,password=seed-secret,iterations=8192]"
-	tc := startClusterWith(t, 3, func(c *Config) { c.AddScram = []string{seed} })
+	zero := int64(0)
+	tc := startClusterWith(t, 3, func(c *Config) {
+		c.AddScram = []string{seed}
+		// Clients log in with SCRAM on CLIENT; the nodes talk on INTERNAL.
+		c.Listeners = []ListenerConfig{{Name: "INTERNAL"}, {Name: "CLIENT", SecurityProtocol: "SASL_PLAINTEXT",
+			SASLEnabledMechanisms: []string{"SCRAM-SHA-256", "SCRAM-SHA-512"}}}
+		c.InterBrokerListenerName = "INTERNAL"
+		c.FailedAuthenticationDelayMs = &zero
+	})
+	// loginErr logs in on node id's SCRAM listener and asks for metadata.
+	loginErr := func(id int32, login kgo.Opt) error {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(tc.nodes[id].ListenerAddr("CLIENT")), login, kgo.RequestRetries(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		_, err = kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+		return err
+	}
+	// waitLogin waits until every node logs user in with password (or,
+	// refused, refuses it).
+	waitLogin := func(login kgo.Opt, refused bool) {
+		t.Helper()
+		for _, id := range tc.live() {
+			waitLong(t, fmt.Sprintf("node %d's SCRAM login (refused: %v)", id, refused), func() bool {
+				err := loginErr(id, login)
+				if refused {
+					return errors.Is(err, kerr.SaslAuthenticationFailed)
+				}
+				return err == nil
+			})
+		}
+	}
 	tc.waitForScram("seed SCRAM-SHA-256 8192")
+	waitLogin(scram256("seed", "seed-secret"), false)
 	for _, id := range tc.live() {
 		cred, ok := tc.nodes[id].scram.lookup("seed", scram.SHA256)
 		want, err := scram.NewCredential(scram.SHA256, "seed-secret", cred.Salt, 8192)
@@ -106,6 +141,9 @@ func TestClusterScramCredentials(t *testing.T) {
 		t.Fatalf("alter through node %d: %v %+v", others[0], err, altered)
 	}
 	tc.waitForScram("alice SCRAM-SHA-512 8192", "bob SCRAM-SHA-256 4096")
+	waitLogin(scram512("alice", "alice-secret"), false)
+	waitLogin(scram256("bob", "bob-secret"), false)
+	waitLogin(scram256("seed", "seed-secret"), true)
 	for _, id := range tc.live() {
 		cred, ok := tc.nodes[id].scram.lookup("alice", scram.SHA512)
 		want, err := scram.NewCredential(scram.SHA512, "alice-secret", cred.Salt, 8192)
@@ -145,4 +183,6 @@ func TestClusterScramCredentials(t *testing.T) {
 	tc.restart(ids...)
 	tc.waitForBrokers(tc.live(), len(ids))
 	tc.waitForScram("alice SCRAM-SHA-512 8192", "bob SCRAM-SHA-256 4096")
+	waitLogin(scram512("alice", "alice-secret"), false)
+	waitLogin(scram256("seed", "seed-secret"), true)
 }
