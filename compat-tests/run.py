@@ -50,6 +50,10 @@ SCENARIO_TIMEOUTS = {"leader-failover": 150.0}
 # On a cluster the kafka-cli group scenarios start five tool JVMs beside three broker JVMs (Kafka's reference)
 # on two cores: they get twice the time there.
 CLUSTER_SCENARIO_TIMEOUTS = {"consumer-group": 120.0, "consumer-group-848": 120.0}
+# In a --security mode the kafka-cli group scenario's five tool JVMs each do a TLS handshake (and a SCRAM
+# login): on the project's shared two-core machine that took Kafka's reference past 60 s, so it gets twice
+# the time there too.
+SECURITY_SCENARIO_TIMEOUTS = {"consumer-group": 120.0}
 GREGOR_READY_TIMEOUT = 30.0
 GREGOR_READY_LINE = "gregor: ready"
 
@@ -468,6 +472,8 @@ def run_adapter(target: Target, client: str, scenario: str, logdir: Path, attemp
     timeout = SCENARIO_TIMEOUTS.get(scenario, SCENARIO_TIMEOUT)
     if is_cluster:
         timeout = CLUSTER_SCENARIO_TIMEOUTS.get(scenario, timeout)
+    if security.mode != "plaintext":
+        timeout = SECURITY_SCENARIO_TIMEOUTS.get(scenario, timeout)
     # The adapter contract's environment: the topology, the replication factor topics are created with,
     # and the run's time limit (the adapters' own backstops fire a little before it).
     env = dict(security.env(), COMPAT_TOPOLOGY="cluster" if is_cluster else "single",
