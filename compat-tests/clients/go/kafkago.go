@@ -242,7 +242,7 @@ func (k *kafkaGoAdapter) ListOffset(ctx context.Context, topic string, partition
 		}
 		return 0, errors.New("partition missing from ListOffsets response")
 	}
-	conn, err := kafka.DialLeader(ctx, "tcp", strings.Split(k.bootstrap, ",")[0], topic, int(partition))
+	conn, err := kafkaGoDialer().DialLeader(ctx, "tcp", strings.Split(k.bootstrap, ",")[0], topic, int(partition))
 	if err != nil {
 		return 0, kgoErr(err)
 	}
