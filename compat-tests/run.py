@@ -327,10 +327,12 @@ class KafkaTarget(Target):
                              env=env)
         _track(p)
         try:
-            out, err = p.communicate(timeout=180)
+            # kafka.sh waits KAFKA_START_TIMEOUT (default 120 s) for the broker; formatting comes before it
+            limit = int(os.environ.get("KAFKA_START_TIMEOUT", "120")) + 60
+            out, err = p.communicate(timeout=limit)
         except subprocess.TimeoutExpired:
             kill_group(p)
-            raise RuntimeError("kafka.sh start did not finish within 180 s")
+            raise RuntimeError(f"kafka.sh start did not finish within {limit} s")
         finally:
             _untrack(p)
         if p.returncode != 0:
