@@ -13,7 +13,7 @@ CLUSTER_KILLS ?= 20
 # The cluster fault tests make test leaves to make cluster-test.
 CLUSTER_LONG_ONLY := ^TestFollowerWithFullDisk$$
 
-.PHONY: build run run-cluster test unit race fuzz vet compat compat-cluster crash-test cluster-test soak bench clean
+.PHONY: build run run-cluster test unit race fuzz vet compat compat-cluster compat-security crash-test cluster-test soak bench clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/gregor
@@ -101,6 +101,10 @@ compat: build
 # The cluster matrix: real clients and Kafka's tools against three-node Gregor and Kafka clusters.
 compat-cluster: build
 	$(MAKE) -C compat-tests compat-cluster
+
+# The security matrix: the clients over SASL_SSL with SCRAM-SHA-512 and over mTLS, against Gregor and Kafka.
+compat-security: build
+	$(MAKE) -C compat-tests compat-security
 
 # Gregor and Apache Kafka side by side (bench/README.md, docs/performance.md):
 # BENCH_ROUNDS, BENCH_QUICK=1, BENCH_CONSUME_BYTES, BENCH_MODES. Not part of

@@ -50,6 +50,10 @@ SCENARIO_TIMEOUTS = {"leader-failover": 150.0}
 # On a cluster the kafka-cli group scenarios start five tool JVMs beside three broker JVMs (Kafka's reference)
 # on two cores: they get twice the time there.
 CLUSTER_SCENARIO_TIMEOUTS = {"consumer-group": 120.0, "consumer-group-848": 120.0}
+# In a --security mode the kafka-cli group scenario's five tool JVMs each do a TLS handshake (and a SCRAM
+# login): on the project's shared two-core machine that took Kafka's reference past 60 s, so it gets twice
+# the time there too.
+SECURITY_SCENARIO_TIMEOUTS = {"consumer-group": 120.0}
 GREGOR_READY_TIMEOUT = 30.0
 GREGOR_READY_LINE = "gregor: ready"
 
@@ -79,12 +83,15 @@ class Scenario:
     name: str
     may_differ: list[str] = field(default_factory=list)
     topologies: list[str] = field(default_factory=lambda: ["single"])
+    # the --security modes besides plaintext it runs in (its `Security:` line)
+    security: list[str] = field(default_factory=list)
 
 
 def load_scenarios(path: Path = SCENARIOS_MD) -> list[Scenario]:
     """Scenario names are the `### \\`name\\`` headings of scenarios.md, in order; each may have a line
     `May differ: \\`key\\`, \\`key\\`` (or `May differ: none`) and a line `Topology: \\`single\\`, \\`cluster\\``
-    (the topologies it runs in; `single` when absent)."""
+    (the topologies it runs in; `single` when absent) and a line `Security: \`sasl_ssl_scram\`, \`mtls\``
+    (the --security modes it also runs in; every scenario runs in plaintext)."""
     out: list[Scenario] = []
     for line in path.read_text().splitlines():
         m = re.match(r"^###\s+`([a-z0-9][a-z0-9-]*)`", line)
@@ -98,6 +105,13 @@ def load_scenarios(path: Path = SCENARIOS_MD) -> list[Scenario]:
         m = re.match(r"^\s*(?:[-*]\s*)?\**Topology\**:\s*(.*)$", line, re.I)
         if m and out:
             out[-1].topologies = re.findall(r"`([^`]+)`", m.group(1))
+            continue
+        m = re.match(r"^\s*(?:[-*]\s*)?\**Security\**:\s*(.*)$", line, re.I)
+        if m and out:
+            out[-1].security = re.findall(r"`([^`]+)`", m.group(1))
+            bad = [x for x in out[-1].security if x not in SECURITY_MODES or x == "plaintext"]
+            if bad:
+                raise SystemExit(f"run.py: {path}: scenario {out[-1].name}: unknown security mode(s) {bad}")
     if not out:
         raise SystemExit(f"run.py: no scenarios found in {path}")
     return out
@@ -172,6 +186,113 @@ def kill_all_live() -> None:
         _untrack(p)
 
 
+# ----------------------------------------------------------------------------- security modes
+
+SECURITY_MODES = ["plaintext", "sasl_ssl_scram", "mtls"]
+SCRAM_MECHANISM = "SCRAM-SHA-512"
+SCRAM_USER = "compat"
+SCRAM_PASSWORD = "compat-scram-secret"
+SECURITY_TITLES = {
+    "sasl_ssl_scram": "SASL_SSL with SCRAM-SHA-512",
+    "mtls": "SSL with client certificates (mTLS)",
+}
+# COMPAT_* variables of the adapter contract that describe the connection's security (README.md).
+SECURITY_ENV = ["COMPAT_SECURITY_PROTOCOL", "COMPAT_SASL_MECHANISM", "COMPAT_SASL_USERNAME", "COMPAT_SASL_PASSWORD",
+                "COMPAT_SSL_CA", "COMPAT_SSL_CERT", "COMPAT_SSL_KEY", "COMPAT_CLIENT_CONFIG"]
+
+
+class Security:
+    """The key material and settings of a --security mode, made once per run in DIR and shared by both
+    targets: a CA, a certificate for 127.0.0.1 that both brokers serve (a PEM key store), and in mtls a
+    client certificate. The brokers get the same server.properties keys (broker_props), the adapters the
+    COMPAT_* variables (env) and a Kafka client.properties with the same settings."""
+
+    def __init__(self, mode: str, workdir: Path):
+        self.mode = mode
+        self.dir = workdir / "security"
+        self.protocol = {"plaintext": "PLAINTEXT", "sasl_ssl_scram": "SASL_SSL", "mtls": "SSL"}[mode]
+        self.broker_props: list[str] = []
+        self.add_scram = ""  # Kafka's --add-scram argument (format step / gregor serve)
+        self.adapter_env: dict[str, str] = {"COMPAT_SECURITY_PROTOCOL": self.protocol}
+
+    def setup(self) -> None:
+        if self.mode == "plaintext":
+            return
+        if shutil.which("openssl") is None:
+            raise SystemExit("run.py: --security needs the openssl command (apt-get install openssl)")
+        d = self.dir
+        d.mkdir(parents=True, exist_ok=True)
+        ca_key, ca = d / "ca.key", d / "ca.pem"
+        self._openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                      "-keyout", ca_key, "-out", ca, "-days", "2", "-subj", "/CN=gregor-compat-ca",
+                      "-addext", "basicConstraints=critical,CA:TRUE",
+                      "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+        broker_key, broker_cert = self._leaf("broker", "/CN=127.0.0.1",
+                                             "subjectAltName=IP:127.0.0.1,DNS:localhost\n"
+                                             "extendedKeyUsage=serverAuth,clientAuth\n", ca, ca_key)
+        keystore = d / "broker-keystore.pem"  # PKCS#8 key, then the chain leaf first: Kafka's PEM key store
+        keystore.write_text(broker_key.read_text() + broker_cert.read_text() + ca.read_text())
+        self.broker_props = ["ssl.keystore.type=PEM", f"ssl.keystore.location={keystore}",
+                             "ssl.truststore.type=PEM", f"ssl.truststore.location={ca}"]
+        client = ["security.protocol=" + self.protocol, "ssl.truststore.type=PEM", f"ssl.truststore.location={ca}"]
+        self.adapter_env["COMPAT_SSL_CA"] = str(ca)
+        if self.mode == "sasl_ssl_scram":
+            jaas = (f'org.apache.kafka.common.security.scram.ScramLoginModule required username="{SCRAM_USER}" '
+                    f'password="{SCRAM_PASSWORD}";')
+            self.broker_props += [f"sasl.enabled.mechanisms={SCRAM_MECHANISM}",
+                                  f"sasl.mechanism.inter.broker.protocol={SCRAM_MECHANISM}",
+                                  f"listener.name.sasl_ssl.{SCRAM_MECHANISM.lower()}.sasl.jaas.config={jaas}"]
+            self.add_scram = f"{SCRAM_MECHANISM}=[name={SCRAM_USER},password={SCRAM_PASSWORD}]"
+            client += [f"sasl.mechanism={SCRAM_MECHANISM}", f"sasl.jaas.config={jaas}"]
+            self.adapter_env.update(COMPAT_SASL_MECHANISM=SCRAM_MECHANISM, COMPAT_SASL_USERNAME=SCRAM_USER,
+                                    COMPAT_SASL_PASSWORD=SCRAM_PASSWORD)
+        else:  # mtls
+            self.broker_props.append("ssl.client.auth=required")
+            client_key, client_cert = self._leaf("client", "/CN=compat-client/O=gregor-compat",
+                                                 "extendedKeyUsage=clientAuth\n", ca, ca_key)
+            client_keystore = d / "client-keystore.pem"
+            client_keystore.write_text(client_key.read_text() + client_cert.read_text())
+            client += ["ssl.keystore.type=PEM", f"ssl.keystore.location={client_keystore}"]
+            self.adapter_env.update(COMPAT_SSL_CERT=str(client_cert), COMPAT_SSL_KEY=str(client_key))
+        props = d / "client.properties"
+        props.write_text("\n".join(client) + "\n")
+        self.adapter_env["COMPAT_CLIENT_CONFIG"] = str(props)
+
+    def _leaf(self, name: str, subject: str, ext: str, ca: Path, ca_key: Path) -> tuple[Path, Path]:
+        key, csr, cert, extf = (self.dir / f"{name}.key", self.dir / f"{name}.csr", self.dir / f"{name}.pem",
+                                self.dir / f"{name}.ext")
+        extf.write_text(ext)
+        self._openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", key,
+                      "-out", csr, "-subj", subject)
+        self._openssl("x509", "-req", "-in", csr, "-CA", ca, "-CAkey", ca_key, "-CAcreateserial", "-days", "2",
+                      "-out", cert, "-extfile", extf)
+        return key, cert
+
+    @staticmethod
+    def _openssl(*args) -> None:
+        p = subprocess.run(["openssl", *map(str, args)], capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                           timeout=60)
+        if p.returncode != 0:
+            raise SystemExit(f"run.py: openssl {args[0]} failed: {p.stderr.strip()[-1000:]}")
+
+    def write_broker_props(self, path: Path, listener: str | None = None) -> Path:
+        """The shared server.properties keys (and, for Gregor, its listener) in path."""
+        lines = []
+        if listener:
+            lines += [f"listeners={self.protocol}://{listener}", f"advertised.listeners={self.protocol}://{listener}"]
+        path.write_text("\n".join(lines + self.broker_props) + "\n")
+        return path
+
+    def env(self) -> dict[str, str]:
+        """os.environ without inherited COMPAT_ security variables, plus this mode's."""
+        e = {k: v for k, v in os.environ.items() if k not in SECURITY_ENV}
+        e.update(self.adapter_env)
+        return e
+
+
+PLAINTEXT = Security("plaintext", Path("."))
+
+
 # ----------------------------------------------------------------------------- targets
 
 class Target:
@@ -187,19 +308,31 @@ class Target:
 class KafkaTarget(Target):
     name = "kafka"
 
-    def __init__(self, workdir: Path):
+    def __init__(self, workdir: Path, security: Security = PLAINTEXT):
         self.dir = workdir / "kafka"
+        self.security = security
 
     def start(self) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
+        env = dict(os.environ)
+        if self.security.mode != "plaintext":
+            # kafka.sh's client listener (also the inter-broker one) gets the mode's protocol and keys, and
+            # the format step creates the SCRAM user, as `kafka-storage format --add-scram` does.
+            env["KAFKA_LISTENER_PROTOCOL"] = self.security.protocol
+            env["KAFKA_EXTRA_PROPERTIES"] = str(self.security.write_broker_props(self.dir.parent / "kafka-security.properties"))
+            if self.security.add_scram:
+                env["KAFKA_FORMAT_ARGS"] = f"--add-scram {self.security.add_scram}"
         p = subprocess.Popen([str(KAFKA_SH), "start", str(self.dir)], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL, start_new_session=True)
+                             stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL, start_new_session=True,
+                             env=env)
         _track(p)
         try:
-            out, err = p.communicate(timeout=180)
+            # kafka.sh waits KAFKA_START_TIMEOUT (default 120 s) for the broker; formatting comes before it
+            limit = int(os.environ.get("KAFKA_START_TIMEOUT", "120")) + 60
+            out, err = p.communicate(timeout=limit)
         except subprocess.TimeoutExpired:
             kill_group(p)
-            raise RuntimeError("kafka.sh start did not finish within 180 s")
+            raise RuntimeError(f"kafka.sh start did not finish within {limit} s")
         finally:
             _untrack(p)
         if p.returncode != 0:
@@ -216,10 +349,11 @@ class KafkaTarget(Target):
 class GregorTarget(Target):
     name = "gregor"
 
-    def __init__(self, workdir: Path, binary: Path, extra_args: list[str]):
+    def __init__(self, workdir: Path, binary: Path, extra_args: list[str], security: Security = PLAINTEXT):
         self.dir = workdir / "gregor"
         self.binary = binary
         self.extra = extra_args
+        self.security = security
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> None:
@@ -232,7 +366,15 @@ class GregorTarget(Target):
         logf = open(self.dir / "gregor.log", "w")
         # The HTTP listener (metrics, health) on a free port: parallel runs never compete for 9644.
         as_reference = [a for k, v in cluster.GREGOR_AS_KAFKA_4_2.items() for a in ("--override", f"{k}={v}")]
-        cmd = [str(self.binary), "serve", "--listen", f"127.0.0.1:{port}", "--data-dir", str(data),
+        listen = ["--listen", f"127.0.0.1:{port}"]
+        if self.security.mode != "plaintext":
+            # the same server.properties keys as Kafka's (kafka.sh's KAFKA_EXTRA_PROPERTIES), the listener
+            # named by its protocol, and the SCRAM user created before the listener opens
+            props = self.security.write_broker_props(self.dir / "server.properties", f"127.0.0.1:{port}")
+            listen = ["--config", str(props)]
+            if self.security.add_scram:
+                listen += ["--add-scram", self.security.add_scram]
+        cmd = [str(self.binary), "serve", *listen, "--data-dir", str(data),
                "--http-listen", "127.0.0.1:0", *as_reference, *self.extra]
         logf.write("$ " + " ".join(cmd) + "\n")
         logf.flush()
@@ -313,7 +455,8 @@ def topic_name(client: str, scenario: str) -> str:
     return re.sub(r"[^a-zA-Z0-9._-]", "-", t)[:200]
 
 
-def run_adapter(target: Target, client: str, scenario: str, logdir: Path, attempt: int = 1) -> Cell:
+def run_adapter(target: Target, client: str, scenario: str, logdir: Path, attempt: int = 1,
+                security: Security = PLAINTEXT) -> Cell:
     cell = Cell(target.name, client, scenario)
     path = adapter_path(client)
     suffix = "" if attempt == 1 else f".attempt{attempt}"
@@ -331,9 +474,11 @@ def run_adapter(target: Target, client: str, scenario: str, logdir: Path, attemp
     timeout = SCENARIO_TIMEOUTS.get(scenario, SCENARIO_TIMEOUT)
     if is_cluster:
         timeout = CLUSTER_SCENARIO_TIMEOUTS.get(scenario, timeout)
+    if security.mode != "plaintext":
+        timeout = SECURITY_SCENARIO_TIMEOUTS.get(scenario, timeout)
     # The adapter contract's environment: the topology, the replication factor topics are created with,
     # and the run's time limit (the adapters' own backstops fire a little before it).
-    env = dict(os.environ, COMPAT_TOPOLOGY="cluster" if is_cluster else "single",
+    env = dict(security.env(), COMPAT_TOPOLOGY="cluster" if is_cluster else "single",
                COMPAT_REPLICATION_FACTOR=str(cluster.NODES if is_cluster else 1), COMPAT_TIMEOUT=str(int(timeout)))
     t0 = time.monotonic()
     failover = None
@@ -407,7 +552,8 @@ def run_adapter(target: Target, client: str, scenario: str, logdir: Path, attemp
 # ----------------------------------------------------------------------------- the run
 
 def run_target(target: Target, clients: list[str], scenarios: list[Scenario], logroot: Path,
-               jobs: int, expected: dict[str, dict[str, str]]) -> dict[tuple[str, str], Cell]:
+               jobs: int, expected: dict[str, dict[str, str]],
+               security: Security = PLAINTEXT) -> dict[tuple[str, str], Cell]:
     cells: dict[tuple[str, str], Cell] = {}
     logdir = logroot / target.name
     logdir.mkdir(parents=True, exist_ok=True)
@@ -428,13 +574,13 @@ def run_target(target: Target, clients: list[str], scenarios: list[Scenario], lo
 
         def one(item):
             c, s = item
-            cell = run_adapter(target, c, s, logdir)
+            cell = run_adapter(target, c, s, logdir, security=security)
             if cell.status in FAILING and cell.status != MISSING and expectation(expected, target.name, c, s) is None:
                 # One more run tells a flaky cell from a broken one; the report names every
                 # cell that needed it, so flakiness stays visible instead of failing CI at random.
                 first = f"{cell.status}: {cell.error}"
                 log(f"   {target.name:6} {c:24} {s:24} {cell.status:8} {cell.seconds:5.1f}s  (running once more) {cell.error[:120]}")
-                cell = run_adapter(target, c, s, logdir, attempt=2)
+                cell = run_adapter(target, c, s, logdir, attempt=2, security=security)
                 if cell.status == PASS:
                     cell.first_failure = first
             extra = f"  {cell.error[:160]}" if cell.status != PASS else ""
@@ -462,6 +608,8 @@ def run_target(target: Target, clients: list[str], scenarios: list[Scenario], lo
         broker_log = getattr(target, "dir", None)
         if broker_log is not None and (Path(broker_log) / "gregor.log").exists():
             shutil.copy(Path(broker_log) / "gregor.log", logdir / "gregor.log")  # kept with the adapter logs
+        if security.mode != "plaintext" and broker_log is not None and (Path(broker_log) / "server.log").exists():
+            shutil.copy(Path(broker_log) / "server.log", logdir / "kafka-server.log")
         if isinstance(target, cluster.ClusterTarget):
             for i, f in enumerate(target.logs(), 1):  # each node's log, kept with the adapter logs
                 shutil.copy(f, logdir / f"{target.name}-node-{i}.log")
@@ -528,10 +676,36 @@ CLUSTER_BEGIN = "<!-- cluster section: generated by `make compat-cluster` (run.p
 CLUSTER_END = "<!-- end of cluster section -->"
 
 
+def security_markers(mode: str) -> tuple[str, str]:
+    return (f"<!-- security section {mode}: generated by `make compat-security` (run.py --security {mode}) -->",
+            f"<!-- end of security section {mode} -->")
+
+
+def section(text: str, begin: str, end: str) -> str:
+    """The section of a report between two markers (included), or ''."""
+    i, j = text.find(begin), text.find(end)
+    return text[i:j + len(end)] if 0 <= i < j else ""
+
+
 def cluster_section(text: str) -> str:
     """The cluster section of a report (markers included), or ''."""
-    i, j = text.find(CLUSTER_BEGIN), text.find(CLUSTER_END)
-    return text[i:j + len(CLUSTER_END)] if 0 <= i < j else ""
+    return section(text, CLUSTER_BEGIN, CLUSTER_END)
+
+
+def kept_sections(text: str) -> list[str]:
+    """The sections of a report that their own runs generate (cluster, then each security mode), in order."""
+    out = [cluster_section(text)] + [section(text, *security_markers(m)) for m in SECURITY_MODES if m != "plaintext"]
+    return [x for x in out if x]
+
+
+def replace_section(path: Path, begin: str, end: str, body: list[str]) -> None:
+    """Replaces one generated section of path (appending it when there is none), leaving the rest as it is."""
+    text = path.read_text() if path.exists() else ""
+    new = "\n".join([begin, *body, end])
+    old = section(text, begin, end)
+    text = text.replace(old, new) if old else text.rstrip("\n") + "\n\n" + new + "\n"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
 
 
 def matrix_lines(results: dict[str, dict], clients: list[str], names: list[str], titles: dict[str, str],
@@ -579,7 +753,7 @@ def write_cluster_report(path: Path, results: dict[str, dict], clients: list[str
     today = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d")
     names = [s.name for s in scenarios]
     titles = {"gregor": "Gregor, three nodes", "kafka": f"Apache Kafka {kafka_version}, three nodes (reference)"}
-    out = [CLUSTER_BEGIN, "## Three-node clusters", "",
+    out = ["## Three-node clusters", "",
            f"Generated by `make compat-cluster` on {today} in {seconds / 60:.0f} minutes; never edited by hand. Each "
            "target is a three-node cluster of combined broker and controller nodes (`compat-tests/cluster.py`, "
            "`compat-tests/kafka/kafka.sh start-cluster`): topics and the internal topics have replication factor 3 and "
@@ -587,19 +761,41 @@ def write_cluster_report(path: Path, results: dict[str, dict], clients: list[str
            "clients that are applicable to at least one of them. Expected failures: the `gregor-cluster` and "
            "`kafka-cluster` entries of `compat-tests/expected.json`."]
     out += matrix_lines(results, clients, names, titles, "###", applicable_only=True)
-    out.append(CLUSTER_END)
-    text = path.read_text() if path.exists() else ""
-    old = cluster_section(text)
-    text = text.replace(old, "\n".join(out)) if old else text.rstrip("\n") + "\n\n" + "\n".join(out) + "\n"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
+    replace_section(path, CLUSTER_BEGIN, CLUSTER_END, out)
+
+
+def write_security_report(path: Path, results: dict[str, dict], clients: list[str], scenarios: list[Scenario],
+                          kafka_version: str, security: Security, seconds: float) -> None:
+    """Replaces the section of path for this security mode (appending it when there is none)."""
+    today = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d")
+    names = [s.name for s in scenarios]
+    title = SECURITY_TITLES[security.mode]
+    titles = {"gregor": f"Gregor, {title}", "kafka": f"Apache Kafka {kafka_version}, {title} (reference)"}
+    how = {
+        "sasl_ssl_scram": "one `SASL_SSL` listener with `sasl.enabled.mechanisms=SCRAM-SHA-512`, the user created "
+                          "before the broker starts (Kafka: `kafka-storage format --add-scram`; Gregor: `gregor serve "
+                          "--add-scram`); clients log in as that user over TLS",
+        "mtls": "one `SSL` listener with `ssl.client.auth=required`; every client presents a certificate the run's "
+                "CA signed",
+    }[security.mode]
+    out = [f"## Security: {title}", "",
+           f"Generated by `make compat-security` (`run.py --security {security.mode}`) on {today} in "
+           f"{seconds / 60:.0f} minutes; never edited by hand. Both targets run a single node with the same "
+           f"server.properties keys: {how}. The run makes a CA and a certificate for 127.0.0.1 (PEM key and "
+           "trust stores, `ssl.keystore.type=PEM`). Only the scenarios whose `Security:` line in "
+           f"`compat-tests/scenarios.md` names `{security.mode}` run; rows list the clients that are applicable "
+           "to at least one of them (a client that cannot connect this way answers n/a, never plaintext). "
+           f"Expected failures: the `gregor-{security.mode}` and `kafka-{security.mode}` entries of "
+           "`compat-tests/expected.json`."]
+    out += matrix_lines(results, clients, names, titles, "###", applicable_only=True)
+    replace_section(path, *security_markers(security.mode), out)
 
 
 def write_report(path: Path, results: dict[str, dict], clients: list[str], scenarios: list[Scenario],
                  kafka_version: str) -> None:
     today = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d")
     names = [s.name for s in scenarios]
-    kept = cluster_section(path.read_text()) if path.exists() else ""
+    kept = kept_sections(path.read_text()) if path.exists() else []
     out = [
         "<!-- Generated by `make compat` (compat-tests/run.py). Never edit by hand: the next run overwrites it. -->",
         "# Client compatibility",
@@ -614,8 +810,8 @@ def write_report(path: Path, results: dict[str, dict], clients: list[str], scena
     ]
     titles = {"gregor": "Gregor", "kafka": f"Apache Kafka {kafka_version} (reference)"}
     out += matrix_lines(results, clients, names, titles, "##")
-    if kept:  # the cluster matrix is generated by its own run (write_cluster_report)
-        out += ["", kept]
+    for sec in kept:  # the cluster and security matrices are generated by their own runs
+        out += ["", sec]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(out) + "\n")
 
@@ -645,26 +841,36 @@ def main(argv=None) -> int:
     ap.add_argument("--expected", default=str(EXPECTED_JSON), help="expected failures (default: %(default)s)")
     ap.add_argument("--topology", choices=["single", "cluster"], default="single",
                     help="single: one node per target; cluster: three-node clusters (cluster.py)")
+    ap.add_argument("--security", choices=SECURITY_MODES, default="plaintext",
+                    help="plaintext (default); sasl_ssl_scram: a SASL_SSL listener with SCRAM-SHA-512; mtls: an SSL "
+                         "listener with ssl.client.auth=required. Only the scenarios whose `Security:` line names the "
+                         "mode run; the report replaces only that mode's section of --out")
     a = ap.parse_args(argv)
+    if a.security != "plaintext" and a.topology != "single":
+        ap.error("--security runs on a single node only (Gregor serves no TLS or SASL listener in cluster mode yet)")
 
     targets = [t.strip() for t in a.targets.split(",") if t.strip()]
     for t in targets:
         if t not in TARGET_ORDER:
             ap.error(f"unknown target {t!r} (kafka, gregor)")
     targets = [t for t in TARGET_ORDER if t in targets]
-    scenarios = [s for s in load_scenarios() if a.topology in s.topologies]
+    scenarios = [s for s in load_scenarios() if a.topology in s.topologies
+                 and (a.security == "plaintext" or a.security in s.security)]
     if a.scenarios:
         wanted = [s.strip() for s in a.scenarios.split(",") if s.strip()]
         known = {s.name: s for s in scenarios}
         bad = [s for s in wanted if s not in known]
         if bad:
-            ap.error(f"unknown scenario(s) {', '.join(bad)} for topology {a.topology}; scenarios.md has: "
+            ap.error(f"unknown scenario(s) {', '.join(bad)} for topology {a.topology} and security {a.security}; "
+                     f"scenarios.md has: "
                      f"{', '.join(known)}")
         scenarios = [known[s] for s in wanted]
     clients = ([c.strip() for c in a.clients.split(",") if c.strip()] if a.clients else discover_clients())
     expected = load_expected(Path(a.expected))
     if a.topology == "cluster":  # a cluster's expected failures are its own
         expected = {t: expected.get(t + "-cluster", {}) for t in TARGET_ORDER}
+    elif a.security != "plaintext":  # so are a security mode's
+        expected = {t: expected.get(f"{t}-{a.security}", {}) for t in TARGET_ORDER}
 
     cache = Path(os.environ.get("GREGOR_CACHE", REPO / ".cache"))
     if a.logdir:
@@ -690,7 +896,14 @@ def main(argv=None) -> int:
     started = time.monotonic()
     results: dict[str, dict] = {}
     live_targets: list[Target] = []
-    log(f"compat: topology={a.topology} targets={','.join(targets)} clients={','.join(clients)} "
+    security = Security(a.security, workdir)
+    try:
+        security.setup()
+    except BaseException:
+        if not a.keep and not a.workdir:
+            shutil.rmtree(workdir, ignore_errors=True)
+        raise
+    log(f"compat: topology={a.topology} security={a.security} targets={','.join(targets)} clients={','.join(clients)} "
         f"scenarios={len(scenarios)} logs={logroot}")
     try:
         for t in targets:
@@ -699,10 +912,10 @@ def main(argv=None) -> int:
                           else cluster.GregorCluster(workdir, Path(a.gregor_bin), a.gregor_arg, _track, _untrack,
                                                      kill_group))
             else:
-                target = (KafkaTarget(workdir) if t == "kafka"
-                          else GregorTarget(workdir, Path(a.gregor_bin), a.gregor_arg))
+                target = (KafkaTarget(workdir, security) if t == "kafka"
+                          else GregorTarget(workdir, Path(a.gregor_bin), a.gregor_arg, security))
             live_targets.append(target)
-            results[t] = run_target(target, clients, scenarios, logroot, a.jobs, expected)
+            results[t] = run_target(target, clients, scenarios, logroot, a.jobs, expected, security)
     except KeyboardInterrupt as e:
         _stopping.set()
         log(f"compat: interrupted ({e or 'Ctrl-C'}); stopping everything")
@@ -723,6 +936,9 @@ def main(argv=None) -> int:
         out = Path(a.out)
         if a.topology == "cluster":
             write_cluster_report(out, results, clients, scenarios, kafka_version(), time.monotonic() - started)
+        elif a.security != "plaintext":
+            write_security_report(out, results, clients, scenarios, kafka_version(), security,
+                                  time.monotonic() - started)
         else:
             write_report(out, results, clients, scenarios, kafka_version())
         log(f"compat: wrote {out}")

@@ -26,7 +26,10 @@
 # "-Xms512m -Xmx512m"; kafka-server-start.sh uses "-Xmx1G -Xms1G"); for start and start-cluster:
 # KAFKA_LISTENER_PROTOCOL (the client listener's name and security protocol, default PLAINTEXT; SSL
 # or SASL_SSL need their ssl.* keys from KAFKA_EXTRA_PROPERTIES; the controller listener stays
-# PLAINTEXT), KAFKA_EXTRA_PROPERTIES (a file appended to every node's server.properties).
+# PLAINTEXT), KAFKA_EXTRA_PROPERTIES (a file appended to every node's server.properties; for SASL_SSL it
+# names the inter-broker mechanism and the listener's JAAS login too, since the client listener is the
+# inter-broker one), KAFKA_FORMAT_ARGS (more arguments of the storage format step, split on white space:
+# `--add-scram SCRAM-SHA-512=[name=USER,password=PASSWORD]` creates a SCRAM user before the start).
 set -euo pipefail
 
 KAFKA_VERSION=4.2.2
@@ -184,8 +187,12 @@ EOF
 format_node() {
   local dir="$1" cid="$2" cp
   cp="$(classpath)"
+  local extra=()
+  # KAFKA_FORMAT_ARGS: more words for the format step (e.g. --add-scram SCRAM-SHA-512=[name=u,password=p]),
+  # split on white space
+  if [ -n "${KAFKA_FORMAT_ARGS:-}" ]; then read -r -a extra <<< "$KAFKA_FORMAT_ARGS"; fi
   if ! "$JAVA" "${TOOL_JVM_OPTS[@]}" -cp "$cp" kafka.tools.StorageTool format \
-         --cluster-id="$cid" -c "$dir/server.properties" > "$dir/format.log" 2>&1; then
+         --cluster-id="$cid" -c "$dir/server.properties" "${extra[@]}" > "$dir/format.log" 2>&1; then
     cat "$dir/format.log" >&2
     return 1
   fi

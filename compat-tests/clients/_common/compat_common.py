@@ -28,6 +28,51 @@ WAIT = 30.0  # seconds to wait for any one thing
 TOPOLOGY = os.environ.get("COMPAT_TOPOLOGY", "single")
 REPLICATION_FACTOR = int(os.environ.get("COMPAT_REPLICATION_FACTOR", "1"))
 RUN_TIMEOUT = float(os.environ.get("COMPAT_TIMEOUT", "60"))
+# The connection's security (README, "The adapter contract"): COMPAT_SECURITY_PROTOCOL and, as it needs,
+# COMPAT_SASL_MECHANISM/USERNAME/PASSWORD, COMPAT_SSL_CA and (mTLS) COMPAT_SSL_CERT/KEY. Each adapter turns
+# them into its client's settings (librdkafka_security, kafka_python_security); a client that cannot connect
+# that way answers not applicable, never plaintext.
+SECURITY_PROTOCOL = os.environ.get("COMPAT_SECURITY_PROTOCOL", "PLAINTEXT") or "PLAINTEXT"
+SASL_MECHANISM = os.environ.get("COMPAT_SASL_MECHANISM", "")
+SASL_USERNAME = os.environ.get("COMPAT_SASL_USERNAME", "")
+SASL_PASSWORD = os.environ.get("COMPAT_SASL_PASSWORD", "")
+SSL_CA = os.environ.get("COMPAT_SSL_CA", "")
+SSL_CERT = os.environ.get("COMPAT_SSL_CERT", "")
+SSL_KEY = os.environ.get("COMPAT_SSL_KEY", "")
+USES_TLS = SECURITY_PROTOCOL in ("SSL", "SASL_SSL")
+USES_SASL = SECURITY_PROTOCOL in ("SASL_PLAINTEXT", "SASL_SSL")
+
+
+def librdkafka_security():
+    """The run's security as librdkafka configuration keys (confluent-kafka, kcat's -X)."""
+    if SECURITY_PROTOCOL == "PLAINTEXT":
+        return {}
+    conf = {"security.protocol": SECURITY_PROTOCOL.lower()}
+    if USES_TLS:
+        conf["ssl.ca.location"] = SSL_CA
+        if SSL_CERT:
+            conf.update({"ssl.certificate.location": SSL_CERT, "ssl.key.location": SSL_KEY})
+    if USES_SASL:
+        conf.update({"sasl.mechanisms": SASL_MECHANISM, "sasl.username": SASL_USERNAME,
+                     "sasl.password": SASL_PASSWORD})
+    return conf
+
+
+def kafka_python_security():
+    """The run's security as kafka-python keyword arguments."""
+    if SECURITY_PROTOCOL == "PLAINTEXT":
+        return {}
+    kw = {"security_protocol": SECURITY_PROTOCOL}
+    if USES_TLS:
+        kw["ssl_cafile"] = SSL_CA
+        if SSL_CERT:
+            kw.update({"ssl_certfile": SSL_CERT, "ssl_keyfile": SSL_KEY})
+    if USES_SASL:
+        kw.update({"sasl_mechanism": SASL_MECHANISM, "sasl_plain_username": SASL_USERNAME,
+                   "sasl_plain_password": SASL_PASSWORD})
+    return kw
+
+
 # leader-failover (scenarios.md): records produced, in rounds of this many, a pause between rounds.
 FAILOVER_RECORDS, FAILOVER_ROUND, FAILOVER_PAUSE = 2000, 50, 0.1
 
@@ -807,7 +852,7 @@ def emit(ok, observed, error, code):
 
 
 def main(adapter_cls, client_name, library="", scenario_overrides=None):
-    INFO.update({"client": client_name, "library": library})
+    INFO.update({"client": client_name, "library": library, "security_protocol": SECURITY_PROTOCOL})
     p = argparse.ArgumentParser(prog=client_name + "/run")
     p.add_argument("scenario")
     p.add_argument("--bootstrap", required=True)

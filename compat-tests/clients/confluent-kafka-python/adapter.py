@@ -14,9 +14,11 @@ from confluent_kafka.admin import (  # noqa: E402
     AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, OffsetSpec, ResourceType)
 
 from compat_common import (  # noqa: E402
-    CTP_MAX_POLL, REPLICATION_FACTOR, CodeError, Record, ScenarioFailed, config_source_name, main, transform)
+    CTP_MAX_POLL, REPLICATION_FACTOR, CodeError, Record, ScenarioFailed, config_source_name, librdkafka_security,
+    main, transform)
 
 QUIET = {"log_level": 3}
+SECURITY = librdkafka_security()  # the run's TLS and SASL, in every client's configuration
 TIMEOUT = 30
 
 
@@ -89,7 +91,7 @@ def _poll(c, seconds):
 class Reader:
     def __init__(self, bootstrap, topic, partition, read_committed):
         # group.id is required by the constructor; no group is joined (assign)
-        self.c = Consumer({"bootstrap.servers": bootstrap, "group.id": topic + "-reader",
+        self.c = Consumer({**SECURITY, "bootstrap.servers": bootstrap, "group.id": topic + "-reader",
                            "enable.auto.commit": False,
                            "isolation.level": "read_committed" if read_committed else "read_uncommitted", **QUIET})
         self.c.assign([TopicPartition(topic, partition, OFFSET_BEGINNING)])
@@ -103,7 +105,7 @@ class Reader:
 
 class GroupConsumer:
     def __init__(self, bootstrap, group, topic, protocol):
-        conf = {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+        conf = {**SECURITY, "bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
                 "auto.offset.reset": "earliest", **QUIET}
         if protocol == "classic":
             conf["heartbeat.interval.ms"] = 1000
@@ -138,7 +140,7 @@ class ResubscribingConsumer:
     callbacks leave the incremental assign and unassign to the client)."""
 
     def __init__(self, bootstrap, group):
-        self.c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "consumer",
+        self.c = Consumer({**SECURITY, "bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "consumer",
                            "enable.auto.commit": False, "auto.offset.reset": "earliest", **QUIET})
 
     def subscribe(self, topics):
@@ -160,11 +162,11 @@ class TransformMember:
 
     def __init__(self, bootstrap, group, topic, output, txn_id):
         self.output, self.txn_id = output, txn_id
-        self.p = Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id, "acks": "all",
+        self.p = Producer({**SECURITY, "bootstrap.servers": bootstrap, "transactional.id": txn_id, "acks": "all",
                            # a member that dies inside a transaction must not hold back the output's LSO
                            "transaction.timeout.ms": 10000, **QUIET})
         self.p.init_transactions(TIMEOUT)
-        self.c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+        self.c = Consumer({**SECURITY, "bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
                            "auto.offset.reset": "earliest", "isolation.level": "read_committed",
                            "heartbeat.interval.ms": 1000, **QUIET})
         self.held = False
@@ -250,7 +252,7 @@ class ConfluentAdapter:
 
     def __init__(self, bootstrap, data_dir):
         self.bootstrap = bootstrap
-        self.adm = AdminClient({"bootstrap.servers": bootstrap, **QUIET})
+        self.adm = AdminClient({**SECURITY, "bootstrap.servers": bootstrap, **QUIET})
 
     def not_applicable(self, scenario):
         return None
@@ -274,7 +276,7 @@ class ConfluentAdapter:
         return len(_result(futs[topic]).partitions)
 
     def produce(self, topic, recs, codec, idempotent):
-        conf = {"bootstrap.servers": self.bootstrap, "acks": "all", "compression.type": codec, **QUIET}
+        conf = {**SECURITY, "bootstrap.servers": self.bootstrap, "acks": "all", "compression.type": codec, **QUIET}
         if idempotent:
             conf.update({"enable.idempotence": True, "max.in.flight.requests.per.connection": 5,
                          "batch.size": 4096})
@@ -288,7 +290,7 @@ class ConfluentAdapter:
 
     def failover_producer(self):
         """leader-failover: one idempotent producer for every round; returns (send, close)."""
-        p = Producer({"bootstrap.servers": self.bootstrap, "acks": "all", "enable.idempotence": True,
+        p = Producer({**SECURITY, "bootstrap.servers": self.bootstrap, "acks": "all", "enable.idempotence": True,
                       "max.in.flight.requests.per.connection": 5, "batch.size": 4096, **QUIET})
         return (lambda topic, recs: _send(p, topic, recs, timeout=120)), (lambda: p.flush(10))
 
@@ -324,7 +326,7 @@ class ConfluentAdapter:
         raise ScenarioFailed("no DeleteRecords result")
 
     def transactions(self, topic, txn_id, committed, aborted):
-        p = Producer({"bootstrap.servers": self.bootstrap, "transactional.id": txn_id, "acks": "all", **QUIET})
+        p = Producer({**SECURITY, "bootstrap.servers": self.bootstrap, "transactional.id": txn_id, "acks": "all", **QUIET})
         try:
             p.init_transactions(TIMEOUT)
             for recs, commit in ((committed, True), (aborted, False)):

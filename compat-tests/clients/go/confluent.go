@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
@@ -15,7 +16,7 @@ type confluentAdapter struct {
 }
 
 func newConfluent(bootstrap string) (Adapter, error) {
-	adm, err := kafka.NewAdminClient(&kafka.ConfigMap{"bootstrap.servers": bootstrap, "log_level": 3})
+	adm, err := kafka.NewAdminClient(ckConf(kafka.ConfigMap{"bootstrap.servers": bootstrap, "log_level": 3}))
 	if err != nil {
 		return nil, err
 	}
@@ -175,7 +176,7 @@ func (c *confluentAdapter) Produce(ctx context.Context, topic string, recs []Rec
 		cm["max.in.flight.requests.per.connection"] = 5
 		cm["batch.size"] = 4096
 	}
-	p, err := kafka.NewProducer(&cm)
+	p, err := kafka.NewProducer(ckConf(cm))
 	if err != nil {
 		return err
 	}
@@ -190,13 +191,13 @@ func (c *confluentAdapter) OpenReader(ctx context.Context, topic string, partiti
 	if readCommitted {
 		iso = "read_committed"
 	}
-	cons, err := kafka.NewConsumer(&kafka.ConfigMap{
+	cons, err := kafka.NewConsumer(ckConf(kafka.ConfigMap{
 		"bootstrap.servers":  c.bootstrap,
 		"group.id":           topic + "-reader", // required by the constructor; no group is joined (assign)
 		"enable.auto.commit": false,
 		"isolation.level":    iso,
 		"log_level":          3,
-	})
+	}))
 	if err != nil {
 		return nil, err
 	}
@@ -371,12 +372,12 @@ func (c *confluentAdapter) AlterTopicConfig(ctx context.Context, topic, name, va
 }
 
 func (c *confluentAdapter) Transactions(ctx context.Context, topic, txnID string, committed, aborted []Record) error {
-	p, err := kafka.NewProducer(&kafka.ConfigMap{
+	p, err := kafka.NewProducer(ckConf(kafka.ConfigMap{
 		"bootstrap.servers": c.bootstrap,
 		"transactional.id":  txnID,
 		"acks":              "all",
 		"log_level":         3,
-	})
+	}))
 	if err != nil {
 		return err
 	}
@@ -434,7 +435,7 @@ func (c *confluentAdapter) newGroupConsumer(group, topic string, extra kafka.Con
 	for k, v := range extra {
 		cfg[k] = v
 	}
-	cons, err := kafka.NewConsumer(&cfg)
+	cons, err := kafka.NewConsumer(ckConf(cfg))
 	if err != nil {
 		return nil, err
 	}
@@ -472,4 +473,27 @@ func (g *confluentGroupConsumer) Close() error {
 	}
 	g.closed = true
 	return g.c.Close()
+}
+
+// ckConf adds the run's security (security.go) to a librdkafka configuration,
+// with librdkafka's own keys: the CA, the client certificate and key (mTLS),
+// the SASL mechanism and login.
+func ckConf(m kafka.ConfigMap) *kafka.ConfigMap {
+	if sec.Protocol == "PLAINTEXT" {
+		return &m
+	}
+	m["security.protocol"] = strings.ToLower(sec.Protocol)
+	if sec.UsesTLS() {
+		m["ssl.ca.location"] = sec.CAFile
+		if sec.CertFile != "" {
+			m["ssl.certificate.location"] = sec.CertFile
+			m["ssl.key.location"] = sec.KeyFile
+		}
+	}
+	if sec.UsesSASL() {
+		m["sasl.mechanisms"] = sec.Mechanism
+		m["sasl.username"] = sec.Username
+		m["sasl.password"] = sec.Password
+	}
+	return &m
 }

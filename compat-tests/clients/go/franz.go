@@ -13,6 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
 
 type franzAdapter struct {
@@ -22,7 +24,10 @@ type franzAdapter struct {
 }
 
 func newFranz(bootstrap string) (Adapter, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(bootstrap, ",")...))
+	if _, err := franzSecurity(); err != nil {
+		return nil, err
+	}
+	cl, err := kgo.NewClient(franzOpts(kgo.SeedBrokers(strings.Split(bootstrap, ",")...))...)
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +154,7 @@ func (f *franzAdapter) Produce(ctx context.Context, topic string, recs []Record,
 		// small batches, so that several are produced.
 		kopts = append(kopts, kgo.ProducerBatchMaxBytes(4096))
 	}
-	p, err := kgo.NewClient(kopts...)
+	p, err := kgo.NewClient(franzOpts(kopts...)...)
 	if err != nil {
 		return err
 	}
@@ -168,12 +173,12 @@ func (f *franzAdapter) OpenReader(ctx context.Context, topic string, partition i
 	if readCommitted {
 		iso = kgo.ReadCommitted()
 	}
-	c, err := kgo.NewClient(
+	c, err := kgo.NewClient(franzOpts(
 		kgo.SeedBrokers(strings.Split(f.bootstrap, ",")...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {partition: kgo.NewOffset().AtStart()}}),
 		kgo.FetchIsolationLevel(iso),
 		kgo.FetchMaxWait(500*time.Millisecond),
-	)
+	)...)
 	if err != nil {
 		return nil, err
 	}
@@ -280,11 +285,11 @@ func (f *franzAdapter) DeleteRecords(ctx context.Context, topic string, partitio
 }
 
 func (f *franzAdapter) Transactions(ctx context.Context, topic, txnID string, committed, aborted []Record) error {
-	p, err := kgo.NewClient(
+	p, err := kgo.NewClient(franzOpts(
 		kgo.SeedBrokers(strings.Split(f.bootstrap, ",")...),
 		kgo.TransactionalID(txnID),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
-	)
+	)...)
 	if err != nil {
 		return err
 	}
@@ -408,7 +413,7 @@ func (f *franzAdapter) newGroupConsumer(group, topic string, extra ...kgo.Opt) (
 		kgo.OnPartitionsRevoked(drop),
 		kgo.OnPartitionsLost(drop),
 	}, extra...)
-	cl, err := kgo.NewClient(opts...)
+	cl, err := kgo.NewClient(franzOpts(opts...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -475,7 +480,7 @@ func (f *franzAdapter) NewTransformMember(ctx context.Context, group, input, out
 			return fmt.Sprintf("+%.3fs %s ", time.Since(ctpStart).Seconds(), txnID)
 		})))
 	}
-	s, err := kgo.NewGroupTransactSession(append(debug,
+	s, err := kgo.NewGroupTransactSession(franzOpts(append(debug,
 		kgo.SeedBrokers(strings.Split(f.bootstrap, ",")...),
 		kgo.OnPartitionsAssigned(track(true)),
 		kgo.OnPartitionsRevoked(track(false)),
@@ -496,7 +501,7 @@ func (f *franzAdapter) NewTransformMember(ctx context.Context, group, input, out
 		// CONCURRENT_TRANSACTIONS (Kafka) while the markers are written; franz-go retries it after a
 		// metadata refresh, which it spaces by MetadataMinAge (5 s by default: 20-25 s of a run).
 		kgo.MetadataMinAge(500*time.Millisecond),
-	)...)
+	)...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -570,3 +575,33 @@ func (m *franzTransformMember) Assigned() int {
 }
 
 func (m *franzTransformMember) Close() { m.s.Close() }
+
+// franzSecurity is the TLS dialer and the SASL mechanism of the run's
+// security (security.go) as franz-go options.
+func franzSecurity() ([]kgo.Opt, error) {
+	var opts []kgo.Opt
+	if sec.UsesTLS() {
+		opts = append(opts, kgo.DialTLSConfig(sec.tlsConfig()))
+	}
+	if sec.UsesSASL() {
+		auth := scram.Auth{User: sec.Username, Pass: sec.Password}
+		switch sec.Mechanism {
+		case "SCRAM-SHA-512":
+			opts = append(opts, kgo.SASL(auth.AsSha512Mechanism()))
+		case "SCRAM-SHA-256":
+			opts = append(opts, kgo.SASL(auth.AsSha256Mechanism()))
+		case "PLAIN":
+			opts = append(opts, kgo.SASL(plain.Auth{User: sec.Username, Pass: sec.Password}.AsMechanism()))
+		default:
+			return nil, na("the franz-go adapter has no SASL mechanism %s", sec.Mechanism)
+		}
+	}
+	return opts, nil
+}
+
+// franzOpts appends the run's security options to a client's options
+// (newFranz has checked that they can be built).
+func franzOpts(opts ...kgo.Opt) []kgo.Opt {
+	s, _ := franzSecurity()
+	return append(opts, s...)
+}

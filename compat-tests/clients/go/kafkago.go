@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/sasl"
+	"github.com/segmentio/kafka-go/sasl/plain"
+	kgscram "github.com/segmentio/kafka-go/sasl/scram"
 )
 
 type kafkaGoAdapter struct {
@@ -16,12 +19,15 @@ type kafkaGoAdapter struct {
 }
 
 func newKafkaGo(bootstrap string) (Adapter, error) {
+	if _, err := kafkaGoSASL(); err != nil {
+		return nil, err
+	}
 	// kafka.Client answers Metadata from its transport's cache (refreshed in the background, every
 	// 6 s by default); a short TTL makes topic creation and deletion visible sooner.
 	return &kafkaGoAdapter{bootstrap: bootstrap, cl: &kafka.Client{
 		Addr:      kafka.TCP(strings.Split(bootstrap, ",")...),
 		Timeout:   20 * time.Second,
-		Transport: &kafka.Transport{MetadataTTL: 500 * time.Millisecond},
+		Transport: kafkaGoTransport(&kafka.Transport{MetadataTTL: 500 * time.Millisecond}),
 	}}, nil
 }
 
@@ -135,6 +141,7 @@ func (k *kafkaGoAdapter) Produce(ctx context.Context, topic string, recs []Recor
 	}
 	w := &kafka.Writer{
 		Addr:         kafka.TCP(strings.Split(k.bootstrap, ",")...),
+		Transport:    kafkaGoTransport(&kafka.Transport{}),
 		Topic:        topic,
 		Compression:  codec,
 		RequiredAcks: kafka.RequireAll,
@@ -176,6 +183,7 @@ type kafkaGoReader struct{ r *kafka.Reader }
 func (k *kafkaGoAdapter) OpenReader(ctx context.Context, topic string, partition int32, readCommitted bool) (Reader, error) {
 	cfg := kafka.ReaderConfig{
 		Brokers:   strings.Split(k.bootstrap, ","),
+		Dialer:    kafkaGoDialer(),
 		Topic:     topic,
 		Partition: int(partition),
 		MinBytes:  1,
@@ -234,7 +242,7 @@ func (k *kafkaGoAdapter) ListOffset(ctx context.Context, topic string, partition
 		}
 		return 0, errors.New("partition missing from ListOffsets response")
 	}
-	conn, err := kafka.DialLeader(ctx, "tcp", strings.Split(k.bootstrap, ",")[0], topic, int(partition))
+	conn, err := kafkaGoDialer().DialLeader(ctx, "tcp", strings.Split(k.bootstrap, ",")[0], topic, int(partition))
 	if err != nil {
 		return 0, kgoErr(err)
 	}
@@ -364,6 +372,7 @@ func (k *kafkaGoAdapter) NewGroupConsumer(ctx context.Context, group, topic stri
 	cg, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
 		ID:                group,
 		Brokers:           strings.Split(k.bootstrap, ","),
+		Dialer:            kafkaGoDialer(),
 		Topics:            []string{topic},
 		StartOffset:       kafka.FirstOffset,
 		HeartbeatInterval: time.Second,
@@ -410,6 +419,7 @@ func (g *kafkaGoGroupConsumer) run(ctx context.Context, bootstrap string) {
 			gen.Start(func(gctx context.Context) {
 				r := kafka.NewReader(kafka.ReaderConfig{
 					Brokers:   strings.Split(bootstrap, ","),
+					Dialer:    kafkaGoDialer(),
 					Topic:     g.topic,
 					Partition: pa.ID,
 					MinBytes:  1,
@@ -465,3 +475,35 @@ func (g *kafkaGoGroupConsumer) Commit(ctx context.Context) error {
 }
 
 func (g *kafkaGoGroupConsumer) Close() error { return g.closeOnce(g.cg.Close) }
+
+// kafkaGoSASL is the run's SASL mechanism (security.go) as kafka-go's own
+// (sasl/plain, sasl/scram), nil without SASL.
+func kafkaGoSASL() (sasl.Mechanism, error) {
+	if !sec.UsesSASL() {
+		return nil, nil
+	}
+	switch sec.Mechanism {
+	case "PLAIN":
+		return plain.Mechanism{Username: sec.Username, Password: sec.Password}, nil
+	case "SCRAM-SHA-256":
+		return kgscram.Mechanism(kgscram.SHA256, sec.Username, sec.Password)
+	case "SCRAM-SHA-512":
+		return kgscram.Mechanism(kgscram.SHA512, sec.Username, sec.Password)
+	}
+	return nil, na("the kafka-go adapter has no SASL mechanism %s", sec.Mechanism)
+}
+
+// kafkaGoTransport sets the run's TLS and SASL on t (Client, Writer).
+func kafkaGoTransport(t *kafka.Transport) *kafka.Transport {
+	t.TLS = sec.tlsConfig()
+	t.SASL, _ = kafkaGoSASL() // newKafkaGo checked the mechanism
+	return t
+}
+
+// kafkaGoDialer is a Dialer with the run's TLS and SASL (Reader,
+// ConsumerGroup), with kafka-go's default timeouts.
+func kafkaGoDialer() *kafka.Dialer {
+	d := &kafka.Dialer{Timeout: 10 * time.Second, DualStack: true, TLS: sec.tlsConfig()}
+	d.SASLMechanism, _ = kafkaGoSASL()
+	return d
+}

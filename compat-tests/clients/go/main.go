@@ -122,8 +122,17 @@ func main() {
 	}()
 
 	bootstrapAddrs = *bootstrap
+	var err error
+	if sec, err = loadSecurity(); err != nil {
+		emit(result{Error: "security settings: " + err.Error()}, 1)
+	}
+	info["security_protocol"] = sec.Protocol
 	a, err := ci.mk(*bootstrap)
 	if err != nil {
+		var nap *NotApplicable
+		if errors.As(err, &nap) { // the client cannot connect the way COMPAT_SECURITY_PROTOCOL asks
+			emit(result{Error: nap.Error()}, 3)
+		}
 		emit(result{Error: "client setup: " + err.Error()}, 1)
 	}
 	if n, ok := a.(interface{ NotApplicable(string) string }); ok {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/xdg-go/scram"
 )
 
 // failoverLogOnce turns sarama's logger on for the leader-failover scenario.
@@ -28,10 +29,64 @@ func saramaConfig() *sarama.Config {
 	cfg.Producer.RequiredAcks = sarama.WaitForAll
 	cfg.Producer.Return.Successes = true
 	cfg.Producer.Partitioner = sarama.NewManualPartitioner
+	saramaSecurity(cfg)
 	return cfg
 }
 
+// saramaMechanisms are the SASL mechanisms the sarama adapter can log in
+// with: sarama implements PLAIN itself and takes a SCRAM client from the
+// application (xdg-go/scram, as sarama's own example does).
+var saramaMechanisms = map[string]sarama.SASLMechanism{
+	"PLAIN":         sarama.SASLTypePlaintext,
+	"SCRAM-SHA-256": sarama.SASLTypeSCRAMSHA256,
+	"SCRAM-SHA-512": sarama.SASLTypeSCRAMSHA512,
+}
+
+// saramaSecurity sets the run's TLS and SASL (security.go) on cfg.
+func saramaSecurity(cfg *sarama.Config) {
+	if sec.UsesTLS() {
+		cfg.Net.TLS.Enable = true
+		cfg.Net.TLS.Config = sec.tlsConfig()
+	}
+	if !sec.UsesSASL() {
+		return
+	}
+	cfg.Net.SASL.Enable = true
+	cfg.Net.SASL.Handshake = true
+	cfg.Net.SASL.Mechanism = saramaMechanisms[sec.Mechanism]
+	cfg.Net.SASL.User = sec.Username
+	cfg.Net.SASL.Password = sec.Password
+	switch sec.Mechanism {
+	case "SCRAM-SHA-256":
+		cfg.Net.SASL.SCRAMClientGeneratorFunc = func() sarama.SCRAMClient { return &xdgSCRAM{hash: scram.SHA256} }
+	case "SCRAM-SHA-512":
+		cfg.Net.SASL.SCRAMClientGeneratorFunc = func() sarama.SCRAMClient { return &xdgSCRAM{hash: scram.SHA512} }
+	}
+}
+
+// xdgSCRAM is sarama's SCRAMClient over xdg-go/scram.
+type xdgSCRAM struct {
+	hash scram.HashGeneratorFcn
+	conv *scram.ClientConversation
+}
+
+func (x *xdgSCRAM) Begin(user, password, authzID string) error {
+	c, err := x.hash.NewClient(user, password, authzID)
+	if err != nil {
+		return err
+	}
+	x.conv = c.NewConversation()
+	return nil
+}
+
+func (x *xdgSCRAM) Step(challenge string) (string, error) { return x.conv.Step(challenge) }
+
+func (x *xdgSCRAM) Done() bool { return x.conv.Done() }
+
 func newSarama(bootstrap string) (Adapter, error) {
+	if _, ok := saramaMechanisms[sec.Mechanism]; sec.UsesSASL() && !ok {
+		return nil, na("the sarama adapter has no SASL mechanism %s", sec.Mechanism)
+	}
 	addrs := strings.Split(bootstrap, ",")
 	adm, err := sarama.NewClusterAdmin(addrs, saramaConfig())
 	if err != nil {

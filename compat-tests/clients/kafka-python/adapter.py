@@ -18,7 +18,10 @@ from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, Ne
 import kafka.errors as Errors  # noqa: E402
 
 from compat_common import (  # noqa: E402
-    REPLICATION_FACTOR, CodeError, Record, ScenarioFailed, Unsupported, config_source_name, main)
+    REPLICATION_FACTOR, CodeError, Record, ScenarioFailed, Unsupported, config_source_name, kafka_python_security,
+    main)
+
+SECURITY = kafka_python_security()  # the run's TLS and SASL, in every client's keyword arguments
 
 logging.basicConfig(level=logging.DEBUG if os.environ.get("COMPAT_DEBUG") else logging.CRITICAL,
                     format="%(asctime)s %(threadName)s %(name)s %(levelname)s %(message)s")
@@ -67,7 +70,7 @@ def _send(p, topic, recs, timeout=30):
 
 class Reader:
     def __init__(self, bootstrap, topic, partition, read_committed):
-        self.c = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False,
+        self.c = KafkaConsumer(**SECURITY, bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False,
                                isolation_level="read_committed" if read_committed else "read_uncommitted")
         tp = TopicPartition(topic, partition)
         self.c.assign([tp])
@@ -82,7 +85,7 @@ class Reader:
 
 class GroupConsumer:
     def __init__(self, bootstrap, group, topic):
-        self.c = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False,
+        self.c = KafkaConsumer(topic, **SECURITY, bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False,
                                auto_offset_reset="earliest", heartbeat_interval_ms=1000)
         self.closed = False
 
@@ -107,7 +110,7 @@ class GroupConsumer:
 class KafkaPythonAdapter:
     def __init__(self, bootstrap, data_dir):
         self.bootstrap = bootstrap
-        self.adm = KafkaAdminClient(bootstrap_servers=bootstrap)
+        self.adm = KafkaAdminClient(**SECURITY, bootstrap_servers=bootstrap)
         self.offset_clients = {}
 
     def not_applicable(self, scenario):
@@ -141,7 +144,7 @@ class KafkaPythonAdapter:
         raise ScenarioFailed("topic %s missing from metadata" % topic)
 
     def produce(self, topic, recs, codec, idempotent):
-        conf = {"bootstrap_servers": self.bootstrap, "acks": "all",
+        conf = {**SECURITY, "bootstrap_servers": self.bootstrap, "acks": "all",
                 "compression_type": None if codec == "none" else codec}
         if idempotent:  # kafka-python 2.x allows only one request in flight with idempotence
             conf.update({"enable_idempotence": True, "max_in_flight_requests_per_connection": 1,
@@ -160,7 +163,7 @@ class KafkaPythonAdapter:
         iso = "read_committed" if read_committed else "read_uncommitted"
         c = self.offset_clients.get(iso)
         if c is None:
-            c = self.offset_clients[iso] = KafkaConsumer(bootstrap_servers=self.bootstrap, group_id=None,
+            c = self.offset_clients[iso] = KafkaConsumer(**SECURITY, bootstrap_servers=self.bootstrap, group_id=None,
                                                          enable_auto_commit=False, isolation_level=iso)
         return c
 
@@ -206,7 +209,7 @@ class KafkaPythonAdapter:
         return res[tp]["low_watermark"]
 
     def transactions(self, topic, txn_id, committed, aborted):
-        p = KafkaProducer(bootstrap_servers=self.bootstrap, transactional_id=txn_id, acks="all")
+        p = KafkaProducer(**SECURITY, bootstrap_servers=self.bootstrap, transactional_id=txn_id, acks="all")
         try:
             p.init_transactions()
             for recs, commit in ((committed, True), (aborted, False)):

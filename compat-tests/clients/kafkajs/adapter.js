@@ -206,11 +206,42 @@ async function pollUntil(fn, timeoutMs = WAIT, intervalMs = 100) {
   }
 }
 
+// ---------------------------------------------------------------- security
+
+// The connection's security of the adapter contract (compat-tests/README.md): COMPAT_SECURITY_PROTOCOL,
+// COMPAT_SASL_* and COMPAT_SSL_*, as kafkajs's ssl and sasl options. A mechanism kafkajs lacks is not
+// applicable, never plaintext.
+const SECURITY_PROTOCOL = process.env.COMPAT_SECURITY_PROTOCOL || 'PLAINTEXT'
+const KAFKAJS_MECHANISMS = { PLAIN: 'plain', 'SCRAM-SHA-256': 'scram-sha-256', 'SCRAM-SHA-512': 'scram-sha-512' }
+
+function securityOptions() {
+  const opts = {}
+  if (SECURITY_PROTOCOL === 'PLAINTEXT') return opts
+  if (!['SSL', 'SASL_SSL', 'SASL_PLAINTEXT'].includes(SECURITY_PROTOCOL)) {
+    throw new NotApplicable(`security protocol ${SECURITY_PROTOCOL}`)
+  }
+  if (SECURITY_PROTOCOL !== 'SASL_PLAINTEXT') {
+    const fs = require('fs')
+    opts.ssl = { ca: [fs.readFileSync(process.env.COMPAT_SSL_CA)] }
+    if (process.env.COMPAT_SSL_CERT) {
+      opts.ssl.cert = fs.readFileSync(process.env.COMPAT_SSL_CERT)
+      opts.ssl.key = fs.readFileSync(process.env.COMPAT_SSL_KEY)
+    }
+  }
+  if (SECURITY_PROTOCOL.startsWith('SASL_')) {
+    const mechanism = KAFKAJS_MECHANISMS[process.env.COMPAT_SASL_MECHANISM]
+    if (!mechanism) throw new NotApplicable(`kafkajs has no SASL mechanism ${process.env.COMPAT_SASL_MECHANISM}`)
+    opts.sasl = { mechanism, username: process.env.COMPAT_SASL_USERNAME, password: process.env.COMPAT_SASL_PASSWORD }
+  }
+  return opts
+}
+
 // ---------------------------------------------------------------- adapter
 
 class KafkajsAdapter {
   constructor(bootstrap) {
     this.kafka = new Kafka({
+      ...securityOptions(),
       clientId: 'gregor-compat-kafkajs',
       brokers: bootstrap.split(','),
       logLevel: logLevel.NOTHING,
@@ -883,7 +914,13 @@ async function main() {
   if (!sc) return emit(false, {}, `not applicable: scenario '${args.scenario}' is not implemented by the kafkajs adapter`, 3)
   const o = new Outcome()
   setTimeout(() => emit(false, o.observed, `scenario timed out (${(RUN_TIMEOUT_MS - 3000) / 1000} s)`, 1), RUN_TIMEOUT_MS - 3000).unref()
-  const a = new KafkajsAdapter(args.bootstrap)
+  let a
+  try {
+    a = new KafkajsAdapter(args.bootstrap)
+  } catch (e) {
+    if (e instanceof NotApplicable) return emit(false, {}, `not applicable: ${e.message}`, 3)
+    return emit(false, {}, `client setup: ${e && e.message}`, 1)
+  }
   const reason = a.notApplicable(args.scenario)
   if (reason) return emit(false, {}, `not applicable: ${reason}`, 3)
   const start = Date.now()

@@ -33,9 +33,12 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "_common"))
 
 from compat_common import (  # noqa: E402
-    CodeError, NotApplicable, Record, ScenarioFailed, WAIT, digests, gen_records, index_of, main, poll_until)
+    CodeError, NotApplicable, Record, ScenarioFailed, WAIT, digests, gen_records, index_of, librdkafka_security, main,
+    poll_until)
 
 KCAT = os.environ.get("KCAT") or shutil.which("kcat") or "kcat"
+# the run's TLS and SASL as librdkafka properties, on every kcat command line
+SECURITY_ARGS = [a for k, v in librdkafka_security().items() for a in ("-X", f"{k}={v}")]
 KCAT_HEADERS = [("h1", b"a-kcat"), ("h2", b"b-kcat")]
 NA = {
     "admin-topics": "kcat has no admin API (no CreateTopics/DeleteTopics)",
@@ -71,10 +74,11 @@ class Kcat:
         pass
 
     def run(self, args, input=None, timeout=WAIT, check=True):
-        cmd = [KCAT, "-b", self.bootstrap, "-m", "10"] + args
+        cmd = [KCAT, "-b", self.bootstrap, "-m", "10"] + SECURITY_ARGS + args
         p = subprocess.run(cmd, input=input, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
         if check and p.returncode != 0:
-            raise ScenarioFailed("%s exited %d: %s" % (" ".join(cmd), p.returncode,
+            shown = " ".join("sasl.password=***" if a.startswith("sasl.password=") else a for a in cmd)
+            raise ScenarioFailed("%s exited %d: %s" % (shown, p.returncode,
                                                         p.stderr.decode(errors="replace").strip()[-500:]))
         return p
 
@@ -220,7 +224,7 @@ def transactions(k, topic, o):
     # are in the log (visible to read_uncommitted), SIGINT plus end of input make kcat leave its
     # read loop and call abort_transaction().
     aborted = gen_records(100, 100)
-    p = subprocess.Popen([KCAT, "-b", k.bootstrap, "-m", "10"] + args, stdin=subprocess.PIPE,
+    p = subprocess.Popen([KCAT, "-b", k.bootstrap, "-m", "10"] + SECURITY_ARGS + args, stdin=subprocess.PIPE,
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         p.stdin.write(k.payload(aborted) + b"\n" * (128 * (len(aborted) + 20)))

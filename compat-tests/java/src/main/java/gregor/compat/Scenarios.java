@@ -88,8 +88,32 @@ final class Scenarios {
 
     // ---------------------------------------------------------------- clients
 
-    static Admin admin(Args a) {
+    /**
+     * The connection's security settings of the adapter contract: COMPAT_CLIENT_CONFIG, a Kafka
+     * client.properties (security.protocol, ssl.*, sasl.*), is loaded into every client's properties.
+     * Without it the client connects over PLAINTEXT, which is only right when COMPAT_SECURITY_PROTOCOL
+     * says so.
+     */
+    static Properties secured() {
         Properties p = new Properties();
+        String file = System.getenv("COMPAT_CLIENT_CONFIG");
+        String protocol = System.getenv().getOrDefault("COMPAT_SECURITY_PROTOCOL", "PLAINTEXT");
+        if (file == null || file.isEmpty()) {
+            if (!protocol.equals("PLAINTEXT")) {
+                throw new IllegalStateException("COMPAT_SECURITY_PROTOCOL=" + protocol + " without COMPAT_CLIENT_CONFIG");
+            }
+            return p;
+        }
+        try (java.io.Reader r = java.nio.file.Files.newBufferedReader(java.nio.file.Path.of(file))) {
+            p.load(r);
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException("reading COMPAT_CLIENT_CONFIG " + file, e);
+        }
+        return p;
+    }
+
+    static Admin admin(Args a) {
+        Properties p = secured();
         p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, a.bootstrap());
         p.put(AdminClientConfig.CLIENT_ID_CONFIG, "compat-java-admin");
         p.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, 10_000);
@@ -98,7 +122,7 @@ final class Scenarios {
     }
 
     static KafkaProducer<byte[], byte[]> producer(Args a, Map<String, Object> extra) {
-        Properties p = new Properties();
+        Properties p = secured();
         p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, a.bootstrap());
         p.put(ProducerConfig.CLIENT_ID_CONFIG, "compat-java-producer");
         p.put(ProducerConfig.ACKS_CONFIG, "all");
@@ -111,7 +135,7 @@ final class Scenarios {
     }
 
     static KafkaConsumer<byte[], byte[]> consumer(Args a, Map<String, Object> extra) {
-        Properties p = new Properties();
+        Properties p = secured();
         p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, a.bootstrap());
         p.put(ConsumerConfig.CLIENT_ID_CONFIG, "compat-java-consumer");
         p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
