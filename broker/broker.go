@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gregor-broker/gregor/broker/partition"
+	"github.com/gregor-broker/gregor/broker/peer"
 	"github.com/gregor-broker/gregor/broker/quota"
 	"github.com/gregor-broker/gregor/broker/replication"
 	"github.com/gregor-broker/gregor/broker/topicconfig"
@@ -29,6 +30,10 @@ type Broker struct {
 	listeners []*listener
 	// scram is a single node's SCRAM credentials (scram_credentials.go).
 	scram *scramStore
+	// interBroker is how this node's connections to the other nodes log
+	// in (listener_interbroker.go); nil on a single node and over a
+	// PLAINTEXT inter-broker listener.
+	interBroker *peer.Security
 
 	// mu guards the topic catalogue: read-locked for lookups, write-locked
 	// to create, grow or delete topics.
@@ -127,11 +132,17 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 			stopValidators(listeners)
 		}
 	}()
+	var interBroker *peer.Security
+	if cfg.ControllerQuorumVoters != "" {
+		if interBroker, err = interBrokerSecurity(&cfg, listeners); err != nil {
+			return nil, err
+		}
+	}
 	limits, err := newBrokerConnLimits(&cfg)
 	if err != nil {
 		return nil, err
 	}
-	b := &Broker{cfg: cfg, log: cfg.Logger, conns: map[*conn]struct{}{}, listeners: listeners, scram: scramCreds,
+	b := &Broker{cfg: cfg, log: cfg.Logger, conns: map[*conn]struct{}{}, listeners: listeners, scram: scramCreds, interBroker: interBroker,
 		requestMemory: newRequestMemory(*cfg.QueuedMaxRequestBytes), connLimits: limits}
 	b.metrics = newBrokerMetrics(b)
 	b.replQuotas.Init(b.cfg.ReplicationQuotaWindowNum, b.cfg.ReplicationQuotaWindowSizeSeconds)

@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gregor-broker/gregor/broker/partition"
+	"github.com/gregor-broker/gregor/broker/peer"
 	"github.com/gregor-broker/gregor/broker/quota"
 	"github.com/gregor-broker/gregor/broker/replication"
 	"github.com/gregor-broker/gregor/broker/security/scram"
@@ -112,7 +113,7 @@ func (b *Broker) startController(dir string, addScram []scram.AddScram) error {
 	if _, err := b.catalog.fs.Stat(path.Join(dir, controller.MetadataDir)); errors.Is(err, os.ErrNotExist) && len(b.catalog.byName) > 0 {
 		return fmt.Errorf("broker: the data dir %s holds %d topics of a single-node broker and no cluster metadata; turning a single node into a cluster node is not supported yet (start cluster nodes on new data dirs)", dir, len(b.catalog.byName))
 	}
-	c := &cluster{b: b, rpc: newControllerRPC(""), synced: make(chan struct{}), stop: make(chan struct{})}
+	c := &cluster{b: b, rpc: newControllerRPC("", b.interBroker), synced: make(chan struct{}), stop: make(chan struct{})}
 	c.epoch.Store(-1)
 	for id := range voters {
 		if id < b.cfg.NodeID {
@@ -244,13 +245,19 @@ func (c *cluster) registerAndHeartbeat() {
 	// broker whose controller went away is fenced by the next one while it
 	// still waits on the old.
 	callTimeout := min(5*time.Second, time.Duration(c.b.cfg.BrokerSessionTimeoutMs)*time.Millisecond/2)
+	var refusedWarned time.Time
 	for {
 		ctx, cancel := context.WithTimeout(c.ctx, callTimeout)
 		if c.epoch.Load() < 0 {
 			epoch, err := c.register(ctx)
 			cancel()
 			if err != nil {
-				c.b.log.Debug("broker registration failed; retrying", "err", err)
+				if peer.LoginRefused(err) && time.Since(refusedWarned) >= refusedLoginLogInterval {
+					refusedWarned = time.Now()
+					c.b.log.Warn("broker registration failed: the controller's inter-broker listener refused this node's login or certificate; retrying", "err", err)
+				} else {
+					c.b.log.Debug("broker registration failed; retrying", "err", err)
+				}
 				if !wait(backoff) {
 					return
 				}
@@ -292,6 +299,10 @@ func (c *cluster) registerAndHeartbeat() {
 		}
 	}
 }
+
+// refusedLoginLogInterval spaces the warnings of a registration whose
+// login the controller's node refuses, repeated at every retry.
+const refusedLoginLogInterval = 30 * time.Second
 
 func (c *cluster) registration() controller.BrokerRegistration {
 	b := c.b

@@ -22,6 +22,22 @@ import (
 // cluster's voters, on a raft listener of its own, and adds it to tc.
 func (tc *testCluster) addBrokerOnlyNode(id int32, tune func(*Config)) {
 	tc.t.Helper()
+	cfg := tc.brokerOnlyConfig(id, tune)
+	tc.cfgs[id] = cfg
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b, err := Start(ctx, cfg)
+	if err != nil {
+		tc.t.Fatalf("starting broker-only node %d: %v", id, err)
+	}
+	tc.addNode(id, b)
+}
+
+// brokerOnlyConfig is node id's config as a broker-only node of tc: a
+// voter's, with process.roles=broker, a raft listener of its own and a
+// data dir, passed through tune when not nil.
+func (tc *testCluster) brokerOnlyConfig(id int32, tune func(*Config)) Config {
+	tc.t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tc.t.Fatal(err)
@@ -39,13 +55,24 @@ func (tc *testCluster) addBrokerOnlyNode(id int32, tune func(*Config)) {
 	if tune != nil {
 		tune(&cfg)
 	}
-	tc.cfgs[id] = cfg
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	return cfg
+}
+
+// addBrokerOnlyNodeErr is addBrokerOnlyNode for a node expected not to
+// start within ctx: it hands Start's error to check, and closes the node
+// if it did start after all.
+func (tc *testCluster) addBrokerOnlyNodeErr(ctx context.Context, id int32, tune func(*Config), check func(error)) {
+	tc.t.Helper()
+	cfg := tc.brokerOnlyConfig(id, tune)
 	b, err := Start(ctx, cfg)
-	if err != nil {
-		tc.t.Fatalf("starting broker-only node %d: %v", id, err)
+	if err == nil {
+		b.Close()
 	}
+	check(err)
+}
+
+// addNode adds the started node id to tc, closed with the test.
+func (tc *testCluster) addNode(id int32, b *Broker) {
 	tc.nodes[id] = b
 	tc.t.Cleanup(func() {
 		if !tc.closed[id] {

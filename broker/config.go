@@ -65,17 +65,25 @@ type Config struct {
 	// other brokers reach this one on (replica fetches, forwarding,
 	// transaction peers). Default: the PLAINTEXT listener named
 	// PLAINTEXT, else the first PLAINTEXT listener, else the first. In
-	// cluster mode it must be PLAINTEXT: inter-broker connections do not
-	// use TLS or SASL yet.
+	// cluster mode this node's connections to the others (the replica
+	// fetchers, the controller calls, forwarding, the transaction peers)
+	// dial it with its security: TLS with its ssl.* stores, SASL with
+	// InterBrokerSASLMechanism and the login in its JAAS configs.
 	InterBrokerListenerName string
+	// InterBrokerSASLMechanism is sasl.mechanism.inter.broker.protocol:
+	// the mechanism this node logs in to the others' inter-broker listener
+	// with when it is SASL_PLAINTEXT or SASL_SSL; it must be one of the
+	// listener's enabled mechanisms. Default GSSAPI, as Kafka's (which
+	// Gregor does not serve): PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 are.
+	// The login is the username and password options of the listener's
+	// JAAS config for it (SASLPlainJAASConfig, SASLJAASConfigs).
+	InterBrokerSASLMechanism string
 
 	// ListenerName is the served listener's name (listeners' NAME://),
 	// used in messages as Kafka uses it. Default: SecurityProtocol.
 	ListenerName string
 	// SecurityProtocol is the listener's security protocol: PLAINTEXT
-	// (also the default), SASL_PLAINTEXT, SSL or SASL_SSL. SSL and
-	// SASL_SSL are served on a single node only: in cluster mode they
-	// refuse to start (inter-broker connections do not use TLS yet).
+	// (also the default), SASL_PLAINTEXT, SSL or SASL_SSL.
 	SecurityProtocol string
 	// SSL is the TLS configuration of an SSL or SASL_SSL listener: its
 	// ssl.* keys, listener.name.<listener>.ssl.* over ssl.*, as package
@@ -96,6 +104,14 @@ type Config struct {
 	// PlainLoginModule user_NAME="password" options are the PLAIN users.
 	// It holds secrets: never log it.
 	SASLPlainJAASConfig string
+	// SASLJAASConfigs are the listener's other
+	// listener.name.<name>.<mechanism>.sasl.jaas.config values, by
+	// mechanism name (SCRAM-SHA-256, SCRAM-SHA-512). The server side does
+	// not read them (SCRAM's credentials are the broker's); on the
+	// inter-broker listener, the username and password options of
+	// InterBrokerSASLMechanism's entry are this node's login to the
+	// others. They hold secrets: never log them.
+	SASLJAASConfigs map[string]string
 	// OAuthBearer is the listener's OAUTHBEARER configuration.
 	OAuthBearer OAuthBearerConfig
 	// ConnectionsMaxReauthMs is connections.max.reauth.ms: when above 0,
@@ -356,12 +372,14 @@ type ListenerConfig struct {
 	// SASL_SSL.
 	SecurityProtocol string
 	// SSL, SSLPrincipalMappingRules, SASLEnabledMechanisms,
-	// SASLPlainJAASConfig and OAuthBearer are this listener's, as the
-	// Config fields of the same names are the shorthand listener's.
+	// SASLPlainJAASConfig, SASLJAASConfigs and OAuthBearer are this
+	// listener's, as the Config fields of the same names are the shorthand
+	// listener's.
 	SSL                      *ssl.Settings
 	SSLPrincipalMappingRules string
 	SASLEnabledMechanisms    []string
 	SASLPlainJAASConfig      string
+	SASLJAASConfigs          map[string]string
 	OAuthBearer              OAuthBearerConfig
 }
 
@@ -374,7 +392,8 @@ func (c *Config) setDefaults() {
 			Name: c.ListenerName, Listen: c.Listen, Advertise: c.Advertise, SecurityProtocol: c.SecurityProtocol,
 			SSL: c.SSL, SSLPrincipalMappingRules: c.SSLPrincipalMappingRules,
 			SASLEnabledMechanisms: c.SASLEnabledMechanisms, SASLPlainJAASConfig: c.SASLPlainJAASConfig,
-			OAuthBearer: c.OAuthBearer,
+			SASLJAASConfigs: c.SASLJAASConfigs,
+			OAuthBearer:     c.OAuthBearer,
 		}}
 	} else {
 		c.Listeners = slices.Clone(c.Listeners)

@@ -32,13 +32,13 @@ type controllerRPC struct {
 	conn peer.Conn
 }
 
-// newControllerRPC is a connection whose requests name clientID; empty is
-// forwardClientID.
-func newControllerRPC(clientID string) *controllerRPC {
+// newControllerRPC is a connection whose requests name clientID (empty is
+// forwardClientID) and that logs in with sec.
+func newControllerRPC(clientID string, sec *peer.Security) *controllerRPC {
 	if clientID == "" {
 		clientID = forwardClientID
 	}
-	return &controllerRPC{conn: peer.Conn{ClientID: clientID, MaxResponseBytes: maxControllerResponse}}
+	return &controllerRPC{conn: peer.Conn{ClientID: clientID, MaxResponseBytes: maxControllerResponse, Security: sec}}
 }
 
 // do sends req to the Kafka listener at addr, at the newest version this

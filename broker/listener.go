@@ -80,8 +80,7 @@ func stopValidators(ls []*listener) {
 // defaultInterBrokerListener is inter.broker.listener.name's default:
 // Kafka's is the listener named after security.inter.broker.protocol,
 // PLAINTEXT; Gregor takes the first PLAINTEXT listener when none is named
-// so, and the first listener when none is PLAINTEXT (which cluster mode
-// then refuses).
+// so, and the first listener when none is PLAINTEXT.
 func defaultInterBrokerListener(ls []ListenerConfig) string {
 	for _, l := range ls {
 		if l.Name == protocolPlaintext && l.SecurityProtocol == protocolPlaintext {

@@ -39,11 +39,6 @@ func listenerSASL(cfg *Config, l *ListenerConfig, scramLookup scram.Lookup) (_ *
 	default:
 		return nil, nil, fmt.Errorf("broker: unknown security protocol %q (PLAINTEXT, SSL, SASL_PLAINTEXT and SASL_SSL are served)", l.SecurityProtocol)
 	}
-	if cfg.ControllerQuorumVoters != "" && l.Name == cfg.InterBrokerListenerName {
-		// The replica fetchers, forwarding and transaction peers connect
-		// to other nodes' inter-broker listener without authenticating.
-		return nil, nil, fmt.Errorf("broker: inter-broker listener %s uses %s, which cluster mode does not serve yet (inter-broker connections do not authenticate); a single node does, and so does a cluster whose inter.broker.listener.name is a PLAINTEXT listener", l.Name, l.SecurityProtocol)
-	}
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.Default()

@@ -37,6 +37,9 @@ type listenerTLS struct {
 	mapper *principal.Mapper
 	// clientAuth is ssl.client.auth.
 	clientAuth string
+	// factory holds the listener's stores; on the inter-broker listener
+	// it makes this node's client configurations too.
+	factory *ssl.Factory
 }
 
 // usesTLS reports whether protocol runs over TLS.
@@ -50,18 +53,18 @@ func newListenerTLS(cfg *Config, l *ListenerConfig) (*listenerTLS, error) {
 	if !usesTLS(l.SecurityProtocol) {
 		return nil, nil
 	}
-	if cfg.ControllerQuorumVoters != "" && l.Name == cfg.InterBrokerListenerName {
-		// The replica fetchers, forwarding and transaction peers connect
-		// to other nodes' inter-broker listener in plain TCP.
-		return nil, fmt.Errorf("broker: inter-broker listener %s uses %s, which cluster mode does not serve yet (inter-broker connections do not use TLS); a single node does, and so does a cluster whose inter.broker.listener.name is a PLAINTEXT listener", l.Name, l.SecurityProtocol)
-	}
 	if l.SSL == nil {
 		return nil, fmt.Errorf("broker: listener %s uses %s but has no SSL settings (Config.SSL; ssl.keystore.* in server.properties)", l.Name, l.SecurityProtocol)
 	}
 	for _, w := range l.SSL.Warnings {
 		cfg.Logger.Warn("gregor: "+w, "listener", l.Name)
 	}
-	factory, err := ssl.New(*l.SSL)
+	var opts []ssl.Option
+	if l.Name == cfg.InterBrokerListenerName {
+		// Its stores are this node's client side too (interBrokerSecurity).
+		opts = append(opts, ssl.InterBroker())
+	}
+	factory, err := ssl.New(*l.SSL, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("broker: listener %s: %v", l.Name, err)
 	}
@@ -76,7 +79,7 @@ func newListenerTLS(cfg *Config, l *ListenerConfig) (*listenerTLS, error) {
 	if err != nil {
 		return nil, fmt.Errorf("broker: listener %s: ssl.principal.mapping.rules: %v", l.Name, err)
 	}
-	return &listenerTLS{server: factory.ServerConfig(), mapper: mapper, clientAuth: l.SSL.ClientAuth}, nil
+	return &listenerTLS{server: factory.ServerConfig(), mapper: mapper, clientAuth: l.SSL.ClientAuth, factory: factory}, nil
 }
 
 // authenticatesClients reports whether the listener asks for client

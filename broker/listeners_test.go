@@ -4,18 +4,23 @@ import (
 	"context"
 	"net"
 	"strconv"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-broker/gregor/broker/peer"
 )
 
 // TestNewListenersChecksTheListeners checks the refusals and defaults of a
 // node's listener configuration, before anything is bound.
 func TestNewListenersChecksTheListeners(t *testing.T) {
 	sasl := ListenerConfig{Name: "CLIENT", SecurityProtocol: "SASL_PLAINTEXT", SASLEnabledMechanisms: []string{"PLAIN"}, SASLPlainJAASConfig: saslTestJAAS}
+	const plainLogin = `org.apache.kafka.common.security.plain.PlainLoginModule required username="broker" password="broker-secret" user_broker="broker-secret";`
+	pki := newTestPKI(t)
 	tests := []struct {
 		name      string
 		cfg       Config
@@ -32,12 +37,26 @@ func TestNewListenersChecksTheListeners(t *testing.T) {
 			"inter.broker.listener.name must be a listener name defined in advertised.listeners. The valid options based on currently configured listeners are A", ""},
 		{"cluster: SASL beside a PLAINTEXT inter-broker listener", Config{ControllerQuorumVoters: "1@127.0.0.1:1",
 			Listeners: []ListenerConfig{{Name: "INTERNAL"}, sasl}}, "", "INTERNAL"},
-		{"cluster: SASL inter-broker listener", Config{ControllerQuorumVoters: "1@127.0.0.1:1",
+		{"cluster: SASL inter-broker listener, GSSAPI by default", Config{ControllerQuorumVoters: "1@127.0.0.1:1",
 			Listeners: []ListenerConfig{{Name: "INTERNAL"}, sasl}, InterBrokerListenerName: "CLIENT"},
-			"inter-broker listener CLIENT uses SASL_PLAINTEXT, which cluster mode does not serve yet", ""},
+			"sasl.mechanism.inter.broker.protocol must be included in sasl.enabled.mechanisms when SASL is used for inter-broker communication (it is GSSAPI; listener CLIENT enables PLAIN)", ""},
+		{"cluster: PLAIN inter-broker login", Config{ControllerQuorumVoters: "1@127.0.0.1:1",
+			Listeners: []ListenerConfig{{Name: "CLIENT", SecurityProtocol: "SASL_PLAINTEXT", SASLEnabledMechanisms: []string{"PLAIN"}, SASLPlainJAASConfig: plainLogin}},
+			InterBrokerSASLMechanism: "PLAIN"}, "", "CLIENT"},
+		{"cluster: PLAIN inter-broker login without a username", Config{ControllerQuorumVoters: "1@127.0.0.1:1",
+			Listeners: []ListenerConfig{sasl}, InterBrokerSASLMechanism: "PLAIN"},
+			"listener.name.client.plain.sasl.jaas.config: the inter-broker login needs the username and password options", ""},
+		{"cluster: SCRAM inter-broker login without its JAAS entry", Config{ControllerQuorumVoters: "1@127.0.0.1:1",
+			Listeners: []ListenerConfig{{Name: "CLIENT", SecurityProtocol: "SASL_SSL", SSL: pki.sslSettings(t, "none"), SASLEnabledMechanisms: []string{"SCRAM-SHA-256"}}},
+			InterBrokerSASLMechanism: "SCRAM-SHA-256"},
+			"inter-broker listener CLIENT logs in with SCRAM-SHA-256, but listener.name.client.scram-sha-256.sasl.jaas.config is not set", ""},
+		{"cluster: OAUTHBEARER between nodes", Config{ControllerQuorumVoters: "1@127.0.0.1:1",
+			Listeners: []ListenerConfig{{Name: "CLIENT", SecurityProtocol: "SASL_PLAINTEXT", SASLEnabledMechanisms: []string{"OAUTHBEARER"},
+				OAuthBearer: OAuthBearerConfig{JAASConfig: "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;"}}},
+			InterBrokerSASLMechanism: "OAUTHBEARER"},
+			"sasl.mechanism.inter.broker.protocol OAUTHBEARER is not served between nodes; PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 are", ""},
 		{"cluster: SSL inter-broker listener", Config{ControllerQuorumVoters: "1@127.0.0.1:1",
-			Listeners: []ListenerConfig{{Name: "SECURE", SecurityProtocol: "SSL"}}},
-			"inter-broker listener SECURE uses SSL, which cluster mode does not serve yet (inter-broker connections do not use TLS)", ""},
+			Listeners: []ListenerConfig{{Name: "SECURE", SecurityProtocol: "SSL", SSL: pki.sslSettings(t, "required")}}}, "", "SECURE"},
 		{"cluster: SCRAM beside a PLAINTEXT inter-broker listener", Config{ControllerQuorumVoters: "1@127.0.0.1:1",
 			Listeners: []ListenerConfig{{Name: "INTERNAL"}, {Name: "CLIENT", SecurityProtocol: "SASL_PLAINTEXT", SASLEnabledMechanisms: []string{"SCRAM-SHA-512"}}}},
 			"", "INTERNAL"},
@@ -47,6 +66,11 @@ func TestNewListenersChecksTheListeners(t *testing.T) {
 			cfg := tt.cfg
 			cfg.setDefaults()
 			ls, err := newListeners(&cfg, (&scramStore{}).lookup)
+			var sec *peer.Security
+			if err == nil && cfg.ControllerQuorumVoters != "" {
+				sec, err = interBrokerSecurity(&cfg, ls)
+				stopValidators(ls)
+			}
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want one containing %q", err, tt.wantErr)
@@ -58,6 +82,10 @@ func TestNewListenersChecksTheListeners(t *testing.T) {
 			}
 			if len(ls) != len(cfg.Listeners) {
 				t.Errorf("%d listeners, want %d", len(ls), len(cfg.Listeners))
+			}
+			if inter := ls[slices.IndexFunc(ls, func(l *listener) bool { return l.cfg.Name == cfg.InterBrokerListenerName })]; cfg.ControllerQuorumVoters != "" &&
+				(sec == nil) != (inter.cfg.SecurityProtocol == protocolPlaintext) {
+				t.Errorf("inter-broker security %+v over a %s listener", sec, inter.cfg.SecurityProtocol)
 			}
 			if cfg.InterBrokerListenerName != tt.wantInter {
 				t.Errorf("inter-broker listener %q, want %q", cfg.InterBrokerListenerName, tt.wantInter)

@@ -101,7 +101,7 @@ func (e replicationEnv) Endpoint(id int32) (host string, port int32, registered 
 }
 
 func (e replicationEnv) NewConn() replication.Conn {
-	return &peer.Conn{ClientID: replication.FetchClientID, MaxResponseBytes: e.c.b.cfg.MaxFrameBytes, DialTimeout: 10 * time.Second}
+	return &peer.Conn{ClientID: replication.FetchClientID, MaxResponseBytes: e.c.b.cfg.MaxFrameBytes, DialTimeout: 10 * time.Second, Security: e.c.b.interBroker}
 }
 
 // Partitions lists every partition of the catalogue.

@@ -32,7 +32,13 @@ import (
 // applied it with a leader for each partition.
 func (tc *testCluster) createReplicated(topic string, partitions int32, rf int16, configs map[string]*string) {
 	tc.t.Helper()
-	adm := kadm.NewClient(tc.client(tc.live()[0]))
+	tc.createReplicatedVia(tc.live()[0], topic, partitions, rf, configs)
+}
+
+// createReplicatedVia is createReplicated through node via.
+func (tc *testCluster) createReplicatedVia(via int32, topic string, partitions int32, rf int16, configs map[string]*string) {
+	tc.t.Helper()
+	adm := kadm.NewClient(tc.client(via))
 	res, err := adm.CreateTopic(testCtx(tc.t), partitions, rf, configs, topic)
 	if err != nil || res.Err != nil {
 		tc.t.Fatalf("creating %s: %v %v", topic, err, res.Err)

@@ -516,7 +516,7 @@ func TestSASLStartRefusals(t *testing.T) {
 		{"bad jaas", func(c *Config) { c.SASLPlainJAASConfig = "x required user_a=\"b\"" }, "JAAS config entry not terminated by semi-colon"},
 		{"two modules", func(c *Config) { c.SASLPlainJAASConfig = "a required; b required;" }, "contains 2 login modules, should be 1 module"},
 		{"ssl without settings", func(c *Config) { c.SecurityProtocol = "SASL_SSL" }, "has no SSL settings"},
-		{"cluster mode", func(c *Config) { c.ControllerQuorumVoters = "1@127.0.0.1:1" }, "cluster mode does not serve yet"},
+		{"cluster mode, GSSAPI between nodes", func(c *Config) { c.ControllerQuorumVoters = "1@127.0.0.1:1" }, "sasl.mechanism.inter.broker.protocol must be included in sasl.enabled.mechanisms"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			zero := int64(0)

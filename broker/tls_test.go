@@ -17,6 +17,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -107,6 +108,14 @@ func writePEM(t testing.TB, dir, name string, data []byte) string {
 // certificate names 127.0.0.1 and localhost.
 func (p *testPKI) issue(t testing.TB, name string, subject pkix.Name, usage x509.ExtKeyUsage) testCert {
 	t.Helper()
+	return p.issueFor(t, name, subject, usage)
+}
+
+// issueFor is issue with several usages: a node's certificate on a mutual
+// TLS inter-broker listener serves both ends. With ServerAuth it names
+// 127.0.0.1 and localhost.
+func (p *testPKI) issueFor(t testing.TB, name string, subject pkix.Name, usages ...x509.ExtKeyUsage) testCert {
+	t.Helper()
 	key := newKey(t)
 	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
 	tmpl := &x509.Certificate{
@@ -115,9 +124,9 @@ func (p *testPKI) issue(t testing.TB, name string, subject pkix.Name, usage x509
 		NotBefore:    time.Now().Add(-time.Hour),
 		NotAfter:     time.Now().Add(24 * time.Hour),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{usage},
+		ExtKeyUsage:  usages,
 	}
-	if usage == x509.ExtKeyUsageServerAuth {
+	if slices.Contains(usages, x509.ExtKeyUsageServerAuth) {
 		tmpl.DNSNames = []string{"localhost"}
 		tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1)}
 	}
@@ -682,7 +691,6 @@ func TestTLSStartRefusals(t *testing.T) {
 		{"no settings", func(c *Config) { c.SSL = nil }, "has no SSL settings"},
 		{"no key store", func(c *Config) { c.SSL.KeystoreLocation = "" }, "has no key store"},
 		{"missing key store file", func(c *Config) { c.SSL.KeystoreLocation = filepath.Join(p.dir, "absent.pem") }, "absent.pem"},
-		{"cluster mode", func(c *Config) { c.ControllerQuorumVoters = "1@127.0.0.1:1" }, "cluster mode does not serve yet (inter-broker connections do not use TLS)"},
 		{"bad mapping rule", func(c *Config) { c.SSLPrincipalMappingRules = "RULE:oops" }, "ssl.principal.mapping.rules"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -36,6 +36,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-broker/gregor/broker/peer"
 	"github.com/gregor-broker/gregor/coordinator/txn"
 )
 
@@ -82,10 +83,10 @@ type markerAnswer struct {
 	err  error
 }
 
-func newMarkerChannel() markerChannel {
+func newMarkerChannel(sec *peer.Security) markerChannel {
 	return markerChannel{
 		queued: map[int32][]queuedMarker{}, inflight: map[int32]bool{}, pending: map[markerKey]bool{},
-		abandoned: map[txnKey]bool{}, peers: peerClients{clientID: "gregor-txn-markers"},
+		abandoned: map[txnKey]bool{}, peers: peerClients{clientID: "gregor-txn-markers", security: sec},
 		results: make(chan markerAnswer),
 	}
 }

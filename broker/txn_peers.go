@@ -26,6 +26,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gregor-broker/gregor/broker/partition"
+	"github.com/gregor-broker/gregor/broker/peer"
 	"github.com/gregor-broker/gregor/coordinator/group"
 	"github.com/gregor-broker/gregor/coordinator/txn"
 )
@@ -38,6 +39,7 @@ const interBrokerRequestTimeout = 30 * time.Second
 // inter-broker request. Safe for concurrent use.
 type peerClients struct {
 	clientID string
+	security *peer.Security
 	mu       sync.Mutex
 	byNode   map[int32]*controllerRPC // guarded by mu
 }
@@ -51,7 +53,7 @@ func (pc *peerClients) get(node int32) *controllerRPC {
 	}
 	c := pc.byNode[node]
 	if c == nil {
-		c = newControllerRPC(pc.clientID)
+		c = newControllerRPC(pc.clientID, pc.security)
 		pc.byNode[node] = c
 	}
 	return c
@@ -151,7 +153,7 @@ type verifyCall struct {
 
 func newTxnVerifier(b *Broker) *txnVerifier {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &txnVerifier{b: b, peers: peerClients{clientID: "gregor-txn-verification"}, nodes: map[int32]*verifierNode{}, ctx: ctx, stop: cancel}
+	return &txnVerifier{b: b, peers: peerClients{clientID: "gregor-txn-verification", security: b.interBroker}, nodes: map[int32]*verifierNode{}, ctx: ctx, stop: cancel}
 }
 
 // close fails every question in flight and waits for the senders.

@@ -96,7 +96,7 @@ type txnCoordinator struct {
 func (b *Broker) newTxns() *txnCoordinator {
 	tc := &txnCoordinator{
 		b:       b,
-		markers: newMarkerChannel(),
+		markers: newMarkerChannel(b.interBroker),
 		coordCfg: txn.Config{
 			MaxTimeoutMs:       b.cfg.TransactionMaxTimeoutMs,
 			IDExpirationMs:     b.cfg.TransactionalIDExpirationMs,

@@ -8,8 +8,11 @@
 // trip, is a leaf of the broker's lock order: nothing else is taken while
 // it is held. Cancelling a request's context ends the request in flight.
 //
-// Security (SASL and TLS between nodes) belongs here, in one place, when
-// Gregor has it.
+// Security between nodes lives here, in one place (security.go): a Conn
+// with a Security runs the TLS handshake and the SASL login of the
+// inter-broker listener right after each dial, and dials again before the
+// session the peer granted (KIP-368) runs out.
 //
-// Imports: protocol of this project, and kmsg.
+// Imports: protocol of this project, and franz-go's kmsg, kerr and SASL
+// mechanisms.
 package peer

@@ -29,15 +29,21 @@ type Conn struct {
 	// MaxResponseBytes bounds a response's size; a larger one fails the
 	// request. Zero is DefaultMaxResponseBytes.
 	MaxResponseBytes int32
-	// DialTimeout bounds a dial on its own; zero leaves it to the
-	// request's context.
+	// DialTimeout bounds a dial, with its TLS handshake and SASL login,
+	// on its own; zero leaves it to the request's context.
 	DialTimeout time.Duration
+	// Security is how the connection authenticates to the peer; nil is
+	// plain TCP without a login.
+	Security *Security
 
-	mu     sync.Mutex
-	nc     net.Conn // guarded by mu
-	addr   string   // guarded by mu: what nc was dialled at
-	corr   int32    // guarded by mu
-	closed bool     // guarded by mu
+	mu   sync.Mutex
+	nc   net.Conn // guarded by mu
+	addr string   // guarded by mu: what nc was dialled at
+	corr int32    // guarded by mu
+	// redialAt, guarded by mu, is when the SASL session the peer granted
+	// nc nears its end; zero when it has none.
+	redialAt time.Time
+	closed   bool // guarded by mu
 }
 
 // Do sends req, at the version the caller set, to the Kafka listener at
@@ -52,7 +58,7 @@ func (c *Conn) Do(ctx context.Context, addr string, req kmsg.Request) (kmsg.Resp
 	if c.closed {
 		return nil, net.ErrClosed
 	}
-	if c.nc != nil && c.addr != addr {
+	if c.nc != nil && (c.addr != addr || !c.redialAt.IsZero() && !time.Now().Before(c.redialAt)) {
 		c.resetLocked()
 	}
 	if c.nc == nil {
@@ -61,11 +67,16 @@ func (c *Conn) Do(ctx context.Context, addr string, req kmsg.Request) (kmsg.Resp
 			dialCtx, cancel = context.WithTimeout(ctx, c.DialTimeout)
 		}
 		nc, err := (&net.Dialer{}).DialContext(dialCtx, "tcp", addr)
-		cancel()
 		if err != nil {
+			cancel()
 			return nil, fmt.Errorf("dialling %s: %w", addr, err)
 		}
-		c.nc, c.addr = nc, addr
+		nc, redialAt, err := c.secureLocked(dialCtx, nc, addr)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		c.nc, c.addr, c.redialAt = nc, addr, redialAt
 	}
 	resp, err := c.roundTrip(ctx, req)
 	if err != nil {
@@ -144,6 +155,7 @@ func (c *Conn) resetLocked() {
 		c.nc.Close()
 		c.nc = nil
 	}
+	c.redialAt = time.Time{}
 }
 
 // Close closes the connection for good, once any request in flight is

@@ -22,6 +22,10 @@ type fakePeer struct {
 	id      int32
 	accepts atomic.Int32
 	answer  func(corr int32) (int32, time.Duration)
+	// login, when set, makes the peer a SASL listener (security_test.go):
+	// it answers the SASL requests and closes a connection that sends
+	// anything else before it logged in.
+	login *fakeLogin
 }
 
 func startPeer(t *testing.T, id int32) *fakePeer {
@@ -47,14 +51,24 @@ func startPeer(t *testing.T, id int32) *fakePeer {
 
 func (p *fakePeer) serve(nc net.Conn) {
 	defer nc.Close()
+	authenticated := p.login == nil
 	for {
 		frame, err := protocol.ReadFrame(nc, 1<<20, nil)
 		if err != nil {
 			return
 		}
-		h, _, err := protocol.ParseRequestHeader(frame)
+		h, body, err := protocol.ParseRequestHeader(frame)
 		if err != nil {
 			return
+		}
+		if h.APIKey == 17 || h.APIKey == 36 { // SaslHandshake, SaslAuthenticate
+			if p.login == nil || !p.login.answer(nc, h, body, &authenticated) {
+				return
+			}
+			continue
+		}
+		if !authenticated {
+			return // Kafka's ILLEGAL_SASL_STATE: the connection closes
 		}
 		resp := kmsg.NewPtrMetadataResponse()
 		resp.Version = h.APIVersion

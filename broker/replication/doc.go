@@ -27,7 +27,8 @@
 // leader's side of a replica fetch (its readReplica) and sets the
 // throttles' bounds from its dynamic configs.
 //
-// Imports: broker/partition, broker/quota, storage, and
+// Imports: broker/partition, broker/peer (LoginRefused), broker/quota,
+// storage, and
 // coordinator/controller and controller/metadata (the AlterPartition
 // request's types) of this project, and franz-go's kerr and kmsg; never
 // broker.

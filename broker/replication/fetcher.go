@@ -45,6 +45,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gregor-broker/gregor/broker/partition"
+	"github.com/gregor-broker/gregor/broker/peer"
 	"github.com/gregor-broker/gregor/storage"
 )
 
@@ -136,7 +137,14 @@ type replicaFetcher struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	conn   Conn
+	// refusedWarned, which only run uses, is when a refused login was
+	// last logged.
+	refusedWarned time.Time
 }
+
+// refusedLoginLogInterval spaces the warnings of a refused inter-broker
+// login, which repeats at every retry until the configuration is mended.
+const refusedLoginLogInterval = 30 * time.Second
 
 func newReplicaFetcher(mgr *Manager, leader int32) *replicaFetcher {
 	ctx, cancel := context.WithCancel(mgr.ctx)
@@ -204,7 +212,12 @@ func (f *replicaFetcher) run() {
 		}
 		raw, err := f.roundTrip(req)
 		if err != nil {
-			f.mgr.log.Debug("replica fetch failed", "leader", f.leader, "err", err)
+			if peer.LoginRefused(err) && time.Since(f.refusedWarned) >= refusedLoginLogInterval {
+				f.refusedWarned = time.Now()
+				f.mgr.log.Warn("replica fetch failed: the leader's inter-broker listener refused this node's login or certificate", "leader", f.leader, "err", err)
+			} else {
+				f.mgr.log.Debug("replica fetch failed", "leader", f.leader, "err", err)
+			}
 			f.sleep(backoff)
 			continue
 		}

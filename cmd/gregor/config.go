@@ -156,6 +156,7 @@ func applyPropertiesWithOrigins(dst *broker.Config, props map[string]setting, lo
 			cfg.Listen, cfg.ListenerName, cfg.SecurityProtocol, cfg.Advertise = l.Listen, l.Name, l.SecurityProtocol, l.Advertise
 			cfg.SSL, cfg.SSLPrincipalMappingRules = l.SSL, l.SSLPrincipalMappingRules
 			cfg.SASLEnabledMechanisms, cfg.SASLPlainJAASConfig, cfg.OAuthBearer = l.SASLEnabledMechanisms, l.SASLPlainJAASConfig, l.OAuthBearer
+			cfg.SASLJAASConfigs = l.SASLJAASConfigs
 		}
 		if len(ls) > 1 {
 			cfg.Listeners = ls
@@ -172,9 +173,22 @@ func applyPropertiesWithOrigins(dst *broker.Config, props map[string]setting, lo
 			cfg.SASLEnabledMechanisms = mechanismList(v)
 		}
 	}
-	handled["inter.broker.listener.name"] = true
-	if v, ok := value("inter.broker.listener.name"); ok && v != "" {
-		cfg.InterBrokerListenerName = strings.ToUpper(v)
+	handled["inter.broker.listener.name"], handled["security.inter.broker.protocol"] = true, true
+	ibl, iblSet := value("inter.broker.listener.name")
+	ibp, ibpSet := value("security.inter.broker.protocol")
+	switch {
+	case iblSet && ibpSet:
+		// KafkaConfig's message.
+		bad("inter.broker.listener.name", "Only one of inter.broker.listener.name and security.inter.broker.protocol should be set.")
+	case iblSet && ibl != "":
+		cfg.InterBrokerListenerName = strings.ToUpper(ibl)
+	case ibpSet && ibp != "":
+		// Kafka names the listener after the protocol.
+		cfg.InterBrokerListenerName = strings.ToUpper(ibp)
+	}
+	handled["sasl.mechanism.inter.broker.protocol"] = true
+	if v, ok := value("sasl.mechanism.inter.broker.protocol"); ok {
+		cfg.InterBrokerSASLMechanism = strings.TrimSpace(v)
 	}
 	// The JWKS validator's sasl.oauthbearer.* keys, as Kafka's broker reads
 	// them: listener.name.<name>.oauthbearer.<key> over
@@ -624,11 +638,19 @@ func listenerSecurity(props map[string]setting, l *broker.ListenerConfig, handle
 			*dst = s.value
 		}
 	}
-	// Kafka needs a ScramLoginModule entry for each SCRAM mechanism; its
-	// options are unused on the server, whose credentials are the
-	// broker's (--add-scram, AlterUserScramCredentials).
+	// Kafka needs a ScramLoginModule entry for each SCRAM mechanism; the
+	// server does not read its options, its credentials being the
+	// broker's (--add-scram, AlterUserScramCredentials), but on the
+	// inter-broker listener the username and password are this node's
+	// login to the others.
 	for _, m := range []string{"scram-sha-256", "scram-sha-512"} {
 		handled[prefix+m+".sasl.jaas.config"] = true
+		if s, ok := props[prefix+m+".sasl.jaas.config"]; ok {
+			if l.SASLJAASConfigs == nil {
+				l.SASLJAASConfigs = map[string]string{}
+			}
+			l.SASLJAASConfigs[strings.ToUpper(m)] = s.value
+		}
 	}
 	return nil
 }

@@ -16,12 +16,14 @@ import (
 // listener.security.protocol.map and its own listener.name.<name>.* keys.
 func TestApplyPropertiesSeveralListeners(t *testing.T) {
 	const jaas = `org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";`
+	const scramLogin = `org.apache.kafka.common.security.scram.ScramLoginModule required username="broker" password="broker-secret";`
 	tests := []struct {
-		name      string
-		kv        []string
-		want      []broker.ListenerConfig
-		wantInter string
-		wantErr   string
+		name          string
+		kv            []string
+		want          []broker.ListenerConfig
+		wantInter     string
+		wantMechanism string
+		wantErr       string
 	}{
 		{
 			name: "one listener stays the shorthand",
@@ -60,6 +62,33 @@ func TestApplyPropertiesSeveralListeners(t *testing.T) {
 			},
 		},
 		{
+			name: "a SASL inter-broker listener named by its protocol, with its SCRAM login",
+			kv: []string{
+				"listeners", "CLIENT://:9092,SASL_PLAINTEXT://:9093",
+				"listener.security.protocol.map", "CLIENT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
+				"security.inter.broker.protocol", "SASL_PLAINTEXT",
+				"sasl.mechanism.inter.broker.protocol", "SCRAM-SHA-512",
+				"listener.name.sasl_plaintext.sasl.enabled.mechanisms", "SCRAM-SHA-512",
+				"listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config", scramLogin,
+			},
+			want: []broker.ListenerConfig{
+				{Name: "CLIENT", Listen: ":9092", SecurityProtocol: "PLAINTEXT"},
+				{Name: "SASL_PLAINTEXT", Listen: ":9093", SecurityProtocol: "SASL_PLAINTEXT", SASLEnabledMechanisms: []string{"SCRAM-SHA-512"},
+					SASLJAASConfigs: map[string]string{"SCRAM-SHA-512": scramLogin}},
+			},
+			wantInter:     "SASL_PLAINTEXT",
+			wantMechanism: "SCRAM-SHA-512",
+		},
+		{
+			name: "both inter-broker keys",
+			kv: []string{
+				"listeners", "PLAINTEXT://:9092,SSL://:9093",
+				"inter.broker.listener.name", "PLAINTEXT",
+				"security.inter.broker.protocol", "PLAINTEXT",
+			},
+			wantErr: "Only one of inter.broker.listener.name and security.inter.broker.protocol should be set.",
+		},
+		{
 			name:    "duplicate listener names",
 			kv:      []string{"listeners", "PLAINTEXT://:9092,plaintext://:9093"},
 			wantErr: "Each listener must have a different name",
@@ -88,6 +117,9 @@ func TestApplyPropertiesSeveralListeners(t *testing.T) {
 			}
 			if cfg.InterBrokerListenerName != tt.wantInter {
 				t.Errorf("InterBrokerListenerName = %q, want %q", cfg.InterBrokerListenerName, tt.wantInter)
+			}
+			if cfg.InterBrokerSASLMechanism != tt.wantMechanism {
+				t.Errorf("InterBrokerSASLMechanism = %q, want %q", cfg.InterBrokerSASLMechanism, tt.wantMechanism)
 			}
 			if len(tt.want) > 0 && (cfg.ListenerName != tt.want[0].Name || cfg.Listen != tt.want[0].Listen) {
 				t.Errorf("shorthand %q %q, want the first listener", cfg.ListenerName, cfg.Listen)
