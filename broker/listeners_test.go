@@ -3,8 +3,8 @@ package broker
 import (
 	"context"
 	"net"
-	"strconv"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -41,13 +41,13 @@ func TestNewListenersChecksTheListeners(t *testing.T) {
 			Listeners: []ListenerConfig{{Name: "INTERNAL"}, sasl}, InterBrokerListenerName: "CLIENT"},
 			"sasl.mechanism.inter.broker.protocol must be included in sasl.enabled.mechanisms when SASL is used for inter-broker communication (it is GSSAPI; listener CLIENT enables PLAIN)", ""},
 		{"cluster: PLAIN inter-broker login", Config{ControllerQuorumVoters: "1@127.0.0.1:1",
-			Listeners: []ListenerConfig{{Name: "CLIENT", SecurityProtocol: "SASL_PLAINTEXT", SASLEnabledMechanisms: []string{"PLAIN"}, SASLPlainJAASConfig: plainLogin}},
+			Listeners:                []ListenerConfig{{Name: "CLIENT", SecurityProtocol: "SASL_PLAINTEXT", SASLEnabledMechanisms: []string{"PLAIN"}, SASLPlainJAASConfig: plainLogin}},
 			InterBrokerSASLMechanism: "PLAIN"}, "", "CLIENT"},
 		{"cluster: PLAIN inter-broker login without a username", Config{ControllerQuorumVoters: "1@127.0.0.1:1",
 			Listeners: []ListenerConfig{sasl}, InterBrokerSASLMechanism: "PLAIN"},
 			"listener.name.client.plain.sasl.jaas.config: the inter-broker login needs the username and password options", ""},
 		{"cluster: SCRAM inter-broker login without its JAAS entry", Config{ControllerQuorumVoters: "1@127.0.0.1:1",
-			Listeners: []ListenerConfig{{Name: "CLIENT", SecurityProtocol: "SASL_SSL", SSL: pki.sslSettings(t, "none"), SASLEnabledMechanisms: []string{"SCRAM-SHA-256"}}},
+			Listeners:                []ListenerConfig{{Name: "CLIENT", SecurityProtocol: "SASL_SSL", SSL: pki.sslSettings(t, "none"), SASLEnabledMechanisms: []string{"SCRAM-SHA-256"}}},
 			InterBrokerSASLMechanism: "SCRAM-SHA-256"},
 			"inter-broker listener CLIENT logs in with SCRAM-SHA-256, but listener.name.client.scram-sha-256.sasl.jaas.config is not set", ""},
 		{"cluster: OAUTHBEARER between nodes", Config{ControllerQuorumVoters: "1@127.0.0.1:1",
