@@ -847,7 +847,7 @@ def main(argv=None) -> int:
                          "mode run; the report replaces only that mode's section of --out")
     a = ap.parse_args(argv)
     if a.security != "plaintext" and a.topology != "single":
-        ap.error("--security runs on a single node only (Gregor serves no TLS or SASL listener in cluster mode yet)")
+        ap.error("--security runs on a single node only (cluster.py starts plaintext clusters; a secured inter-broker listener is tested by the broker's TestClusterInterBrokerSecurity)")
 
     targets = [t.strip() for t in a.targets.split(",") if t.strip()]
     for t in targets:
