@@ -108,7 +108,14 @@ func (st *state) server() (*tls.Config, error) {
 	if st.keys == nil {
 		return nil, errors.New("ssl: the listener has no key store (ssl.keystore.location or ssl.keystore.key)")
 	}
-	c := &tls.Config{MinVersion: st.lo, MaxVersion: st.hi, CipherSuites: st.suites}
+	// No session tickets: a TLS 1.3 server that issues them sends its
+	// NewSessionTicket messages after the handshake, and when it asks for
+	// a client certificate only once the client's Finished has arrived.
+	// kafka-python's selector then finds the socket readable with no
+	// request in flight and closes the connection ("Socket EVENT_READ
+	// without in-flight-requests"). Kafka's clients do not resume
+	// sessions, so nothing is lost.
+	c := &tls.Config{MinVersion: st.lo, MaxVersion: st.hi, CipherSuites: st.suites, SessionTicketsDisabled: true}
 	for _, e := range st.keys.entries {
 		c.Certificates = append(c.Certificates, e.cert)
 	}

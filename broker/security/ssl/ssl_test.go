@@ -608,3 +608,62 @@ func FuzzStores(f *testing.F) {
 		pemCertificates(data)
 	})
 }
+
+// TestNoDataAfterHandshake checks that the server sends nothing once the
+// handshake is over until it is asked something: no TLS 1.3
+// NewSessionTicket, which kafka-python's selector takes for a response
+// with no request in flight.
+func TestNoDataAfterHandshake(t *testing.T) {
+	p := newPKI(t, "test-ca")
+	sk, sc := p.leaf(t, "broker", "localhost")
+	ck, cc := p.leaf(t, "alice", "")
+	trust := []string{"ssl.truststore.type", "PEM", "ssl.truststore.certificates", certPEM(p.ca)}
+	clientKeys := []string{"ssl.keystore.type", "PEM", "ssl.keystore.key", keyPEM(t, ck), "ssl.keystore.certificate.chain", certPEM(cc)}
+	for _, auth := range []string{"none", "requested", "required"} {
+		server := mustFactory(t, mustParse(t, append(trust,
+			"ssl.keystore.type", "PEM", "ssl.keystore.key", keyPEM(t, sk), "ssl.keystore.certificate.chain", certPEM(sc),
+			"ssl.client.auth", auth)...))
+		client := mustFactory(t, mustParse(t, append(trust, clientKeys...)...))
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		serr := make(chan error, 1)
+		go func() {
+			conn, err := ln.Accept()
+			if err != nil {
+				serr <- err
+				return
+			}
+			defer conn.Close()
+			serr <- tls.Server(conn, server.ServerConfig()).Handshake()
+			<-done
+		}()
+		raw, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		cc := client.ClientConfig("localhost")
+		// A session cache makes Go's client offer resumption (the
+		// psk_key_exchange_modes extension), as OpenSSL's clients do.
+		cc.ClientSessionCache = tls.NewLRUClientSessionCache(1)
+		c := tls.Client(raw, cc)
+		if err := c.Handshake(); err != nil {
+			t.Fatalf("ssl.client.auth=%s: client handshake: %v", auth, err)
+		}
+		if err := <-serr; err != nil {
+			t.Fatalf("ssl.client.auth=%s: server handshake: %v", auth, err)
+		}
+		// Whatever the server sent after its handshake is in the socket
+		// by now (the server's handshake returned after it wrote it).
+		raw.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+		n, err := raw.Read(make([]byte, 1024))
+		if ne, ok := err.(net.Error); !ok || !ne.Timeout() {
+			t.Errorf("ssl.client.auth=%s: the server sent %d bytes after the handshake (read error %v), want none", auth, n, err)
+		}
+		close(done)
+		raw.Close()
+		ln.Close()
+	}
+}
