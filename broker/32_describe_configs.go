@@ -117,9 +117,11 @@ type describedConfig struct {
 	null     bool // the value is null: a config without a default, unset
 	source   int8
 	readOnly bool
-	kind     topicconfig.Kind
-	doc      string
-	synonyms []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym
+	// sensitive hides the value (a password or key): null, isSensitive.
+	sensitive bool
+	kind      topicconfig.Kind
+	doc       string
+	synonyms  []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym
 }
 
 func (c describedConfig) wire(req *kmsg.DescribeConfigsRequest) kmsg.DescribeConfigsResponseResourceConfig {
@@ -130,6 +132,7 @@ func (c describedConfig) wire(req *kmsg.DescribeConfigsRequest) kmsg.DescribeCon
 		out.Value = &value
 	}
 	out.ReadOnly = c.readOnly
+	out.IsSensitive = c.sensitive
 	out.Source = kmsg.ConfigSource(c.source)
 	out.IsDefault = c.source == topicconfig.SourceDefault
 	if req.IncludeSynonyms {
@@ -202,6 +205,7 @@ func (b *Broker) describeBroker(name string) ([]describedConfig, *kerr.Error, st
 		return nil, kerr.InvalidRequest, fmt.Sprintf("Unexpected broker id, expected %d or empty string, but received %s", b.cfg.NodeID, name)
 	}
 	out := append(b.brokerConfigs(), b.describeThrottleRates(true)...)
+	out = append(out, b.describeListenerSSL()...)
 	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
 	return out, nil, ""
 }

@@ -277,6 +277,15 @@ func (b *Broker) alterBrokerConfigs(name string, changes []configChange, increme
 			return alterResult{kerr.InvalidRequest, fmt.Sprintf("Unexpected broker id, expected %d, but received %s", b.cfg.NodeID, name)}
 		}
 	}
+	var sslNext map[*listener]map[string]string
+	if name == "" || name == strconv.Itoa(int(b.cfg.NodeID)) {
+		// Another broker's (a forwarded request) has no listener of this
+		// node, and the SSL keys are never forwarded.
+		var refused *alterResult
+		if changes, sslNext, refused = b.splitSSLChanges(name, changes, incremental); refused != nil {
+			return *refused
+		}
+	}
 	changes, old, next, refused := b.throttleRateChanges(name, changes, incremental)
 	if refused != nil {
 		return *refused
@@ -292,8 +301,15 @@ func (b *Broker) alterBrokerConfigs(name string, changes []configChange, increme
 		sort.Strings(names)
 		return alterResult{kerr.InvalidRequest, fmt.Sprintf("Cannot update these configs dynamically: Set(%s)", strings.Join(names, ", "))}
 	}
+	sslChanges, refused := checkSSLChanges(sslNext)
+	if refused != nil {
+		return *refused
+	}
 	if validateOnly {
 		return alterResult{}
+	}
+	if refused := b.applySSLChanges(sslChanges); refused != nil {
+		return *refused
 	}
 	return b.storeBrokerConfigs(name, old, next, fwd)
 }

@@ -40,6 +40,9 @@ type listenerTLS struct {
 	// factory holds the listener's stores; on the inter-broker listener
 	// it makes this node's client configurations too.
 	factory *ssl.Factory
+	// dynamic is the listener's ssl.* values set through AlterConfigs
+	// (listener_ssl_dynamic.go).
+	dynamic listenerDynamic
 }
 
 // usesTLS reports whether protocol runs over TLS.

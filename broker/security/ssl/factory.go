@@ -185,19 +185,38 @@ func verifyChain(roots *x509.CertPool) func(tls.ConnectionState) error {
 func (f *Factory) Reconfigure(s Settings) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	old := f.cur.Load()
-	if !old.shouldBeRebuilt(s) {
-		return nil
-	}
-	st, err := load(s)
-	if err != nil {
-		return fmt.Errorf("Validation of dynamic config update of SSLFactory failed: %v", err)
-	}
-	if err := f.compatible(old, st); err != nil {
+	st, err := f.check(s)
+	if err != nil || st == nil {
 		return err
 	}
 	f.cur.Store(st)
 	return nil
+}
+
+// Validate makes Reconfigure's checks of s and changes nothing, as Kafka's
+// SslFactory.validateReconfiguration (an AlterConfigs with validateOnly).
+func (f *Factory) Validate(s Settings) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, err := f.check(s)
+	return err
+}
+
+// check loads and checks s against the settings in force: the new state,
+// or nil when nothing is to be rebuilt. f.mu held.
+func (f *Factory) check(s Settings) (*state, error) {
+	old := f.cur.Load()
+	if !old.shouldBeRebuilt(s) {
+		return nil, nil
+	}
+	st, err := load(s)
+	if err != nil {
+		return nil, fmt.Errorf("Validation of dynamic config update of SSLFactory failed: %v", err)
+	}
+	if err := f.compatible(old, st); err != nil {
+		return nil, err
+	}
+	return st, nil
 }
 
 // shouldBeRebuilt is DefaultSslEngineFactory.shouldBeRebuilt: another

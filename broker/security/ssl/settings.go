@@ -242,3 +242,61 @@ func (s Settings) cipherSuites() ([]uint16, error) {
 	}
 	return out, nil
 }
+
+// Get is the value of one of Parse's keys in s, false when unset, so that
+// Parse(s.Get) gives back s (its Warnings aside). A caller overriding some
+// keys, such as the broker's dynamic listener configs, parses through it.
+func (s Settings) Get(key string) (string, bool) {
+	secret := func(v Secret) (string, bool) { return v.Value(), v.Set() }
+	switch key {
+	case "ssl.protocol":
+		return s.Protocol, true
+	case "ssl.enabled.protocols":
+		return strings.Join(s.EnabledProtocols, ","), true
+	case "ssl.cipher.suites":
+		return strings.Join(s.CipherSuites, ","), len(s.CipherSuites) > 0
+	case "ssl.keystore.type":
+		return s.KeystoreType, true
+	case "ssl.keystore.location":
+		return s.KeystoreLocation, s.KeystoreLocation != ""
+	case "ssl.keystore.password":
+		return secret(s.KeystorePassword)
+	case "ssl.key.password":
+		return secret(s.KeyPassword)
+	case "ssl.keystore.key":
+		return secret(s.KeystoreKey)
+	case "ssl.keystore.certificate.chain":
+		return secret(s.KeystoreCertificateChain)
+	case "ssl.truststore.type":
+		return s.TruststoreType, true
+	case "ssl.truststore.location":
+		return s.TruststoreLocation, s.TruststoreLocation != ""
+	case "ssl.truststore.password":
+		return secret(s.TruststorePassword)
+	case "ssl.truststore.certificates":
+		return secret(s.TruststoreCertificates)
+	case "ssl.client.auth":
+		return s.ClientAuth, true
+	case "ssl.endpoint.identification.algorithm":
+		return s.EndpointIdentification, true
+	case "ssl.allow.dn.changes":
+		return fmt.Sprint(s.AllowDNChanges), true
+	case "ssl.allow.san.changes":
+		return fmt.Sprint(s.AllowSANChanges), true
+	}
+	return "", false
+}
+
+// ReconfigurableKeys are the ssl.* keys Kafka changes at run time
+// (SslConfigs.RECONFIGURABLE_CONFIGS): the stores and their passwords.
+var ReconfigurableKeys = []string{
+	"ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.password", "ssl.key.password",
+	"ssl.keystore.key", "ssl.keystore.certificate.chain",
+	"ssl.truststore.type", "ssl.truststore.location", "ssl.truststore.password", "ssl.truststore.certificates",
+}
+
+// SensitiveKeys are the ssl.* keys of Kafka's PASSWORD type, never shown.
+var SensitiveKeys = []string{
+	"ssl.keystore.password", "ssl.key.password", "ssl.keystore.key", "ssl.keystore.certificate.chain",
+	"ssl.truststore.password", "ssl.truststore.certificates",
+}
