@@ -11,7 +11,9 @@ package broker
 //     value outside DELETE, an unknown operation INVALID_REQUEST; for a
 //     TOPIC the name's errors, then INVALID_CONFIG with Kafka's message for
 //     a bad operation, name or value; for a BROKER only the replication
-//     throttle rates change (replication_throttle.go), another config of
+//     throttle rates (replication_throttle.go) and, on this broker's own
+//     resource, the listeners' listener.name.<l>.ssl.* stores
+//     (listener_ssl_dynamic.go) change, another config of
 //     the table is INVALID_REQUEST ("Cannot update these configs
 //     dynamically"), an unknown name INVALID_CONFIG; BROKER_LOGGER,
 //     CLIENT_METRICS and GROUP are INVALID_REQUEST until Gregor has them.
