@@ -78,7 +78,7 @@ func TestDynamicListenerKeystore(t *testing.T) {
 	other := p.issue(t, "server-other", pkix.Name{CommonName: "other"}, x509.ExtKeyUsageServerAuth)
 	storeOther := keystoreFile(t, p, "keystore-other.pem", other)
 
-	alter := func(validate bool, name string, value *string, op kadm.IncrementalOp, broker ...int32) (error, string) {
+	alter := func(validate bool, name string, value *string, op kadm.IncrementalOp, broker ...int32) (string, error) {
 		t.Helper()
 		cfgs := []kadm.AlterConfig{{Op: op, Name: name, Value: value}}
 		var rs kadm.AlterConfigsResponses
@@ -91,12 +91,12 @@ func TestDynamicListenerKeystore(t *testing.T) {
 		if err != nil {
 			t.Fatalf("alter: %v", err)
 		}
-		return rs[0].Err, rs[0].ErrMessage
+		return rs[0].ErrMessage, rs[0].Err
 	}
 	str := func(s string) *string { return &s }
 
 	// validateOnly checks and changes nothing.
-	if err, msg := alter(true, locKey, str(storeB), kadm.SetConfig, id); err != nil {
+	if msg, err := alter(true, locKey, str(storeB), kadm.SetConfig, id); err != nil {
 		t.Fatalf("validateOnly: %v %s", err, msg)
 	}
 	if got := servedSerial(t, b, p); got != a {
@@ -122,7 +122,7 @@ func TestDynamicListenerKeystore(t *testing.T) {
 		if !tc.cluster {
 			brokers = []int32{id}
 		}
-		err, msg := alter(tc.validate, tc.key, str(tc.value), kadm.SetConfig, brokers...)
+		msg, err := alter(tc.validate, tc.key, str(tc.value), kadm.SetConfig, brokers...)
 		if !errors.Is(err, tc.want) || !strings.Contains(msg, tc.msg) {
 			t.Errorf("%s: got %v %q, want %v containing %q", tc.name, err, msg, tc.want, tc.msg)
 		}
@@ -132,7 +132,7 @@ func TestDynamicListenerKeystore(t *testing.T) {
 	}
 
 	// Cert B, same DN: new connections see it, the open one goes on.
-	if err, msg := alter(false, locKey, str(storeB), kadm.SetConfig, id); err != nil {
+	if msg, err := alter(false, locKey, str(storeB), kadm.SetConfig, id); err != nil {
 		t.Fatalf("alter to B: %v %s", err, msg)
 	}
 	if got, want := servedSerial(t, b, p), serialOf(t, certB); got != want {
