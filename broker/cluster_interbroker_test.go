@@ -24,18 +24,7 @@ func nodeSSL(t *testing.T, p *testPKI, cert testCert, clientAuth string) *ssl.Se
 	t.Helper()
 	certPEM, _ := os.ReadFile(cert.certFile)
 	keyPEM, _ := os.ReadFile(cert.keyFile)
-	keys := map[string]string{
-		"ssl.keystore.type":       "PEM",
-		"ssl.keystore.location":   writePEM(t, t.TempDir(), "keystore.pem", append(keyPEM, certPEM...)),
-		"ssl.truststore.type":     "PEM",
-		"ssl.truststore.location": p.caFile,
-		"ssl.client.auth":         clientAuth,
-	}
-	s, err := ssl.Parse(func(k string) (string, bool) { v, ok := keys[k]; return v, ok })
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &s
+	return p.sslSettingsWith(t, writePEM(t, t.TempDir(), "keystore.pem", append(keyPEM, certPEM...)), clientAuth)
 }
 
 // TestClusterInterBrokerSecurity: the nodes talk to each other over a

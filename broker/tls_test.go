@@ -160,9 +160,15 @@ func (p *testPKI) clientTLS(certs ...tls.Certificate) *tls.Config {
 // them, parsed.
 func (p *testPKI) sslSettings(t testing.TB, clientAuth string) *ssl.Settings {
 	t.Helper()
+	return p.sslSettingsWith(t, p.serverKeystore, clientAuth)
+}
+
+// sslSettingsWith is sslSettings with the PEM key store at keystore.
+func (p *testPKI) sslSettingsWith(t testing.TB, keystore, clientAuth string) *ssl.Settings {
+	t.Helper()
 	keys := map[string]string{
 		"ssl.keystore.type":       "PEM",
-		"ssl.keystore.location":   p.serverKeystore,
+		"ssl.keystore.location":   keystore,
 		"ssl.truststore.type":     "PEM",
 		"ssl.truststore.location": p.caFile,
 		"ssl.client.auth":         clientAuth,

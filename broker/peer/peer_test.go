@@ -34,7 +34,14 @@ func startPeer(t *testing.T, id int32) *fakePeer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &fakePeer{ln: ln, id: id, answer: func(corr int32) (int32, time.Duration) { return corr, 0 }}
+	p := &fakePeer{id: id, answer: func(corr int32) (int32, time.Duration) { return corr, 0 }}
+	p.listen(t, ln)
+	return p
+}
+
+// listen serves ln's connections until the test ends.
+func (p *fakePeer) listen(t *testing.T, ln net.Listener) {
+	p.ln = ln
 	t.Cleanup(func() { ln.Close() })
 	go func() {
 		for {
@@ -46,7 +53,6 @@ func startPeer(t *testing.T, id int32) *fakePeer {
 			go p.serve(nc)
 		}
 	}()
-	return p
 }
 
 func (p *fakePeer) serve(nc net.Conn) {

@@ -149,18 +149,7 @@ func TestConnRunsTLSAndChecksThePeersCertificate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ln.Close() })
-	tlsPeer.ln = ln
-	go func() {
-		for {
-			nc, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			tlsPeer.accepts.Add(1)
-			go tlsPeer.serve(nc)
-		}
-	}()
+	tlsPeer.listen(t, ln)
 
 	trusting := &Security{TLS: func(host string) *tls.Config { return &tls.Config{RootCAs: roots, ServerName: host} }}
 	c := &Conn{Security: trusting}

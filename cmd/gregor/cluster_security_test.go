@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -57,7 +55,11 @@ func TestServeClusterOverSASLSSLFromServerProperties(t *testing.T) {
 			props = strings.ReplaceAll(props, from, to)
 		}
 		go func() {
-			ready <- startClusterProcess(t, id, "serve --http-listen 127.0.0.1:0 --config "+writeFile(t, props)+" --add-scram "+addScram)
+			_, _, err := startProcess(t, "serve --http-listen 127.0.0.1:0 --config "+writeFile(t, props)+" --add-scram "+addScram)
+			if err != nil {
+				err = fmt.Errorf("node %d: %w", id, err)
+			}
+			ready <- err
 		}()
 	}
 	for range nodes {
@@ -104,52 +106,4 @@ func docsExample(t *testing.T, want string) string {
 	}
 	t.Fatalf("docs/security.md has no server.properties example with %q", want)
 	return ""
-}
-
-// startClusterProcess runs the binary with args as cluster node id and
-// returns once it logs its readiness line, or why it did not (it exited,
-// or a minute passed), with its log; it is killed with the test.
-func startClusterProcess(t *testing.T, id int, args string) error {
-	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), "GREGOR_RUN_MAIN="+args)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		return err
-	}
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	lines, ready, ended := make(chan string, 1000), make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(ended)
-		sc := bufio.NewScanner(stderr)
-		isReady := false
-		for sc.Scan() {
-			if isReady {
-				continue
-			}
-			select {
-			case lines <- sc.Text():
-			default:
-			}
-			if strings.Contains(sc.Text(), "gregor: ready") {
-				isReady = true
-				close(ready)
-			}
-		}
-	}()
-	why := "did not log its readiness line within a minute"
-	select {
-	case <-ready:
-		return nil
-	case <-ended:
-		why = "exited without logging its readiness line"
-	case <-time.After(60 * time.Second):
-	}
-	var logs []string
-	for len(lines) > 0 {
-		logs = append(logs, <-lines)
-	}
-	return fmt.Errorf("node %d %s; its log:\n%s", id, why, strings.Join(logs, "\n"))
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -57,14 +58,26 @@ func startGregor(t *testing.T, args string) *exec.Cmd {
 // label.
 func startUntilReady(t *testing.T, label, args string) (*exec.Cmd, []string) {
 	t.Helper()
+	cmd, logs, err := startProcess(t, args)
+	if err != nil {
+		t.Fatalf("%s: gregor %v", label, err)
+	}
+	return cmd, logs
+}
+
+// startProcess runs the binary with args and waits for its readiness
+// line: it returns the process and the lines logged until then, or why it
+// is not ready (it exited, or a minute passed) with its log. It may be
+// called from any goroutine; the process is killed with the test.
+func startProcess(t *testing.T, args string) (*exec.Cmd, []string, error) {
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), "GREGOR_RUN_MAIN="+args)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		return nil, nil, err
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	var (
@@ -100,9 +113,9 @@ func startUntilReady(t *testing.T, label, args string) (*exec.Cmd, []string) {
 	mu.Lock()
 	defer mu.Unlock()
 	if why != "" {
-		t.Fatalf("%s: gregor %s; its log:\n%s", label, why, strings.Join(logs, "\n"))
+		return nil, nil, fmt.Errorf("%s; its log:\n%s", why, strings.Join(logs, "\n"))
 	}
-	return cmd, logs
+	return cmd, logs, nil
 }
 
 func TestServeStopsCleanlyOnSignalsAndRestartsWithItsData(t *testing.T) {
