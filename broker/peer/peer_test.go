@@ -30,11 +30,17 @@ type fakePeer struct {
 
 func startPeer(t *testing.T, id int32) *fakePeer {
 	t.Helper()
+	return startLoginPeer(t, id, nil)
+}
+
+// startLoginPeer is startPeer with login set before it accepts.
+func startLoginPeer(t *testing.T, id int32, login *fakeLogin) *fakePeer {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &fakePeer{id: id, answer: func(corr int32) (int32, time.Duration) { return corr, 0 }}
+	p := &fakePeer{id: id, answer: func(corr int32) (int32, time.Duration) { return corr, 0 }, login: login}
 	p.listen(t, ln)
 	return p
 }

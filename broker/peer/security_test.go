@@ -73,8 +73,7 @@ func (l *fakeLogin) answer(nc net.Conn, h protocol.RequestHeader, body []byte, a
 }
 
 func TestConnLogsInWithSASLBeforeItsFirstRequest(t *testing.T) {
-	p := startPeer(t, 1)
-	p.login = &fakeLogin{user: "broker", password: "s3cret"}
+	p := startLoginPeer(t, 1, &fakeLogin{user: "broker", password: "s3cret"})
 	c := &Conn{Security: &Security{SASL: plain.Auth{User: "broker", Pass: "s3cret"}.AsMechanism()}}
 	defer c.Close()
 	for range 3 {
@@ -88,8 +87,7 @@ func TestConnLogsInWithSASLBeforeItsFirstRequest(t *testing.T) {
 }
 
 func TestConnRefusedLoginsSayWhy(t *testing.T) {
-	p := startPeer(t, 1)
-	p.login = &fakeLogin{user: "broker", password: "s3cret"}
+	p := startLoginPeer(t, 1, &fakeLogin{user: "broker", password: "s3cret"})
 	for _, tc := range []struct {
 		name string
 		sec  *Security
@@ -125,8 +123,7 @@ func (m fakeMechanism) Authenticate(context.Context, string) (sasl.Session, []by
 }
 
 func TestConnDialsAgainBeforeItsSessionEnds(t *testing.T) {
-	p := startPeer(t, 1)
-	p.login = &fakeLogin{user: "broker", password: "s3cret", lifetime: 200 * time.Millisecond}
+	p := startLoginPeer(t, 1, &fakeLogin{user: "broker", password: "s3cret", lifetime: 200 * time.Millisecond})
 	c := &Conn{Security: &Security{SASL: plain.Auth{User: "broker", Pass: "s3cret"}.AsMechanism()}}
 	defer c.Close()
 	controllerOf(t, c, context.Background(), p.addr())
