@@ -223,7 +223,10 @@ var brokerConfigTable = func() []BrokerConfig {
 		loaderConfig("security.inter.broker.protocol", topicconfig.KindString, "PLAINTEXT", "names the inter-broker listener by its protocol (the listener called `PLAINTEXT`, `SSL`, `SASL_PLAINTEXT` or `SASL_SSL`) when `inter.broker.listener.name` is not set; both set refuses to start, as in Kafka").shownAs("`PLAINTEXT`"),
 		loaderConfig("sasl.mechanism.inter.broker.protocol", topicconfig.KindString, "GSSAPI", "the mechanism this node logs in to the others' SASL inter-broker listener with: `PLAIN`, `SCRAM-SHA-256` or `SCRAM-SHA-512`, one of the listener's `sasl.enabled.mechanisms`; the login is the `username` and `password` options of `listener.name.<listener>.<mechanism>.sasl.jaas.config` (for SCRAM, a user the cluster has, e.g. from `--add-scram`); `GSSAPI` and `OAUTHBEARER` refuse to start with a SASL inter-broker listener, see [security.md](security.md#between-the-nodes)").
 			listed(func(b *Broker) (string, bool) {
-				return b.cfg.InterBrokerSASLMechanism, b.cfg.InterBrokerSASLMechanism != ""
+				if m := b.cfg.InterBrokerSASLMechanism; m != "" {
+					return m, true
+				}
+				return defaultInterBrokerSASLMechanism, false
 			}).shownAs("`GSSAPI`"),
 		loaderConfig("log.dirs", topicconfig.KindList, "", "the data directory; `log.dirs` wins over `log.dir`; more than one directory refuses to start").
 			listed(always(func(b *Broker) string { return b.logDir() })).shownAs("`./data`"),
