@@ -3,6 +3,7 @@ package broker
 import (
 	"crypto/tls"
 	"fmt"
+	"slices"
 	"strings"
 
 	franzsasl "github.com/twmb/franz-go/pkg/sasl"
@@ -26,15 +27,11 @@ const defaultInterBrokerSASLMechanism = "GSSAPI"
 // node could not log in with is refused at start-up, with Kafka's message
 // where Kafka has one.
 func interBrokerSecurity(cfg *Config, ls []*listener) (*peer.Security, error) {
-	var l *listener
-	for _, c := range ls {
-		if c.cfg.Name == cfg.InterBrokerListenerName {
-			l = c
-		}
-	}
-	if l == nil || l.cfg.SecurityProtocol == protocolPlaintext {
+	i := slices.IndexFunc(ls, func(l *listener) bool { return l.cfg.Name == cfg.InterBrokerListenerName })
+	if i < 0 || ls[i].cfg.SecurityProtocol == protocolPlaintext {
 		return nil, nil
 	}
+	l := ls[i]
 	sec := &peer.Security{}
 	if l.tls != nil {
 		factory := l.tls.factory
@@ -61,11 +58,7 @@ func interBrokerLogin(cfg *Config, l *ListenerConfig) (franzsasl.Mechanism, erro
 	if enabled == nil {
 		enabled = []string{defaultInterBrokerSASLMechanism}
 	}
-	found := false
-	for _, m := range enabled {
-		found = found || m == name
-	}
-	if !found {
+	if !slices.Contains(enabled, name) {
 		// KafkaConfig's requirement, in its words.
 		return nil, fmt.Errorf("broker: sasl.mechanism.inter.broker.protocol must be included in sasl.enabled.mechanisms when SASL is used for inter-broker communication (it is %s; listener %s enables %s)", name, l.Name, strings.Join(enabled, ","))
 	}
